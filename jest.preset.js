@@ -1,0 +1,37 @@
+// Shared Jest settings: SWC compiles TypeScript (decorators and their metadata included),
+// and workspace packages resolve to their sources so tests never need a prior build.
+const path = require('node:path');
+
+const swc = [
+  '@swc/jest',
+  {
+    jsc: {
+      parser: { syntax: 'typescript', decorators: true },
+      transform: { legacyDecorator: true, decoratorMetadata: true },
+      target: 'es2022',
+    },
+    module: { type: 'commonjs' },
+    sourceMaps: 'inline',
+  },
+];
+
+const moduleNameMapper = {
+  '^@lemniscate/(contracts|policy|session)$': path.join(__dirname, 'libs/$1/src/index.ts'),
+  '^@lemniscate/(contracts|policy|session)/(.*)$': path.join(__dirname, 'libs/$1/src/$2'),
+};
+
+function tier(displayName, testMatch, extra = {}) {
+  return {
+    displayName,
+    rootDir: __dirname,
+    testMatch,
+    testPathIgnorePatterns: ['/node_modules/', '/dist/'],
+    transform: { '^.+\\.(t|j)sx?$': swc },
+    transformIgnorePatterns: ['/node_modules/(?!(diff)/)'],
+    moduleNameMapper,
+    testEnvironment: 'node',
+    ...extra,
+  };
+}
+
+module.exports = { tier, swc, moduleNameMapper };
