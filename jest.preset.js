@@ -27,7 +27,8 @@ function tier(displayName, testMatch, extra = {}) {
     testMatch,
     testPathIgnorePatterns: ['/node_modules/', '/dist/'],
     transform: { '^.+\\.(t|j)sx?$': swc },
-    transformIgnorePatterns: ['/node_modules/(?!(diff)/)'],
+    // NestJS 12 ships ESM only; Jest on Node 20 cannot require ESM, so SWC compiles it to CommonJS too.
+    transformIgnorePatterns: ['/node_modules/(?!(diff|@nestjs)/)'],
     moduleNameMapper,
     testEnvironment: 'node',
     ...extra,
