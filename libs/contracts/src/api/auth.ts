@@ -1,0 +1,52 @@
+import { z } from 'zod';
+import { Id, UserRole, IsoTimestamp } from './common';
+
+export const LoginRequest = z
+  .object({
+    email: z.email().max(254),
+    password: z.string().min(1, 'must not be empty').max(1024),
+  })
+  .strict();
+export type LoginRequest = z.infer<typeof LoginRequest>;
+
+export const UserView = z.object({
+  id: Id,
+  email: z.string(),
+  displayName: z.string(),
+  role: UserRole,
+  projectIds: z.array(Id),
+  disabledAt: IsoTimestamp.nullable(),
+  revokedAt: IsoTimestamp.nullable(),
+  createdAt: IsoTimestamp,
+});
+export type UserView = z.infer<typeof UserView>;
+
+/** The CSRF token must be echoed in the `x-csrf-token` header on every cookie-authenticated write. */
+export const LoginResponse = z.object({ user: UserView, csrfToken: z.string() });
+export type LoginResponse = z.infer<typeof LoginResponse>;
+
+export const MeResponse = z.object({ user: UserView, csrfToken: z.string().nullable(), via: z.enum(['cookie', 'token']) });
+export type MeResponse = z.infer<typeof MeResponse>;
+
+export const CreateTokenRequest = z
+  .object({
+    name: z.string().trim().min(1, 'must not be empty').max(100),
+    expiresInDays: z.number().int().min(1).max(366).default(90),
+  })
+  .strict();
+export type CreateTokenRequest = z.infer<typeof CreateTokenRequest>;
+
+export const TokenView = z.object({
+  id: Id,
+  name: z.string(),
+  prefix: z.string(),
+  expiresAt: IsoTimestamp,
+  revokedAt: IsoTimestamp.nullable(),
+  lastUsedAt: IsoTimestamp.nullable(),
+  createdAt: IsoTimestamp,
+});
+export type TokenView = z.infer<typeof TokenView>;
+
+/** The secret appears in this response only; the gateway keeps a hash. */
+export const CreatedToken = TokenView.extend({ token: z.string() });
+export type CreatedToken = z.infer<typeof CreatedToken>;

@@ -1,0 +1,44 @@
+import { z } from 'zod';
+import { Id, IsoTimestamp } from './common';
+
+/** Event types the gateway publishes on the live stream. */
+export const GatewayEventType = z.enum([
+  'session.created',
+  'session.ended',
+  'tool_call.recorded',
+  'approval.requested',
+  'approval.decided',
+  'policy.published',
+  'user.revoked',
+]);
+export type GatewayEventType = z.infer<typeof GatewayEventType>;
+
+export const GatewayEvent = z.object({
+  seq: z.number().int().positive(),
+  type: z.string(),
+  sessionId: Id.nullable(),
+  projectId: Id.nullable(),
+  at: IsoTimestamp,
+  payload: z.record(z.string(), z.unknown()),
+});
+export type GatewayEvent = z.infer<typeof GatewayEvent>;
+
+/**
+ * Client → server on `/api/v1/events`. `sinceSeq` replays what was missed after a reconnect.
+ * Exactly one of `sessionId` / `projectId` names the stream.
+ */
+export const EventsClientMessage = z.discriminatedUnion('type', [
+  z
+    .object({ type: z.literal('subscribe'), sessionId: Id.optional(), projectId: Id.optional(), sinceSeq: z.number().int().min(0).optional() })
+    .strict()
+    .refine((m) => (m.sessionId === undefined) !== (m.projectId === undefined), { message: 'give exactly one of "sessionId" or "projectId"', path: ['sessionId'] }),
+  z.object({ type: z.literal('unsubscribe'), sessionId: Id.optional(), projectId: Id.optional() }).strict(),
+]);
+export type EventsClientMessage = z.infer<typeof EventsClientMessage>;
+
+export const EventsServerMessage = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('event'), event: GatewayEvent }),
+  z.object({ type: z.literal('subscribed'), sessionId: Id.nullable(), projectId: Id.nullable(), replayed: z.number().int() }),
+  z.object({ type: z.literal('error'), code: z.string(), message: z.string() }),
+]);
+export type EventsServerMessage = z.infer<typeof EventsServerMessage>;

@@ -1,0 +1,91 @@
+import { z } from 'zod';
+import { Id, IsoTimestamp } from './common';
+
+export const SessionStatus = z.enum(['running', 'completed', 'stopped', 'failed']);
+export type SessionStatus = z.infer<typeof SessionStatus>;
+
+/** Machine-readable reasons a session ended early (DESIGN.md, CLI contract). */
+export const StopReason = z.enum(['limit_actions', 'limit_minutes', 'loop', 'revoked', 'stopped', 'refused', 'crash']);
+export type StopReason = z.infer<typeof StopReason>;
+
+export const CreateSessionRequest = z
+  .object({
+    projectId: Id,
+    instruction: z.string().trim().min(1, 'must not be empty').max(100_000),
+    agent: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be an agent file name').default('general'),
+    headless: z.boolean().default(false),
+    parentSessionId: Id.optional(),
+    baseCommit: z.string().regex(/^[0-9a-f]{7,64}$/, 'must be a commit hash').optional(),
+    branch: z.string().max(255).optional(),
+    includedUncommitted: z.boolean().default(false),
+  })
+  .strict();
+export type CreateSessionRequest = z.infer<typeof CreateSessionRequest>;
+
+export const SessionView = z.object({
+  id: Id,
+  projectId: Id,
+  userId: Id,
+  parentSessionId: Id.nullable(),
+  depth: z.number().int(),
+  agent: z.string(),
+  instruction: z.string(),
+  policyVersionId: Id.nullable(),
+  status: SessionStatus,
+  stopReason: StopReason.nullable(),
+  headless: z.boolean(),
+  actionsUsed: z.number().int(),
+  extensionsUsed: z.number().int(),
+  startedAt: IsoTimestamp,
+  endedAt: IsoTimestamp.nullable(),
+  baseCommit: z.string().nullable(),
+  branch: z.string().nullable(),
+  includedUncommitted: z.boolean(),
+  fingerprintStart: z.string().nullable(),
+  fingerprintEnd: z.string().nullable(),
+  finalPatch: z.string().nullable(),
+  summary: z.string().nullable(),
+});
+export type SessionView = z.infer<typeof SessionView>;
+
+export const SessionListQuery = z
+  .object({
+    projectId: Id.optional(),
+    status: SessionStatus.optional(),
+    limit: z.coerce.number().int().min(1).max(500).default(100),
+  })
+  .strict();
+export type SessionListQuery = z.infer<typeof SessionListQuery>;
+
+export const PolicyDecision = z.object({
+  effect: z.enum(['allow', 'ask', 'deny']),
+  rule: z.string(),
+  reason: z.string(),
+  thirdParty: z.array(z.object({ path: z.string(), class: z.string() })).optional(),
+});
+export type PolicyDecision = z.infer<typeof PolicyDecision>;
+
+export const ToolCallView = z.object({
+  id: Id,
+  sessionId: Id,
+  seq: z.number().int(),
+  name: z.string(),
+  arguments: z.record(z.string(), z.unknown()),
+  decision: PolicyDecision.nullable(),
+  result: z.unknown().nullable(),
+  agent: z.string(),
+  createdAt: IsoTimestamp,
+});
+export type ToolCallView = z.infer<typeof ToolCallView>;
+
+export const StopSessionRequest = z.object({ reason: z.string().max(1000).optional() }).strict();
+export type StopSessionRequest = z.infer<typeof StopSessionRequest>;
+
+export const StopSessionResponse = z.object({
+  session: SessionView,
+  approvalsRejected: z.number().int(),
+  sandboxDestroyed: z.boolean(),
+  /** A sentence when the sandbox could not be destroyed right away (the reaper will). */
+  sandboxNote: z.string().nullable(),
+});
+export type StopSessionResponse = z.infer<typeof StopSessionResponse>;
