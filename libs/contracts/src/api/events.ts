@@ -1,25 +1,17 @@
 import { z } from 'zod';
 import { Id, IsoTimestamp } from './common';
 
-/** Event types the gateway publishes on the live stream. */
-export const GatewayEventType = z.enum([
-  'session.created',
-  'session.ended',
-  'tool_call.recorded',
-  'approval.requested',
-  'approval.decided',
-  'policy.published',
-  'user.revoked',
-]);
-export type GatewayEventType = z.infer<typeof GatewayEventType>;
-
-export const GatewayEvent = z.object({
+/**
+ * One event on the live stream: the envelope below plus the fields of its type. Session events have
+ * the shapes of `SessionEvent` (events.ts); gateway events (`policy_published`, `user_revoked`) carry
+ * their own fields and a null `sessionId`.
+ */
+export const GatewayEvent = z.looseObject({
   seq: z.number().int().positive(),
   type: z.string(),
   sessionId: Id.nullable(),
   projectId: Id.nullable(),
   at: IsoTimestamp,
-  payload: z.record(z.string(), z.unknown()),
 });
 export type GatewayEvent = z.infer<typeof GatewayEvent>;
 
