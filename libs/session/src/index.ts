@@ -1,0 +1,2 @@
+export * from './execution-config';
+export * from './budget';
