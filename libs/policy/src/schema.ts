@@ -1,0 +1,435 @@
+import { z } from 'zod';
+import { parseDocument } from 'yaml';
+
+/** The tool catalogue the gateway offers a model (DESIGN.md, the scripted model's tool names). */
+export const TOOL_NAMES = ['Read', 'List', 'Search', 'Write', 'Edit', 'Bash', 'Task', 'TaskResult', 'Question'] as const;
+export type ToolName = (typeof TOOL_NAMES)[number];
+
+export const EFFECTS = ['allow', 'ask', 'deny'] as const;
+export type Effect = (typeof EFFECTS)[number];
+
+// Characters that would make a rule a shell program rather than a program name and its leading
+// arguments. Rules are matched against parsed argv, so these could never match anything anyway.
+const SHELL_SYNTAX = new Set([...';&|<>()`$"\'\\*?[]{}#!~\n\r\t']);
+
+/** Splits a rule like `npm run lint` into the argv prefix it stands for. */
+export function ruleWords(rule: string): string[] {
+  return rule.split(' ').filter((w) => w.length > 0);
+}
+
+function commandRule(list: 'free' | 'forbidden') {
+  return z.string().superRefine((rule, ctx) => {
+    if (rule.trim().length === 0) {
+      ctx.addIssue({ code: 'custom', message: 'empty command' });
+      return;
+    }
+    const bad = [...rule].find((c) => SHELL_SYNTAX.has(c));
+    if (bad !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `\`${rule}\` is not a plain command: a ${list} rule is a program name followed by its leading arguments, separated by spaces, without quotes, globs or shell operators (found \`${JSON.stringify(bad).slice(1, -1)}\`)`,
+      });
+    }
+  });
+}
+
+const globList = z.array(
+  z.string().refine((g) => g.trim().length > 0, { message: 'empty pattern' }),
+);
+
+const positiveInt = (max: number) => z.number().int().positive().max(max);
+
+export const DEFAULT_FORBIDDEN = [
+  'curl',
+  'wget',
+  'ssh',
+  'scp',
+  'sftp',
+  'rsync',
+  'nc',
+  'ncat',
+  'netcat',
+  'socat',
+  'telnet',
+  'ftp',
+  'git push',
+  'npm publish',
+  'yarn publish',
+  'pnpm publish',
+  'cargo publish',
+];
+
+export const DEFAULT_THIRD_PARTY_CLASSES: Record<string, string[]> = {
+  // Executed by CI services and build tools on someone else's machine or on every build.
+  ci: [
+    '**/.github/**',
+    '.gitlab-ci.yml',
+    '**/.gitlab/**',
+    '**/.circleci/**',
+    'azure-pipelines*.yml',
+    '**/.azure-pipelines/**',
+    '**/.buildkite/**',
+    'Jenkinsfile',
+    'Jenkinsfile.*',
+    '.drone.yml',
+    '.travis.yml',
+    'bitbucket-pipelines.yml',
+    'Makefile',
+    'makefile',
+    'GNUmakefile',
+    '*.mk',
+    'Dockerfile',
+    'Dockerfile.*',
+    '*.Dockerfile',
+    '.dockerignore',
+    'docker-compose*.yml',
+    'docker-compose*.yaml',
+    'compose.yml',
+    'compose.yaml',
+    'compose.*.yml',
+    'compose.*.yaml',
+    'CMakeLists.txt',
+    '*.cmake',
+    'build.gradle',
+    'build.gradle.kts',
+    'settings.gradle',
+    'settings.gradle.kts',
+    'gradlew',
+    'gradlew.bat',
+    '**/gradle/wrapper/**',
+    'mvnw',
+    'mvnw.cmd',
+    '**/.mvn/**',
+    '**/.devcontainer/**',
+    '.devcontainer.json',
+    'Taskfile.yml',
+    'justfile',
+  ],
+  // Run by git itself, or change what git does with the repository.
+  vcs: [
+    '**/.git/**',
+    '.git',
+    '.gitattributes',
+    '.gitmodules',
+    '**/.githooks/**',
+    '**/.husky/**',
+    '.pre-commit-config.yaml',
+    'lefthook.yml',
+    'lefthook.yaml',
+    '.lefthook.yml',
+    '.lefthook.yaml',
+  ],
+  // Decide which code is downloaded and run at install time.
+  manifests: [
+    'package.json',
+    'package-lock.json',
+    'npm-shrinkwrap.json',
+    'yarn.lock',
+    '.yarnrc',
+    '.yarnrc.yml',
+    'pnpm-lock.yaml',
+    'pnpm-workspace.yaml',
+    '.pnpmfile.cjs',
+    'bun.lock',
+    'bun.lockb',
+    '.npmrc',
+    'requirements*.txt',
+    'constraints*.txt',
+    'pyproject.toml',
+    'poetry.lock',
+    'Pipfile',
+    'Pipfile.lock',
+    'setup.py',
+    'setup.cfg',
+    'uv.lock',
+    'go.mod',
+    'go.sum',
+    'go.work',
+    'go.work.sum',
+    'Cargo.toml',
+    'Cargo.lock',
+    'pom.xml',
+    'gradle.properties',
+    '*.gradle.lockfile',
+    'gradle.lockfile',
+    'Gemfile',
+    'Gemfile.lock',
+    '*.gemspec',
+    'composer.json',
+    'composer.lock',
+    '*.csproj',
+    '*.fsproj',
+    '*.vbproj',
+    '*.sln',
+    'packages.config',
+    'packages.lock.json',
+    'Directory.Build.props',
+    'Directory.Build.targets',
+    'Directory.Packages.props',
+    'NuGet.config',
+    'nuget.config',
+    'global.json',
+  ],
+};
+
+export const DEFAULT_CONTEXT_EXCLUSIONS = ['.env', '.env.*', '**/*.pem', '**/*.key', '**/secrets/**', '**/id_rsa*', '**/id_ed25519*'];
+
+const commandsSchema = z
+  .strictObject({
+    default: z.enum(EFFECTS).default('ask').describe('Decision for a command that no rule names (P2: ask).'),
+    free: z.array(commandRule('free')).default([]).describe('Argv prefixes that run without approval.'),
+    forbidden: z.array(commandRule('forbidden')).default(DEFAULT_FORBIDDEN).describe('Programs, or programs with subcommands, that are always refused.'),
+    reapproval: z
+      .enum(['always', 'exempt'])
+      .default('always')
+      .describe('`exempt`: a command identical to one already approved in the session runs without asking again.'),
+  })
+  .superRefine((commands, ctx) => {
+    const forbidden = new Map(commands.forbidden.map((rule, i) => [ruleWords(rule).join(' '), i]));
+    commands.free.forEach((rule, i) => {
+      const j = forbidden.get(ruleWords(rule).join(' '));
+      if (rule.trim() !== '' && j !== undefined) {
+        ctx.addIssue({ code: 'custom', path: ['free', i], message: `\`${rule}\` is also forbidden by commands.forbidden[${j}]; a command cannot be both` });
+      }
+    });
+  });
+
+const toolList = z.array(z.enum(TOOL_NAMES));
+
+const toolsSchema = z.strictObject({
+  disabled: toolList.default([]).describe('Tools refused for this project; takes effect on the next action.'),
+  sensitive: toolList.default(['Task']).describe('Tools that always ask, whatever the other rules say.'),
+});
+
+const thirdPartySchema = z.strictObject({
+  mode: z.enum(['forbid', 'approve']).default('forbid').describe('forbid: refuse changes to third-party files; approve: ask with a dedicated, flagged approval.'),
+  classes: z
+    .record(z.string().regex(/^[A-Za-z][A-Za-z0-9_-]*$/, 'a class name is a letter followed by letters, digits, - or _'), globList)
+    .default(DEFAULT_THIRD_PARTY_CLASSES),
+  binary: z.boolean().default(true).describe('Binary content is a third-party change.'),
+  maxDiffBytes: positiveInt(1024 * 1024 * 1024).default(1024 * 1024).describe('A diff larger than this is a third-party change.'),
+});
+
+const executionSchema = z.strictObject({
+  sessionMaxActions: positiveInt(100_000).default(150),
+  sessionMaxMinutes: positiveInt(24 * 60).default(45),
+  sessionMaxExtensions: z.number().int().min(0).max(1000).default(5),
+  toolLoopThreshold: z.number().int().min(2).max(1000).default(3),
+  toolLoopDetection: z.boolean().default(true),
+  subagentMaxDepth: z.number().int().min(0).max(32).default(3),
+  subagentMaxPerSession: z.number().int().min(0).max(100_000).default(200),
+  subagentMaxConcurrent: z.number().int().min(0).max(1000).default(20),
+});
+
+const sandboxSchema = z.strictObject({
+  runtime: z.enum(['runc', 'runsc']).default('runc'),
+  cpus: z.number().positive().max(256).default(2),
+  memoryMb: positiveInt(1024 * 1024).default(2048),
+  pids: positiveInt(1_000_000).default(256),
+  diskMb: positiveInt(10 * 1024 * 1024).default(2048),
+  commandTimeoutSeconds: positiveInt(24 * 3600).default(600),
+});
+
+export const policySchema = z
+  .strictObject({
+    version: z.literal(1, { error: 'unsupported version: this engine reads policy documents of version 1' }),
+    commands: commandsSchema.prefault({}),
+    tools: toolsSchema.prefault({}),
+    thirdPartyFiles: thirdPartySchema.prefault({}),
+    contextExclusions: globList.default(DEFAULT_CONTEXT_EXCLUSIONS).describe('Files never copied into the sandbox nor shown to the model.'),
+    execution: executionSchema.prefault({}),
+    sandbox: sandboxSchema.prefault({}),
+  })
+  .describe('Lemniscate project policy');
+
+export type Policy = z.output<typeof policySchema>;
+export type PolicyInput = z.input<typeof policySchema>;
+
+/** JSON Schema of the document an administrator writes (fields with defaults are optional). */
+export const policyJsonSchema: Record<string, unknown> = z.toJSONSchema(policySchema, { io: 'input', unrepresentable: 'any' });
+
+export interface PolicyIssue {
+  path: string;
+  message: string;
+}
+
+export class PolicyValidationError extends Error {
+  readonly issues: PolicyIssue[];
+
+  constructor(issues: PolicyIssue[]) {
+    super(`Invalid policy: ${issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join('; ')}`);
+    this.name = 'PolicyValidationError';
+    this.issues = issues;
+  }
+}
+
+/** `commands.free[3]` from `['commands', 'free', 3]`. */
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const key of path) {
+    if (typeof key === 'number') out += `[${key}]`;
+    else out += out === '' ? String(key) : `.${String(key)}`;
+  }
+  return out;
+}
+
+function describeValue(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  return typeof value === 'object' ? 'a mapping' : `${typeof value} ${JSON.stringify(value)}`;
+}
+
+function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
+  let current = input;
+  for (const key of path) {
+    if (current === null || typeof current !== 'object') return undefined;
+    current = (current as Record<PropertyKey, unknown>)[key];
+  }
+  return current;
+}
+
+function toIssues(error: z.ZodError, input: unknown): PolicyIssue[] {
+  const issues: PolicyIssue[] = [];
+  for (const issue of error.issues) {
+    const path = formatPath(issue.path);
+    switch (issue.code) {
+      case 'unrecognized_keys':
+        for (const key of issue.keys) issues.push({ path: formatPath([...issue.path, key]), message: 'unknown key (check its spelling against the policy reference)' });
+        break;
+      case 'invalid_type': {
+        const actual = valueAt(input, issue.path);
+        const expected = issue.expected === 'object' ? 'a mapping' : issue.expected === 'array' ? 'a list' : `a ${issue.expected}`;
+        issues.push({ path, message: actual === undefined ? `required: expected ${expected}` : `expected ${expected}, got ${describeValue(actual)}` });
+        break;
+      }
+      case 'invalid_value':
+        issues.push({ path, message: issue.values.length === 1 && issue.path.length === 1 && issue.path[0] === 'version' ? issue.message : `must be one of ${issue.values.map((v) => String(v)).join(', ')}` });
+        break;
+      case 'too_small':
+        issues.push({ path, message: `must be ${issue.inclusive ? 'at least' : 'greater than'} ${String(issue.minimum)}` });
+        break;
+      case 'too_big':
+        issues.push({ path, message: `must be ${issue.inclusive ? 'at most' : 'less than'} ${String(issue.maximum)}` });
+        break;
+      case 'invalid_key':
+        issues.push({ path, message: `invalid name: ${issue.issues.map((i) => i.message).join('; ')}` });
+        break;
+      default:
+        issues.push({ path, message: issue.message });
+    }
+  }
+  return issues;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
+
+function readDocument(text: string): unknown {
+  // YAML 1.2 is a superset of JSON, so one reader serves both formats.
+  const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: true });
+  if (doc.errors.length > 0) {
+    throw new PolicyValidationError(
+      doc.errors.map((e) => {
+        const pos = e.linePos?.[0];
+        const where = pos ? `line ${pos.line}, column ${pos.col}` : 'document';
+        const first = (e.message.split('\n')[0] ?? e.message).replace(/ at line \d+, column \d+:?$/, '');
+        return { path: '', message: `${where}: ${first}` };
+      }),
+    );
+  }
+  return doc.toJS({ maxAliasCount: 100 });
+}
+
+/**
+ * Validates a policy document (YAML or JSON text, or an already parsed value) and returns it with
+ * every default filled in. The result is frozen: the engine caches work per policy object.
+ */
+export function parsePolicy(input: unknown): Policy {
+  const value = typeof input === 'string' ? readDocument(input) : input;
+  if (value === null || value === undefined || typeof value !== 'object' || Array.isArray(value)) {
+    throw new PolicyValidationError([{ path: '', message: `a policy is a mapping with at least \`version: 1\`, got ${describeValue(value)}` }]);
+  }
+  const result = policySchema.safeParse(value);
+  if (!result.success) throw new PolicyValidationError(toIssues(result.error, value));
+  return deepFreeze(result.data);
+}
+
+/** P2: nothing is free, network tools and publishing are forbidden, every change goes to a person. */
+export const defaultPolicy: Policy = parsePolicy({ version: 1 });
+
+/** The usual build, test, lint and format commands of common ecosystems are free. */
+export const recommendedPolicy: Policy = parsePolicy({
+  version: 1,
+  commands: {
+    default: 'ask',
+    free: [
+      'npm test',
+      'npm run test',
+      'npm run lint',
+      'npm run build',
+      'npm run typecheck',
+      'npm run format:check',
+      'yarn test',
+      'yarn lint',
+      'yarn build',
+      'yarn run test',
+      'yarn run lint',
+      'yarn run build',
+      'pnpm test',
+      'pnpm lint',
+      'pnpm build',
+      'pnpm run test',
+      'pnpm run lint',
+      'pnpm run build',
+      'tsc',
+      'npx tsc',
+      'eslint',
+      'npx eslint',
+      'prettier --check',
+      'npx prettier --check',
+      'jest',
+      'npx jest',
+      'vitest run',
+      'npx vitest run',
+      'pytest',
+      'python -m pytest',
+      'python3 -m pytest',
+      'ruff check',
+      'ruff format --check',
+      'mypy',
+      'python -m mypy',
+      'python3 -m mypy',
+      'go build',
+      'go test',
+      'go vet',
+      'gofmt -l',
+      'cargo build',
+      'cargo test',
+      'cargo check',
+      'cargo clippy',
+      'cargo fmt --check',
+      'mvn compile',
+      'mvn test',
+      'mvn verify',
+      './mvnw test',
+      'gradle build',
+      'gradle test',
+      'gradle check',
+      './gradlew build',
+      './gradlew test',
+      './gradlew check',
+      'dotnet build',
+      'dotnet test',
+      'dotnet format --verify-no-changes',
+      'make test',
+    ],
+    forbidden: DEFAULT_FORBIDDEN,
+    reapproval: 'exempt',
+  },
+});
