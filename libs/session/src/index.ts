@@ -1,2 +1,4 @@
 export * from './execution-config';
 export * from './budget';
+export * from './canonical-json';
+export * from './loop-detector';
