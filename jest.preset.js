@@ -26,9 +26,11 @@ function tier(displayName, testMatch, extra = {}) {
     rootDir: __dirname,
     testMatch,
     testPathIgnorePatterns: ['/node_modules/', '/dist/'],
-    transform: { '^.+\\.(t|j)sx?$': swc },
+    // PGlite's CommonJS build loads Node built-ins with import(), which Jest's VM refuses without
+    // --experimental-vm-modules; compiling its .cjs files turns those into require().
+    transform: { '^.+\\.(t|j)sx?$': swc, '^.+\\.cjs$': swc },
     // NestJS 12 ships ESM only; Jest on Node 20 cannot require ESM, so SWC compiles it to CommonJS too.
-    transformIgnorePatterns: ['/node_modules/(?!(diff|@nestjs)/)'],
+    transformIgnorePatterns: ['/node_modules/(?!(diff|@nestjs|@electric-sql)/)'],
     moduleNameMapper,
     testEnvironment: 'node',
     ...extra,

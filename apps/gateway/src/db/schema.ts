@@ -1,0 +1,291 @@
+// The gateway's tables, typed for Drizzle. The SQL that creates them lives in
+// apps/gateway/migrations/*.sql (applied by migrate.ts); schema.medium.ts fails when the two drift.
+//
+// Identifiers are text (a random UUID by default) rather than the uuid type: ids arrive from URLs,
+// and a malformed one must read as "not found", never as a database type error.
+import { sql } from 'drizzle-orm';
+import {
+  type AnyPgColumn,
+  bigint,
+  bigserial,
+  boolean,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  unique,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core';
+
+const id = () =>
+  text('id')
+    .primaryKey()
+    .default(sql`gen_random_uuid()::text`);
+const at = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
+const createdAt = () => at('created_at').notNull().defaultNow();
+
+export const USER_ROLES = ['admin', 'developer', 'security_officer'] as const;
+export type UserRole = (typeof USER_ROLES)[number];
+
+export const users = pgTable(
+  'users',
+  {
+    id: id(),
+    email: text('email').notNull(),
+    displayName: text('display_name').notNull(),
+    role: text('role', { enum: USER_ROLES }).notNull(),
+    passwordHash: text('password_hash'),
+    disabledAt: at('disabled_at'),
+    revokedAt: at('revoked_at'),
+    createdAt: createdAt(),
+  },
+  // Case-insensitive uniqueness: "Alice@x" and "alice@x" are the same person.
+  (t) => [uniqueIndex('users_email_lower_key').on(sql`lower(${t.email})`)],
+);
+
+export const projects = pgTable('projects', {
+  id: id(),
+  name: text('name').notNull().unique('projects_name_key'),
+  repositorySource: text('repository_source').notNull(),
+  defaultRef: text('default_ref').notNull().default('HEAD'),
+  createdAt: createdAt(),
+});
+
+export const projectMemberships = pgTable(
+  'project_memberships',
+  {
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    projectId: text('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ name: 'project_memberships_pkey', columns: [t.userId, t.projectId] }), index('project_memberships_project_idx').on(t.projectId)],
+);
+
+export const policyVersions = pgTable(
+  'policy_versions',
+  {
+    id: id(),
+    projectId: text('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
+    version: integer('version').notNull(),
+    document: jsonb('document').$type<unknown>().notNull(),
+    sourceText: text('source_text').notNull(),
+    authorId: text('author_id').references(() => users.id, { onDelete: 'set null' }),
+    comment: text('comment'),
+    createdAt: createdAt(),
+  },
+  (t) => [unique('policy_versions_project_version_key').on(t.projectId, t.version)],
+);
+
+export const apiTokens = pgTable(
+  'api_tokens',
+  {
+    id: id(),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    tokenHash: text('token_hash').notNull().unique('api_tokens_token_hash_key'),
+    prefix: text('prefix').notNull(),
+    expiresAt: at('expires_at'),
+    revokedAt: at('revoked_at'),
+    lastUsedAt: at('last_used_at'),
+    createdAt: createdAt(),
+  },
+  (t) => [index('api_tokens_user_idx').on(t.userId)],
+);
+
+export const webSessions = pgTable(
+  'web_sessions',
+  {
+    /** A hash of the cookie value: a database dump never yields a usable cookie. */
+    id: text('id').primaryKey(),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    csrfToken: text('csrf_token').notNull(),
+    expiresAt: at('expires_at').notNull(),
+    revokedAt: at('revoked_at'),
+    createdAt: createdAt(),
+  },
+  (t) => [index('web_sessions_user_idx').on(t.userId)],
+);
+
+export const SESSION_STATUSES = ['running', 'completed', 'stopped', 'failed'] as const;
+export type SessionStatus = (typeof SESSION_STATUSES)[number];
+
+export const sessions = pgTable(
+  'sessions',
+  {
+    id: id(),
+    projectId: text('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'restrict' }),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'restrict' }),
+    parentSessionId: text('parent_session_id').references((): AnyPgColumn => sessions.id, { onDelete: 'set null' }),
+    depth: integer('depth').notNull().default(0),
+    agent: text('agent').notNull(),
+    instruction: text('instruction').notNull(),
+    policyVersionId: text('policy_version_id').references(() => policyVersions.id, { onDelete: 'restrict' }),
+    status: text('status', { enum: SESSION_STATUSES }).notNull().default('running'),
+    stopReason: text('stop_reason'),
+    headless: boolean('headless').notNull().default(false),
+    actionsUsed: integer('actions_used').notNull().default(0),
+    extensionsUsed: integer('extensions_used').notNull().default(0),
+    startedAt: at('started_at').notNull().defaultNow(),
+    endedAt: at('ended_at'),
+    baseCommit: text('base_commit'),
+    branch: text('branch'),
+    includedUncommitted: boolean('included_uncommitted').notNull().default(false),
+    fingerprintStart: text('fingerprint_start'),
+    fingerprintEnd: text('fingerprint_end'),
+    finalPatch: text('final_patch'),
+    summary: text('summary'),
+    sandboxId: text('sandbox_id'),
+    execHost: text('exec_host'),
+  },
+  (t) => [
+    index('sessions_project_idx').on(t.projectId, t.startedAt),
+    index('sessions_user_idx').on(t.userId, t.startedAt),
+    index('sessions_parent_idx').on(t.parentSessionId),
+    index('sessions_status_idx').on(t.status),
+  ],
+);
+
+export const toolCalls = pgTable(
+  'tool_calls',
+  {
+    id: id(),
+    sessionId: text('session_id')
+      .notNull()
+      .references(() => sessions.id, { onDelete: 'cascade' }),
+    seq: integer('seq').notNull(),
+    name: text('name').notNull(),
+    arguments: jsonb('arguments').$type<Record<string, unknown>>().notNull(),
+    decision: jsonb('decision').$type<unknown>(),
+    result: jsonb('result').$type<unknown>(),
+    agent: text('agent').notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [unique('tool_calls_session_seq_key').on(t.sessionId, t.seq)],
+);
+
+export const APPROVAL_KINDS = ['command', 'write', 'changes', 'third_party', 'extension'] as const;
+export type ApprovalKind = (typeof APPROVAL_KINDS)[number];
+export const APPROVAL_STATES = ['pending', 'approved', 'rejected', 'expired', 'refused_headless'] as const;
+export type ApprovalState = (typeof APPROVAL_STATES)[number];
+
+export const approvals = pgTable(
+  'approvals',
+  {
+    id: id(),
+    sessionId: text('session_id')
+      .notNull()
+      .references(() => sessions.id, { onDelete: 'cascade' }),
+    toolCallId: text('tool_call_id').references(() => toolCalls.id, { onDelete: 'set null' }),
+    kind: text('kind', { enum: APPROVAL_KINDS }).notNull(),
+    payload: jsonb('payload').$type<unknown>().notNull(),
+    flags: jsonb('flags').$type<unknown>().notNull().default({}),
+    agent: text('agent').notNull(),
+    state: text('state', { enum: APPROVAL_STATES }).notNull().default('pending'),
+    decidedBy: text('decided_by').references(() => users.id, { onDelete: 'set null' }),
+    decidedAt: at('decided_at'),
+    reason: text('reason'),
+    createdAt: createdAt(),
+  },
+  (t) => [index('approvals_session_state_idx').on(t.sessionId, t.state), index('approvals_state_idx').on(t.state, t.createdAt)],
+);
+
+export const approvedCommands = pgTable(
+  'approved_commands',
+  {
+    sessionId: text('session_id')
+      .notNull()
+      .references(() => sessions.id, { onDelete: 'cascade' }),
+    command: text('command').notNull(),
+    approvedBy: text('approved_by').references(() => users.id, { onDelete: 'set null' }),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ name: 'approved_commands_pkey', columns: [t.sessionId, t.command] })],
+);
+
+/**
+ * The tamper-evident log (T2). `seq` is assigned by the append under the chain-head lock, so it has
+ * no gaps; project and session carry no foreign key because the log must outlive what it describes.
+ * `payload` is the canonical JSON text that was hashed, kept byte for byte (jsonb would re-encode it
+ * and refuses strings containing U+0000, which command output can hold).
+ */
+export const auditLog = pgTable(
+  'audit_log',
+  {
+    seq: bigint('seq', { mode: 'number' }).primaryKey(),
+    at: at('at').notNull(),
+    actor: text('actor').notNull(),
+    kind: text('kind').notNull(),
+    projectId: text('project_id'),
+    sessionId: text('session_id'),
+    payload: text('payload').notNull(),
+    prevHash: text('prev_hash').notNull(),
+    hash: text('hash').notNull(),
+  },
+  (t) => [
+    index('audit_log_project_idx').on(t.projectId, t.seq),
+    index('audit_log_session_idx').on(t.sessionId, t.seq),
+    index('audit_log_actor_idx').on(t.actor, t.seq),
+    index('audit_log_kind_idx').on(t.kind, t.seq),
+    index('audit_log_at_idx').on(t.at),
+  ],
+);
+
+/** One row per chain: the row lock that serialises appends, and the head a truncation is checked against. */
+export const auditChainHead = pgTable('audit_chain_head', {
+  chain: text('chain').primaryKey(),
+  seq: bigint('seq', { mode: 'number' }).notNull(),
+  hash: text('hash').notNull(),
+});
+
+/** Live events, kept so a WebSocket client that reconnects with its last seq gets what it missed. */
+export const events = pgTable(
+  'events',
+  {
+    seq: bigserial('seq', { mode: 'number' }).primaryKey(),
+    sessionId: text('session_id'),
+    projectId: text('project_id'),
+    type: text('type').notNull(),
+    payload: jsonb('payload').$type<unknown>().notNull(),
+    at: at('at').notNull().defaultNow(),
+  },
+  (t) => [index('events_session_idx').on(t.sessionId, t.seq), index('events_project_idx').on(t.projectId, t.seq)],
+);
+
+export type UserRow = typeof users.$inferSelect;
+export type NewUser = typeof users.$inferInsert;
+export type ProjectRow = typeof projects.$inferSelect;
+export type NewProject = typeof projects.$inferInsert;
+export type ProjectMembershipRow = typeof projectMemberships.$inferSelect;
+export type PolicyVersionRow = typeof policyVersions.$inferSelect;
+export type NewPolicyVersion = typeof policyVersions.$inferInsert;
+export type ApiTokenRow = typeof apiTokens.$inferSelect;
+export type NewApiToken = typeof apiTokens.$inferInsert;
+export type WebSessionRow = typeof webSessions.$inferSelect;
+export type NewWebSession = typeof webSessions.$inferInsert;
+export type SessionRow = typeof sessions.$inferSelect;
+export type NewSession = typeof sessions.$inferInsert;
+export type ToolCallRow = typeof toolCalls.$inferSelect;
+export type NewToolCall = typeof toolCalls.$inferInsert;
+export type ApprovalRow = typeof approvals.$inferSelect;
+export type NewApproval = typeof approvals.$inferInsert;
+export type ApprovedCommandRow = typeof approvedCommands.$inferSelect;
+export type AuditLogRow = typeof auditLog.$inferSelect;
+export type EventRow = typeof events.$inferSelect;
+export type NewEvent = typeof events.$inferInsert;
