@@ -1,0 +1,261 @@
+import { z } from 'zod';
+import { streamWithRetries, type StreamContext, type TransportSettings } from './http-transport';
+import { ModelError, excerpt, redact } from './model.errors';
+import type { ChatMessage, MalformedToolCall, ModelProvider, ModelRequest, StopReason, ToolCall, TurnResult, Usage } from './model.types';
+import { describeUrl, summarise } from './openai.provider';
+import { describeJsonError, isMalformed, parseToolArguments } from './tool-arguments';
+
+export interface AnthropicProviderSettings {
+  ref: string;
+  /** Without the `/v1` segment, e.g. `https://api.anthropic.com`. */
+  baseUrl: string;
+  model: string;
+  apiKey: string;
+  /** The `anthropic-version` header. */
+  version: string;
+  /** Required by the Messages API on every request. */
+  maxTokens: number;
+  headers?: Record<string, string>;
+  transport: Omit<TransportSettings, 'label' | 'secrets'>;
+}
+
+type Block =
+  | { type: 'text'; text: string }
+  | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
+  | { type: 'tool_result'; tool_use_id: string; content: string; is_error?: boolean };
+
+interface WireMessage {
+  role: 'user' | 'assistant';
+  content: Block[];
+}
+
+/** Error types Anthropic documents as transient; others (invalid request, permission) would fail again. */
+const TRANSIENT_STREAM_ERRORS = new Set(['overloaded_error', 'api_error', 'rate_limit_error', 'timeout_error']);
+
+/** Anthropic Messages API with streaming and tool use. */
+export class AnthropicProvider implements ModelProvider {
+  readonly ref: string;
+  private readonly transport: TransportSettings;
+  private readonly url: string;
+
+  constructor(private readonly settings: AnthropicProviderSettings) {
+    this.ref = settings.ref;
+    this.url = `${settings.baseUrl.replace(/\/+$/, '')}/v1/messages`;
+    this.transport = {
+      ...settings.transport,
+      label: `the model service at ${describeUrl(this.url)}`,
+      secrets: [settings.apiKey, ...Object.values(settings.headers ?? {})].filter((s): s is string => Boolean(s)),
+    };
+  }
+
+  complete(request: ModelRequest): Promise<TurnResult> {
+    const headers = { ...this.settings.headers, 'x-api-key': this.settings.apiKey, 'anthropic-version': this.settings.version };
+    return streamWithRetries(this.transport, { url: this.url, headers, body: this.body(request) }, request.signal, request.onRetry, (context) =>
+      this.consume(context, request),
+    );
+  }
+
+  private body(request: ModelRequest): Record<string, unknown> {
+    const system = request.messages
+      .filter((m) => m.role === 'system')
+      .map((m) => m.content)
+      .join('\n\n');
+    return {
+      model: this.settings.model,
+      max_tokens: request.maxTokens ?? this.settings.maxTokens,
+      ...(system ? { system } : {}),
+      messages: toWireMessages(request.messages),
+      ...(request.tools.length > 0
+        ? { tools: request.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.parameters })) }
+        : {}),
+      stream: true,
+    };
+  }
+
+  private async consume({ events, outputSent }: StreamContext, request: ModelRequest): Promise<TurnResult> {
+    const label = this.transport.label;
+    let text = '';
+    let stopReasonValue: string | undefined;
+    let stopped = false;
+    let usage: Usage | undefined;
+    const toolBlocks = new Map<number, { id: string; name: string; json: string; initial: Record<string, unknown> }>();
+
+    for await (const event of events) {
+      let json: unknown;
+      try {
+        json = JSON.parse(event.data);
+      } catch (error) {
+        throw new ModelError('model_protocol_error', `${label} sent a stream event that is not JSON (${describeJsonError(error, event.data)}).`, {
+          retryable: true,
+        });
+      }
+      const parsed = StreamEvent.safeParse(json);
+      if (!parsed.success) {
+        // Event types added after this was written are skipped, as Anthropic's versioning policy asks.
+        if (isUnknownType(json)) continue;
+        throw new ModelError('model_protocol_error', `${label} sent a stream event of an unexpected shape (${summarise(parsed.error)}).`, {
+          retryable: true,
+        });
+      }
+      const ev = parsed.data;
+      switch (ev.type) {
+        case 'message_start':
+          usage = { inputTokens: ev.message.usage?.input_tokens ?? 0, outputTokens: ev.message.usage?.output_tokens ?? 0 };
+          break;
+        case 'content_block_start':
+          if (ev.content_block.type === 'tool_use') {
+            const { id, name, input } = ev.content_block;
+            if (!id || !name) {
+              throw new ModelError('model_protocol_error', `${label} started a tool call without an id or a tool name.`, { retryable: true });
+            }
+            toolBlocks.set(ev.index, { id, name, json: '', initial: input ?? {} });
+          } else if (ev.content_block.type === 'text' && ev.content_block.text) {
+            text += ev.content_block.text;
+            outputSent();
+            request.onTextDelta?.(ev.content_block.text);
+          }
+          break;
+        case 'content_block_delta':
+          if (ev.delta.type === 'text_delta' && ev.delta.text) {
+            text += ev.delta.text;
+            outputSent();
+            request.onTextDelta?.(ev.delta.text);
+          } else if (ev.delta.type === 'input_json_delta' && ev.delta.partial_json !== undefined) {
+            const block = toolBlocks.get(ev.index);
+            if (!block) {
+              throw new ModelError('model_protocol_error', `${label} sent tool input for block ${ev.index}, which did not start as a tool call.`, {
+                retryable: true,
+              });
+            }
+            block.json += ev.delta.partial_json;
+          }
+          // thinking_delta, signature_delta, citations_delta: not part of what the loop acts on.
+          break;
+        case 'content_block_stop':
+        case 'ping':
+          break;
+        case 'message_delta':
+          if (ev.delta.stop_reason) stopReasonValue = ev.delta.stop_reason;
+          if (typeof ev.usage?.output_tokens === 'number') {
+            usage = { inputTokens: ev.usage.input_tokens ?? usage?.inputTokens ?? 0, outputTokens: ev.usage.output_tokens };
+          }
+          break;
+        case 'message_stop':
+          stopped = true;
+          break;
+        case 'error': {
+          const kind = ev.error.type ?? 'error';
+          const message = excerpt(redact(ev.error.message ?? 'no message', this.transport.secrets));
+          const code = kind === 'rate_limit_error' ? 'model_rate_limited' : kind === 'overloaded_error' ? 'model_unavailable' : 'model_stream_error';
+          throw new ModelError(code, `${label} reported ${kind} in the middle of its answer: ${message}`, { retryable: TRANSIENT_STREAM_ERRORS.has(kind) });
+        }
+      }
+      if (stopped) break;
+    }
+
+    if (!stopped && stopReasonValue === undefined) {
+      throw new ModelError('model_protocol_error', `${label} closed the stream before the answer was complete.`, { retryable: true });
+    }
+
+    const toolCalls: ToolCall[] = [];
+    const malformedToolCalls: MalformedToolCall[] = [];
+    for (const [, block] of [...toolBlocks.entries()].sort(([a], [b]) => a - b)) {
+      const result = block.json.trim() === '' ? { id: block.id, name: block.name, arguments: block.initial } : parseToolArguments(block.id, block.name, block.json);
+      if (isMalformed(result)) malformedToolCalls.push(result);
+      else toolCalls.push(result);
+    }
+    return {
+      ...(text ? { text } : {}),
+      toolCalls,
+      ...(malformedToolCalls.length > 0 ? { malformedToolCalls } : {}),
+      stopReason: stopReason(stopReasonValue, toolCalls.length + malformedToolCalls.length > 0),
+      ...(usage ? { usage } : {}),
+    };
+  }
+}
+
+/**
+ * System messages become the top-level `system` field; tool results become `tool_result` blocks
+ * in a user message. Consecutive messages of one role are merged, as the API expects alternation.
+ */
+export function toWireMessages(messages: ChatMessage[]): WireMessage[] {
+  const out: WireMessage[] = [];
+  const append = (role: WireMessage['role'], blocks: Block[]) => {
+    if (blocks.length === 0) return;
+    const last = out[out.length - 1];
+    if (last && last.role === role) last.content.push(...blocks);
+    else out.push({ role, content: blocks });
+  };
+  for (const message of messages) {
+    switch (message.role) {
+      case 'system':
+        break;
+      case 'user':
+        // The API refuses empty text blocks.
+        append('user', message.content ? [{ type: 'text', text: message.content }] : []);
+        break;
+      case 'assistant':
+        append('assistant', [
+          ...(message.content ? [{ type: 'text' as const, text: message.content }] : []),
+          ...(message.toolCalls ?? []).map((c) => ({ type: 'tool_use' as const, id: c.id, name: c.name, input: c.arguments })),
+        ]);
+        break;
+      case 'tool':
+        append('user', [{ type: 'tool_result', tool_use_id: message.toolCallId, content: message.content, ...(message.isError ? { is_error: true } : {}) }]);
+        break;
+    }
+  }
+  return out;
+}
+
+function stopReason(value: string | undefined, hasToolCalls: boolean): StopReason {
+  switch (value) {
+    case 'end_turn':
+      return hasToolCalls ? 'tool_use' : 'end_turn';
+    case 'tool_use':
+      return 'tool_use';
+    case 'max_tokens':
+    case 'model_context_window_exceeded':
+      return 'max_tokens';
+    case 'stop_sequence':
+      return 'stop_sequence';
+    case 'refusal':
+      return 'content_filter';
+    default:
+      return hasToolCalls ? 'tool_use' : 'other';
+  }
+}
+
+const KNOWN_TYPES = new Set(['message_start', 'content_block_start', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop', 'ping', 'error']);
+
+function isUnknownType(json: unknown): boolean {
+  return typeof json === 'object' && json !== null && 'type' in json && typeof json.type === 'string' && !KNOWN_TYPES.has(json.type);
+}
+
+const UsageShape = z.looseObject({ input_tokens: z.number().nullish(), output_tokens: z.number().nullish() });
+
+const StreamEvent = z.discriminatedUnion('type', [
+  z.looseObject({ type: z.literal('message_start'), message: z.looseObject({ usage: UsageShape.nullish() }) }),
+  z.looseObject({
+    type: z.literal('content_block_start'),
+    index: z.number().int().nonnegative(),
+    // Besides text and tool_use: thinking, redacted_thinking, server tool blocks, which are skipped.
+    content_block: z.looseObject({
+      type: z.string(),
+      text: z.string().optional(),
+      id: z.string().optional(),
+      name: z.string().optional(),
+      input: z.record(z.string(), z.unknown()).optional(),
+    }),
+  }),
+  z.looseObject({
+    type: z.literal('content_block_delta'),
+    index: z.number().int().nonnegative(),
+    delta: z.looseObject({ type: z.string(), text: z.string().optional(), partial_json: z.string().optional() }),
+  }),
+  z.looseObject({ type: z.literal('content_block_stop'), index: z.number().int().nonnegative() }),
+  z.looseObject({ type: z.literal('message_delta'), delta: z.looseObject({ stop_reason: z.string().nullish() }), usage: UsageShape.nullish() }),
+  z.looseObject({ type: z.literal('message_stop') }),
+  z.looseObject({ type: z.literal('ping') }),
+  z.looseObject({ type: z.literal('error'), error: z.looseObject({ type: z.string().nullish(), message: z.string().nullish() }) }),
+]);

@@ -1,0 +1,223 @@
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { streamWithRetries, type StreamContext, type TransportSettings } from './http-transport';
+import { ModelError, excerpt, redact } from './model.errors';
+import type { ChatMessage, MalformedToolCall, ModelProvider, ModelRequest, StopReason, ToolCall, TurnResult, Usage } from './model.types';
+import { describeJsonError, isMalformed, parseToolArguments } from './tool-arguments';
+
+export interface OpenAiProviderSettings {
+  /** Shown in logs and events, e.g. `openai:gpt-4o` or `openai-compatible:ollama`. */
+  ref: string;
+  /** Up to and including the version segment, e.g. `https://api.openai.com/v1`. */
+  baseUrl: string;
+  model: string;
+  apiKey?: string;
+  /** Extra headers some services need (organisation, project); treated as secrets too. */
+  headers?: Record<string, string>;
+  maxTokens?: number;
+  /** Asks for token usage in the last chunk; a few older servers refuse the `stream_options` field. */
+  includeUsage: boolean;
+  transport: Omit<TransportSettings, 'label' | 'secrets'>;
+}
+
+/** OpenAI chat completions with streaming and tool calling: OpenAI, Mistral, vLLM, Ollama, llama.cpp server. */
+export class OpenAiCompatibleProvider implements ModelProvider {
+  readonly ref: string;
+  private readonly transport: TransportSettings;
+  private readonly url: string;
+
+  constructor(private readonly settings: OpenAiProviderSettings) {
+    this.ref = settings.ref;
+    this.url = `${settings.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+    this.transport = {
+      ...settings.transport,
+      label: `the model service at ${describeUrl(this.url)}`,
+      secrets: [settings.apiKey, ...Object.values(settings.headers ?? {})].filter((s): s is string => Boolean(s)),
+    };
+  }
+
+  complete(request: ModelRequest): Promise<TurnResult> {
+    const headers: Record<string, string> = { ...this.settings.headers };
+    if (this.settings.apiKey) headers.authorization = `Bearer ${this.settings.apiKey}`;
+    return streamWithRetries(this.transport, { url: this.url, headers, body: this.body(request) }, request.signal, request.onRetry, (context) =>
+      this.consume(context, request),
+    );
+  }
+
+  private body(request: ModelRequest): Record<string, unknown> {
+    const maxTokens = request.maxTokens ?? this.settings.maxTokens;
+    return {
+      model: this.settings.model,
+      messages: request.messages.map(toWireMessage),
+      stream: true,
+      ...(this.settings.includeUsage ? { stream_options: { include_usage: true } } : {}),
+      // An empty `tools` array is an error on several servers; no tools means a text-only turn.
+      ...(request.tools.length > 0
+        ? { tools: request.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } })) }
+        : {}),
+      ...(maxTokens !== undefined ? { max_tokens: maxTokens } : {}),
+    };
+  }
+
+  private async consume({ events, outputSent }: StreamContext, request: ModelRequest): Promise<TurnResult> {
+    let text = '';
+    let finishReason: string | undefined;
+    let usage: Usage | undefined;
+    let done = false;
+    const calls = new Map<number, { id: string; name: string; arguments: string }>();
+    const label = this.transport.label;
+    const secrets = this.transport.secrets;
+
+    for await (const event of events) {
+      const data = event.data.trim();
+      if (data === '[DONE]') {
+        done = true;
+        break;
+      }
+      let json: unknown;
+      try {
+        json = JSON.parse(data);
+      } catch (error) {
+        throw new ModelError('model_protocol_error', `${label} sent a stream event that is not JSON (${describeJsonError(error, data)}).`, {
+          retryable: true,
+        });
+      }
+      const streamError = StreamErrorChunk.safeParse(json);
+      if (streamError.success) {
+        const message = typeof streamError.data.error === 'string' ? streamError.data.error : (streamError.data.error.message ?? 'no message');
+        throw new ModelError('model_stream_error', `${label} reported an error in the middle of its answer: ${excerpt(redact(message, secrets))}`, {
+          retryable: true,
+        });
+      }
+      const parsed = Chunk.safeParse(json);
+      if (!parsed.success) {
+        throw new ModelError('model_protocol_error', `${label} sent a stream event of an unexpected shape (${summarise(parsed.error)}).`, {
+          retryable: true,
+        });
+      }
+      const chunk = parsed.data;
+      if (chunk.usage) usage = { inputTokens: chunk.usage.prompt_tokens ?? 0, outputTokens: chunk.usage.completion_tokens ?? 0 };
+      const choice = chunk.choices?.[0];
+      if (!choice) continue;
+      const delta = choice.delta;
+      for (const piece of [delta?.content, delta?.refusal]) {
+        if (typeof piece === 'string' && piece !== '') {
+          text += piece;
+          outputSent();
+          request.onTextDelta?.(piece);
+        }
+      }
+      delta?.tool_calls?.forEach((fragment, position) => {
+        const index = fragment.index ?? position;
+        const call = calls.get(index) ?? { id: '', name: '', arguments: '' };
+        if (fragment.id) call.id = fragment.id;
+        if (fragment.function?.name) call.name += fragment.function.name;
+        if (fragment.function?.arguments) call.arguments += fragment.function.arguments;
+        calls.set(index, call);
+      });
+      if (choice.finish_reason) finishReason = choice.finish_reason;
+    }
+
+    if (!done && finishReason === undefined) {
+      throw new ModelError('model_protocol_error', `${label} closed the stream before the answer was complete.`, { retryable: true });
+    }
+
+    const toolCalls: ToolCall[] = [];
+    const malformedToolCalls: MalformedToolCall[] = [];
+    const turn = randomUUID().slice(0, 8);
+    for (const [index, call] of [...calls.entries()].sort(([a], [b]) => a - b)) {
+      const id = call.id || `call_${turn}_${index}`;
+      if (!call.name) {
+        malformedToolCalls.push({ id, name: '', rawArguments: call.arguments, reason: 'the model sent a tool call without a tool name' });
+        continue;
+      }
+      const result = parseToolArguments(id, call.name, call.arguments);
+      if (isMalformed(result)) malformedToolCalls.push(result);
+      else toolCalls.push(result);
+    }
+    return {
+      ...(text ? { text } : {}),
+      toolCalls,
+      ...(malformedToolCalls.length > 0 ? { malformedToolCalls } : {}),
+      stopReason: stopReason(finishReason, toolCalls.length + malformedToolCalls.length > 0),
+      ...(usage ? { usage } : {}),
+    };
+  }
+}
+
+function toWireMessage(message: ChatMessage): Record<string, unknown> {
+  switch (message.role) {
+    case 'system':
+    case 'user':
+      return { role: message.role, content: message.content };
+    case 'assistant':
+      return {
+        role: 'assistant',
+        content: message.content ?? null,
+        ...(message.toolCalls && message.toolCalls.length > 0
+          ? {
+              tool_calls: message.toolCalls.map((c) => ({
+                id: c.id,
+                type: 'function',
+                function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+              })),
+            }
+          : {}),
+      };
+    case 'tool':
+      return { role: 'tool', tool_call_id: message.toolCallId, content: message.content };
+  }
+}
+
+function stopReason(finish: string | undefined, hasToolCalls: boolean): StopReason {
+  switch (finish) {
+    case 'tool_calls':
+    case 'function_call':
+      return 'tool_use';
+    case 'length':
+      return 'max_tokens';
+    case 'content_filter':
+      return 'content_filter';
+    case 'stop':
+    case undefined:
+      // Some compatible servers finish with "stop" even when they called tools.
+      return hasToolCalls ? 'tool_use' : 'end_turn';
+    default:
+      return hasToolCalls ? 'tool_use' : 'other';
+  }
+}
+
+/** Origin and path only: a query string may carry a key (Azure-style `?api-key=`). */
+export function describeUrl(url: string): string {
+  const parsed = new URL(url);
+  return `${parsed.origin}${parsed.pathname}`;
+}
+
+export function summarise(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 3)
+    .map((i) => `${i.path.length > 0 ? i.path.join('.') : 'value'}: ${i.message}`)
+    .join('; ');
+}
+
+const StreamErrorChunk = z.object({ error: z.union([z.string(), z.looseObject({ message: z.string().nullish() })]) });
+
+const ToolCallFragment = z.looseObject({
+  index: z.number().int().nonnegative().optional(),
+  id: z.string().nullish(),
+  function: z.looseObject({ name: z.string().nullish(), arguments: z.string().nullish() }).nullish(),
+});
+
+const Chunk = z.looseObject({
+  choices: z
+    .array(
+      z.looseObject({
+        delta: z
+          .looseObject({ content: z.string().nullish(), refusal: z.string().nullish(), tool_calls: z.array(ToolCallFragment).nullish() })
+          .nullish(),
+        finish_reason: z.string().nullish(),
+      }),
+    )
+    .nullish(),
+  usage: z.looseObject({ prompt_tokens: z.number().optional(), completion_tokens: z.number().optional() }).nullish(),
+});
