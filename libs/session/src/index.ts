@@ -2,3 +2,4 @@ export * from './execution-config';
 export * from './budget';
 export * from './canonical-json';
 export * from './loop-detector';
+export * from './untrusted';
