@@ -1,0 +1,46 @@
+#!/usr/bin/env node
+// Everything `npm start` and `npm test` need on a fresh Debian machine with only Node.js present:
+// npm dependencies, the Docker engine (Debian's docker.io with gVisor), the sandbox image, the build,
+// and for tests PostgreSQL and Chromium. Each step is idempotent and says when it had nothing to do.
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { step } from './lib/steps.mjs';
+import { ensureDeps } from './lib/deps.mjs';
+import { ensureEngine } from './lib/engine.mjs';
+import { ensureImage } from './lib/image.mjs';
+import { ensurePostgres } from './lib/postgres.mjs';
+import { ensureChromium } from './lib/chromium.mjs';
+import { mustRun } from './lib/sh.mjs';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+/** @param {{ forTests?: boolean }} opts */
+export async function setup({ forTests = false } = {}) {
+  const major = Number(process.versions.node.split('.')[0]);
+  const minor = Number(process.versions.node.split('.')[1]);
+  if (major < 20 || (major === 20 && minor < 19)) {
+    process.stderr.write(`Lemniscate needs Node.js 20.19 or newer; this is ${process.version}.\n`);
+    process.exit(1);
+  }
+  await step('npm dependencies', () => ensureDeps(ROOT));
+  await step('container engine', (log) => ensureEngine({ log }));
+  let image;
+  await step('sandbox image', (log) => {
+    const r = ensureImage(ROOT, { log });
+    image = r.tag;
+    return r.note;
+  });
+  await step('build', () => {
+    mustRun('npx', ['tsc', '-b', 'tsconfig.build.json'], 'The TypeScript build failed', { cwd: ROOT, quiet: true });
+    return 'TypeScript projects up to date';
+  });
+  if (forTests) {
+    await step('PostgreSQL (tests)', (log) => ensurePostgres({ log }));
+    await step('Chromium (browser tests)', (log) => ensureChromium({ log }));
+  }
+  return { image };
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  await setup({ forTests: process.argv.includes('--tests') });
+}

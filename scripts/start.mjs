@@ -1,0 +1,70 @@
+#!/usr/bin/env node
+// `npm start`: set everything up, start the exec-host and the gateway in the foreground, print one
+// "Lemniscate is ready" line once both answer, and stop everything it started on SIGINT/SIGTERM.
+import * as crypto from 'node:crypto';
+import * as path from 'node:path';
+import { spawn } from 'node:child_process';
+import { setup, ROOT } from './setup.mjs';
+import pc from './lib/colors.mjs';
+import { waitFor } from './lib/sh.mjs';
+
+const { image } = await setup();
+
+const gatewayPort = Number(process.env.LEMNISCATE_GATEWAY_PORT ?? 7070);
+const execHostPort = Number(process.env.LEMNISCATE_EXEC_HOST_PORT ?? 7071);
+const execHostToken = process.env.LEMNISCATE_EXEC_HOST_TOKEN ?? crypto.randomBytes(32).toString('base64url');
+const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
+const execHostUrl = `http://127.0.0.1:${execHostPort}`;
+
+const baseEnv = { ...process.env, LEMNISCATE_EXEC_HOST_TOKEN: execHostToken, LEMNISCATE_EXEC_HOST_PORT: String(execHostPort), LEMNISCATE_EXEC_HOST_URL: execHostUrl, LEMNISCATE_GATEWAY_PORT: String(gatewayPort), LEMNISCATE_SANDBOX_IMAGE: image };
+
+const children = [];
+let stopping = false;
+
+function launch(name, script) {
+  const child = spawn(process.execPath, [path.join(ROOT, script)], { cwd: ROOT, env: baseEnv, stdio: ['ignore', 'inherit', 'inherit'] });
+  child.on('exit', (code, signal) => {
+    if (stopping) return;
+    process.stderr.write(pc.red(`\n${name} stopped unexpectedly (${signal ?? `exit ${code}`}); stopping Lemniscate.\n`));
+    shutdown(1);
+  });
+  children.push({ name, child });
+  return child;
+}
+
+function shutdown(code) {
+  if (stopping) return;
+  stopping = true;
+  const alive = children.filter(({ child }) => child.exitCode === null && child.signalCode === null);
+  for (const { child } of alive) child.kill('SIGTERM');
+  const force = setTimeout(() => alive.forEach(({ child }) => child.kill('SIGKILL')), 10_000);
+  force.unref();
+  Promise.all(alive.map(({ child }) => new Promise((r) => (child.exitCode !== null ? r() : child.once('exit', r))))).then(() => {
+    process.stderr.write('Lemniscate stopped.\n');
+    process.exit(code);
+  });
+}
+process.on('SIGINT', () => shutdown(0));
+process.on('SIGTERM', () => shutdown(0));
+
+async function answers(url, headers = {}) {
+  try {
+    const r = await fetch(url, { headers, signal: AbortSignal.timeout(2000) });
+    return r.ok;
+  } catch {
+    return false;
+  }
+}
+
+try {
+  launch('exec-host', 'apps/exec-host/bin/lemni-exec-host.js');
+  await waitFor(() => answers(`${execHostUrl}/v1/health`, { authorization: `Bearer ${execHostToken}` }), { timeoutMs: 60_000, what: 'The exec-host' });
+  launch('gateway', 'apps/gateway/bin/lemni-gateway.js');
+  await waitFor(() => answers(`${gatewayUrl}/healthz`), { timeoutMs: 60_000, what: 'The gateway' });
+} catch (err) {
+  process.stderr.write(pc.red(`\n✖ ${err.message}\n`));
+  shutdown(1);
+  await new Promise(() => {});
+}
+
+process.stdout.write(`Lemniscate is ready — gateway ${gatewayUrl} (API ${gatewayUrl}/api/v1, docs ${gatewayUrl}/api/docs) · exec-host ${execHostUrl} (gateway only)\n`);

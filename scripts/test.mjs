@@ -1,0 +1,57 @@
+#!/usr/bin/env node
+// `npm test`: set everything up, then run every tier — lint, unit, medium (real PostgreSQL, PGlite,
+// Docker with runc and gVisor), end-to-end, browser — and close with one "N passed, N failed" line.
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { setup, ROOT } from './setup.mjs';
+import pc from './lib/colors.mjs';
+
+const { image } = await setup({ forTests: true });
+const env = { ...process.env, LEMNISCATE_SANDBOX_IMAGE: image, NX_DAEMON: 'false', NX_NO_CLOUD: 'true', FORCE_COLOR: '0' };
+const outDir = fs.mkdtempSync(path.join(os.tmpdir(), 'lemniscate-test-'));
+const only = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+const totals = { passed: 0, failed: 0, skipped: 0 };
+const failedTiers = [];
+
+function tier(name, cmd, args, { jestJson } = {}) {
+  if (only.length && !only.includes(name)) return;
+  process.stderr.write(`\n${pc.bold(`── ${name} ──`)}\n`);
+  const started = Date.now();
+  const r = spawnSync(cmd, args, { cwd: ROOT, env, stdio: 'inherit' });
+  const secs = ((Date.now() - started) / 1000).toFixed(0);
+  if (jestJson && fs.existsSync(jestJson)) {
+    const j = JSON.parse(fs.readFileSync(jestJson, 'utf8'));
+    totals.passed += j.numPassedTests;
+    totals.failed += j.numFailedTests;
+    totals.skipped += j.numPendingTests + (j.numTodoTests ?? 0);
+    if (j.numFailedTestSuites > 0 && j.numFailedTests === 0) totals.failed += j.numFailedTestSuites; // a suite that failed to load
+  } else if (r.status === 0) {
+    totals.passed += 1;
+  } else {
+    totals.failed += 1;
+  }
+  if (r.status !== 0) failedTiers.push(name);
+  process.stderr.write(`${r.status === 0 ? pc.green('✔') : pc.red('✖')} ${name} (${secs} s)\n`);
+}
+
+function jest(name, project, extra = []) {
+  const out = path.join(outDir, `${name}.json`);
+  tier(name, 'npx', ['jest', '--selectProjects', project, '--passWithNoTests', '--ci', '--json', `--outputFile=${out}`, ...extra], { jestJson: out });
+}
+
+// The module-boundary rule reads Nx's project graph, which `nx show projects` computes first.
+tier('lint', 'sh', ['-c', 'npx nx show projects > /dev/null && npx eslint . --max-warnings=0']);
+jest('unit', 'unit', ['--maxWorkers=2']);
+jest('medium', 'medium', ['--maxWorkers=2']);
+jest('e2e', 'e2e', ['--runInBand']);
+if (fs.existsSync(path.join(ROOT, 'apps/console/playwright.config.ts'))) {
+  tier('browser', 'npx', ['playwright', 'test', '-c', 'apps/console/playwright.config.ts']);
+}
+
+fs.rmSync(outDir, { recursive: true, force: true });
+process.stderr.write('\n');
+if (failedTiers.length) process.stderr.write(pc.red(`Failed tiers: ${failedTiers.join(', ')}\n`));
+process.stdout.write(`lemniscate: ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped\n`);
+process.exit(failedTiers.length ? 1 : 0);
