@@ -1,4 +1,4 @@
-import { ModelError, excerpt, isModelError, redact } from './model.errors';
+import { ModelError, errorFields, excerpt, isModelError, redact } from './model.errors';
 import type { RetryNotice } from './model.types';
 import { SseDecoder, type SseEvent } from './sse';
 
@@ -256,9 +256,9 @@ function toModelError(error: unknown, settings: TransportSettings, signal: Abort
  */
 function networkError(error: unknown, settings: TransportSettings, signal: AbortSignal): unknown {
   if (signal.aborted) return error;
-  const cause = error instanceof Error && error.cause instanceof Error ? error.cause : undefined;
-  const code = cause && 'code' in cause && typeof cause.code === 'string' ? cause.code : undefined;
-  const reason = [error instanceof Error ? error.message : String(error), code ?? cause?.message].filter(Boolean).join(': ');
+  const outer = errorFields(error);
+  const cause = errorFields(outer.cause);
+  const reason = [outer.message ?? 'unknown error', cause.code ?? cause.message].filter(Boolean).join(': ');
   return new ModelError('model_unavailable', `The connection to ${settings.label} failed (${clean(reason, settings)}).`, { retryable: true });
 }
 
@@ -268,8 +268,10 @@ function throwIfAborted(signal: AbortSignal, settings: TransportSettings): void 
 
 function abortedError(signal: AbortSignal, settings: TransportSettings): ModelError {
   const reason: unknown = signal.reason;
-  const text = reason instanceof Error ? reason.message : typeof reason === 'string' ? reason : '';
-  const because = text && !(reason instanceof Error && reason.name === 'AbortError') ? ` (${clean(text, settings)})` : '';
+  const text = errorFields(reason).message ?? '';
+  // The default reason ("This operation was aborted") says nothing a person needs.
+  const isDefault = typeof reason === 'object' && reason !== null && (reason as { name?: unknown }).name === 'AbortError';
+  const because = text && !isDefault ? ` (${clean(text, settings)})` : '';
   return new ModelError('model_aborted', `The request to ${settings.label} was cancelled${because}.`);
 }
 

@@ -70,3 +70,17 @@ export function excerpt(text: string, max = 300): string {
   const flat = text.replace(/\s+/g, ' ').trim();
   return flat.length > max ? `${flat.slice(0, max)}…` : flat;
 }
+
+/**
+ * Reads `message`, `code` and `cause` without `instanceof`: errors from Node internals and from
+ * other realms (test sandboxes, workers) are not instances of this realm's Error.
+ */
+export function errorFields(error: unknown): { message?: string; code?: string; cause?: unknown } {
+  if (typeof error !== 'object' || error === null) return typeof error === 'string' ? { message: error } : {};
+  const record = error as { message?: unknown; code?: unknown; cause?: unknown };
+  return {
+    ...(typeof record.message === 'string' ? { message: record.message } : {}),
+    ...(typeof record.code === 'string' ? { code: record.code } : {}),
+    ...(record.cause !== undefined ? { cause: record.cause } : {}),
+  };
+}

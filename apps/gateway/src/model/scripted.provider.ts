@@ -1,6 +1,6 @@
 import { readFile, stat } from 'node:fs/promises';
 import { z } from 'zod';
-import { ModelError } from './model.errors';
+import { ModelError, errorFields } from './model.errors';
 import type { ModelProvider, ModelRequest, ToolCall, TurnResult } from './model.types';
 import { describeJsonError } from './tool-arguments';
 
@@ -47,7 +47,7 @@ export async function loadModelScript(path: string): Promise<ModelScript> {
     raw = await readFile(path, 'utf8');
   } catch (error) {
     if (error instanceof ModelError) throw error;
-    const code = error instanceof Error && 'code' in error ? String(error.code) : '';
+    const code = errorFields(error).code ?? '';
     throw invalid(code === 'ENOENT' ? 'does not exist' : code === 'EACCES' ? 'cannot be read (permission denied)' : `cannot be read (${code || 'unknown error'})`);
   }
   let json: unknown;

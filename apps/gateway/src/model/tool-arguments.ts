@@ -1,3 +1,4 @@
+import { errorFields } from './model.errors';
 import type { MalformedToolCall, ToolCall } from './model.types';
 
 const RAW_ARGUMENTS_LIMIT = 2000;
@@ -35,7 +36,7 @@ function malformed(id: string, name: string, raw: string, reason: string): Malfo
  * itself, which is never repeated: it can be long, and for files it is not ours to show.
  */
 export function describeJsonError(error: unknown, text: string): string {
-  const message = error instanceof Error ? error.message : '';
+  const message = errorFields(error).message ?? '';
   const positioned = /^(.*?) in JSON at position (\d+)/.exec(message);
   if (positioned) {
     const position = Number(positioned[2]);
