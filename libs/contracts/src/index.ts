@@ -1,3 +1,4 @@
 export * from './common';
 export * from './api';
 export * from './events';
+export * from './exec-host';

@@ -1,0 +1,375 @@
+import { z } from 'zod';
+import { SessionId } from './common';
+
+/**
+ * The exec-host control channel (HTTP, JSON). Only the gateway calls it. Every route requires
+ * `Authorization: Bearer <LEMNISCATE_EXEC_HOST_TOKEN>`; errors use ErrorBody from ./common with one of
+ * ExecHostErrorCode as `code`.
+ *
+ * Routes (all under the exec-host's base URL):
+ *   GET    /v1/health                              → ExecHostHealth
+ *   POST   /v1/sandboxes                           CreateSandboxRequest → SandboxInfo (201)
+ *   GET    /v1/sandboxes                           → SandboxList
+ *   GET    /v1/sandboxes/:id                       → SandboxInfo
+ *   DELETE /v1/sandboxes/:id                       → DestroySandboxResponse (200, also when already gone)
+ *   POST   /v1/sandboxes/:id/exec                  ExecRequest → NDJSON stream of ExecStreamChunk
+ *   POST   /v1/sandboxes/:id/exec?stream=false     ExecRequest → ExecResult
+ *   POST   /v1/sandboxes/:id/files/read            ReadFileRequest → ReadFileResponse
+ *   POST   /v1/sandboxes/:id/files/list            ListFilesRequest → ListFilesResponse
+ *   POST   /v1/sandboxes/:id/files/search          SearchFilesRequest → SearchFilesResponse
+ *   POST   /v1/sandboxes/:id/files/propose-write   ProposeWriteRequest → ProposedChange
+ *   POST   /v1/sandboxes/:id/files/propose-edit    ProposeEditRequest → ProposedChange
+ *   POST   /v1/sandboxes/:id/files/apply           ApplyDiffRequest → ApplyDiffResponse
+ *   GET    /v1/sandboxes/:id/changes               → ChangesResponse
+ *   POST   /v1/sandboxes/:id/changes/accept        ChangePathsRequest → ChangePathsResponse
+ *   POST   /v1/sandboxes/:id/changes/revert        ChangePathsRequest → ChangePathsResponse
+ *   GET    /v1/sandboxes/:id/patch                 → PatchResponse
+ */
+export const EXEC_HOST_API_PREFIX = '/v1';
+
+export const ExecHostRoutes = {
+  health: () => '/v1/health',
+  sandboxes: () => '/v1/sandboxes',
+  sandbox: (id: string) => `/v1/sandboxes/${encodeURIComponent(id)}`,
+  exec: (id: string) => `/v1/sandboxes/${encodeURIComponent(id)}/exec`,
+  file: (id: string, op: FileOperation) => `/v1/sandboxes/${encodeURIComponent(id)}/files/${op}`,
+  changes: (id: string) => `/v1/sandboxes/${encodeURIComponent(id)}/changes`,
+  acceptChanges: (id: string) => `/v1/sandboxes/${encodeURIComponent(id)}/changes/accept`,
+  revertChanges: (id: string) => `/v1/sandboxes/${encodeURIComponent(id)}/changes/revert`,
+  patch: (id: string) => `/v1/sandboxes/${encodeURIComponent(id)}/patch`,
+} as const;
+
+export const FileOperation = z.enum(['read', 'list', 'search', 'propose-write', 'propose-edit', 'apply']);
+export type FileOperation = z.infer<typeof FileOperation>;
+
+/** Machine-readable error codes of the exec-host (ErrorBody.code). */
+export const ExecHostErrorCode = z.enum([
+  'unauthorized', // 401: token missing or wrong; no detail is given
+  'invalid_request', // 400: malformed body; the message names the field
+  'repository_not_found', // 400: the repository source does not exist or cannot be read
+  'repository_ref_not_found', // 400: the ref does not exist in the repository
+  'patch_does_not_apply', // 400 on create (uncommittedPatch), 409 on apply
+  'sandbox_not_found', // 404
+  'sandbox_busy', // 409: a command is already running in this sandbox
+  'sandbox_lost', // 410: the container disappeared or stopped on its own
+  'sandbox_limit_reached', // 429: the exec-host runs as many sandboxes as it is allowed to
+  'outside_working_copy', // 403: a path resolves outside /workspace (symlink or ..)
+  'file_not_found', // 404
+  'not_a_file', // 400: a directory where a file was expected, or the reverse
+  'file_too_large', // 413
+  'binary_file', // 422: the operation needs text
+  'edit_not_unique', // 422: old_string occurs more than once
+  'edit_not_found', // 422: old_string does not occur
+  'invalid_pattern', // 400: a search regex that does not compile
+  'unreviewed_changes', // 409: a diff would be applied over changes nobody has reviewed yet
+  'engine_unavailable', // 503: the container engine does not answer
+  'sandbox_setup_failed', // 500: the sandbox could not be prepared; nothing is left running
+  'internal', // 500
+]);
+export type ExecHostErrorCode = z.infer<typeof ExecHostErrorCode>;
+
+// ───────────────────────────── health
+
+export const SandboxRuntime = z.enum(['runc', 'runsc']);
+export type SandboxRuntime = z.infer<typeof SandboxRuntime>;
+
+export const ExecHostHealth = z.object({
+  status: z.enum(['ok', 'degraded']),
+  engine: z.object({ reachable: z.boolean(), version: z.string().nullable(), message: z.string().optional() }),
+  runtimes: z.object({ runc: z.boolean(), runsc: z.boolean() }),
+  image: z.object({ name: z.string(), present: z.boolean() }),
+  seccomp: z.object({ path: z.string(), valid: z.boolean(), message: z.string().optional() }),
+  /** `enforced` when the host kernel has AppArmor and the profile is loaded; `unavailable` otherwise. */
+  apparmor: z.object({ state: z.enum(['enforced', 'unavailable', 'failed']), profile: z.string(), message: z.string().optional() }),
+  diskCap: z.object({ mechanism: z.literal('ext4-loop'), available: z.boolean(), message: z.string().optional() }),
+  sandboxes: z.int().nonnegative(),
+});
+export type ExecHostHealth = z.infer<typeof ExecHostHealth>;
+
+// ───────────────────────────── create
+
+/** Resource caps of one sandbox. Each field has a default and a hard maximum enforced by the exec-host. */
+export const SandboxLimits = z.object({
+  cpus: z.number().positive().max(64),
+  memoryMb: z.int().min(64).max(65_536),
+  pids: z.int().min(16).max(32_768),
+  diskMb: z.int().min(16).max(102_400),
+  commandTimeoutSeconds: z.int().min(1).max(7_200),
+  outputCapBytes: z.int().min(1_024).max(16 * 1024 * 1024),
+  lifetimeMinutes: z.int().min(1).max(24 * 60),
+});
+export type SandboxLimits = z.infer<typeof SandboxLimits>;
+
+export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = {
+  cpus: 2,
+  memoryMb: 2_048,
+  pids: 512,
+  diskMb: 2_048,
+  commandTimeoutSeconds: 600,
+  outputCapBytes: 1024 * 1024,
+  lifetimeMinutes: 60,
+};
+
+/**
+ * Context exclusions applied to every working copy (S5). A request's `contextExclusions` are added to
+ * these, never substituted: a project can exclude more, not less. Globs are picomatch globs matched
+ * against the repository-relative path; a glob without "/" matches the file name at any depth.
+ */
+export const DEFAULT_CONTEXT_EXCLUSIONS: readonly string[] = [
+  '.env',
+  '.env.*',
+  '*.env',
+  '.envrc',
+  '*.pem',
+  '*.key',
+  '*.p12',
+  '*.pfx',
+  '*.jks',
+  '*.keystore',
+  '*.kdbx',
+  'id_rsa',
+  'id_dsa',
+  'id_ecdsa',
+  'id_ed25519',
+  'id_*',
+  '**/secrets/**',
+  '**/.secrets/**',
+  '**/.ssh/**',
+  '**/.aws/**',
+  '**/.gnupg/**',
+  '**/.docker/config.json',
+  '**/.kube/config',
+  '.npmrc',
+  '.pypirc',
+  '.netrc',
+  '.git-credentials',
+  '.htpasswd',
+  'credentials.json',
+  'service-account*.json',
+  '*.tfstate',
+  '*.tfstate.*',
+  '*.tfvars',
+];
+
+export const RepositorySource = z.object({
+  /** An absolute local path to a git repository, or a git URL (https://, ssh://, git@host:path) the exec-host can reach. */
+  source: z.string().min(1).max(4096),
+  /** Branch, tag or commit; the repository's HEAD when absent. */
+  ref: z.string().min(1).max(256).regex(/^[^\s\0-]/, 'must not start with "-" or whitespace').optional(),
+});
+export type RepositorySource = z.infer<typeof RepositorySource>;
+
+export const CreateSandboxRequest = z.object({
+  sessionId: SessionId,
+  repository: RepositorySource,
+  /** The developer's uncommitted changes, as `git diff --binary HEAD` output, applied over the base commit. */
+  uncommittedPatch: z.string().max(50 * 1024 * 1024).optional(),
+  contextExclusions: z.array(z.string().min(1).max(512)).max(500).optional(),
+  limits: SandboxLimits.partial().optional(),
+  runtime: SandboxRuntime.default('runc'),
+});
+export type CreateSandboxRequest = z.input<typeof CreateSandboxRequest>;
+export type CreateSandboxRequestParsed = z.output<typeof CreateSandboxRequest>;
+
+export const SandboxState = z.enum(['ready', 'busy', 'lost']);
+export type SandboxState = z.infer<typeof SandboxState>;
+
+/** The answer to create and to GET /v1/sandboxes/:id (X3: where the working copy stood at the start). */
+export const SandboxInfo = z.object({
+  sandboxId: z.string().min(1),
+  sessionId: SessionId,
+  runtime: SandboxRuntime,
+  state: SandboxState,
+  baseCommit: z.string().regex(/^[0-9a-f]{40,64}$/),
+  branch: z.string().nullable(),
+  includedUncommitted: z.boolean(),
+  /** `sha256:<hex>` over the (mode, blob id, path) of every file the sandbox received. */
+  fingerprint: z.string().regex(/^sha256:[0-9a-f]{64}$/),
+  /** Repository paths left out of the working copy by the context exclusions (S5). */
+  excluded: z.array(z.string()),
+  limits: SandboxLimits,
+  createdAt: z.iso.datetime(),
+  expiresAt: z.iso.datetime(),
+});
+export type SandboxInfo = z.infer<typeof SandboxInfo>;
+
+export const SandboxList = z.object({ sandboxes: z.array(SandboxInfo) });
+export type SandboxList = z.infer<typeof SandboxList>;
+
+/**
+ * DELETE is idempotent: 200 with `destroyed: true` when this call removed it, `destroyed: false` when
+ * it was already gone (the caller's intent, "it no longer exists", holds either way). Never 404.
+ */
+export const DestroySandboxResponse = z.object({ sandboxId: z.string(), destroyed: z.boolean() });
+export type DestroySandboxResponse = z.infer<typeof DestroySandboxResponse>;
+
+// ───────────────────────────── exec
+
+export const ExecRequest = z.object({
+  command: z.string().min(1).max(256 * 1024),
+  /** Lower than the sandbox's commandTimeoutSeconds or ignored: no argument can raise a limit (X1). */
+  timeoutMs: z.int().positive().optional(),
+});
+export type ExecRequest = z.infer<typeof ExecRequest>;
+
+/** Why a command ended abnormally, for automation (X2). The most significant one when several apply. */
+export const ExecClass = z.enum(['timeout', 'oom', 'pids_limit', 'disk_full', 'file_size_limit', 'output_truncated', 'sandbox_lost']);
+export type ExecClass = z.infer<typeof ExecClass>;
+
+export const ExecOutputChunk = z.object({ type: z.enum(['stdout', 'stderr']), data: z.string() });
+export type ExecOutputChunk = z.infer<typeof ExecOutputChunk>;
+
+export const ExecExit = z.object({
+  type: z.literal('exit'),
+  /** null when the command never produced an exit status (sandbox lost). */
+  exitCode: z.int().nullable(),
+  durationMs: z.int().nonnegative(),
+  timedOut: z.boolean(),
+  /** True when output went over outputCapBytes; the streams then end with a marker line saying so. */
+  truncated: z.boolean(),
+  class: ExecClass.nullable(),
+  /** Every class that applies, most significant first (class is the first one). */
+  classes: z.array(ExecClass),
+  /** One sentence for people when class is set. */
+  message: z.string().optional(),
+});
+export type ExecExit = z.infer<typeof ExecExit>;
+
+/** One line of the NDJSON stream (content-type application/x-ndjson): output chunks, then one exit. */
+export const ExecStreamChunk = z.discriminatedUnion('type', [ExecOutputChunk, ExecExit]);
+export type ExecStreamChunk = z.infer<typeof ExecStreamChunk>;
+
+export const ExecResult = ExecExit.omit({ type: true }).extend({ stdout: z.string(), stderr: z.string() });
+export type ExecResult = z.infer<typeof ExecResult>;
+
+/** Text appended to the output when it is cut at the cap. */
+export const OUTPUT_TRUNCATION_MARKER = '\n[lemniscate: output truncated at the cap of %d bytes]\n';
+
+// ───────────────────────────── files
+
+/**
+ * Paths are relative to the working copy, or absolute under /workspace (what commands see). Anything
+ * that resolves elsewhere, through ".." or a symlink, is refused with `outside_working_copy`.
+ */
+export const WorkspacePath = z.string().min(1).max(4096).refine((p) => !p.includes('\0'), 'must not contain NUL');
+
+export const ReadFileRequest = z.object({
+  path: WorkspacePath,
+  /** First line to return, 0-based. */
+  offset: z.int().nonnegative().optional(),
+  /** Maximum number of lines to return. */
+  limit: z.int().positive().max(100_000).optional(),
+});
+export type ReadFileRequest = z.infer<typeof ReadFileRequest>;
+
+export const ReadFileResponse = z.object({
+  path: z.string(),
+  content: z.string(),
+  offset: z.int().nonnegative(),
+  lines: z.int().nonnegative(),
+  totalLines: z.int().nonnegative(),
+  size: z.int().nonnegative(),
+  /** True when the answer stops before the file's end (limit or the byte cap). */
+  truncated: z.boolean(),
+});
+export type ReadFileResponse = z.infer<typeof ReadFileResponse>;
+
+export const ListFilesRequest = z.object({ path: WorkspacePath.default('.') });
+export type ListFilesRequest = z.input<typeof ListFilesRequest>;
+
+export const FileEntry = z.object({
+  name: z.string(),
+  type: z.enum(['file', 'directory', 'symlink', 'other']),
+  size: z.int().nonnegative(),
+});
+export const ListFilesResponse = z.object({ path: z.string(), entries: z.array(FileEntry), truncated: z.boolean() });
+export type ListFilesResponse = z.infer<typeof ListFilesResponse>;
+
+export const SearchFilesRequest = z.object({
+  pattern: z.string().min(1).max(1024),
+  path: WorkspacePath.optional(),
+  /** false (default): the pattern is a literal string; true: a JavaScript regular expression, run under a time limit. */
+  regex: z.boolean().default(false),
+  caseSensitive: z.boolean().default(true),
+  maxMatches: z.int().positive().max(5_000).default(200),
+});
+export type SearchFilesRequest = z.input<typeof SearchFilesRequest>;
+
+export const SearchMatch = z.object({ path: z.string(), line: z.int().positive(), text: z.string() });
+export const SearchFilesResponse = z.object({
+  matches: z.array(SearchMatch),
+  filesScanned: z.int().nonnegative(),
+  skippedBinary: z.int().nonnegative(),
+  skippedLarge: z.int().nonnegative(),
+  /** True when a bound (matches, bytes, files or time) stopped the search early. */
+  truncated: z.boolean(),
+  stoppedBy: z.enum(['max_matches', 'max_bytes', 'max_files', 'time_limit']).nullable(),
+});
+export type SearchFilesResponse = z.infer<typeof SearchFilesResponse>;
+
+export const ProposeWriteRequest = z.object({ path: WorkspacePath, content: z.string().max(10 * 1024 * 1024) });
+export type ProposeWriteRequest = z.infer<typeof ProposeWriteRequest>;
+
+export const ProposeEditRequest = z.object({
+  path: WorkspacePath,
+  old_string: z.string().min(1),
+  new_string: z.string(),
+});
+export type ProposeEditRequest = z.infer<typeof ProposeEditRequest>;
+
+/** A proposal: nothing in the working copy changed. `diff` is a git-style unified diff (a/ b/ prefixes). */
+export const ProposedChange = z.object({
+  path: z.string(),
+  diff: z.string(),
+  created: z.boolean(),
+  binary: z.boolean(),
+});
+export type ProposedChange = z.infer<typeof ProposedChange>;
+
+export const ApplyDiffRequest = z.object({ diff: z.string().min(1).max(50 * 1024 * 1024) });
+export type ApplyDiffRequest = z.infer<typeof ApplyDiffRequest>;
+
+/** An applied diff was approved by a person: its files are written and accepted (checkpointed) at once. */
+export const ApplyDiffResponse = z.object({ applied: z.array(z.string()) });
+export type ApplyDiffResponse = z.infer<typeof ApplyDiffResponse>;
+
+// ───────────────────────────── changes and patch
+
+export const ChangeStatus = z.enum(['added', 'modified', 'deleted', 'renamed', 'mode']);
+export type ChangeStatus = z.infer<typeof ChangeStatus>;
+
+export const FileChange = z.object({
+  path: z.string(),
+  oldPath: z.string().optional(),
+  status: ChangeStatus,
+  /** git-style unified diff against the last checkpoint; empty for binary files. */
+  diff: z.string(),
+  binary: z.boolean(),
+  /** Size in bytes of the file now (0 when deleted). */
+  size: z.int().nonnegative(),
+  diffBytes: z.int().nonnegative(),
+});
+export type FileChange = z.infer<typeof FileChange>;
+
+/** What commands changed since the last checkpoint (accepted changes and applied diffs are the checkpoint). */
+export const ChangesResponse = z.object({ files: z.array(FileChange), truncated: z.boolean() });
+export type ChangesResponse = z.infer<typeof ChangesResponse>;
+
+export const ChangePathsRequest = z.object({ paths: z.array(WorkspacePath).min(1).max(10_000) });
+export type ChangePathsRequest = z.infer<typeof ChangePathsRequest>;
+
+export const ChangePathsResponse = z.object({ paths: z.array(z.string()) });
+export type ChangePathsResponse = z.infer<typeof ChangePathsResponse>;
+
+export const PatchResponse = z.object({
+  baseCommit: z.string(),
+  /** Everything accepted, against baseCommit (`git diff --cached --binary`); applies with `git apply` on a clone at baseCommit. */
+  patch: z.string(),
+  includedUncommitted: z.boolean(),
+  /**
+   * Only what was accepted during the session, against the starting point (baseCommit plus the
+   * developer's uncommitted patch). Equal to `patch` when no uncommitted patch was included.
+   */
+  sessionPatch: z.string(),
+});
+export type PatchResponse = z.infer<typeof PatchResponse>;
