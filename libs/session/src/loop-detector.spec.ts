@@ -69,7 +69,8 @@ describe('LoopDetector', () => {
   });
 
   it('stays on in a child even when the configuration turns it off', () => {
-    const child = LoopDetector.forChild({ ...EXECUTION_DEFAULTS, toolLoopDetection: false });
+    const config = resolveExecutionConfig({ config: [{ location: 'policy', values: { toolLoopDetection: false } }] }).config;
+    const child = LoopDetector.forChild(config);
     expect(child.enabled).toBe(true);
     for (let i = 0; i < 3; i++) child.observe(bash('ls'));
     expect(child.observe(bash('ls')).blocked).toBe(true);
