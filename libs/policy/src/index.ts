@@ -1,1 +1,22 @@
 export * from './abilities';
+export { decide, analyseCommand, type ToolCall, type DecisionContext } from './decide';
+export type { Decision, ThirdPartyFile } from './decision';
+export {
+  parsePolicy,
+  PolicyValidationError,
+  policySchema,
+  policyJsonSchema,
+  defaultPolicy,
+  recommendedPolicy,
+  TOOL_NAMES,
+  EFFECTS,
+  type Policy,
+  type PolicyInput,
+  type PolicyIssue,
+  type ToolName,
+  type Effect,
+} from './schema';
+export { classifyChanges, classifyPath } from './third-party';
+export { resolveInScope, type ScopeFs, type ScopeResult } from './scope';
+export { initPolicyEngine, isPolicyEngineReady } from './shell/parser';
+export { runPolicyCommand, type PolicyCliIo } from './cli';
