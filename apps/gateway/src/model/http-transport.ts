@@ -101,6 +101,8 @@ export function parseRetryAfter(headers: Headers, now: number = Date.now()): num
   if (value === null) return undefined;
   const trimmed = value.trim();
   if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
+  // Only an HTTP date is left to accept; Date.parse would also read "-4" as a year.
+  if (!/[A-Za-z]/.test(trimmed)) return undefined;
   const date = Date.parse(trimmed);
   if (Number.isNaN(date)) return undefined;
   return Math.max(0, date - now);

@@ -22,10 +22,18 @@ export class SseDecoder {
     return this.consume(this.text.decode(chunk, { stream: true }));
   }
 
-  /** Flushes at end of stream; an event without its closing blank line is discarded, as the standard says. */
+  /**
+   * Flushes at end of stream. A line cut off without its line break is discarded; complete `data:`
+   * lines missing only the closing blank line are still delivered, because some servers close the
+   * connection right after their last line (the standard would drop them; a cut JSON payload is
+   * caught by the caller's parsing anyway).
+   */
   end(): SseEvent[] {
     const events = this.consume(this.text.decode());
     this.buffer = '';
+    this.pendingCr = false;
+    const last = this.line('');
+    if (last) events.push(last);
     return events;
   }
 
