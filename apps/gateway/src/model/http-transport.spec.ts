@@ -1,6 +1,7 @@
 import { backoffDelay, parseRetryAfter } from './http-transport';
 import { describeJsonError, parseToolArguments } from './tool-arguments';
-import { excerpt, redact } from './model.errors';
+import { EventClass } from '@lemniscate/contracts';
+import { MODEL_ERROR_CODES, ModelError, excerpt, modelFailureClass, redact } from './model.errors';
 
 describe('parseRetryAfter', () => {
   const now = Date.parse('2026-01-01T00:00:00Z');
@@ -82,5 +83,15 @@ describe('redact and excerpt', () => {
   it('flattens whitespace and cuts long text', () => {
     expect(excerpt('a\n\n b', 10)).toBe('a b');
     expect(excerpt('x'.repeat(20), 10)).toBe(`${'x'.repeat(10)}…`);
+  });
+});
+
+describe('modelFailureClass', () => {
+  it('maps every model error code to an event class the contracts accept', () => {
+    for (const code of MODEL_ERROR_CODES) {
+      const cls = modelFailureClass(new ModelError(code, 'x'));
+      expect(EventClass.safeParse(cls).success).toBe(true);
+      expect(cls).toBe(code === 'model_timeout' ? 'model_timeout' : 'model_error');
+    }
   });
 });

@@ -46,6 +46,14 @@ export class ModelError extends Error {
   }
 }
 
+/**
+ * The session event class (libs/contracts `EventClass`) a model failure is reported under: the
+ * idle timeout has its own class (X4); every other failure is `model_error`, with `code` as detail.
+ */
+export function modelFailureClass(error: ModelError): 'model_timeout' | 'model_error' {
+  return error.code === 'model_timeout' ? 'model_timeout' : 'model_error';
+}
+
 export function isModelError(value: unknown): value is ModelError {
   return value instanceof ModelError;
 }

@@ -174,7 +174,7 @@ describe('createModelProvider', () => {
     server = await startLoopback((res) => streamSse(res, done));
     const model = await createModelProvider(
       'openai-compatible:local:qwen2.5-coder:7b',
-      { openaiCompatible: { local: { baseUrl: `${server.url}/v1`, apiKeyEnv: 'LOCAL_KEY', idleTimeoutMs: 1_000, maxRetries: 0 } } },
+      { openaiCompatible: { local: { baseUrl: `${server.url}/v1`, apiKeyEnv: 'LOCAL_KEY', maxTokens: 256, idleTimeoutMs: 1_000, maxRetries: 0 } } },
       { env: { LOCAL_KEY: KEY } },
     );
     const result = await model.complete({ messages: [{ role: 'user', content: 'ping' }], tools: [], signal: new AbortController().signal });
@@ -183,7 +183,16 @@ describe('createModelProvider', () => {
     expect(model.ref).toBe('openai-compatible:local:qwen2.5-coder:7b');
     expect(server.requests[0]?.path).toBe('/v1/chat/completions');
     expect(server.requests[0]?.headers.authorization).toBe(`Bearer ${KEY}`);
-    expect(server.requests[0]?.body).toMatchObject({ model: 'qwen2.5-coder:7b' });
+    expect(server.requests[0]?.body).toMatchObject({ model: 'qwen2.5-coder:7b', max_tokens: 256 });
+  });
+
+  it('asks OpenAI itself for max_completion_tokens, through the configured base URL', async () => {
+    const done = sse([{ data: { choices: [{ index: 0, delta: { content: 'ok' }, finish_reason: 'stop' }] } }, { data: '[DONE]' }]);
+    server = await startLoopback((res) => streamSse(res, done));
+    const model = await createModelProvider('openai:gpt-5', { openai: { baseUrl: `${server.url}/v1`, apiKey: KEY, maxTokens: 100 } });
+    await model.complete({ messages: [{ role: 'user', content: 'hi' }], tools: [], signal: new AbortController().signal });
+    expect(server.requests[0]?.body).toMatchObject({ model: 'gpt-5', max_completion_tokens: 100 });
+    expect(server.requests[0]?.body).not.toHaveProperty('max_tokens');
   });
 
   it('wires Anthropic with its defaults', async () => {

@@ -103,6 +103,7 @@ export async function createModelProvider(ref: unknown, configInput: ModelsConfi
         apiKey,
         headers: section.headers,
         maxTokens: section.maxTokens,
+        maxTokensField: 'max_completion_tokens',
         includeUsage: section.includeUsage,
         transport: transport(config, section),
       });
@@ -128,6 +129,7 @@ export async function createModelProvider(ref: unknown, configInput: ModelsConfi
         apiKey,
         headers: section.headers,
         maxTokens: section.maxTokens,
+        maxTokensField: 'max_tokens',
         includeUsage: section.includeUsage,
         transport: transport(config, section),
       });

@@ -12,6 +12,7 @@ function provider(url: string, overrides: Partial<OpenAiProviderSettings> = {}):
     model: 'gpt-test',
     apiKey: KEY,
     includeUsage: true,
+    maxTokensField: 'max_tokens',
     transport: fastTransport,
     ...overrides,
   });

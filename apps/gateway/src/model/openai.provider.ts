@@ -15,6 +15,11 @@ export interface OpenAiProviderSettings {
   /** Extra headers some services need (organisation, project); treated as secrets too. */
   headers?: Record<string, string>;
   maxTokens?: number;
+  /**
+   * OpenAI's own API wants `max_completion_tokens` (its reasoning models refuse `max_tokens`);
+   * compatible servers mostly know only `max_tokens`.
+   */
+  maxTokensField: 'max_tokens' | 'max_completion_tokens';
   /** Asks for token usage in the last chunk; a few older servers refuse the `stream_options` field. */
   includeUsage: boolean;
   transport: Omit<TransportSettings, 'label' | 'secrets'>;
@@ -55,7 +60,7 @@ export class OpenAiCompatibleProvider implements ModelProvider {
       ...(request.tools.length > 0
         ? { tools: request.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } })) }
         : {}),
-      ...(maxTokens !== undefined ? { max_tokens: maxTokens } : {}),
+      ...(maxTokens !== undefined ? { [this.settings.maxTokensField]: maxTokens } : {}),
     };
   }
 
