@@ -99,7 +99,7 @@ function matchForbidden(argv: Word[], rules: Rule[], program: string): Forbidden
 function subsequence(args: Word[], words: string[]): boolean {
   let j = 0;
   for (const a of args) {
-    if (j < words.length && (a.value === null || a.value === words[j])) j++;
+    if (j < words.length && a.value === words[j]) j++;
   }
   return j === words.length;
 }
@@ -120,7 +120,7 @@ function matchFree(argv: Word[], rules: Rule[]): Rule | null {
 }
 
 /** The decision for one simple command: forbidden first, then free, then the policy's default. */
-export function judgeCommand(part: CommandPart, policy: Policy): Decision {
+export function judgeCommand(part: CommandPart, policy: Policy): Decision | null {
   const c = compile(policy);
   const argv = part.argv;
   const name = (argv[0] as Word).value as string;
@@ -131,15 +131,18 @@ export function judgeCommand(part: CommandPart, policy: Policy): Decision {
   const forbiddenRules = c.forbidden.get(program);
   if (forbiddenRules) {
     const m = matchForbidden(argv, forbiddenRules, program);
+    if (part.probe && !m?.certain) return null;
     if (m?.certain) {
       const rule = `commands.forbidden[${m.rule.index}]`;
       return { effect: 'deny', rule, reason: `\`${m.rule.text}\` is forbidden by the project policy (${rule})${inside ? `; it was found in \`${shown}\`${inside}` : ''}.` };
     }
     if (m) {
       const rule = `commands.forbidden[${m.rule.index}]`;
-      return { effect: 'ask', rule, reason: `\`${shown}\`${inside} may run \`${m.rule.text}\`, which the project policy forbids (${rule}); a person must check it.` };
+      return { effect: 'ask', rule, reason: `\`${shown}\`${inside} may run \`${m.rule.text}\`, which the project policy forbids, so a person must check it (${rule}).` };
     }
   }
+
+  if (part.probe) return null;
 
   // A free rule names a program as it is typed; an absolute path to it counts, a relative one
   // (`./npm`) is a project file of the same name and does not.

@@ -63,9 +63,11 @@ function decideBash(call: ToolCall, policy: Policy, context: DecisionContext): D
   const findings: Decision[] = [];
   for (const part of analyseCommand(command).parts) {
     switch (part.kind) {
-      case 'command':
-        findings.push(judgeCommand(part, policy));
+      case 'command': {
+        const finding = judgeCommand(part, policy);
+        if (finding) findings.push(finding);
         break;
+      }
       case 'problem':
         findings.push({ effect: 'ask', rule: part.rule, reason: part.reason });
         break;
@@ -81,7 +83,7 @@ function decideBash(call: ToolCall, policy: Policy, context: DecisionContext): D
       }
     }
   }
-  const decision = combine(findings) ?? { effect: 'allow', rule: 'shell.empty', reason: 'The command runs no program.' };
+  const decision = combine(findings) ?? { effect: 'allow', rule: 'shell.empty', reason: 'The command runs no program (shell.empty).' };
 
   if (decision.effect === 'allow' && findings.length > 1) {
     const rules = findings.map((f) => f.rule).filter((r, i, all) => all.indexOf(r) === i);

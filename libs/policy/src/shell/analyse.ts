@@ -104,6 +104,10 @@ export class ShellAnalyser {
 
   private command(node: SyntaxNode): void {
     const argv: Word[] = [];
+    if (/\S\\\n\S/.test(node.text)) {
+      // bash joins `cu\<newline>rl` into one word; the grammar reads two words.
+      this.parts.push(unparseable('A backslash-newline inside a word is read differently by bash and by this parser'));
+    }
     for (const child of node.namedChildren) {
       if (!child) continue;
       switch (child.type) {
@@ -154,12 +158,17 @@ export class ShellAnalyser {
         return;
       }
       case 'unknown':
-        this.parts.push({ kind: 'command', argv, via });
         this.parts.push({
           kind: 'problem',
           rule: 'shell.wrapper',
           reason: `\`${outcome.name}\` runs another command (${outcome.why}), which cannot be known before it runs (shell.wrapper).`,
         });
+        this.parts.push({ kind: 'command', argv, via });
+        // Whatever it runs, a forbidden program among its words is still refused.
+        for (let i = 1; i < argv.length; i++) {
+          const v = argv[i]?.value;
+          if (v && !v.startsWith('-')) this.parts.push({ kind: 'command', argv: argv.slice(i), via: [...via, outcome.name], probe: true });
+        }
         return;
     }
   }

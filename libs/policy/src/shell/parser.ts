@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { Language, Parser } from 'web-tree-sitter';
 import type { Node, Tree } from 'web-tree-sitter';
 
@@ -15,7 +16,10 @@ export function initPolicyEngine(): Promise<void> {
   if (!initialising) {
     initialising = (async () => {
       await Parser.init();
-      const language = await Language.load(require.resolve('tree-sitter-bash/tree-sitter-bash.wasm'));
+      // Bytes, not a path: given a path, web-tree-sitter reads it through a dynamic import(),
+      // which CommonJS test runners cannot follow.
+      const wasm = await readFile(require.resolve('tree-sitter-bash/tree-sitter-bash.wasm'));
+      const language = await Language.load(new Uint8Array(wasm));
       const p = new Parser();
       p.setLanguage(language);
       parser = p;

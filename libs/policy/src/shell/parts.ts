@@ -6,6 +6,11 @@ export interface CommandPart {
   argv: Word[];
   /** Wrappers the command was found inside, outermost first (`sudo`, `timeout`, `sh -c` …). */
   via: string[];
+  /**
+   * Set for words that may be a command run by a program this engine does not model (`flock
+   * FILE cmd`): only a certain match with a forbidden rule counts.
+   */
+  probe?: boolean;
 }
 
 /** A redirection that creates or overwrites a file. `target` is null when computed at run time. */
