@@ -5,3 +5,5 @@ export * from './loop-detector';
 export * from './untrusted';
 export * from './outcome';
 export * from './subagent-tracker';
+export * from './agent-file';
+export * from './agents';
