@@ -1,0 +1,113 @@
+import { parsePatch } from 'diff';
+import { highlightLines, languageFor } from './highlight';
+
+export type LineKind = 'context' | 'add' | 'del';
+
+export interface DiffLine {
+  kind: LineKind;
+  oldNo: number | null;
+  newNo: number | null;
+  /** Highlighted HTML produced by highlight.js from escaped text. */
+  html: string;
+  text: string;
+}
+
+export interface DiffHunk {
+  header: string;
+  lines: DiffLine[];
+}
+
+export interface DiffFile {
+  path: string;
+  oldPath: string | null;
+  newPath: string | null;
+  change: 'added' | 'deleted' | 'modified' | 'renamed';
+  additions: number;
+  deletions: number;
+  hunks: DiffHunk[];
+  binary: boolean;
+  language: string | null;
+}
+
+export interface SplitRow {
+  left: DiffLine | null;
+  right: DiffLine | null;
+}
+
+function stripPrefix(name: string | undefined): string | null {
+  if (!name || name === '/dev/null') return null;
+  return name.replace(/^[ab]\//, '').replace(/\t.*$/, '');
+}
+
+/**
+ * Parses a unified diff (what the gateway stores and the CLI applies) into files and highlighted
+ * lines. Each side of a hunk is highlighted as one block so multi-line tokens keep their colour.
+ */
+export function parseUnifiedDiff(patch: string): DiffFile[] {
+  if (patch.trim() === '') return [];
+  const binaryPaths = [...patch.matchAll(/^Binary files (?:a\/)?(\S+) and (?:b\/)?(\S+) differ$/gm)];
+  const files: DiffFile[] = parsePatch(patch)
+    .filter((p) => p.hunks.length > 0 || p.oldFileName || p.newFileName)
+    .map((p) => {
+      const oldPath = stripPrefix(p.oldFileName);
+      const newPath = stripPrefix(p.newFileName);
+      const path = newPath ?? oldPath ?? '(unnamed)';
+      const language = languageFor(path);
+      let additions = 0;
+      let deletions = 0;
+      const hunks = p.hunks.map((h) => {
+        const body = h.lines.filter((l) => !l.startsWith('\\'));
+        const oldSide = body.filter((l) => l[0] !== '+').map((l) => l.slice(1));
+        const newSide = body.filter((l) => l[0] !== '-').map((l) => l.slice(1));
+        const oldHtml = highlightLines(oldSide.join('\n'), language);
+        const newHtml = highlightLines(newSide.join('\n'), language);
+        let o = 0;
+        let n = 0;
+        let oldNo = h.oldStart;
+        let newNo = h.newStart;
+        const lines: DiffLine[] = body.map((l) => {
+          const text = l.slice(1);
+          if (l[0] === '+') {
+            additions += 1;
+            return { kind: 'add', oldNo: null, newNo: newNo++, html: newHtml[n++] ?? '', text };
+          }
+          if (l[0] === '-') {
+            deletions += 1;
+            return { kind: 'del', oldNo: oldNo++, newNo: null, html: oldHtml[o++] ?? '', text };
+          }
+          o += 1;
+          return { kind: 'context', oldNo: oldNo++, newNo: newNo++, html: newHtml[n++] ?? '', text };
+        });
+        return { header: `@@ -${h.oldStart},${h.oldLines} +${h.newStart},${h.newLines} @@`, lines };
+      });
+      const change: DiffFile['change'] = oldPath === null ? 'added' : newPath === null ? 'deleted' : oldPath !== newPath ? 'renamed' : 'modified';
+      return { path, oldPath, newPath, change, additions, deletions, hunks, binary: false, language };
+    });
+  for (const m of binaryPaths) {
+    const path = m[2] ?? m[1] ?? '';
+    const existing = files.find((f) => f.path === path);
+    if (existing) existing.binary = true;
+    else files.push({ path, oldPath: m[1] ?? null, newPath: path, change: 'modified', additions: 0, deletions: 0, hunks: [], binary: true, language: null });
+  }
+  return files;
+}
+
+/** Pairs each run of deletions with the additions that follow it, as side-by-side views do. */
+export function toSplitRows(lines: DiffLine[]): SplitRow[] {
+  const rows: SplitRow[] = [];
+  let i = 0;
+  while (i < lines.length) {
+    const line = lines[i]!;
+    if (line.kind === 'context') {
+      rows.push({ left: line, right: line });
+      i += 1;
+      continue;
+    }
+    const dels: DiffLine[] = [];
+    const adds: DiffLine[] = [];
+    while (i < lines.length && lines[i]!.kind === 'del') dels.push(lines[i++]!);
+    while (i < lines.length && lines[i]!.kind === 'add') adds.push(lines[i++]!);
+    for (let k = 0; k < Math.max(dels.length, adds.length); k++) rows.push({ left: dels[k] ?? null, right: adds[k] ?? null });
+  }
+  return rows;
+}

@@ -1,0 +1,52 @@
+import { fileURLToPath } from 'node:url';
+import { defineConfig, type Plugin } from 'vite';
+import Ajv2020 from 'ajv/dist/2020';
+import standaloneCode from 'ajv/dist/standalone';
+// Build-time only: the console ships a precompiled validator, never the schema compiler.
+import { policyJsonSchema } from '../../libs/policy/src/schema.ts';
+
+const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
+
+/**
+ * The policy editor validates against the JSON schema libs/policy exports. Ajv normally compiles a
+ * schema with `new Function`, which a strict Content-Security-Policy (no 'unsafe-eval') forbids, so
+ * the validator is generated here as plain source and bundled like any other module.
+ */
+function policyValidator(): Plugin {
+  const id = 'virtual:policy-validator';
+  const resolved = `\0${id}`;
+  return {
+    name: 'lemniscate-policy-validator',
+    resolveId: (source) => (source === id ? resolved : undefined),
+    load(source) {
+      if (source !== resolved) return undefined;
+      const ajv = new Ajv2020({ allErrors: true, strict: false, code: { source: true, esm: true } });
+      const validate = ajv.compile(policyJsonSchema);
+      return standaloneCode(ajv, validate);
+    },
+  };
+}
+
+const gateway = process.env.LEMNISCATE_GATEWAY_URL ?? 'http://127.0.0.1:8080';
+
+export default defineConfig({
+  root: here('.'),
+  plugins: [policyValidator()],
+  resolve: {
+    alias: {
+      '@lemniscate/contracts': here('../../libs/contracts/src/index.ts'),
+      '@lemniscate/policy': here('../../libs/policy/src/index.ts'),
+    },
+  },
+  server: {
+    proxy: {
+      '/api': { target: gateway, changeOrigin: false, ws: true },
+    },
+  },
+  build: {
+    outDir: here('dist'),
+    emptyOutDir: true,
+    sourcemap: true,
+    rollupOptions: { input: { main: here('index.html') } },
+  },
+});
