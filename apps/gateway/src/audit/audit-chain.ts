@@ -1,0 +1,164 @@
+// The hash chain (T2), pure: how an entry is written down, how it is hashed, and how a walk over
+// the stored entries finds the first one that was altered, removed, reordered or slipped in.
+import { createHash } from 'node:crypto';
+
+/** The `prev_hash` of entry 1. */
+export const GENESIS_HASH = '0'.repeat(64);
+
+export class CanonicalJsonError extends Error {
+  override readonly name = 'CanonicalJsonError';
+}
+
+/**
+ * JSON with object keys sorted (UTF-16 code-unit order) and no whitespace; numbers and strings as
+ * JSON.stringify writes them. This is RFC 8785 (JCS) for the values JavaScript produces, so anyone
+ * can recompute a hash from an export with a standard library. Values JSON cannot hold exactly
+ * (NaN, Infinity, BigInt, functions, cycles) are refused rather than silently changed.
+ */
+export function canonicalJson(value: unknown): string {
+  return write(value, '$', new Set());
+}
+
+function write(value: unknown, where: string, ancestors: Set<object>): string {
+  if (value === null) return 'null';
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(value);
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'number':
+      if (!Number.isFinite(value)) throw new CanonicalJsonError(`${where} is ${value}, which JSON cannot represent.`);
+      return JSON.stringify(value);
+    case 'object':
+      break;
+    default:
+      throw new CanonicalJsonError(`${where} is a ${typeof value}, which JSON cannot represent.`);
+  }
+  const object = value as object & { toJSON?: unknown };
+  if (typeof object.toJSON === 'function') return write((object.toJSON as () => unknown)(), where, ancestors);
+  if (ancestors.has(object)) throw new CanonicalJsonError(`${where} refers back to itself; JSON cannot represent a cycle.`);
+  ancestors.add(object);
+  try {
+    if (Array.isArray(object)) {
+      // As JSON.stringify does: holes and unrepresentable items become null inside arrays.
+      return `[${object.map((item, i) => (item === undefined || typeof item === 'function' || typeof item === 'symbol' ? 'null' : write(item, `${where}[${i}]`, ancestors))).join(',')}]`;
+    }
+    const record = object as Record<string, unknown>;
+    const parts: string[] = [];
+    for (const key of Object.keys(record).sort()) {
+      const item = record[key];
+      // As JSON.stringify does: a property holding undefined is simply absent.
+      if (item === undefined || typeof item === 'function' || typeof item === 'symbol') continue;
+      parts.push(`${JSON.stringify(key)}:${write(item, `${where}.${key}`, ancestors)}`);
+    }
+    return `{${parts.join(',')}}`;
+  } finally {
+    ancestors.delete(object);
+  }
+}
+
+/** An entry as hashed and stored. `payload` is canonical JSON text, kept byte for byte. */
+export interface ChainEntry {
+  seq: number;
+  at: Date;
+  actor: string;
+  kind: string;
+  projectId: string | null;
+  sessionId: string | null;
+  payload: string;
+}
+
+export interface StoredEntry extends ChainEntry {
+  prevHash: string;
+  hash: string;
+}
+
+/**
+ * The canonical JSON of the entry: keys sorted, `at` as an ISO-8601 UTC string with milliseconds,
+ * the payload's own canonical text in place. Equal to `canonicalJson` of the parsed entry.
+ */
+export function entryText(entry: ChainEntry): string {
+  return (
+    `{"actor":${JSON.stringify(entry.actor)}` +
+    `,"at":${JSON.stringify(entry.at.toISOString())}` +
+    `,"kind":${JSON.stringify(entry.kind)}` +
+    `,"payload":${entry.payload}` +
+    `,"projectId":${entry.projectId === null ? 'null' : JSON.stringify(entry.projectId)}` +
+    `,"seq":${entry.seq}` +
+    `,"sessionId":${entry.sessionId === null ? 'null' : JSON.stringify(entry.sessionId)}}`
+  );
+}
+
+/** hash = hex(sha256(prev_hash || canonical JSON of the entry)), both as UTF-8. */
+export function chainHash(prevHash: string, entry: ChainEntry): string {
+  return createHash('sha256').update(prevHash, 'utf8').update(entryText(entry), 'utf8').digest('hex');
+}
+
+export type ChainProblem = 'removed' | 'reordered' | 'altered' | 'truncated' | 'inserted';
+
+export interface ChainBreak {
+  /** The first entry at which the chain stops holding. */
+  seq: number;
+  problem: ChainProblem;
+  /** A sentence a security officer can act on. */
+  message: string;
+}
+
+/**
+ * Walks stored entries in seq order, one at a time, keeping only the previous hash: a chain of any
+ * length is verified in constant memory. `check` returns the first break; after one, stop walking.
+ */
+export class ChainVerifier {
+  private expectedSeq = 1;
+  private previousHash = GENESIS_HASH;
+  private count = 0;
+
+  get checked(): number {
+    return this.count;
+  }
+
+  get lastHash(): string {
+    return this.previousHash;
+  }
+
+  get lastSeq(): number {
+    return this.expectedSeq - 1;
+  }
+
+  check(entry: StoredEntry): ChainBreak | undefined {
+    const seq = this.expectedSeq;
+    if (entry.seq !== seq) {
+      const span = entry.seq - 1 === seq ? `entry ${seq} is` : `entries ${seq} to ${entry.seq - 1} are`;
+      const before = seq === 1 ? `the log starts at ${entry.seq}` : `the log goes from ${seq - 1} to ${entry.seq}`;
+      return { seq, problem: 'removed', message: `Entry ${seq} was removed: ${before}, so ${span} missing.` };
+    }
+    if (entry.prevHash !== this.previousHash) {
+      const predecessor = seq === 1 ? 'the start of the chain' : `entry ${seq - 1}`;
+      return {
+        seq,
+        problem: 'reordered',
+        message: `Entry ${seq} does not follow ${predecessor}: the hash it records for its predecessor is not ${seq === 1 ? 'the genesis hash' : `entry ${seq - 1}'s`}, so entries were reordered, or removed and renumbered.`,
+      };
+    }
+    if (chainHash(entry.prevHash, entry) !== entry.hash) {
+      return { seq, problem: 'altered', message: `Entry ${seq} was altered: its content no longer matches the hash recorded when it was written.` };
+    }
+    this.previousHash = entry.hash;
+    this.expectedSeq += 1;
+    this.count += 1;
+    return undefined;
+  }
+
+  /** After the last entry: the walk must have reached the head the appends recorded. */
+  finish(head: { seq: number; hash: string }): ChainBreak | undefined {
+    const last = this.lastSeq;
+    if (last < head.seq) {
+      const span = last + 1 === head.seq ? `entry ${head.seq} is` : `entries ${last + 1} to ${head.seq} are`;
+      return { seq: last + 1, problem: 'truncated', message: `Entry ${last + 1} was removed: the log ends at ${last} but ${head.seq} entries were written, so ${span} missing.` };
+    }
+    if (head.seq > 0 && head.hash !== this.previousHash) {
+      return { seq: head.seq, problem: 'altered', message: `Entry ${head.seq} was altered: it is not the entry the chain head recorded when it was written (it was changed and re-hashed).` };
+    }
+    return undefined;
+  }
+}

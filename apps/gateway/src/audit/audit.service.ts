@@ -1,0 +1,184 @@
+import { Injectable } from '@nestjs/common';
+import { Readable } from 'node:stream';
+import { AppError, ErrorCode } from '../common/errors';
+import { AuditLogRepository, type AuditFilter, type AuditPageRequest } from '../db/repositories/audit-log.repository';
+import type { AuditLogRow } from '../db/schema';
+import { CanonicalJsonError, canonicalJson, chainHash, ChainVerifier, type ChainBreak, type ChainProblem } from './audit-chain';
+import { CSV_HEADER, csvLine, jsonlLine, type AuditExportFormat } from './audit-export';
+
+export type { AuditFilter, AuditPageRequest } from '../db/repositories/audit-log.repository';
+
+export interface AuditAppend {
+  /** Who acted: a user id, `system`, or an agent's label; the app decides the convention. */
+  actor: string;
+  /** What happened, dotted lower case: `session.instruction`, `policy.publish`, `auth.login_failed`. */
+  kind: string;
+  projectId?: string | null;
+  sessionId?: string | null;
+  /** Any JSON value; it is stored and hashed in canonical form. */
+  payload: unknown;
+}
+
+export interface AuditEntry {
+  seq: number;
+  at: string;
+  actor: string;
+  kind: string;
+  projectId: string | null;
+  sessionId: string | null;
+  payload: unknown;
+  prevHash: string;
+  hash: string;
+}
+
+export type AuditVerification =
+  | { ok: true; checked: number; lastSeq: number; lastHash: string }
+  | { ok: false; checked: number; seq: number; problem: ChainProblem; message: string };
+
+/** Payloads are digests, not archives (T1: "bounded output digest"); this guards the table. */
+export const MAX_PAYLOAD_BYTES = 1024 * 1024;
+const KIND = /^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$/;
+const VERIFY_PAGE = 5000;
+const EXPORT_PAGE = 1000;
+
+/**
+ * The audit log (T1–T3): append, verify, read with filters, export as a stream. Appends are
+ * serialised on the chain head (see AuditLogRepository.append), so concurrent requests and
+ * replicas never fork the chain.
+ */
+@Injectable()
+export class AuditService {
+  constructor(private readonly log: AuditLogRepository) {}
+
+  async append(input: AuditAppend): Promise<AuditEntry> {
+    const actor = requireText('actor', input.actor, 200);
+    const kind = requireText('kind', input.kind, 100);
+    if (!KIND.test(kind)) {
+      throw new AppError(ErrorCode.ValidationFailed, `The audit kind "${kind}" must be dotted lower-case words, like "session.stop".`, { field: 'kind' });
+    }
+    const projectId = optionalText('projectId', input.projectId);
+    const sessionId = optionalText('sessionId', input.sessionId);
+    let payload: string;
+    try {
+      payload = canonicalJson(input.payload === undefined ? null : input.payload);
+    } catch (error) {
+      if (error instanceof CanonicalJsonError) {
+        throw new AppError(ErrorCode.ValidationFailed, `The audit payload cannot be recorded: ${error.message.replace(/^\$/, 'the payload')}`, { field: 'payload' });
+      }
+      throw error;
+    }
+    if (Buffer.byteLength(payload, 'utf8') > MAX_PAYLOAD_BYTES) {
+      throw new AppError(ErrorCode.ValidationFailed, `The audit payload is larger than ${MAX_PAYLOAD_BYTES} bytes; record a digest of large output instead.`, {
+        field: 'payload',
+      });
+    }
+    const row = await this.log.append((head, now) => {
+      const entry = { seq: head.seq + 1, at: now, actor, kind, projectId, sessionId, payload };
+      return { ...entry, prevHash: head.hash, hash: chainHash(head.hash, entry) };
+    });
+    return toEntry(row);
+  }
+
+  /**
+   * Walks the whole chain in pages, in constant memory, and names the first entry at which it stops
+   * holding: altered, removed, reordered, cut off at the end, or written around the chain.
+   */
+  async verify(): Promise<AuditVerification> {
+    const head = await this.log.head();
+    const verifier = new ChainVerifier();
+    let after = 0;
+    while (after < head.seq) {
+      const rows = await this.log.range(after, head.seq, VERIFY_PAGE);
+      if (rows.length === 0) break;
+      for (const row of rows) {
+        const problem = verifier.check(row);
+        if (problem) return broken(verifier, problem);
+      }
+      after = (rows[rows.length - 1] as AuditLogRow).seq;
+    }
+    const end = verifier.finish(head);
+    if (end) return broken(verifier, end);
+    const intruder = await this.log.beyondHead();
+    if (intruder !== undefined) {
+      return broken(verifier, {
+        seq: intruder,
+        problem: 'inserted',
+        message: `Entry ${intruder} was inserted around the chain: it lies beyond the last entry the log recorded (${head.seq}).`,
+      });
+    }
+    return { ok: true, checked: verifier.checked, lastSeq: verifier.lastSeq, lastHash: verifier.lastHash };
+  }
+
+  async list(filter: AuditFilter = {}, page: AuditPageRequest = {}): Promise<AuditEntry[]> {
+    checkFilter(filter);
+    const rows = await this.log.list(filter, page);
+    return rows.map(toEntry);
+  }
+
+  /**
+   * The matching entries, oldest first, as chunks of text: read a page at a time, so exporting the
+   * whole log holds one page in memory. The header (CSV) comes first even when nothing matches.
+   */
+  async *export(filter: AuditFilter, format: AuditExportFormat): AsyncGenerator<string> {
+    checkFilter(filter);
+    const line = format === 'csv' ? csvLine : format === 'jsonl' ? jsonlLine : undefined;
+    if (!line) throw new AppError(ErrorCode.ValidationFailed, `The export format "${String(format)}" is not one of jsonl, csv.`, { field: 'format' });
+    if (format === 'csv') yield CSV_HEADER;
+    let after: number | undefined;
+    for (;;) {
+      const rows = await this.log.list(filter, { order: 'asc', after, limit: EXPORT_PAGE });
+      if (rows.length === 0) return;
+      yield rows.map(line).join('');
+      after = (rows[rows.length - 1] as AuditLogRow).seq;
+      if (rows.length < EXPORT_PAGE) return;
+    }
+  }
+
+  /** `export` as a Node stream, with back-pressure: pipe it into an HTTP response. */
+  exportStream(filter: AuditFilter, format: AuditExportFormat): Readable {
+    return Readable.from(this.export(filter, format), { objectMode: false });
+  }
+}
+
+function broken(verifier: ChainVerifier, problem: ChainBreak): AuditVerification {
+  return { ok: false, checked: verifier.checked, ...problem };
+}
+
+function toEntry(row: AuditLogRow): AuditEntry {
+  return {
+    seq: row.seq,
+    at: row.at.toISOString(),
+    actor: row.actor,
+    kind: row.kind,
+    projectId: row.projectId,
+    sessionId: row.sessionId,
+    payload: JSON.parse(row.payload) as unknown,
+    prevHash: row.prevHash,
+    hash: row.hash,
+  };
+}
+
+function requireText(field: string, value: unknown, max: number): string {
+  if (typeof value !== 'string' || value.trim() === '') {
+    throw new AppError(ErrorCode.ValidationFailed, `The audit ${field} is required and must be a non-empty string.`, { field });
+  }
+  if (value.length > max) throw new AppError(ErrorCode.ValidationFailed, `The audit ${field} is longer than ${max} characters.`, { field });
+  return value;
+}
+
+function optionalText(field: string, value: unknown): string | null {
+  if (value === undefined || value === null) return null;
+  return requireText(field, value, 200);
+}
+
+function checkFilter(filter: AuditFilter): void {
+  for (const key of ['from', 'to'] as const) {
+    const value = filter[key];
+    if (value !== undefined && Number.isNaN(value.getTime())) {
+      throw new AppError(ErrorCode.ValidationFailed, `The audit filter "${key}" is not a valid date.`, { field: key });
+    }
+  }
+  if (filter.from && filter.to && filter.from.getTime() > filter.to.getTime()) {
+    throw new AppError(ErrorCode.ValidationFailed, 'The audit filter "from" is later than "to"; the range would match nothing.', { field: 'from' });
+  }
+}

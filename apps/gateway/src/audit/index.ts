@@ -1,0 +1,4 @@
+export * from './audit-chain';
+export * from './audit-export';
+export * from './audit.service';
+export * from './audit.module';

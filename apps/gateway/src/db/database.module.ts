@@ -1,0 +1,64 @@
+import { Global, Inject, Injectable, Module, type DynamicModule, type OnApplicationShutdown, type Provider } from '@nestjs/common';
+import { openDatabase, type Database, type DatabaseOptions } from './database';
+import { ApiTokensRepository } from './repositories/api-tokens.repository';
+import { ApprovalsRepository } from './repositories/approvals.repository';
+import { ApprovedCommandsRepository } from './repositories/approved-commands.repository';
+import { AuditLogRepository } from './repositories/audit-log.repository';
+import { EventsRepository } from './repositories/events.repository';
+import { PolicyVersionsRepository } from './repositories/policy-versions.repository';
+import { ProjectMembershipsRepository } from './repositories/project-memberships.repository';
+import { ProjectsRepository } from './repositories/projects.repository';
+import { SessionsRepository } from './repositories/sessions.repository';
+import { ToolCallsRepository } from './repositories/tool-calls.repository';
+import { Transactions } from './repositories/transactions';
+import { UsersRepository } from './repositories/users.repository';
+import { WebSessionsRepository } from './repositories/web-sessions.repository';
+import { DATABASE, DB } from './tokens';
+
+export const REPOSITORIES = [
+  UsersRepository,
+  ProjectsRepository,
+  ProjectMembershipsRepository,
+  PolicyVersionsRepository,
+  ApiTokensRepository,
+  WebSessionsRepository,
+  SessionsRepository,
+  ToolCallsRepository,
+  ApprovalsRepository,
+  ApprovedCommandsRepository,
+  AuditLogRepository,
+  EventsRepository,
+  Transactions,
+];
+
+@Injectable()
+class DatabaseCloser implements OnApplicationShutdown {
+  constructor(@Inject(DATABASE) private readonly database: Database) {}
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.database.close();
+  }
+}
+
+/**
+ * The database for the whole app: `DatabaseModule.forRoot(options)` opens (and migrates) it at
+ * start-up and closes it on shutdown; `DatabaseModule.forDatabase(db)` uses one already open (tests,
+ * where the test owns its closing). Every repository is injectable everywhere.
+ */
+@Global()
+@Module({})
+export class DatabaseModule {
+  static forRoot(options: DatabaseOptions): DynamicModule {
+    return DatabaseModule.build({ provide: DATABASE, useFactory: () => openDatabase(options) }, true);
+  }
+
+  static forDatabase(database: Database): DynamicModule {
+    return DatabaseModule.build({ provide: DATABASE, useValue: database }, false);
+  }
+
+  private static build(database: Provider, owned: boolean): DynamicModule {
+    const providers: Provider[] = [database, { provide: DB, useFactory: (d: Database) => d.db, inject: [DATABASE] }, ...REPOSITORIES];
+    if (owned) providers.push(DatabaseCloser);
+    return { module: DatabaseModule, global: true, providers, exports: [DATABASE, DB, ...REPOSITORIES] };
+  }
+}

@@ -1,0 +1,43 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { and, asc, eq, gt, inArray, or, type SQL } from 'drizzle-orm';
+import type { Db } from '../database';
+import { events, type EventRow, type NewEvent } from '../schema';
+import { DB } from '../tokens';
+import { pageSize, Repository } from './repository';
+
+export interface EventScope {
+  sessionIds?: string[];
+  projectIds?: string[];
+}
+
+/** Stored live events, replayed to a WebSocket client that reconnects with its last seq. */
+@Injectable()
+export class EventsRepository extends Repository {
+  constructor(@Inject(DB) db: Db) {
+    super(db);
+  }
+
+  async append(event: Omit<NewEvent, 'seq'>): Promise<EventRow> {
+    const [row] = await this.db.insert(events).values(event).returning();
+    return row as EventRow;
+  }
+
+  async findBySeq(seq: number): Promise<EventRow | undefined> {
+    const [row] = await this.db.select().from(events).where(eq(events.seq, seq));
+    return row;
+  }
+
+  /** Events after `seq` that concern any of the given sessions or projects, oldest first. */
+  async listAfter(seq: number, scope: EventScope, limit?: number): Promise<EventRow[]> {
+    const matches: SQL[] = [];
+    if (scope.sessionIds?.length) matches.push(inArray(events.sessionId, scope.sessionIds));
+    if (scope.projectIds?.length) matches.push(inArray(events.projectId, scope.projectIds));
+    if (matches.length === 0) return [];
+    return this.db
+      .select()
+      .from(events)
+      .where(and(gt(events.seq, seq), or(...matches)))
+      .orderBy(asc(events.seq))
+      .limit(pageSize(limit, 500, 5000));
+  }
+}

@@ -1,0 +1,131 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { and, desc, eq, inArray, lt, sql, type SQL } from 'drizzle-orm';
+import type { Db } from '../database';
+import { sessions, type NewSession, type SessionRow, type SessionStatus } from '../schema';
+import { DB } from '../tokens';
+import { pageSize, Repository } from './repository';
+
+export interface SessionFilter {
+  projectId?: string;
+  /** Sessions of any of these projects (a non-admin's scope); an empty list matches nothing. */
+  projectIds?: string[];
+  userId?: string;
+  status?: SessionStatus;
+  parentSessionId?: string;
+  /** Keyset cursor: sessions started strictly before this instant. */
+  startedBefore?: Date;
+  limit?: number;
+}
+
+export type SessionPatch = Partial<
+  Pick<
+    SessionRow,
+    | 'policyVersionId'
+    | 'actionsUsed'
+    | 'extensionsUsed'
+    | 'baseCommit'
+    | 'branch'
+    | 'includedUncommitted'
+    | 'fingerprintStart'
+    | 'fingerprintEnd'
+    | 'finalPatch'
+    | 'summary'
+    | 'sandboxId'
+    | 'execHost'
+  >
+>;
+
+export interface SessionEnding {
+  status: Exclude<SessionStatus, 'running'>;
+  stopReason?: string | null;
+  endedAt?: Date;
+  summary?: string | null;
+  finalPatch?: string | null;
+  fingerprintEnd?: string | null;
+}
+
+@Injectable()
+export class SessionsRepository extends Repository {
+  constructor(@Inject(DB) db: Db) {
+    super(db);
+  }
+
+  async create(session: NewSession): Promise<SessionRow> {
+    const [row] = await this.db.insert(sessions).values(session).returning();
+    return row as SessionRow;
+  }
+
+  async findById(id: string): Promise<SessionRow | undefined> {
+    const [row] = await this.db.select().from(sessions).where(eq(sessions.id, id));
+    return row;
+  }
+
+  /** Newest first. */
+  list(filter: SessionFilter = {}): Promise<SessionRow[]> {
+    const conditions: SQL[] = [];
+    if (filter.projectId !== undefined) conditions.push(eq(sessions.projectId, filter.projectId));
+    if (filter.projectIds !== undefined) {
+      if (filter.projectIds.length === 0) return Promise.resolve([]);
+      conditions.push(inArray(sessions.projectId, filter.projectIds));
+    }
+    if (filter.userId !== undefined) conditions.push(eq(sessions.userId, filter.userId));
+    if (filter.status !== undefined) conditions.push(eq(sessions.status, filter.status));
+    if (filter.parentSessionId !== undefined) conditions.push(eq(sessions.parentSessionId, filter.parentSessionId));
+    if (filter.startedBefore !== undefined) conditions.push(lt(sessions.startedAt, filter.startedBefore));
+    return this.db
+      .select()
+      .from(sessions)
+      .where(and(...conditions))
+      .orderBy(desc(sessions.startedAt), desc(sessions.id))
+      .limit(pageSize(filter.limit));
+  }
+
+  listRunningForUser(userId: string): Promise<SessionRow[]> {
+    return this.db
+      .select()
+      .from(sessions)
+      .where(and(eq(sessions.userId, userId), eq(sessions.status, 'running')))
+      .orderBy(desc(sessions.startedAt));
+  }
+
+  async update(id: string, patch: SessionPatch): Promise<SessionRow | undefined> {
+    const [row] = await this.db.update(sessions).set(patch).where(eq(sessions.id, id)).returning();
+    return row;
+  }
+
+  /** Counts one more action; atomic, so concurrent tool calls never lose an increment. */
+  async addAction(id: string, n = 1): Promise<number | undefined> {
+    const [row] = await this.db
+      .update(sessions)
+      .set({ actionsUsed: sql`${sessions.actionsUsed} + ${n}` })
+      .where(eq(sessions.id, id))
+      .returning({ actionsUsed: sessions.actionsUsed });
+    return row?.actionsUsed;
+  }
+
+  async addExtension(id: string): Promise<number | undefined> {
+    const [row] = await this.db
+      .update(sessions)
+      .set({ extensionsUsed: sql`${sessions.extensionsUsed} + 1` })
+      .where(eq(sessions.id, id))
+      .returning({ extensionsUsed: sessions.extensionsUsed });
+    return row?.extensionsUsed;
+  }
+
+  /**
+   * Ends a running session. Undefined when it is not running (already ended, or unknown): the
+   * first stop, revocation or completion wins and the others learn it.
+   */
+  async end(id: string, ending: SessionEnding): Promise<SessionRow | undefined> {
+    const patch: Partial<SessionRow> = { status: ending.status, stopReason: ending.stopReason ?? null, endedAt: ending.endedAt ?? new Date() };
+    if (ending.summary !== undefined) patch.summary = ending.summary;
+    if (ending.finalPatch !== undefined) patch.finalPatch = ending.finalPatch;
+    if (ending.fingerprintEnd !== undefined) patch.fingerprintEnd = ending.fingerprintEnd;
+    const [row] = await this.db
+      .update(sessions)
+      .set(patch)
+      .where(and(eq(sessions.id, id), eq(sessions.status, 'running')))
+      .returning();
+    return row;
+  }
+}

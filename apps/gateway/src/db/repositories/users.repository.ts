@@ -1,0 +1,48 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { asc, count, eq, sql } from 'drizzle-orm';
+import type { Db } from '../database';
+import { users, type NewUser, type UserRow } from '../schema';
+import { DB } from '../tokens';
+import { Repository } from './repository';
+
+export type UserPatch = Partial<Pick<UserRow, 'displayName' | 'role' | 'passwordHash' | 'disabledAt' | 'revokedAt'>>;
+
+@Injectable()
+export class UsersRepository extends Repository {
+  constructor(@Inject(DB) db: Db) {
+    super(db);
+  }
+
+  async create(user: NewUser): Promise<UserRow> {
+    const [row] = await this.db.insert(users).values(user).returning();
+    return row as UserRow;
+  }
+
+  async findById(id: string): Promise<UserRow | undefined> {
+    const [row] = await this.db.select().from(users).where(eq(users.id, id));
+    return row;
+  }
+
+  /** Emails compare without case, as the unique index does. */
+  async findByEmail(email: string): Promise<UserRow | undefined> {
+    const [row] = await this.db
+      .select()
+      .from(users)
+      .where(sql`lower(${users.email}) = lower(${email})`);
+    return row;
+  }
+
+  list(): Promise<UserRow[]> {
+    return this.db.select().from(users).orderBy(asc(users.createdAt), asc(users.id));
+  }
+
+  async count(): Promise<number> {
+    const [row] = await this.db.select({ n: count() }).from(users);
+    return row?.n ?? 0;
+  }
+
+  async update(id: string, patch: UserPatch): Promise<UserRow | undefined> {
+    const [row] = await this.db.update(users).set(patch).where(eq(users.id, id)).returning();
+    return row;
+  }
+}
