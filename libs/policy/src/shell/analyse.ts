@@ -108,6 +108,7 @@ export class ShellAnalyser {
       // bash joins `cu\<newline>rl` into one word; the grammar reads two words.
       this.parts.push(unparseable('A backslash-newline inside a word is read differently by bash and by this parser'));
     }
+    let previousWordEnd = -1;
     for (const child of node.namedChildren) {
       if (!child) continue;
       switch (child.type) {
@@ -123,7 +124,22 @@ export class ShellAnalyser {
           break;
         default:
           if (child.isMissing || child.hasError) this.visit(child);
-          argv.push(normaliseWord(child, (sub) => this.visit(sub)));
+          {
+            const word = normaliseWord(child, (sub) => this.visit(sub));
+            const previous = argv[argv.length - 1];
+            if (previous && child.startIndex === previousWordEnd) {
+              // Two words with nothing between them are one word to bash (`'c'\url` is `curl`),
+              // but the grammar sometimes splits them: join them back, and ask in any case.
+              this.parts.push(unparseable(`The word \`${excerpt(previous.text + word.text)}\` is split differently by bash and by this parser`));
+              argv[argv.length - 1] = {
+                value: previous.value === null || word.value === null ? null : previous.value + word.value,
+                text: previous.text + word.text,
+              };
+            } else {
+              argv.push(word);
+            }
+            previousWordEnd = child.endIndex;
+          }
       }
     }
     if (argv.length > 0) this.simpleCommand(argv, this.via);
