@@ -1,5 +1,6 @@
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
+import { describeValue } from './describe-value';
 import { ExecutionConfigError, isExecutionKey, readExecutionMapping, type ExecutionConfig, type ExecutionLayer } from './execution-config';
 
 /**
@@ -131,7 +132,7 @@ export function parseAgentFile(fileName: string, text: string, origin: Exclude<A
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const key = String(issue.path[0] ?? 'frontmatter') as FrontmatterKey;
-    throw fail('invalid_frontmatter', `${key} ${issue.message} (got ${describe(ownValues[key])}); fix the frontmatter.`);
+    throw fail('invalid_frontmatter', `${key} ${issue.message} (got ${describeValue(ownValues[key])}); fix the frontmatter.`);
   }
 
   let execution: Partial<ExecutionConfig>;
@@ -209,21 +210,13 @@ function readYamlMapping(source: string, fail: (code: AgentNoticeCode, why: stri
     throw fail('invalid_frontmatter', `the frontmatter could not be read (${oneLine(error instanceof Error ? error.message : String(error))}).`);
   }
   if (value === null || value === undefined) return {};
-  if (typeof value !== 'object' || Array.isArray(value)) throw fail('invalid_frontmatter', `the frontmatter must be a mapping of keys such as description and tools, not ${describe(value)}.`);
+  if (typeof value !== 'object' || Array.isArray(value)) throw fail('invalid_frontmatter', `the frontmatter must be a mapping of keys such as description and tools, not ${describeValue(value)}.`);
   return value as Record<string, unknown>;
 }
 
 function normaliseTools(value: string | string[]): string[] {
   const items = typeof value === 'string' ? value.split(',') : value;
   return [...new Set(items.map((item) => item.trim()).filter((item) => item !== ''))];
-}
-
-function describe(value: unknown): string {
-  if (value === undefined) return 'nothing';
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'a list';
-  if (typeof value === 'object') return 'a mapping';
-  return JSON.stringify(value);
 }
 
 function oneLine(text: string): string {

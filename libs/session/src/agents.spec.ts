@@ -174,7 +174,8 @@ describe('AgentCatalogue selection', () => {
 
   it('exposes built-ins that cannot be altered', () => {
     expect(Object.isFrozen(BUILTIN_AGENTS)).toBe(true);
-    expect(Object.isFrozen(BUILTIN_AGENTS[0])).toBe(true);
+    for (const agent of BUILTIN_AGENTS) expect(Object.isFrozen(agent) && Object.isFrozen(agent.execution)).toBe(true);
+    expect(Object.isFrozen(BUILTIN_AGENTS.find((a) => a.name === 'explore')!.tools)).toBe(true);
   });
 });
 

@@ -27,7 +27,7 @@ export const BUILTIN_AGENTS: readonly AgentDefinition[] = Object.freeze([
     readOnly: false,
     hidden: false,
     disabled: false,
-    execution: {},
+    execution: Object.freeze({}),
     systemPrompt:
       'You carry out one delegated part of a larger task. Work only on the instruction you were given, then answer with a concise report: what you did, what you found, and anything left undone.',
     origin: 'builtin',
@@ -37,12 +37,12 @@ export const BUILTIN_AGENTS: readonly AgentDefinition[] = Object.freeze([
     name: 'explore',
     description: 'Read-only explorer: finds and reads files to answer questions about the code; changes nothing.',
     mode: 'subagent',
-    tools: ['Read', 'List', 'Search'],
+    tools: Object.freeze(['Read', 'List', 'Search']),
     model: null,
     readOnly: true,
     hidden: false,
     disabled: false,
-    execution: {},
+    execution: Object.freeze({}),
     systemPrompt:
       'You explore a repository to answer a question. You can only read, list and search files. Answer with a concise report that cites the files and lines that support it.',
     origin: 'builtin',

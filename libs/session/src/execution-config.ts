@@ -1,3 +1,5 @@
+import { describeValue } from './describe-value';
+
 /**
  * Execution configuration (L5, AG4): the limits that bound a session, resolved from four layers,
  * defaults < environment < configuration < agent frontmatter. A value that cannot be read stops
@@ -148,10 +150,10 @@ export function readExecutionMapping(layer: ExecutionLayer, warnings: string[] =
   if (values === undefined || values === null) return [];
   if (typeof values !== 'object' || Array.isArray(values)) {
     throw new ExecutionConfigError(
-      `execution in ${location} must be a mapping of keys such as sessionMaxActions, not ${describe(values)}; fix or remove it.`,
+      `execution in ${location} must be a mapping of keys such as sessionMaxActions, not ${describeValue(values)}; fix or remove it.`,
       location,
       'execution',
-      describe(values),
+      describeValue(values),
     );
   }
   const out: Array<[ExecutionKey, number | boolean]> = [];
@@ -189,7 +191,7 @@ function readEnvironmentValue(key: ExecutionKey, variable: string, raw: string):
 
 function readConfiguredValue(key: ExecutionKey, location: string, value: unknown): number | boolean {
   const spec = KEYS[key];
-  const shown = describe(value);
+  const shown = describeValue(value);
   const fail = (why: string) => new ExecutionConfigError(`${key}: ${shown} in ${location} ${why}; fix or remove it.`, location, key, shown);
   if (spec.kind === 'flag') {
     if (typeof value === 'boolean') return value;
@@ -203,12 +205,4 @@ function checkCount(spec: Extract<KeySpec, { kind: 'count' }>, value: number, fa
   if (value < spec.min) throw fail('is refused: a limit is adjusted, never removed, so the smallest value is 1');
   if (!Number.isSafeInteger(value) || value > spec.max) throw fail(`is more than the largest accepted value (${spec.max} ${spec.unit})`);
   return value;
-}
-
-function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'a list';
-  if (typeof value === 'object') return 'a mapping';
-  return String(value);
 }
