@@ -207,6 +207,16 @@ describe('AnthropicProvider against a loopback server', () => {
     expect(server.requests).toHaveLength(1);
   });
 
+  it('does not retry an error event that would fail again', async () => {
+    const invalid = sse(frames({ type: 'error', error: { type: 'invalid_request_error', message: 'messages: roles must alternate' } }));
+    server = await startLoopback((res) => streamSse(res, invalid));
+    await expect(provider(server.url).complete(request())).rejects.toMatchObject({
+      code: 'model_stream_error',
+      message: expect.stringContaining('reported invalid_request_error in the middle of its answer: messages: roles must alternate'),
+    });
+    expect(server.requests).toHaveLength(1);
+  });
+
   it('aborts an idle stream as model_timeout', async () => {
     server = await startLoopback((res) => streamSse(res, sse(frames(messageStart)), { end: false }));
     await expect(provider(server.url, { transport: { ...fastTransport, idleTimeoutMs: 200 } }).complete(request())).rejects.toMatchObject({

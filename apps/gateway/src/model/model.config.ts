@@ -14,7 +14,17 @@ const Transport = {
   maxRetryAfterMs: z.number().int().min(0).optional(),
 };
 
-const Headers = z.record(z.string().regex(/^[A-Za-z0-9-]+$/, 'header names are letters, digits and "-"'), z.string());
+const RESERVED_HEADERS = ['authorization', 'x-api-key', 'anthropic-version', 'content-type', 'accept', 'host', 'content-length'];
+
+// Key problems are reported per header name; a record's own key errors would only say "Invalid key in record".
+const Headers = z.record(z.string(), z.string().regex(/^[\x20-\x7e]*$/, 'header values are printable ASCII on one line')).superRefine((headers, ctx) => {
+  for (const name of Object.keys(headers)) {
+    if (!/^[A-Za-z0-9-]+$/.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'header names are letters, digits and "-"' });
+    else if (RESERVED_HEADERS.includes(name.toLowerCase())) {
+      ctx.addIssue({ code: 'custom', path: [name], message: 'this header is set by the gateway itself (put a key in apiKey or apiKeyEnv)' });
+    }
+  }
+});
 
 const KeySource = {
   /** The key itself, for configuration files that are already secret. */
@@ -70,7 +80,14 @@ export const ModelsConfig = z.strictObject({
   allowInsecureHttp: z.boolean().default(false),
   openai: OpenAiSection.optional(),
   anthropic: AnthropicSection.optional(),
-  openaiCompatible: z.record(z.string().regex(PROVIDER_NAME, 'names are letters, digits, "-" and "_"'), OpenAiCompatibleSection).default({}),
+  openaiCompatible: z
+    .record(z.string(), OpenAiCompatibleSection)
+    .superRefine((services, ctx) => {
+      for (const name of Object.keys(services)) {
+        if (!PROVIDER_NAME.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'service names are letters, digits, "-" and "_"' });
+      }
+    })
+    .default({}),
   scripted: ScriptedSection.default({ enabled: true }),
 });
 

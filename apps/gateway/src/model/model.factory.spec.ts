@@ -151,6 +151,15 @@ describe('createModelProvider', () => {
     ).resolves.toBeInstanceOf(OpenAiCompatibleProvider);
   });
 
+  it('refuses extra headers that would replace the ones the gateway sets', async () => {
+    const failure = await failureOf(createModelProvider('openai:gpt-4o', { openai: { apiKey: KEY, headers: { Authorization: `Bearer ${KEY}` } } }));
+    expect(failure.message).toContain('models.openai.headers.Authorization: this header is set by the gateway itself');
+    expect(failure.message).not.toContain(KEY);
+    await expect(createModelProvider('openai:gpt-4o', { openai: { apiKey: KEY, headers: { 'OpenAI-Organization': 'org-1' } } })).resolves.toBeInstanceOf(
+      OpenAiCompatibleProvider,
+    );
+  });
+
   it('names the configured services when an unknown one is asked for, and requires a model', async () => {
     const config: ModelsConfigInput = { openaiCompatible: { ollama: { baseUrl: 'http://127.0.0.1:11434/v1' } } };
     await expect(createModelProvider('openai-compatible:vllm', config)).rejects.toMatchObject({
@@ -167,6 +176,9 @@ describe('createModelProvider', () => {
     expect(failure.message).toContain('models.idleTimeoutMs:');
     expect(failure.message).toContain('models.openai.baseUrl: must be an http:// or https:// URL');
     expect(failure.message).not.toContain(KEY);
+    await expect(createModelProvider('openai:gpt-4o', { openaiCompatible: { 'my service': { baseUrl: 'http://127.0.0.1:1/v1' } } })).rejects.toMatchObject({
+      message: 'The models configuration is invalid (models.openaiCompatible.my service: service names are letters, digits, "-" and "_").',
+    });
   });
 
   it('wires an openai-compatible service end to end: base URL, model, key and timeouts from the configuration', async () => {

@@ -188,6 +188,7 @@ describe('OpenAiCompatibleProvider against a loopback server', () => {
     await expect(failure).rejects.toMatchObject({ code: 'model_timeout', message: expect.stringContaining('sent nothing for 200 ms') });
     expect(Date.now() - started).toBeLessThan(2_000);
     expect(server.requests).toHaveLength(1);
+    await server.requests[0]?.closed;
   });
 
   it('aborts as model_timeout when the service never answers at all', async () => {
