@@ -1,0 +1,60 @@
+import type { ApprovalFlags, ApprovalKind, ApprovalPayload, PolicyDecision, SandboxInfo, SessionEvent } from '@lemniscate/contracts';
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+/** An event as the loop produces it; the recorder stamps `seq`, `sessionId` and `at`. */
+export type EventDraft = DistributiveOmit<SessionEvent, 'seq' | 'sessionId' | 'at'>;
+
+export interface ApprovalDraft {
+  kind: ApprovalKind;
+  payload: ApprovalPayload;
+  flags: ApprovalFlags;
+  agent: string;
+  toolCallId: string | null;
+}
+
+export type ApprovalOutcome =
+  | { state: 'approved'; approvalId: string; decidedBy: string; rememberCommand: boolean }
+  | { state: 'rejected' | 'expired'; approvalId: string; decidedBy: string | null }
+  /** Headless: nobody can answer; refused at once and recorded as the automated process's refusal. */
+  | { state: 'refused_headless'; approvalId: string };
+
+export interface ToolResultRecord {
+  ok: boolean;
+  exitCode?: number | null;
+  stdout?: string;
+  stderr?: string;
+  truncated?: boolean;
+  durationMs?: number;
+  class?: string | null;
+  /** What the model was told, bounded. */
+  summary: string;
+}
+
+export interface SessionEnd {
+  status: 'completed' | 'stopped' | 'failed';
+  stopReason: string | null;
+  summary: string | null;
+  finalPatch: string | null;
+  fingerprintEnd: string | null;
+  actionsUsed: number;
+  extensionsUsed: number;
+}
+
+/**
+ * Everything the loop records, in the gateway's database, the audit chain and the live events. The
+ * loop itself holds no storage: the gateway module implements this port.
+ */
+export interface SessionRecorder {
+  emit(event: EventDraft): Promise<void>;
+  audit(kind: string, payload: Record<string, unknown>): Promise<void>;
+  proposeToolCall(call: { name: string; arguments: Record<string, unknown>; agent: string }): Promise<string>;
+  recordDecision(callId: string, decision: PolicyDecision): Promise<void>;
+  recordResult(callId: string, result: ToolResultRecord): Promise<void>;
+  requestApproval(draft: ApprovalDraft, signal: AbortSignal): Promise<ApprovalOutcome>;
+  approvedCommands(): Promise<string[]>;
+  rememberCommand(command: string): Promise<void>;
+  recordWorkingCopy(info: SandboxInfo): Promise<void>;
+  recordProgress(progress: { actionsUsed: number; extensionsUsed: number }): Promise<void>;
+  finish(end: SessionEnd): Promise<void>;
+}

@@ -1,0 +1,772 @@
+import { createHash } from 'node:crypto';
+import { classifyChanges, decide, type Decision, type Policy } from '@lemniscate/policy';
+import {
+  LoopDetector,
+  SessionBudget,
+  UNTRUSTED_DATA_PROMPT,
+  childReport,
+  exitCodeFor,
+  finalSummaryPrompt,
+  needsSummaryTurn,
+  outcomes,
+  stopMessage,
+  wrapRound,
+  type BudgetCheck,
+  type Clock,
+  type ExecutionConfig,
+  type RandomBytes,
+  type SessionOutcome,
+} from '@lemniscate/session';
+import type { FileChange, SandboxInfo } from '@lemniscate/contracts';
+import type { ChatMessage, ModelProvider, ToolCall, ToolDefinition, TurnResult } from '../model/model.types';
+import { ExecHostError, type ExecHostPort } from './exec-host.port';
+import type { ApprovalOutcome, EventDraft, SessionRecorder } from './ports';
+import { sessionCatalogue } from './tool-catalogue';
+
+/** What a subagent launcher needs to know about the session that delegates (AG3–AG6). */
+export interface DelegationContext {
+  sessionId: string;
+  depth: number;
+  headless: boolean;
+  tools: string[];
+  readOnly: boolean;
+  signal: AbortSignal;
+}
+
+export interface TaskStart {
+  agent: string;
+  instruction: string;
+  background: boolean;
+}
+
+/** The answer a `Task` or `TaskResult` call gives the model; `refused` carries a class for automation. */
+export type TaskAnswer = { ok: true; text: string } | { ok: false; text: string; class?: string };
+
+export interface SubagentLauncher {
+  start(parent: DelegationContext, task: TaskStart): Promise<TaskAnswer>;
+  result(parent: DelegationContext, taskId: string): Promise<TaskAnswer>;
+}
+
+export interface QuestionPort {
+  /** Asks the developer; resolves with the answer. Only interactive main sessions call it. */
+  ask(question: string, options: string[], signal: AbortSignal): Promise<string>;
+}
+
+export interface SessionRunInput {
+  sessionId: string;
+  project: string;
+  repository: { source: string; ref?: string };
+  uncommittedPatch?: string;
+  instruction: string;
+  headless: boolean;
+  role: 'main' | 'child';
+  depth: number;
+  parentSessionId: string | null;
+  agent: { name: string; prompt: string | null; tools?: string[]; readOnly?: boolean; maxActions?: number };
+  execution: ExecutionConfig;
+  /** Estimated context size (characters / 4) above which older turns are summarised. */
+  contextTokenBudget?: number;
+}
+
+export interface SessionRunDeps {
+  model: ModelProvider;
+  execHost: ExecHostPort;
+  recorder: SessionRecorder;
+  /** The policy in force, read again before every decision (P3: a change applies on the next action). */
+  policy: () => Promise<Policy>;
+  /** Aborted by stop (developer), revocation (administrator) or the parent's interruption. */
+  signal: AbortSignal;
+  /** Why the signal was aborted. */
+  abortReason: () => 'stopped' | 'revoked';
+  subagents?: SubagentLauncher;
+  questions?: QuestionPort;
+  clock?: Clock;
+  random?: RandomBytes;
+}
+
+export interface SessionRunResult {
+  outcome: SessionOutcome;
+  exitCode: 0 | 1 | 3;
+  summary: string | null;
+  patch: string | null;
+  actionsUsed: number;
+  report: string;
+}
+
+const MAX_RESULT_CHARS = 30_000;
+const HEADLESS_QUESTION_DEFAULT = 'Nobody can answer in a headless run: state your assumption and continue.';
+
+class SessionAborted extends Error {}
+
+/**
+ * One session, end to end (DESIGN.md): sandbox, then for every tool call the model proposes
+ * budget → loop detector → catalogue → path scope → policy → approval → exec-host, every step
+ * recorded; writes are diffs a person approves; the end destroys the sandbox and keeps the patch.
+ */
+export class SessionRunner {
+  private readonly budget: SessionBudget;
+  private readonly loop: LoopDetector;
+  private readonly catalogue: ToolDefinition[] = [];
+  private readonly toolNames: string[] = [];
+  private sandbox: SandboxInfo | null = null;
+  private messages: ChatMessage[] = [];
+  private outcome: SessionOutcome | null = null;
+  private extensionsUsed = 0;
+
+  constructor(
+    private readonly input: SessionRunInput,
+    private readonly deps: SessionRunDeps,
+  ) {
+    this.budget =
+      input.role === 'main'
+        ? SessionBudget.forMainSession(input.execution, deps.clock)
+        : SessionBudget.forChild(input.execution, input.agent.maxActions, deps.clock);
+    this.loop = input.role === 'main' ? LoopDetector.forMainSession(input.execution) : LoopDetector.forChild(input.execution);
+  }
+
+  async run(): Promise<SessionRunResult> {
+    let summary: string | null = null;
+    let patch: string | null = null;
+    try {
+      const policy = await this.deps.policy();
+      this.fixCatalogue(policy);
+      await this.startSandbox(policy);
+      summary = await this.converse();
+    } catch (err) {
+      this.outcome ??= this.outcomeForError(err);
+    }
+    const outcome = this.outcome ?? outcomes.completed();
+    if (needsSummaryTurn(outcome)) summary = await this.finalSummary(outcome.stopReason);
+    if (this.sandbox) {
+      patch = await this.collectPatch();
+      await this.destroySandbox();
+    }
+    const exitCode = exitCodeFor(outcome);
+    const message = stopMessage(outcome, { actionsLimit: this.budget.snapshot().actionsLimit, minutesLimit: this.budget.snapshot().minutesLimit });
+    await this.deps.recorder.finish({
+      status: outcome.status,
+      stopReason: outcome.stopReason,
+      summary,
+      finalPatch: patch,
+      fingerprintEnd: null,
+      actionsUsed: this.budget.actionsUsed,
+      extensionsUsed: this.extensionsUsed,
+    });
+    await this.emitEnding(outcome, summary, message);
+    await this.deps.recorder.audit('session.ended', { status: outcome.status, stopReason: outcome.stopReason, actionsUsed: this.budget.actionsUsed, message });
+    return { outcome, exitCode, summary, patch, actionsUsed: this.budget.actionsUsed, report: this.input.role === 'child' ? childReport(outcome).text : message };
+  }
+
+  // ───────────────────────────── start
+
+  private fixCatalogue(policy: Policy): void {
+    const tools = sessionCatalogue({
+      disabled: policy.tools.disabled,
+      agentTools: this.input.agent.tools,
+      readOnly: this.input.agent.readOnly,
+    });
+    this.catalogue.push(...tools);
+    this.toolNames.push(...tools.map((t) => t.name));
+  }
+
+  private async startSandbox(policy: Policy): Promise<void> {
+    this.throwIfAborted();
+    const info = await this.deps.execHost.create(
+      {
+        sessionId: this.input.sessionId,
+        repository: this.input.repository,
+        uncommittedPatch: this.input.uncommittedPatch,
+        contextExclusions: policy.contextExclusions,
+        runtime: policy.sandbox.runtime,
+        limits: {
+          cpus: policy.sandbox.cpus,
+          memoryMb: policy.sandbox.memoryMb,
+          pids: Math.max(16, policy.sandbox.pids),
+          diskMb: policy.sandbox.diskMb,
+          commandTimeoutSeconds: policy.sandbox.commandTimeoutSeconds,
+          lifetimeMinutes: Math.min(24 * 60, this.input.execution.sessionMaxMinutes + this.input.execution.sessionMaxExtensions * 15 + 5),
+        },
+      },
+      this.deps.signal,
+    );
+    this.sandbox = info;
+    await this.deps.recorder.recordWorkingCopy(info);
+    const snap = this.budget.snapshot();
+    await this.emit({
+      type: 'session_started',
+      project: this.input.project,
+      agent: this.input.agent.name,
+      model: this.deps.model.ref,
+      headless: this.input.headless,
+      parentSessionId: this.input.parentSessionId,
+      depth: this.input.depth,
+      limits: {
+        maxActions: snap.actionsLimit,
+        maxMinutes: snap.minutesLimit,
+        maxExtensions: snap.extensionsAllowed,
+        loopThreshold: this.loop.enabled ? this.input.execution.toolLoopThreshold : null,
+      },
+      workingCopy: { baseCommit: info.baseCommit, branch: info.branch, includesUncommitted: info.includedUncommitted, treeFingerprint: info.fingerprint },
+    });
+  }
+
+  private systemPrompt(): string {
+    const persona =
+      this.input.agent.prompt?.trim() ||
+      'You are a careful software engineer working in a copy of a repository. Make the smallest correct change that fulfils the instruction, run the tests, and say what you did.';
+    return [
+      persona,
+      '',
+      'You work in a sandbox without network. Every command is checked against the project policy; file writes are proposals that a person approves as a diff. A refusal comes with its reason: do not try to get around it.',
+      '',
+      UNTRUSTED_DATA_PROMPT,
+    ].join('\n');
+  }
+
+  // ───────────────────────────── the loop
+
+  private async converse(): Promise<string | null> {
+    this.messages = [
+      { role: 'system', content: this.systemPrompt() },
+      { role: 'user', content: this.input.instruction },
+    ];
+    let lastText: string | null = null;
+    for (;;) {
+      this.throwIfAborted();
+      await this.compactIfNeeded();
+      if (this.outcome) return lastText;
+      const turn = await this.deps.model.complete({ messages: this.messages, tools: this.catalogue, signal: this.deps.signal, purpose: 'turn' });
+      if (turn.text) {
+        lastText = turn.text;
+        await this.emit({ type: 'model_text', text: turn.text });
+      }
+      const malformed = turn.malformedToolCalls ?? [];
+      if (turn.toolCalls.length === 0 && malformed.length === 0) {
+        this.outcome = outcomes.completed();
+        return lastText;
+      }
+      this.messages.push({ role: 'assistant', content: turn.text, toolCalls: [...turn.toolCalls, ...malformed.map((m) => ({ id: m.id, name: m.name, arguments: {} }))] });
+      const answers = await this.runTurnCalls(turn);
+      this.messages.push(...answers);
+      if (this.outcome) return lastText;
+    }
+  }
+
+  /** Every call of the turn gets an answer (providers require one per call id), even when it did not run. */
+  private async runTurnCalls(turn: TurnResult): Promise<ChatMessage[]> {
+    const answers: { id: string; control: string; data?: { source: string; content: string }; isError: boolean }[] = [];
+    for (const call of turn.toolCalls) {
+      if (this.outcome) {
+        answers.push({ id: call.id, control: 'Not run: the session is ending.', isError: true });
+        continue;
+      }
+      answers.push(await this.runCall(call));
+    }
+    for (const m of turn.malformedToolCalls ?? []) {
+      answers.push({ id: m.id, control: `Not run: the arguments of ${m.name} are not a JSON object (${m.reason}). Send the call again with valid JSON arguments.`, isError: true });
+    }
+    const withData = answers.filter((a) => a.data);
+    const { wrapped } = wrapRound(
+      withData.map((a) => a.data!),
+      this.deps.random,
+    );
+    const wrappedById = new Map(withData.map((a, i) => [a.id, wrapped[i]!]));
+    return answers.map((a) => ({
+      role: 'tool' as const,
+      toolCallId: a.id,
+      isError: a.isError,
+      content: wrappedById.has(a.id) ? `${a.control}\n${wrappedById.get(a.id)}` : a.control,
+    }));
+  }
+
+  private async runCall(call: ToolCall): Promise<{ id: string; control: string; data?: { source: string; content: string }; isError: boolean }> {
+    // 1. budget
+    const check = this.budget.check();
+    if (check !== 'ok' && !(await this.extend(check))) {
+      this.outcome = outcomes.stopped(check);
+      return { id: call.id, control: `Not run: the session reached its ${check === 'limit_actions' ? 'action' : 'time'} limit.`, isError: true };
+    }
+    const agent = this.input.agent.name;
+    const callId = await this.deps.recorder.proposeToolCall({ name: call.name, arguments: call.arguments, agent });
+    await this.emit({ type: 'tool_call_proposed', callId, agent, name: call.name, arguments: call.arguments });
+    // 2. loop detector: blocked before it runs, the session handed back
+    const verdict = this.loop.observe({ name: call.name, arguments: call.arguments });
+    if (verdict.blocked) {
+      await this.emit({ type: 'loop_blocked', class: 'loop', callId, name: call.name, arguments: call.arguments, repetitions: verdict.repeated.repetitions });
+      await this.deps.recorder.audit('loop.blocked', { callId, name: call.name, arguments: call.arguments, repetitions: verdict.repeated.repetitions });
+      await this.deps.recorder.recordResult(callId, { ok: false, summary: verdict.messageToModel, class: 'loop' });
+      this.outcome = outcomes.stopped('loop', verdict.handBack);
+      return { id: call.id, control: verdict.messageToModel, isError: true };
+    }
+    this.budget.recordToolCall();
+    await this.deps.recorder.recordProgress({ actionsUsed: this.budget.actionsUsed, extensionsUsed: this.extensionsUsed });
+    // 3–5. catalogue, path scope and policy, in one decision read from the policy in force
+    const policy = await this.deps.policy();
+    const decision = await this.decideCall(call, policy);
+    await this.recordDecision(callId, call, decision);
+    if (decision.effect === 'deny') {
+      await this.deps.recorder.recordResult(callId, { ok: false, summary: decision.reason, class: 'policy_denied' });
+      return { id: call.id, control: `Refused: ${decision.reason}`, isError: true };
+    }
+    try {
+      const result = await this.execute(call, callId, decision, policy);
+      await this.deps.recorder.recordResult(callId, { ok: !result.isError, summary: bound(result.control, 2000), exitCode: result.exitCode, stdout: result.stdout, stderr: result.stderr, truncated: result.truncated, durationMs: result.durationMs, class: result.class ?? null });
+      return { id: call.id, control: result.control, data: result.data, isError: result.isError };
+    } catch (err) {
+      if (err instanceof SessionAborted || this.deps.signal.aborted) throw err;
+      if (err instanceof ExecHostError && err.code === 'outside_working_copy') {
+        await this.emit({ type: 'decision', callId, effect: 'deny', rule: 'scope.outside', reason: err.message, thirdParty: false, class: 'outside_project' });
+        await this.deps.recorder.recordResult(callId, { ok: false, summary: err.message, class: 'outside_project' });
+        return { id: call.id, control: `Refused: ${err.message}`, isError: true };
+      }
+      if (err instanceof ExecHostError && (err.code === 'sandbox_lost' || err.code === 'sandbox_not_found' || err.code === 'engine_unavailable')) throw err;
+      const message = err instanceof Error ? err.message : String(err);
+      await this.deps.recorder.recordResult(callId, { ok: false, summary: message });
+      return { id: call.id, control: `Failed: ${message}`, isError: true };
+    }
+  }
+
+  private async decideCall(call: ToolCall, policy: Policy): Promise<Decision> {
+    if (!this.toolNames.includes(call.name)) {
+      return { effect: 'deny', rule: 'tools.catalogue', reason: `${call.name} is not one of this session's tools (${this.toolNames.join(', ') || 'none'}); the catalogue was fixed when the session started.` };
+    }
+    const approvedCommands = policy.commands.reapproval === 'exempt' ? await this.deps.recorder.approvedCommands() : [];
+    return decide({ name: call.name, arguments: call.arguments }, policy, {
+      approvedCommands,
+      readOnly: this.input.agent.readOnly,
+      agentTools: this.input.agent.tools,
+      root: '/workspace',
+    });
+  }
+
+  private async recordDecision(callId: string, call: ToolCall, decision: Decision): Promise<void> {
+    await this.deps.recorder.recordDecision(callId, decision);
+    await this.emit({
+      type: 'decision',
+      callId,
+      effect: decision.effect,
+      rule: decision.rule,
+      reason: decision.reason,
+      thirdParty: (decision.thirdParty?.length ?? 0) > 0,
+      ...(decision.effect === 'deny' ? { class: denyClass(decision) } : {}),
+    });
+    await this.deps.recorder.audit('policy.decision', { callId, tool: call.name, arguments: call.arguments, ...decision });
+  }
+
+  // ───────────────────────────── tools
+
+  private async execute(call: ToolCall, callId: string, decision: Decision, policy: Policy): Promise<ExecutedCall> {
+    const sandboxId = this.sandbox!.sandboxId;
+    const args = call.arguments;
+    const signal = this.deps.signal;
+    const str = (k: string) => (typeof args[k] === 'string' ? (args[k] as string) : '');
+    switch (call.name) {
+      case 'Read': {
+        if (decision.effect === 'ask' && !(await this.approveCommand(callId, `Read ${str('path')}`, decision))) return refusedByPerson('Read');
+        const r = await this.deps.execHost.read(sandboxId, { path: str('path'), offset: num(args.offset), limit: num(args.limit) }, signal);
+        return data(`Read ${r.path}: lines ${r.offset + 1}–${r.offset + r.lines} of ${r.totalLines}${r.truncated ? ' (truncated)' : ''}.`, `file ${r.path}`, r.content);
+      }
+      case 'List': {
+        if (decision.effect === 'ask' && !(await this.approveCommand(callId, `List ${str('path')}`, decision))) return refusedByPerson('List');
+        const r = await this.deps.execHost.list(sandboxId, { path: str('path') || '.' }, signal);
+        const listing = r.entries.map((e) => `${e.type === 'directory' ? `${e.name}/` : e.name}${e.type === 'file' ? `  (${e.size} bytes)` : ''}`).join('\n');
+        return data(`List ${r.path}: ${r.entries.length} entries${r.truncated ? ' (truncated)' : ''}.`, `listing ${r.path}`, listing);
+      }
+      case 'Search': {
+        if (decision.effect === 'ask' && !(await this.approveCommand(callId, `Search ${str('pattern')}`, decision))) return refusedByPerson('Search');
+        const r = await this.deps.execHost.search(sandboxId, { pattern: str('pattern'), path: typeof args.path === 'string' ? args.path : undefined }, signal);
+        const lines = r.matches.map((m) => `${m.path}:${m.line}: ${m.text}`).join('\n');
+        return data(`Search: ${r.matches.length} matches in ${r.filesScanned} files${r.truncated ? ` (stopped by ${r.stoppedBy})` : ''}.`, 'search results', lines);
+      }
+      case 'Write':
+      case 'Edit':
+        return this.proposeFileChange(call, callId, decision, policy);
+      case 'Bash':
+        return this.runCommand(call, callId, decision, policy);
+      case 'Task':
+      case 'TaskResult':
+        return this.delegate(call, callId, decision);
+      case 'Question':
+        return this.question(call);
+      default:
+        return { control: `Refused: ${call.name} is not a tool of this platform.`, isError: true };
+    }
+  }
+
+  private async proposeFileChange(call: ToolCall, callId: string, decision: Decision, policy: Policy): Promise<ExecutedCall> {
+    const sandboxId = this.sandbox!.sandboxId;
+    const args = call.arguments as Record<string, string>;
+    const proposal =
+      call.name === 'Write'
+        ? await this.deps.execHost.proposeWrite(sandboxId, { path: args.path ?? '', content: args.content ?? '' }, this.deps.signal)
+        : await this.deps.execHost.proposeEdit(sandboxId, { path: args.path ?? '', old_string: args.old_string ?? '', new_string: args.new_string ?? '' }, this.deps.signal);
+    if (!proposal.diff.trim()) return { control: `${call.name} ${proposal.path}: the file already has this content; nothing to change.`, isError: false };
+    // Size and binary thresholds are judged on the real diff, not only on the path (P5).
+    const bySize = classifyChanges([{ path: proposal.path, binary: proposal.binary, diffBytes: Buffer.byteLength(proposal.diff) }], policy);
+    const flagged = mergeThirdParty(decision, bySize);
+    if (bySize.effect === 'deny') {
+      await this.recordDecision(callId, call, bySize);
+      return { control: `Refused: ${bySize.reason}`, isError: true };
+    }
+    const answer = await this.approval(callId, {
+      kind: flagged.length ? 'third_party' : 'write',
+      payload: { diff: proposal.diff, files: [proposal.path] },
+      flags: { thirdParty: flagged },
+    }, 'diff', proposal.diff);
+    if (answer.state !== 'approved') return refusedByPerson(`${call.name} of ${proposal.path}`, answer.state);
+    await this.deps.execHost.apply(sandboxId, proposal.diff, this.deps.signal);
+    return { control: `${call.name} ${proposal.path}: approved and applied${proposal.created ? ' (new file)' : ''}.`, isError: false };
+  }
+
+  private async runCommand(call: ToolCall, callId: string, decision: Decision, policy: Policy): Promise<ExecutedCall> {
+    const command = typeof call.arguments.command === 'string' ? call.arguments.command : '';
+    if (decision.effect === 'ask' && !(await this.approveCommand(callId, command, decision, policy))) return refusedByPerson(`the command \`${command}\``);
+    const timeoutMs = num(call.arguments.timeout_ms);
+    let stdout = '';
+    let stderr = '';
+    const exit = await this.deps.execHost.exec(
+      this.sandbox!.sandboxId,
+      { command, ...(timeoutMs ? { timeoutMs } : {}) },
+      (chunk) => {
+        if (chunk.type === 'stdout') stdout += chunk.data;
+        else stderr += chunk.data;
+      },
+      this.deps.signal,
+    );
+    const cls = exit.class === 'timeout' ? 'command_timeout' : exit.class === 'sandbox_lost' ? 'sandbox_lost' : exit.class && exit.class !== 'output_truncated' ? 'resource_limit' : undefined;
+    await this.emit({
+      type: 'tool_result',
+      callId,
+      exitCode: exit.exitCode,
+      stdout: bound(stdout, 8000),
+      stderr: bound(stderr, 8000),
+      truncated: exit.truncated || stdout.length > 8000 || stderr.length > 8000,
+      durationMs: exit.durationMs,
+      ...(cls ? { class: cls } : {}),
+    });
+    await this.deps.recorder.audit('tool.result', { callId, exitCode: exit.exitCode, durationMs: exit.durationMs, class: exit.class, stdoutDigest: digest(stdout), stderrDigest: digest(stderr) });
+    if (exit.class === 'sandbox_lost') throw new ExecHostError('sandbox_lost', exit.message ?? 'The sandbox was lost while the command ran.', 410);
+    const review = await this.reviewChanges(callId, policy);
+    const status = exit.timedOut ? `timed out after ${exit.durationMs} ms and was killed` : `exited with ${exit.exitCode}`;
+    const note = exit.message ? ` ${exit.message}` : '';
+    const output = [stdout && `stdout:\n${stdout}`, stderr && `stderr:\n${stderr}`].filter(Boolean).join('\n');
+    return {
+      control: `The command ${status}.${note}${review ? ` ${review}` : ''}`,
+      data: output ? { source: 'command output', content: bound(output, MAX_RESULT_CHARS) } : undefined,
+      isError: exit.exitCode !== 0,
+      exitCode: exit.exitCode,
+      stdout: bound(stdout, MAX_RESULT_CHARS),
+      stderr: bound(stderr, MAX_RESULT_CHARS),
+      truncated: exit.truncated,
+      durationMs: exit.durationMs,
+      class: exit.class,
+    };
+  }
+
+  /**
+   * What a command left in the tree (P5, A2): forbidden third-party changes are reverted at once; the
+   * rest goes to a person (flagged when third-party); rejected changes are reverted in the sandbox.
+   */
+  private async reviewChanges(callId: string, policy: Policy): Promise<string | null> {
+    const sandboxId = this.sandbox!.sandboxId;
+    const { files } = await this.deps.execHost.changes(sandboxId, this.deps.signal);
+    if (files.length === 0) return null;
+    const forbidden: FileChange[] = [];
+    const reviewable: FileChange[] = [];
+    for (const f of files) {
+      const d = classifyChanges([{ path: f.path, binary: f.binary, diffBytes: f.diffBytes }], policy);
+      (d.effect === 'deny' ? forbidden : reviewable).push(f);
+    }
+    const thirdPartyPaths = new Set(
+      files.filter((f) => (classifyChanges([{ path: f.path, binary: f.binary, diffBytes: f.diffBytes }], policy).thirdParty?.length ?? 0) > 0).map((f) => f.path),
+    );
+    await this.emit({
+      type: 'changes_detected',
+      callId,
+      files: files.map((f) => ({ path: f.path, change: f.status === 'added' || f.status === 'deleted' ? f.status : 'modified', thirdParty: thirdPartyPaths.has(f.path) })),
+    });
+    const notes: string[] = [];
+    if (forbidden.length) {
+      await this.revert(forbidden.map((f) => f.path), 'forbidden');
+      notes.push(`Reverted at once, third-party files the policy forbids changing: ${forbidden.map((f) => f.path).join(', ')}.`);
+    }
+    if (reviewable.length) {
+      const d = classifyChanges(
+        reviewable.map((f) => ({ path: f.path, binary: f.binary, diffBytes: f.diffBytes })),
+        policy,
+      );
+      const diff = reviewable.map((f) => f.diff || `Binary or empty change: ${f.path} (${f.status}, ${f.size} bytes)\n`).join('');
+      const answer = await this.approval(callId, {
+        kind: d.thirdParty?.length ? 'third_party' : 'changes',
+        payload: { diff, files: reviewable.map((f) => f.path) },
+        flags: { thirdParty: d.thirdParty ?? [] },
+      }, 'changes', diff);
+      if (answer.state === 'approved') {
+        await this.deps.execHost.accept(sandboxId, reviewable.map((f) => f.path), this.deps.signal);
+        notes.push(`The changes to ${reviewable.map((f) => f.path).join(', ')} were approved and kept.`);
+      } else {
+        await this.revert(reviewable.map((f) => f.path), 'rejected');
+        notes.push(`The changes to ${reviewable.map((f) => f.path).join(', ')} were ${answer.state === 'refused_headless' ? 'refused (nobody can approve in a headless run)' : 'rejected'} and reverted.`);
+      }
+    }
+    return notes.join(' ');
+  }
+
+  private async revert(paths: string[], because: 'rejected' | 'forbidden' | 'stopped'): Promise<void> {
+    await this.deps.execHost.revert(this.sandbox!.sandboxId, paths, this.deps.signal);
+    await this.emit({ type: 'change_reverted', class: 'change_reverted', paths, because });
+    await this.deps.recorder.audit('changes.reverted', { paths, because });
+  }
+
+  private async delegate(call: ToolCall, callId: string, decision: Decision): Promise<ExecutedCall> {
+    if (!this.deps.subagents) return { control: 'Refused: delegation is not available in this session; do the work yourself.', isError: true };
+    if (decision.effect === 'ask' && !(await this.approveCommand(callId, `${call.name} ${JSON.stringify(call.arguments)}`, decision))) return refusedByPerson('the delegation');
+    const ctx: DelegationContext = {
+      sessionId: this.input.sessionId,
+      depth: this.input.depth,
+      headless: this.input.headless,
+      tools: this.toolNames,
+      readOnly: !!this.input.agent.readOnly,
+      signal: this.deps.signal,
+    };
+    const args = call.arguments;
+    const answer =
+      call.name === 'Task'
+        ? await this.deps.subagents.start(ctx, {
+            agent: typeof args.agent === 'string' ? args.agent : '',
+            instruction: typeof args.instruction === 'string' ? args.instruction : '',
+            background: args.background === true,
+          })
+        : await this.deps.subagents.result(ctx, typeof args.task_id === 'string' ? args.task_id : '');
+    return answer.ok ? { control: 'Subagent report follows.', data: { source: 'subagent report', content: answer.text }, isError: false } : { control: answer.text, isError: true, class: answer.class ?? null };
+  }
+
+  private async question(call: ToolCall): Promise<ExecutedCall> {
+    const question = typeof call.arguments.question === 'string' ? call.arguments.question : '';
+    const options = Array.isArray(call.arguments.options) ? call.arguments.options.filter((o): o is string => typeof o === 'string') : [];
+    const questionId = `q_${Date.now().toString(36)}`;
+    if (this.input.headless || this.input.role === 'child' || !this.deps.questions) {
+      await this.emit({ type: 'question', questionId, question: question || '(empty)', options, answer: HEADLESS_QUESTION_DEFAULT, class: 'question_default_headless' });
+      return { control: HEADLESS_QUESTION_DEFAULT, isError: false };
+    }
+    await this.emit({ type: 'question', questionId, question: question || '(empty)', options, answer: null });
+    const answer = await this.deps.questions.ask(question, options, this.deps.signal);
+    return { control: 'The developer answered.', data: { source: 'developer answer', content: answer }, isError: false };
+  }
+
+  // ───────────────────────────── approvals, limits
+
+  private async approveCommand(callId: string, command: string, decision: Decision, policy?: Policy): Promise<boolean> {
+    const answer = await this.approval(callId, { kind: 'command', payload: { command }, flags: { thirdParty: decision.thirdParty ?? [] } }, 'command', command);
+    if (answer.state === 'approved' && answer.rememberCommand && policy?.commands.reapproval === 'exempt') await this.deps.recorder.rememberCommand(command);
+    return answer.state === 'approved';
+  }
+
+  private async approval(
+    callId: string | null,
+    draft: { kind: 'command' | 'write' | 'changes' | 'third_party' | 'extension'; payload: { command: string } | { diff: string; files?: string[] } | { extension: 'actions' | 'minutes'; amount: number }; flags: { thirdParty: { path: string; class: string }[] } },
+    eventKind: 'command' | 'diff' | 'changes' | 'extension',
+    subject: string,
+  ): Promise<ApprovalOutcome> {
+    const answer = await this.deps.recorder.requestApproval({ ...draft, agent: this.input.agent.name, toolCallId: callId }, this.deps.signal);
+    this.throwIfAborted();
+    await this.emit({ type: 'approval_requested', approvalId: answer.approvalId, callId, agent: this.input.agent.name, kind: eventKind, thirdParty: draft.flags.thirdParty.length > 0, subject: bound(subject, 100_000) });
+    if (answer.state === 'refused_headless') {
+      await this.emit({ type: 'approval_answered', approvalId: answer.approvalId, answer: 'rejected', by: { kind: 'process', description: 'headless run: nobody can approve' }, class: 'approval_refused_headless' });
+    } else {
+      await this.emit({ type: 'approval_answered', approvalId: answer.approvalId, answer: answer.state === 'approved' ? 'approved' : 'rejected', by: answer.decidedBy ? { kind: 'user', userId: answer.decidedBy } : { kind: 'process', description: 'expired' } });
+    }
+    return answer;
+  }
+
+  /** L2: at a limit, an interactive session may ask the person for an extension. */
+  private async extend(check: Exclude<BudgetCheck, 'ok'>): Promise<boolean> {
+    const snap = this.budget.snapshot();
+    await this.emit({ type: 'limit_reached', class: check, actionsUsed: snap.actionsUsed, minutesUsed: Math.round(snap.minutesUsed * 100) / 100 });
+    await this.deps.recorder.audit('limit.reached', { limit: check, actionsUsed: snap.actionsUsed, minutesUsed: snap.minutesUsed });
+    if (this.input.headless || this.input.role === 'child') {
+      await this.emit({ type: 'extension_refused', class: this.input.headless ? 'approval_refused_headless' : 'extension_refused', reason: this.input.headless ? 'Nobody can grant an extension in a headless run.' : 'A subagent is never extended; it reports back at its limit.' });
+      return false;
+    }
+    if (snap.extensionsUsed >= snap.extensionsAllowed) {
+      const reason = `This session already had ${snap.extensionsUsed} extension${snap.extensionsUsed === 1 ? '' : 's'}, the most allowed (sessionMaxExtensions).`;
+      await this.emit({ type: 'extension_refused', class: 'extension_refused', reason });
+      await this.deps.recorder.audit('extension.refused', { reason });
+      return false;
+    }
+    const kind = check === 'limit_actions' ? 'actions' : 'minutes';
+    const amount = kind === 'actions' ? 50 : 15;
+    const answer = await this.approval(null, { kind: 'extension', payload: { extension: kind, amount }, flags: { thirdParty: [] } }, 'extension', `+${amount} ${kind}`);
+    if (answer.state !== 'approved') {
+      await this.emit({ type: 'extension_refused', class: 'extension_refused', reason: 'The extension was not approved.' });
+      return false;
+    }
+    const grant = this.budget.grantExtension(kind);
+    this.extensionsUsed = grant.extensionsUsed;
+    await this.emit({ type: 'extension_granted', kind, amount: grant.amount, extensionsUsed: grant.extensionsUsed, by: { kind: 'user', userId: answer.decidedBy } });
+    await this.deps.recorder.audit('extension.granted', { kind, amount: grant.amount, extensionsUsed: grant.extensionsUsed, by: answer.decidedBy });
+    await this.deps.recorder.recordProgress({ actionsUsed: this.budget.actionsUsed, extensionsUsed: this.extensionsUsed });
+    return true;
+  }
+
+  // ───────────────────────────── compaction, summary, ending
+
+  private async compactIfNeeded(): Promise<void> {
+    const limit = this.input.contextTokenBudget;
+    if (!limit) return;
+    const before = estimateTokens(this.messages);
+    if (before <= limit || this.messages.length < 6) return;
+    const check = this.budget.check();
+    if (check !== 'ok' && !(await this.extend(check))) {
+      this.outcome = outcomes.stopped(check);
+      return;
+    }
+    // Keep the system prompt, the instruction and the last exchanges; summarise the middle.
+    const head = this.messages.slice(0, 2);
+    let cut = Math.max(2, this.messages.length - 4);
+    while (cut > 2 && this.messages[cut]?.role === 'tool') cut -= 1;
+    const middle = this.messages.slice(2, cut);
+    const tail = this.messages.slice(cut);
+    const turn = await this.deps.model.complete({
+      messages: [...head, ...middle, { role: 'user', content: 'Summarise the work so far for yourself: what was done, what was learned, what remains. Facts only.' }],
+      tools: [],
+      signal: this.deps.signal,
+      purpose: 'compaction',
+    });
+    this.budget.recordCompaction();
+    this.messages = [...head, { role: 'user', content: `Summary of the earlier part of this session (written by you):\n${turn.text ?? ''}` }, ...tail];
+    const after = estimateTokens(this.messages);
+    await this.emit({ type: 'compaction', tokensBefore: before, tokensAfter: after, actionsUsed: Math.max(1, this.budget.actionsUsed) });
+    await this.deps.recorder.audit('context.compaction', { tokensBefore: before, tokensAfter: after });
+    await this.deps.recorder.recordProgress({ actionsUsed: this.budget.actionsUsed, extensionsUsed: this.extensionsUsed });
+  }
+
+  /** L3: one final model turn with no tools; nothing runs after exhaustion. */
+  private async finalSummary(reason: 'limit_actions' | 'limit_minutes' | 'loop'): Promise<string | null> {
+    try {
+      const turn = await this.deps.model.complete({
+        messages: [...this.messages, { role: 'user', content: finalSummaryPrompt(reason) }],
+        tools: [],
+        signal: AbortSignal.timeout(120_000),
+        purpose: 'final_summary',
+      });
+      if (turn.text) await this.emit({ type: 'model_text', text: turn.text });
+      return turn.text ?? null;
+    } catch (err) {
+      return `No summary: the model did not answer the final turn (${err instanceof Error ? err.message : String(err)}).`;
+    }
+  }
+
+  private async collectPatch(): Promise<string | null> {
+    try {
+      return (await this.deps.execHost.patch(this.sandbox!.sandboxId)).patch;
+    } catch {
+      return null;
+    }
+  }
+
+  private async destroySandbox(): Promise<void> {
+    try {
+      await this.deps.execHost.destroy(this.sandbox!.sandboxId);
+    } catch (err) {
+      await this.deps.recorder.audit('sandbox.destroy_failed', { sandboxId: this.sandbox!.sandboxId, message: err instanceof Error ? err.message : String(err) });
+    }
+  }
+
+  private async emitEnding(outcome: SessionOutcome, summary: string | null, message: string): Promise<void> {
+    const text = summary ? `${summary}\n\n${message}` : message;
+    if (outcome.status === 'completed') {
+      await this.emit({ type: 'session_completed', status: 'completed', stopReason: null, summary, exitCode: 0 });
+    } else if (outcome.status === 'stopped') {
+      await this.emit({ type: 'session_stopped', status: 'stopped', stopReason: outcome.stopReason, class: outcome.stopReason, summary: text, exitCode: 3 });
+    } else {
+      await this.emit({ type: 'session_failed', status: 'failed', stopReason: 'crash', class: this.failureClass(outcome.detail), message: outcome.detail, exitCode: 1 });
+    }
+  }
+
+  private failureClass(detail: string): 'crash' | 'sandbox_lost' | 'model_timeout' | 'model_error' {
+    if (this.lastErrorClass) return this.lastErrorClass;
+    return /sandbox/i.test(detail) ? 'sandbox_lost' : 'crash';
+  }
+
+  private lastErrorClass: 'crash' | 'sandbox_lost' | 'model_timeout' | 'model_error' | null = null;
+
+  private outcomeForError(err: unknown): SessionOutcome {
+    if (this.deps.signal.aborted) return outcomes.stopped(this.deps.abortReason());
+    const e = err as { code?: string; class?: string; message?: string };
+    if (e?.class === 'model_timeout' || e?.code === 'model_timeout') this.lastErrorClass = 'model_timeout';
+    else if (err instanceof ExecHostError && (err.code === 'sandbox_lost' || err.code === 'sandbox_not_found')) this.lastErrorClass = 'sandbox_lost';
+    else if (e?.class === 'model_error' || (err as Error)?.name?.startsWith('Model')) this.lastErrorClass = 'model_error';
+    else this.lastErrorClass = 'crash';
+    return outcomes.crashed(e?.message ?? String(err));
+  }
+
+  private throwIfAborted(): void {
+    if (this.deps.signal.aborted) throw new SessionAborted('aborted');
+  }
+
+  private async emit(event: EventDraft): Promise<void> {
+    await this.deps.recorder.emit(event);
+  }
+}
+
+interface ExecutedCall {
+  control: string;
+  data?: { source: string; content: string };
+  isError: boolean;
+  exitCode?: number | null;
+  stdout?: string;
+  stderr?: string;
+  truncated?: boolean;
+  durationMs?: number;
+  class?: string | null;
+}
+
+function data(control: string, source: string, content: string): ExecutedCall {
+  return { control, data: { source, content: bound(content, MAX_RESULT_CHARS) }, isError: false };
+}
+
+function refusedByPerson(what: string, state: ApprovalOutcome['state'] = 'rejected'): ExecutedCall {
+  const why =
+    state === 'refused_headless'
+      ? 'it needs a person’s approval and nobody can approve in a headless run'
+      : state === 'expired'
+        ? 'the approval request expired'
+        : 'the developer rejected it';
+  return { control: `Not done: ${what} was not carried out because ${why}. Continue without it or explain what you need.`, isError: true };
+}
+
+function denyClass(d: Decision): 'policy_denied' | 'tool_disabled' | 'tool_not_in_catalogue' | 'outside_project' | 'third_party_forbidden' {
+  if (d.rule === 'tools.disabled') return 'tool_disabled';
+  if (d.rule === 'tools.catalogue' || d.rule.startsWith('agent.')) return 'tool_not_in_catalogue';
+  if (d.rule.startsWith('scope')) return 'outside_project';
+  if ((d.thirdParty?.length ?? 0) > 0) return 'third_party_forbidden';
+  return 'policy_denied';
+}
+
+function mergeThirdParty(a: Decision, b: Decision): { path: string; class: string }[] {
+  const all = [...(a.thirdParty ?? []), ...(b.thirdParty ?? [])];
+  return all.filter((x, i) => all.findIndex((y) => y.path === x.path && y.class === x.class) === i);
+}
+
+function num(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isInteger(v) && v > 0 ? v : undefined;
+}
+
+function bound(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}\n[lemniscate: ${text.length - max} more characters not shown]`;
+}
+
+function estimateTokens(messages: ChatMessage[]): number {
+  let chars = 0;
+  for (const m of messages) {
+    chars += 'content' in m && typeof m.content === 'string' ? m.content.length : 0;
+    if (m.role === 'assistant' && m.toolCalls) chars += JSON.stringify(m.toolCalls).length;
+  }
+  return Math.ceil(chars / 4);
+}
+
+/** A bounded digest for the audit log: length and a hash, never the whole output (T1). */
+function digest(text: string): string {
+  return `${text.length}:sha256:${createHash('sha256').update(text).digest('hex').slice(0, 32)}`;
+}

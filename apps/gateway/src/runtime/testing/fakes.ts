@@ -1,0 +1,162 @@
+import { createPatch } from 'diff';
+import type { ExecExit, ExecOutputChunk, FileChange, SandboxInfo } from '@lemniscate/contracts';
+import { ExecHostError, type ExecHostPort } from '../exec-host.port';
+import type { ApprovalDraft, ApprovalOutcome, EventDraft, SessionEnd, SessionRecorder, ToolResultRecord } from '../ports';
+
+/**
+ * An in-memory stand-in for the exec-host, for the loop's unit tests only: files in a map, commands
+ * that echo and may leave changes behind. The real exec-host is exercised by the medium and e2e tiers.
+ */
+export class InMemoryExecHost implements ExecHostPort {
+  files = new Map<string, string>();
+  accepted = new Map<string, string>();
+  commands: string[] = [];
+  destroyed: string[] = [];
+  /** Changes the next command leaves behind, path → new content. */
+  pendingChanges: Record<string, string> = {};
+  onExec?: (command: string, signal?: AbortSignal) => Promise<void>;
+
+  constructor(initial: Record<string, string> = {}) {
+    for (const [k, v] of Object.entries(initial)) {
+      this.files.set(k, v);
+      this.accepted.set(k, v);
+    }
+  }
+
+  async create(req: { sessionId: string }): Promise<SandboxInfo> {
+    return {
+      sandboxId: `sbx_${req.sessionId}`,
+      sessionId: req.sessionId,
+      runtime: 'runc',
+      state: 'ready',
+      baseCommit: 'a'.repeat(40),
+      branch: 'main',
+      includedUncommitted: false,
+      fingerprint: `sha256:${'b'.repeat(64)}`,
+      excluded: [],
+      limits: { cpus: 1, memoryMb: 512, pids: 64, diskMb: 64, commandTimeoutSeconds: 60, outputCapBytes: 4096, lifetimeMinutes: 60 },
+      createdAt: new Date().toISOString(),
+      expiresAt: new Date(Date.now() + 3600_000).toISOString(),
+    };
+  }
+  async destroy(id: string) {
+    this.destroyed.push(id);
+  }
+  async exec(_id: string, req: { command: string }, onOutput: (c: ExecOutputChunk) => void, signal?: AbortSignal): Promise<ExecExit> {
+    this.commands.push(req.command);
+    if (this.onExec) await this.onExec(req.command, signal);
+    onOutput({ type: 'stdout', data: `ran: ${req.command}\n` });
+    for (const [p, c] of Object.entries(this.pendingChanges)) this.files.set(p, c);
+    this.pendingChanges = {};
+    return { type: 'exit', exitCode: 0, durationMs: 1, timedOut: false, truncated: false, class: null, classes: [] };
+  }
+  private resolve(p: string): string {
+    const rel = p.replace(/^\/workspace\/?/, '').replace(/^\.\//, '');
+    if (rel.startsWith('..') || rel.startsWith('/')) throw new ExecHostError('outside_working_copy', `${p} is outside the working copy.`, 403);
+    return rel;
+  }
+  async read(_id: string, req: { path: string }) {
+    const rel = this.resolve(req.path);
+    const content = this.files.get(rel);
+    if (content === undefined) throw new ExecHostError('file_not_found', `${rel} does not exist.`, 404);
+    const lines = content.split('\n').length;
+    return { path: rel, content, offset: 0, lines, totalLines: lines, size: content.length, truncated: false };
+  }
+  async list() {
+    return { path: '.', entries: [...this.files.keys()].map((name) => ({ name, type: 'file' as const, size: this.files.get(name)!.length })), truncated: false };
+  }
+  async search(_id: string, req: { pattern: string }) {
+    const matches = [...this.files].flatMap(([path, c]) => c.split('\n').map((text, i) => ({ path, line: i + 1, text })).filter((m) => m.text.includes(req.pattern)));
+    return { matches, filesScanned: this.files.size, skippedBinary: 0, skippedLarge: 0, truncated: false, stoppedBy: null };
+  }
+  async proposeWrite(_id: string, req: { path: string; content: string }) {
+    const rel = this.resolve(req.path);
+    const before = this.files.get(rel);
+    return { path: rel, diff: before === req.content ? '' : createPatch(rel, before ?? '', req.content), created: before === undefined, binary: false };
+  }
+  async proposeEdit(_id: string, req: { path: string; old_string: string; new_string: string }) {
+    const rel = this.resolve(req.path);
+    const before = this.files.get(rel) ?? '';
+    return { path: rel, diff: createPatch(rel, before, before.replace(req.old_string, req.new_string)), created: false, binary: false, next: before.replace(req.old_string, req.new_string) };
+  }
+  applied: string[] = [];
+  async apply(_id: string, diff: string) {
+    this.applied.push(diff);
+    return { applied: [] };
+  }
+  async changes() {
+    const files: FileChange[] = [...this.files]
+      .filter(([p, c]) => this.accepted.get(p) !== c)
+      .map(([path, c]) => {
+        const diff = createPatch(path, this.accepted.get(path) ?? '', c);
+        return { path, status: this.accepted.has(path) ? ('modified' as const) : ('added' as const), diff, binary: false, size: c.length, diffBytes: diff.length };
+      });
+    return { files, truncated: false };
+  }
+  async accept(_id: string, paths: string[]) {
+    for (const p of paths) this.accepted.set(p, this.files.get(p)!);
+    return { paths };
+  }
+  reverted: string[] = [];
+  async revert(_id: string, paths: string[]) {
+    for (const p of paths) {
+      this.reverted.push(p);
+      const a = this.accepted.get(p);
+      if (a === undefined) this.files.delete(p);
+      else this.files.set(p, a);
+    }
+    return { paths };
+  }
+  async patch() {
+    return { baseCommit: 'a'.repeat(40), patch: this.applied.join(''), includedUncommitted: false, sessionPatch: this.applied.join('') };
+  }
+}
+
+/** Records everything the loop reports; approvals are answered by a test-provided policy. */
+export class RecordingRecorder implements SessionRecorder {
+  events: EventDraft[] = [];
+  audits: { kind: string; payload: Record<string, unknown> }[] = [];
+  approvals: ApprovalDraft[] = [];
+  results = new Map<string, ToolResultRecord>();
+  remembered: string[] = [];
+  end: SessionEnd | null = null;
+  private nextCall = 0;
+
+  constructor(private readonly answer: (draft: ApprovalDraft) => ApprovalOutcome['state'] = () => 'refused_headless') {}
+
+  async emit(event: EventDraft) {
+    this.events.push(event);
+  }
+  async audit(kind: string, payload: Record<string, unknown>) {
+    this.audits.push({ kind, payload });
+  }
+  async proposeToolCall() {
+    return `call_${++this.nextCall}`;
+  }
+  async recordDecision() {}
+  async recordResult(callId: string, result: ToolResultRecord) {
+    this.results.set(callId, result);
+  }
+  async requestApproval(draft: ApprovalDraft): Promise<ApprovalOutcome> {
+    this.approvals.push(draft);
+    const state = this.answer(draft);
+    const approvalId = `apr_${this.approvals.length}`;
+    if (state === 'approved') return { state, approvalId, decidedBy: 'usr_dev', rememberCommand: false };
+    if (state === 'refused_headless') return { state, approvalId };
+    return { state, approvalId, decidedBy: 'usr_dev' };
+  }
+  async approvedCommands() {
+    return this.remembered;
+  }
+  async rememberCommand(c: string) {
+    this.remembered.push(c);
+  }
+  async recordWorkingCopy() {}
+  async recordProgress() {}
+  async finish(end: SessionEnd) {
+    this.end = end;
+  }
+  ofType<T extends EventDraft['type']>(type: T): Extract<EventDraft, { type: T }>[] {
+    return this.events.filter((e): e is Extract<EventDraft, { type: T }> => e.type === type);
+  }
+}
