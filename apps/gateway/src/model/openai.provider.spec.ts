@@ -158,6 +158,15 @@ describe('OpenAiCompatibleProvider against a loopback server', () => {
     expect((second?.receivedAt ?? 0) - (first?.receivedAt ?? 0)).toBeGreaterThanOrEqual(990);
   });
 
+  it('does not wait when Retry-After asks for longer than the configured maximum', async () => {
+    server = await startLoopback((res) => json(res, 429, { error: { message: 'Quota exceeded' } }, { 'retry-after': '3600' }));
+    await expect(provider(server.url).complete(request())).rejects.toMatchObject({
+      code: 'model_rate_limited',
+      message: expect.stringContaining('The service asked to wait 3600 s, more than the configured maximum of 5 s, so the request was not retried.'),
+    });
+    expect(server.requests).toHaveLength(1);
+  });
+
   it('gives up after the configured retries when the service keeps answering 500, with a clear error', async () => {
     server = await startLoopback((res) => json(res, 500, { error: { message: 'The server had an error while processing your request.' } }));
     const failure = provider(server.url).complete(request());
