@@ -20,7 +20,8 @@ export function combine(findings: Decision[]): Decision | null {
   let worst: Effect | null = null;
   for (const f of findings) if (worst === null || SEVERITY[f.effect] > SEVERITY[worst]) worst = f.effect;
   if (worst === null) return null;
-  const winners = findings.filter((f) => f.effect === worst);
+  // A flagged third-party change leads: its dedicated approval is what the person must see first.
+  const winners = findings.filter((f) => f.effect === worst).sort((a, b) => Number(!!b.thirdParty) - Number(!!a.thirdParty));
   const first = winners[0] as Decision;
   const reasons = [...new Set(winners.map((w) => w.reason))];
   const thirdParty = winners.flatMap((w) => w.thirdParty ?? []);
