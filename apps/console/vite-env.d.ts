@@ -13,4 +13,5 @@ declare module 'virtual:policy-validator' {
   }
   const validate: ValidateFunction;
   export default validate;
+  export const policySchema: Record<string, unknown>;
 }

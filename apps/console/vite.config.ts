@@ -22,7 +22,8 @@ function policyValidator(): Plugin {
       if (source !== resolved) return undefined;
       const ajv = new Ajv2020({ allErrors: true, strict: false, code: { source: true, esm: true } });
       const validate = ajv.compile(policyJsonSchema);
-      return standaloneCode(ajv, validate);
+      // The form reads the enums (tools, effects, modes) from the same schema the validator uses.
+      return `${standaloneCode(ajv, validate)}\nexport const policySchema = ${JSON.stringify(policyJsonSchema)};\n`;
     },
   };
 }

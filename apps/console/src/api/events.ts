@@ -1,0 +1,82 @@
+import { useEffect, useRef, useState } from 'react';
+import { EventsServerMessage, type EventsClientMessage, type GatewayEvent } from '@lemniscate/contracts';
+import { routes } from './routes';
+
+export type StreamTarget = { sessionId: string } | { projectId: string };
+
+function socketUrl(): string {
+  const proto = window.location.protocol === 'https:' ? 'wss:' : 'ws:';
+  return `${proto}//${window.location.host}${routes.events}`;
+}
+
+const keyOf = (t: StreamTarget) => ('sessionId' in t ? `s:${t.sessionId}` : `p:${t.projectId}`);
+
+/**
+ * Follows the gateway's live stream for some sessions or projects. The browser sends the session
+ * cookie with the upgrade; after a dropped connection it resubscribes from the last sequence number
+ * seen, so nothing is missed and nothing is shown twice.
+ */
+export function useLiveEvents(targets: StreamTarget[], onEvent: (event: GatewayEvent) => void): { connected: boolean; error: string | null } {
+  const [connected, setConnected] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const handler = useRef(onEvent);
+  handler.current = onEvent;
+  const key = targets.map(keyOf).sort().join(',');
+
+  useEffect(() => {
+    if (targets.length === 0) return;
+    const lastSeq = new Map<string, number>();
+    let socket: WebSocket | null = null;
+    let closed = false;
+    let attempt = 0;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+
+    const connect = () => {
+      socket = new WebSocket(socketUrl());
+      socket.onopen = () => {
+        attempt = 0;
+        setConnected(true);
+        setError(null);
+        for (const t of targets) {
+          const since = lastSeq.get(keyOf(t));
+          const msg: EventsClientMessage = { type: 'subscribe', ...t, ...(since !== undefined ? { sinceSeq: since } : {}) };
+          socket?.send(JSON.stringify(msg));
+        }
+      };
+      socket.onmessage = (m) => {
+        let raw: unknown;
+        try {
+          raw = JSON.parse(String(m.data));
+        } catch {
+          return;
+        }
+        const parsed = EventsServerMessage.safeParse(raw);
+        if (!parsed.success) return;
+        const msg = parsed.data;
+        if (msg.type === 'error') setError(msg.message);
+        if (msg.type !== 'event') return;
+        const e = msg.event;
+        const k = e.sessionId && targets.some((t) => 'sessionId' in t && t.sessionId === e.sessionId) ? `s:${e.sessionId}` : `p:${e.projectId ?? ''}`;
+        if ((lastSeq.get(k) ?? 0) >= e.seq) return;
+        lastSeq.set(k, e.seq);
+        handler.current(e);
+      };
+      socket.onclose = () => {
+        setConnected(false);
+        if (closed) return;
+        // Back off up to 15 s so a restarting gateway is not hammered by every open console.
+        const delay = Math.min(15_000, 500 * 2 ** attempt++);
+        timer = setTimeout(connect, delay);
+      };
+    };
+    connect();
+    return () => {
+      closed = true;
+      if (timer) clearTimeout(timer);
+      socket?.close();
+    };
+    // `key` stands for the targets' identity; the array itself is a new object on every render.
+  }, [key]);
+
+  return { connected, error };
+}

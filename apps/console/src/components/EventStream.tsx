@@ -1,0 +1,86 @@
+import type { GatewayEvent } from '@lemniscate/contracts';
+
+type Tone = 'info' | 'good' | 'warn' | 'bad' | 'muted';
+
+interface Described {
+  title: string;
+  detail?: string;
+  tone: Tone;
+}
+
+function str(v: unknown): string {
+  return typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v);
+}
+
+/** One readable line per event; unknown types still show, with their type name. */
+export function describeEvent(e: GatewayEvent): Described {
+  const f = e as Record<string, unknown>;
+  switch (e.type) {
+    case 'session_started':
+      return { title: `Session started on ${str(f.project)}`, detail: `model ${str(f.model)}${f.headless ? ', headless' : ''}`, tone: 'info' };
+    case 'instruction':
+      return { title: 'Instruction', detail: str(f.text), tone: 'info' };
+    case 'tool_call_proposed':
+      return { title: `${str(f.agent)} proposes ${str(f.name)}`, detail: toolSubject(f.arguments), tone: 'muted' };
+    case 'decision':
+      return { title: `Policy: ${str(f.effect)}`, detail: `${str(f.reason)} (rule ${str(f.rule)})`, tone: f.effect === 'deny' ? 'bad' : f.effect === 'ask' ? 'warn' : 'good' };
+    case 'approval_requested':
+      return { title: `Approval requested${f.thirdParty ? ' — third-party files' : ''}`, detail: str(f.subject).split('\n')[0], tone: 'warn' };
+    case 'approval_answered':
+      return { title: `Approval ${str(f.answer)}`, tone: f.answer === 'approved' ? 'good' : 'bad' };
+    case 'tool_result':
+      return { title: `Result: exit ${f.exitCode === null ? '—' : str(f.exitCode)}`, detail: `${f.durationMs ? `${str(f.durationMs)} ms` : ''}${f.truncated ? ', output truncated' : ''}`, tone: f.exitCode === 0 ? 'good' : 'bad' };
+    case 'changes_detected':
+      return { title: 'Changes detected', detail: Array.isArray(f.files) ? f.files.map((x) => str((x as { path?: unknown }).path)).join(', ') : '', tone: 'warn' };
+    case 'change_reverted':
+      return { title: 'Changes reverted', detail: Array.isArray(f.paths) ? f.paths.join(', ') : '', tone: 'bad' };
+    case 'limit_reached':
+      return { title: 'Limit reached', detail: str(f.class), tone: 'warn' };
+    case 'loop_blocked':
+      return { title: `Blocked for repetition: ${str(f.name)}`, tone: 'bad' };
+    case 'model_text':
+      return { title: 'Agent', detail: str(f.text), tone: 'muted' };
+    case 'session_completed':
+      return { title: 'Session completed', detail: str(f.summary), tone: 'good' };
+    case 'session_stopped':
+      return { title: `Session stopped: ${str(f.stopReason)}`, detail: str(f.summary), tone: 'bad' };
+    case 'session_failed':
+      return { title: 'Session failed', detail: str(f.message), tone: 'bad' };
+    default:
+      return { title: e.type.replace(/_/g, ' '), tone: 'muted' };
+  }
+}
+
+function toolSubject(args: unknown): string {
+  if (!args || typeof args !== 'object') return '';
+  const a = args as Record<string, unknown>;
+  return str(a.command ?? a.path ?? a.pattern ?? a.instruction ?? '');
+}
+
+export function EventStream({ events, live }: { events: GatewayEvent[]; live: boolean }) {
+  return (
+    <section className="event-stream" aria-label="Session events">
+      <p className="muted small stream-status">
+        <span className={`live-dot${live ? ' on' : ''}`} aria-hidden="true" /> {live ? 'Live' : 'Not live: showing what was recorded'}
+      </p>
+      {events.length === 0 ? (
+        <p className="muted">No events yet.</p>
+      ) : (
+        <ol className="events" aria-live="polite" aria-relevant="additions">
+          {events.map((e) => {
+            const d = describeEvent(e);
+            return (
+              <li key={e.seq} className={`event ${d.tone}`}>
+                <time dateTime={e.at}>{new Date(e.at).toLocaleTimeString()}</time>
+                <div>
+                  <strong>{d.title}</strong>
+                  {d.detail && <p className="event-detail">{d.detail}</p>}
+                </div>
+              </li>
+            );
+          })}
+        </ol>
+      )}
+    </section>
+  );
+}

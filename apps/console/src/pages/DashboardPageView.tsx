@@ -1,0 +1,61 @@
+import type { DashboardStats } from '../api/console-contracts';
+import { ColumnChart, EffectDonut, RankedBars } from '../components/Charts';
+import { Query, type QueryState } from '../components/Query';
+
+export interface DashboardPageViewProps {
+  stats: QueryState<DashboardStats>;
+  days: number;
+  onDaysChange: (days: number) => void;
+  /** Link to the approvals inbox; absent for roles that cannot answer approvals. */
+  approvalsHref?: string;
+}
+
+export function DashboardPageView({ stats, days, onDaysChange, approvalsHref }: DashboardPageViewProps) {
+  return (
+    <div className="page">
+      <div className="page-header">
+        <h1>Dashboard</h1>
+        <div className="field inline">
+          <label htmlFor="days">Period</label>
+          <select id="days" value={days} onChange={(e) => onDaysChange(Number(e.target.value))}>
+            <option value={7}>Last 7 days</option>
+            <option value={14}>Last 14 days</option>
+            <option value={30}>Last 30 days</option>
+          </select>
+        </div>
+      </div>
+      <Query state={stats} what="the dashboard">
+        {(s) => (
+          <div className="grid dashboard">
+            <section className="card stat" aria-labelledby="pending-title">
+              <h2 id="pending-title">Pending approvals</h2>
+              <p className={`big-number${s.pendingApprovals ? ' warn' : ''}`}>{s.pendingApprovals}</p>
+              <p className="muted small">{s.pendingApprovals ? 'Sessions are waiting for a person.' : 'Nothing is waiting.'}</p>
+              {approvalsHref && s.pendingApprovals > 0 && (
+                <a className="button primary" href={approvalsHref}>
+                  Open the inbox
+                </a>
+              )}
+            </section>
+            <section className="card span-2" aria-labelledby="spd-title">
+              <h2 id="spd-title">Sessions per day</h2>
+              <ColumnChart title="Sessions per day" data={s.sessionsPerDay.map((d) => ({ label: d.day, value: d.count }))} valueLabel="Sessions" />
+            </section>
+            <section className="card" aria-labelledby="effect-title">
+              <h2 id="effect-title">Decisions by effect</h2>
+              <EffectDonut title="Policy decisions by effect" counts={s.decisionsByEffect} />
+            </section>
+            <section className="card" aria-labelledby="denied-title">
+              <h2 id="denied-title">Most denied commands</h2>
+              <RankedBars title="Most denied commands" tone="deny" data={s.mostDenied.map((c) => ({ label: c.command, value: c.count }))} emptyText="No command was denied in this period." />
+            </section>
+            <section className="card" aria-labelledby="asked-title">
+              <h2 id="asked-title">Most asked commands</h2>
+              <RankedBars title="Most asked commands" tone="ask" data={s.mostAsked.map((c) => ({ label: c.command, value: c.count }))} emptyText="No command needed an approval in this period." />
+            </section>
+          </div>
+        )}
+      </Query>
+    </div>
+  );
+}

@@ -1,0 +1,69 @@
+import { useState, type FormEvent } from 'react';
+import { LoginRequest } from '@lemniscate/contracts';
+import { InlineError } from '../components/States';
+
+export interface SignInPageViewProps {
+  onSubmit: (credentials: LoginRequest) => void;
+  pending: boolean;
+  error: unknown;
+}
+
+export function SignInPageView({ onSubmit, pending, error }: SignInPageViewProps) {
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const [problems, setProblems] = useState<Partial<Record<'email' | 'password', string>>>({});
+
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    // The same schema the gateway validates with, so a typo is caught before the round trip.
+    const parsed = LoginRequest.safeParse({ email, password });
+    if (!parsed.success) {
+      const next: typeof problems = {};
+      for (const issue of parsed.error.issues) {
+        const field = issue.path[0] as 'email' | 'password';
+        next[field] ??= field === 'email' ? 'Enter your e-mail address, like name@example.org.' : 'Enter your password.';
+      }
+      setProblems(next);
+      return;
+    }
+    setProblems({});
+    onSubmit(parsed.data);
+  };
+
+  return (
+    <main className="signin" id="main">
+      <form className="card signin-card" onSubmit={submit} noValidate aria-labelledby="signin-title">
+        <div className="brand large">
+          <span className="logo" aria-hidden="true">
+            ∞
+          </span>
+          <span>Lemniscate</span>
+        </div>
+        <h1 id="signin-title">Sign in</h1>
+        <p className="muted">Agents run in sandboxes; nothing is kept without a person saying yes.</p>
+        <div className="field">
+          <label htmlFor="email">E-mail</label>
+          <input id="email" type="email" autoComplete="username" value={email} onChange={(e) => setEmail(e.target.value)} aria-invalid={!!problems.email} aria-describedby={problems.email ? 'email-error' : undefined} autoFocus />
+          {problems.email && (
+            <p id="email-error" className="field-error">
+              {problems.email}
+            </p>
+          )}
+        </div>
+        <div className="field">
+          <label htmlFor="password">Password</label>
+          <input id="password" type="password" autoComplete="current-password" value={password} onChange={(e) => setPassword(e.target.value)} aria-invalid={!!problems.password} aria-describedby={problems.password ? 'password-error' : undefined} />
+          {problems.password && (
+            <p id="password-error" className="field-error">
+              {problems.password}
+            </p>
+          )}
+        </div>
+        <InlineError error={error} />
+        <button type="submit" className="primary wide" disabled={pending}>
+          {pending ? 'Signing in…' : 'Sign in'}
+        </button>
+      </form>
+    </main>
+  );
+}

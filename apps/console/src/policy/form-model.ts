@@ -1,0 +1,77 @@
+import { isSeq, parseDocument, type Document } from 'yaml';
+
+type Json = Record<string, unknown>;
+
+/** One setting the form edits, located by its path in the policy document. */
+export interface FieldSpec {
+  path: string[];
+  label: string;
+  kind: 'enum' | 'lines' | 'integer' | 'tools';
+  /** From the JSON schema: the value that applies when the document leaves it out. */
+  defaultValue: unknown;
+  options: string[];
+  description: string;
+  max?: number;
+}
+
+function at(schema: Json, path: string[]): Json {
+  let node: Json = schema;
+  for (const key of path) node = ((node.properties as Json | undefined)?.[key] as Json | undefined) ?? {};
+  return node;
+}
+
+const COMMON: { path: string[]; label: string; kind: FieldSpec['kind'] }[] = [
+  { path: ['commands', 'default'], label: 'Commands no rule names', kind: 'enum' },
+  { path: ['commands', 'free'], label: 'Free commands (one per line)', kind: 'lines' },
+  { path: ['commands', 'forbidden'], label: 'Forbidden commands (one per line)', kind: 'lines' },
+  { path: ['commands', 'reapproval'], label: 'Identical commands', kind: 'enum' },
+  { path: ['tools', 'disabled'], label: 'Disabled tools', kind: 'tools' },
+  { path: ['thirdPartyFiles', 'mode'], label: 'Third-party files', kind: 'enum' },
+  { path: ['execution', 'sessionMaxActions'], label: 'Actions per session', kind: 'integer' },
+  { path: ['execution', 'sessionMaxMinutes'], label: 'Minutes per session', kind: 'integer' },
+];
+
+/** The common settings, with their options and defaults read from the policy JSON schema. */
+export function commonFields(schema: Json): FieldSpec[] {
+  return COMMON.map((f) => {
+    const s = at(schema, f.path);
+    const items = (s.items as Json | undefined) ?? {};
+    return {
+      ...f,
+      defaultValue: s.default,
+      options: ((f.kind === 'tools' ? items.enum : s.enum) as string[] | undefined) ?? [],
+      description: typeof s.description === 'string' ? s.description : '',
+      max: typeof s.maximum === 'number' ? s.maximum : undefined,
+    };
+  });
+}
+
+function parse(text: string): Document | null {
+  const doc = parseDocument(text, { uniqueKeys: true });
+  return doc.errors.length ? null : doc;
+}
+
+/** The value each field has in the text (or its default); null when the YAML cannot be read. */
+export function readFields(text: string, fields: FieldSpec[]): Record<string, unknown> | null {
+  const doc = parse(text);
+  if (!doc) return null;
+  const out: Record<string, unknown> = {};
+  for (const f of fields) {
+    const node = doc.getIn(f.path, true);
+    const value = doc.getIn(f.path);
+    out[f.path.join('.')] = node === undefined ? f.defaultValue : isSeq(node) ? (value as { toJSON(): unknown }).toJSON() : value;
+  }
+  return out;
+}
+
+/**
+ * Writes one setting into the text. The yaml Document keeps the administrator's comments and
+ * layout everywhere else, so the form and the editor can be used in turn.
+ */
+export function writeField(text: string, field: FieldSpec, value: unknown): string {
+  const doc = parse(text);
+  if (!doc) return text;
+  if (doc.contents === null) doc.contents = doc.createNode({ version: 1 }) as typeof doc.contents;
+  doc.setIn(field.path, doc.createNode(value));
+  return doc.toString();
+}
