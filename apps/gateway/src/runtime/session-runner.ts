@@ -66,6 +66,8 @@ export interface SessionRunInput {
   execution: ExecutionConfig;
   /** Estimated context size (characters / 4) above which older turns are summarised. */
   contextTokenBudget?: number;
+  /** A subagent works in its parent's sandbox: it neither creates nor destroys it. */
+  sharedSandbox?: SandboxInfo;
 }
 
 export interface SessionRunDeps {
@@ -80,6 +82,11 @@ export interface SessionRunDeps {
   abortReason: () => 'stopped' | 'revoked';
   subagents?: SubagentLauncher;
   questions?: QuestionPort;
+  /**
+   * Serialises what changes the working copy (a command and the review of what it left, a write)
+   * across the sessions of one tree that share a sandbox.
+   */
+  sandboxLock?: <T>(fn: () => Promise<T>) => Promise<T>;
   clock?: Clock;
   random?: RandomBytes;
 }
@@ -130,14 +137,15 @@ export class SessionRunner {
     try {
       const policy = await this.deps.policy();
       this.fixCatalogue(policy);
-      await this.startSandbox(policy);
+      if (this.input.sharedSandbox) await this.adoptSandbox(this.input.sharedSandbox);
+      else await this.startSandbox(policy);
       summary = await this.converse();
     } catch (err) {
       this.outcome ??= this.outcomeForError(err);
     }
     const outcome = this.outcome ?? outcomes.completed();
     if (needsSummaryTurn(outcome)) summary = await this.finalSummary(outcome.stopReason);
-    if (this.sandbox) {
+    if (this.sandbox && !this.input.sharedSandbox) {
       patch = await this.collectPatch();
       await this.destroySandbox();
     }
@@ -189,6 +197,10 @@ export class SessionRunner {
       },
       this.deps.signal,
     );
+    await this.adoptSandbox(info);
+  }
+
+  private async adoptSandbox(info: SandboxInfo): Promise<void> {
     this.sandbox = info;
     await this.deps.recorder.recordWorkingCopy(info);
     const snap = this.budget.snapshot();
@@ -380,9 +392,9 @@ export class SessionRunner {
       }
       case 'Write':
       case 'Edit':
-        return this.proposeFileChange(call, callId, decision, policy);
+        return this.locked(() => this.proposeFileChange(call, callId, decision, policy));
       case 'Bash':
-        return this.runCommand(call, callId, decision, policy);
+        return this.locked(() => this.runCommand(call, callId, decision, policy));
       case 'Task':
       case 'TaskResult':
         return this.delegate(call, callId, decision);
@@ -510,6 +522,10 @@ export class SessionRunner {
       }
     }
     return notes.join(' ');
+  }
+
+  private locked<T>(fn: () => Promise<T>): Promise<T> {
+    return this.deps.sandboxLock ? this.deps.sandboxLock(fn) : fn();
   }
 
   private async revert(paths: string[], because: 'rejected' | 'forbidden' | 'stopped'): Promise<void> {

@@ -1,0 +1,142 @@
+import { initPolicyEngine, parsePolicy } from '@lemniscate/policy';
+import { AgentCatalogue, BUILTIN_AGENTS, EXECUTION_DEFAULTS, SubagentTracker, type AgentDefinition, type ExecutionConfig } from '@lemniscate/session';
+import { ScriptedProvider, parseModelScript } from '../model';
+import type { ModelProvider, ModelRequest, TurnResult } from '../model/model.types';
+import { SessionRunner } from './session-runner';
+import { SubagentService, createLock } from './subagents';
+import { InMemoryExecHost, RecordingRecorder } from './testing/fakes';
+import type { SessionRecorder } from './ports';
+
+beforeAll(async () => {
+  await initPolicyEngine();
+});
+
+// Task is sensitive by default (P3); these tests are about the cascade limits, not that approval.
+const policy = parsePolicy({ version: 1, tools: { sensitive: [] }, commands: { free: ['npm test'] } });
+
+const scripted = (turns: unknown[]) => new ScriptedProvider(parseModelScript({ turns }, 't.json'), 't.json');
+
+function agent(name: string, extra: Partial<AgentDefinition> = {}): AgentDefinition {
+  return { name, description: name, mode: 'subagent', tools: null, model: null, readOnly: false, hidden: false, disabled: false, execution: {}, systemPrompt: `${name} persona`, origin: 'project', location: `.lemniscate/agents/${name}.md`, ...extra };
+}
+
+function tree(options: { parentModel: ModelProvider; childModel?: (a: AgentDefinition) => ModelProvider; agents?: AgentDefinition[]; headless?: boolean; execution?: Partial<ExecutionConfig> }) {
+  const execution = { ...EXECUTION_DEFAULTS, ...options.execution };
+  const execHost = new InMemoryExecHost({ 'README.md': 'hi\n' });
+  const recorders = new Map<string, RecordingRecorder>();
+  const root = new RecordingRecorder();
+  recorders.set('ses_root', root);
+  const controller = new AbortController();
+  let sandbox: ReturnType<InMemoryExecHost['create']> extends Promise<infer S> ? S | null : never = null;
+  const tracker = new SubagentTracker(execution);
+  tracker.openSession('ses_root');
+  const wrappedHost = Object.assign(Object.create(execHost), {
+    create: async (req: { sessionId: string }) => (sandbox = await execHost.create(req)),
+  }) as InMemoryExecHost;
+  const service = new SubagentService({
+    tracker,
+    agents: new AgentCatalogue([...BUILTIN_AGENTS, ...(options.agents ?? [])]),
+    children: {
+      create: async ({ sessionId }) => {
+        const r = new RecordingRecorder();
+        recorders.set(sessionId, r);
+        return r;
+      },
+    },
+    recorderOf: (id) => recorders.get(id) as SessionRecorder | undefined,
+    registerRecorder: () => undefined,
+    model: options.childModel ?? (() => options.parentModel),
+    execHost: wrappedHost,
+    sandbox: () => sandbox,
+    policy: async () => policy,
+    execution,
+    project: 'demo',
+    repository: { source: '/repo' },
+    sandboxLock: createLock(),
+    abortReason: () => 'stopped',
+  });
+  const runner = new SessionRunner(
+    { sessionId: 'ses_root', project: 'demo', repository: { source: '/repo' }, instruction: 'go', headless: options.headless ?? true, role: 'main', depth: 0, parentSessionId: null, agent: { name: 'main', prompt: null }, execution },
+    { model: options.parentModel, execHost: wrappedHost, recorder: root, policy: async () => policy, signal: controller.signal, abortReason: () => 'stopped', subagents: service, sandboxLock: createLock() },
+  );
+  return { runner, root, recorders, execHost, service, controller };
+}
+
+const task = (instruction: string, extra: Record<string, unknown> = {}) => ({ tool_calls: [{ name: 'Task', arguments: { agent: 'general', instruction, ...extra } }] });
+
+describe('SubagentService', () => {
+  it('AG4: with the default depth 3, a fourth level is refused and the agent is told to do the work itself', async () => {
+    // One script for the whole tree: each request takes the next turn, in order.
+    const model = scripted([task('level 1'), task('level 2'), task('level 3'), task('level 4'), { text: 'did level 4 myself' }, { text: 'l2 done' }, { text: 'l1 done' }, { text: 'root done' }]);
+    const t = tree({ parentModel: model });
+    const r = await t.runner.run();
+    expect(r.outcome.status).toBe('completed');
+    const refused = [...t.recorders.values()].flatMap((rec) => rec.ofType('subagent_refused'));
+    expect(refused).toHaveLength(1);
+    expect(refused[0]).toMatchObject({ class: 'subagent_max_depth' });
+    expect(refused[0]!.reason).toMatch(/Do this work yourself/);
+    const depths = [...t.recorders.values()].flatMap((rec) => rec.ofType('subagent_started')).map((e) => e.depth);
+    expect(depths).toEqual([1, 2, 3]);
+  });
+
+  it('AG4: the 201st subagent of a session is refused', async () => {
+    const parent = scripted([{ repeat: 201, ...task('part {{i}}') }, { text: 'done' }]);
+    const t = tree({ parentModel: parent, childModel: () => scripted([{ text: 'ok' }]), execution: { sessionMaxActions: 1000 } });
+    await t.runner.run();
+    expect(t.root.ofType('subagent_started')).toHaveLength(200);
+    expect(t.root.ofType('subagent_refused')).toEqual([expect.objectContaining({ class: 'subagent_max_per_session' })]);
+  });
+
+  it('AG4/AG6: the 21st concurrent background subagent is refused; TaskResult reads a finished report', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const blocking: ModelProvider = {
+      ref: 'blocking',
+      complete: async (req: ModelRequest): Promise<TurnResult> => {
+        await gate;
+        if (req.signal.aborted) throw new Error('aborted');
+        return { text: 'child report', toolCalls: [], stopReason: 'end_turn' };
+      },
+    };
+    const parent = scripted([{ repeat: 21, ...task('bg {{i}}', { background: true }) }, { text: 'waiting' }]);
+    const t = tree({ parentModel: parent, childModel: () => blocking, headless: false });
+    const run = t.runner.run();
+    const r = await run;
+    expect(t.root.ofType('subagent_started').filter((e) => e.background)).toHaveLength(20);
+    expect(t.root.ofType('subagent_refused')).toEqual([expect.objectContaining({ class: 'subagent_max_concurrent' })]);
+    release();
+    await t.service.settle();
+    const firstChild = t.root.ofType('subagent_started')[0]!.childSessionId;
+    const answer = await t.service.result({ sessionId: 'ses_root', depth: 0, headless: false, tools: [], readOnly: false, signal: new AbortController().signal }, firstChild);
+    expect(answer.ok).toBe(true);
+    expect(r.outcome.status).toBe('completed');
+  });
+
+  it('AG5: a child stopped by its own action limit reports "cut short"; headless background runs synchronously, announced', async () => {
+    const capped = agent('capped', { execution: { sessionMaxActions: 1 } });
+    const parent = scripted([{ tool_calls: [{ name: 'Task', arguments: { agent: 'capped', instruction: 'read twice', background: true } }] }, { text: 'parent done' }]);
+    const child = scripted([{ tool_calls: [{ name: 'Read', arguments: { path: 'README.md' } }] }, { tool_calls: [{ name: 'Read', arguments: { path: 'README.md', limit: 1 } }] }, { text: 'child summary' }]);
+    const t = tree({ parentModel: parent, childModel: () => child, agents: [capped] });
+    await t.runner.run();
+    expect(t.root.ofType('subagent_finished')[0]).toMatchObject({ report: 'cut_short', stopReason: 'limit_actions' });
+    const toolAnswer = t.root.ofType('subagent_started')[0]!;
+    expect(toolAnswer.background).toBe(false);
+  });
+
+  it('AG3: delegation only to mode subagent|all, and a read-only persona narrows the child', async () => {
+    const primary = agent('lead', { mode: 'primary' });
+    const parent = scripted([
+      { tool_calls: [{ name: 'Task', arguments: { agent: 'lead', instruction: 'x' } }] },
+      { tool_calls: [{ name: 'Task', arguments: { agent: 'explore', instruction: 'look' } }] },
+      { tool_calls: [{ name: 'Bash', arguments: { command: 'npm test' } }] },
+      { text: 'explored' },
+      { text: 'done' },
+    ]);
+    const t = tree({ parentModel: parent, agents: [primary] });
+    await t.runner.run();
+    const child = [...t.recorders.entries()].find(([id]) => id !== 'ses_root')![1];
+    expect(child.ofType('decision')[0]).toMatchObject({ effect: 'deny', class: 'tool_not_in_catalogue' });
+    expect(t.execHost.commands).toEqual([]);
+    expect(t.root.ofType('subagent_started')).toHaveLength(1);
+  });
+});
