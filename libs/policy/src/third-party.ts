@@ -1,6 +1,7 @@
 import picomatch from 'picomatch';
 import path from 'node:path';
 import type { Decision, ThirdPartyFile } from './decision';
+import { LruCache } from './lru';
 import type { Policy } from './schema';
 
 type Matcher = (p: string) => boolean;
@@ -44,11 +45,28 @@ export function normaliseRelative(p: string): string {
   return n.replace(/^(\.\/)+/, '').replace(/^\/+/, '');
 }
 
+const classified = new WeakMap<object, LruCache<string, string | null>>();
+
 /** The third-party class of a path, or null when the path is an ordinary project file. */
 export function classifyPath(filePath: string, policy: Policy): string | null {
+  // Matching a path against every glob costs tens of microseconds; the same paths recur.
+  let cache = classified.get(policy.thirdPartyFiles);
+  if (!cache) {
+    cache = new LruCache(2048);
+    classified.set(policy.thirdPartyFiles, cache);
+  }
+  const hit = cache.get(filePath);
+  if (hit !== undefined) return hit;
   const rel = normaliseRelative(filePath);
-  for (const { name, matches } of classMatchers(policy)) if (matches(rel)) return name;
-  return null;
+  let found: string | null = null;
+  for (const { name, matches } of classMatchers(policy)) {
+    if (matches(rel)) {
+      found = name;
+      break;
+    }
+  }
+  cache.set(filePath, found);
+  return found;
 }
 
 /** The class of a change: its path first, then binary content, then its size. */
