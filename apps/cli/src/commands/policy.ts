@@ -6,7 +6,6 @@ import { CliError, EXIT_OK } from '../errors';
 
 type Done = (code: Promise<number>) => void;
 
-const LOCAL = ['init', 'check', 'explain'];
 /** Global options that take a value and may come before `policy`. */
 const VALUED_GLOBALS = ['--profile', '--gateway', '--token'];
 
@@ -21,7 +20,8 @@ export async function runLocalPolicyCommand(argv: string[], ctx: Pick<CliContext
     const flag = argv[i] as string;
     i += VALUED_GLOBALS.includes(flag) ? 2 : flag.includes('=') && VALUED_GLOBALS.includes(flag.split('=')[0] as string) ? 1 : Number.POSITIVE_INFINITY;
   }
-  if (argv[i] !== 'policy' || !LOCAL.includes(argv[i + 1] ?? '')) return null;
+  // Everything under `policy` except `publish` (which needs the gateway) and help requests.
+  if (argv[i] !== 'policy' || argv[i + 1] === 'publish' || argv[i + 1] === 'help') return null;
   const rest = argv.slice(i + 1);
   const dashes = rest.indexOf('--');
   const before = dashes < 0 ? rest : rest.slice(0, dashes);

@@ -1,0 +1,96 @@
+import type { ApprovalView } from '@lemniscate/contracts';
+import { Command } from 'commander';
+import { connect, globalFlags, type CliContext } from '../context';
+import { EXIT_OK } from '../errors';
+import { colourDiff } from '../output/render';
+import { shorten, table } from '../output/table';
+
+type Done = (code: Promise<number>) => void;
+
+export function subjectOf(a: ApprovalView): string {
+  const p = a.payload;
+  if ('command' in p) return p.command;
+  if ('diff' in p) return p.files && p.files.length > 0 ? p.files.join(', ') : `diff of ${p.diff.split('\n').length} lines`;
+  return `+${p.amount} ${p.extension}`;
+}
+
+export function showApproval(a: ApprovalView): string {
+  const p = a.payload;
+  const third = a.flags.thirdParty;
+  const lines = [`Approval ${a.id} (${a.kind}) from ${a.agent} in session ${a.sessionId}: ${a.state}`];
+  if ('command' in p) lines.push(`$ ${p.command}`);
+  else if ('diff' in p) lines.push(colourDiff(p.diff, new Set(third.map((t) => t.path))));
+  else lines.push(`Extension: +${p.amount} ${p.extension}`);
+  if (third.length > 0) lines.push(`THIRD-PARTY FILES: ${third.map((t) => `${t.path} (${t.class})`).join(', ')}`);
+  return `${lines.join('\n')}\n`;
+}
+
+export function registerApprovals(program: Command, ctx: CliContext, done: Done): void {
+  const approvals = program
+    .command('approvals')
+    .description('list pending approvals; `approve ID` or `reject ID` answers one')
+    .option('--json', 'print JSON')
+    .option('--session <id>', 'only this session\'s approvals')
+    .addHelpText('after', '\nExamples:\n  $ lemni approvals\n  $ lemni approvals approve 01JD3X0B2C\n  $ lemni approvals reject 01JD3X0B2C --reason "touches CI"')
+    .action((opts: { json?: boolean; session?: string }, cmd: Command) =>
+      done(
+        (async () => {
+          const { client } = connect(ctx, globalFlags(cmd.optsWithGlobals()));
+          const list = await client.listApprovals({ state: 'pending', sessionId: opts.session });
+          if (opts.json) ctx.stdout(`${JSON.stringify(list)}\n`);
+          else if (list.length === 0) ctx.stdout('No pending approvals.\n');
+          else
+            ctx.stdout(
+              table(
+                ['ID', 'KIND', 'AGENT', 'SESSION', 'THIRD-PARTY', 'SUBJECT'],
+                list.map((a) => [a.id, a.kind, a.agent, a.sessionId, a.flags.thirdParty.length > 0 ? 'YES' : '', shorten(subjectOf(a), 70)]),
+              ),
+            );
+          return EXIT_OK;
+        })(),
+      ),
+    );
+  approvals
+    .command('show <id>')
+    .description('show one approval with the exact command or the coloured diff')
+    .addHelpText('after', '\nExample:\n  $ lemni approvals show 01JD3X0B2C')
+    .action((id: string, _opts: unknown, cmd: Command) =>
+      done(
+        (async () => {
+          const { client } = connect(ctx, globalFlags(cmd.optsWithGlobals()));
+          ctx.stdout(showApproval(await client.getApproval(id)));
+          return EXIT_OK;
+        })(),
+      ),
+    );
+  approvals
+    .command('approve <id>')
+    .description('approve a pending command, write or extension')
+    .option('--remember', 'for a command: approve identical commands for the rest of the session (only if the policy allows it)')
+    .addHelpText('after', '\nExample:\n  $ lemni approvals approve 01JD3X0B2C --remember')
+    .action((id: string, opts: { remember?: boolean }, cmd: Command) =>
+      done(
+        (async () => {
+          const { client } = connect(ctx, globalFlags(cmd.optsWithGlobals()));
+          const a = await client.answerApproval(id, 'approve', { rememberCommand: opts.remember === true });
+          ctx.stdout(`Approved ${a.id} (${a.kind}: ${shorten(subjectOf(a), 80)}).\n`);
+          return EXIT_OK;
+        })(),
+      ),
+    );
+  approvals
+    .command('reject <id>')
+    .description('reject a pending command, write or extension; rejected writes never reach the working copy')
+    .option('--reason <text>', 'told to the agent and recorded in the audit log')
+    .addHelpText('after', '\nExample:\n  $ lemni approvals reject 01JD3X0B2C --reason "no changes to the CI configuration"')
+    .action((id: string, opts: { reason?: string }, cmd: Command) =>
+      done(
+        (async () => {
+          const { client } = connect(ctx, globalFlags(cmd.optsWithGlobals()));
+          const a = await client.answerApproval(id, 'reject', opts.reason ? { reason: opts.reason } : {});
+          ctx.stdout(`Rejected ${a.id} (${a.kind}: ${shorten(subjectOf(a), 80)}).\n`);
+          return EXIT_OK;
+        })(),
+      ),
+    );
+}

@@ -1,0 +1,83 @@
+import { Command, Option } from 'commander';
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { connect, globalFlags, type CliContext } from '../context';
+import { CliError, EXIT_FAILURE, EXIT_OK } from '../errors';
+
+type Done = (code: Promise<number>) => void;
+
+interface ExportFlags {
+  format: 'jsonl' | 'csv';
+  project?: string;
+  user?: string;
+  session?: string;
+  kind?: string;
+  from?: string;
+  to?: string;
+  output?: string;
+}
+
+function checkTime(value: string | undefined, flag: string): void {
+  if (value !== undefined && Number.isNaN(Date.parse(value))) throw new CliError(`${flag} must be a date or time such as 2026-11-29 or 2026-11-29T10:00:00Z, not "${value}".`, 'usage');
+}
+
+export function registerAudit(program: Command, ctx: CliContext, done: Done): void {
+  const audit = program.command('audit').description('the tamper-evident audit log (security officers and administrators)');
+  audit
+    .command('verify')
+    .description('walk the hash chain; exit 0 when intact, 1 naming the first altered, removed or reordered entry')
+    .option('--json', 'print the gateway\'s verification result as JSON')
+    .addHelpText('after', '\nExample:\n  $ lemni --profile security audit verify')
+    .action((opts: { json?: boolean }, cmd: Command) =>
+      done(
+        (async () => {
+          const { client } = connect(ctx, globalFlags(cmd.optsWithGlobals()));
+          const r = await client.auditVerify();
+          if (opts.json) ctx.stdout(`${JSON.stringify(r)}\n`);
+          else if (r.ok) ctx.stdout(`The audit chain is intact${r.checked !== undefined ? ` (${r.checked} entries checked)` : ''}.\n`);
+          else {
+            const at = r.firstBreak ? ` at entry ${r.firstBreak.seq}${r.firstBreak.reason ? `: ${r.firstBreak.reason}` : ''}` : '';
+            ctx.stdout(`The audit chain is broken${at}.${r.message ? ` ${r.message}` : ''}\n`);
+          }
+          return r.ok ? EXIT_OK : EXIT_FAILURE;
+        })(),
+      ),
+    );
+  audit
+    .command('export')
+    .description('stream the audit log, filtered, as JSON lines or CSV')
+    .addOption(new Option('--format <format>', 'jsonl or csv').choices(['jsonl', 'csv']).default('jsonl'))
+    .option('--project <name>', 'only this project')
+    .option('--user <id>', 'only this user')
+    .option('--session <id>', 'only this session')
+    .option('--kind <kind>', 'only this kind of entry')
+    .option('--from <time>', 'entries at or after this time')
+    .option('--to <time>', 'entries before this time')
+    .option('-o, --output <file>', 'write to this file instead of standard output')
+    .addHelpText('after', '\nExamples:\n  $ lemni audit export --format csv --from 2026-11-01 -o november.csv\n  $ lemni audit export --session 01JD3W7Q8Z')
+    .action((opts: ExportFlags, cmd: Command) =>
+      done(
+        (async () => {
+          checkTime(opts.from, '--from');
+          checkTime(opts.to, '--to');
+          const global = cmd.optsWithGlobals();
+          const { client } = connect(ctx, globalFlags({ ...global, project: undefined }));
+          const projectName = opts.project ?? (typeof global.project === 'string' ? global.project : undefined);
+          const projectId = projectName ? (await client.projectByName(projectName)).id : undefined;
+          let file: WriteStream | undefined;
+          if (opts.output) file = createWriteStream(opts.output, { mode: 0o600 });
+          // Chunks can split a multi-byte character; the decoder carries it over to the next chunk.
+          const decoder = new TextDecoder();
+          try {
+            await client.auditExport({ format: opts.format, project: projectId, user: opts.user, session: opts.session, kind: opts.kind, from: opts.from, to: opts.to }, (chunk) =>
+              file ? file.write(chunk) : ctx.stdout(decoder.decode(chunk, { stream: true })),
+            );
+            if (!file) ctx.stdout(decoder.decode());
+          } finally {
+            if (file) await new Promise<void>((resolve) => file.end(resolve));
+          }
+          if (opts.output) ctx.stderr(`Audit log written to ${opts.output}.\n`);
+          return EXIT_OK;
+        })(),
+      ),
+    );
+}

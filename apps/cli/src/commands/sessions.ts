@@ -1,0 +1,101 @@
+import { SessionStatus, type SessionView, type ToolCallView } from '@lemniscate/contracts';
+import { Command, Option } from 'commander';
+import pc from 'picocolors';
+import { connect, globalFlags, type CliContext } from '../context';
+import { CliError, EXIT_OK } from '../errors';
+import { describeCall } from '../output/render';
+import { shorten, table } from '../output/table';
+
+type Done = (code: Promise<number>) => void;
+
+function statusOf(s: SessionView): string {
+  return s.stopReason && s.status !== 'completed' ? `${s.status} (${s.stopReason})` : s.status;
+}
+
+export function describeSession(s: SessionView, calls: ToolCallView[]): string {
+  const lines = [
+    `Session   ${s.id}`,
+    `Status    ${statusOf(s)}`,
+    `Agent     ${s.agent}${s.depth > 0 ? ` (subagent, depth ${s.depth}, parent ${s.parentSessionId ?? '?'})` : ''}`,
+    `Project   ${s.projectId}`,
+    `Started   ${s.startedAt}${s.endedAt ? `, ended ${s.endedAt}` : ''}`,
+    `Actions   ${s.actionsUsed} used, ${s.extensionsUsed} extension(s)`,
+    `Base      ${s.baseCommit ?? 'unknown'}${s.branch ? ` on ${s.branch}` : ''}${s.includedUncommitted ? ', with uncommitted changes' : ''}`,
+    `Headless  ${s.headless ? 'yes' : 'no'}`,
+    '',
+    'Instruction:',
+    `  ${s.instruction.split('\n').join('\n  ')}`,
+  ];
+  if (calls.length > 0) {
+    lines.push('', 'Tool calls:');
+    for (const c of calls) {
+      const d = c.decision ? `${c.decision.effect} (${c.decision.rule})` : 'no decision';
+      lines.push(`  ${String(c.seq).padStart(3)}  ${describeCall(c.name, c.arguments)}  → ${d}`);
+    }
+  }
+  if (s.summary) lines.push('', 'Summary:', `  ${s.summary.split('\n').join('\n  ')}`);
+  lines.push('', s.finalPatch ? `Approved patch: ${s.finalPatch.split('\n').filter((l) => l.startsWith('diff --git')).length} file(s); \`lemni apply ${s.id}\` applies it.` : 'No approved patch.');
+  return `${lines.join('\n')}\n`;
+}
+
+export function registerSessions(program: Command, ctx: CliContext, done: Done): void {
+  program
+    .command('sessions')
+    .description('list recent sessions you can see, newest first')
+    .option('--json', 'print the sessions as a JSON array')
+    .addOption(new Option('--status <status>', 'only sessions in this state').choices(SessionStatus.options))
+    .option('--limit <n>', 'at most this many (1-500)', '30')
+    .addHelpText('after', '\nExamples:\n  $ lemni sessions\n  $ lemni sessions --project demo --status running --json')
+    .action((opts: { json?: boolean; status?: SessionStatus; limit: string }, cmd: Command) =>
+      done(
+        (async () => {
+          const limit = Number(opts.limit);
+          if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new CliError(`--limit must be a whole number from 1 to 500, not "${opts.limit}".`, 'usage');
+          const { client, connection } = connect(ctx, globalFlags(cmd.optsWithGlobals()));
+          const flags = cmd.optsWithGlobals() as { project?: string };
+          const projectId = flags.project ? (await client.projectByName(connection.project ?? flags.project)).id : undefined;
+          const sessions = await client.listSessions({ projectId, status: opts.status, limit });
+          if (opts.json) ctx.stdout(`${JSON.stringify(sessions)}\n`);
+          else if (sessions.length === 0) ctx.stdout('No sessions.\n');
+          else ctx.stdout(table(['ID', 'STATUS', 'AGENT', 'ACTIONS', 'STARTED', 'INSTRUCTION'], sessions.map((s) => [s.id, statusOf(s), s.agent, String(s.actionsUsed), s.startedAt.slice(0, 19).replace('T', ' '), shorten(s.instruction, 60)])));
+          return EXIT_OK;
+        })(),
+      ),
+    );
+
+  const session = program.command('session').description('one session: `lemni session show ID`');
+  session
+    .command('show <id>')
+    .description('show a session: status, stop reason, budget used, base commit, tool calls and decisions, summary')
+    .option('--json', 'print {session, toolCalls} as JSON')
+    .addHelpText('after', '\nExample:\n  $ lemni session show 01JD3W7Q8Z --json')
+    .action((id: string, opts: { json?: boolean }, cmd: Command) =>
+      done(
+        (async () => {
+          const { client } = connect(ctx, globalFlags(cmd.optsWithGlobals()));
+          const s = await client.getSession(id);
+          const calls = await client.toolCalls(id);
+          ctx.stdout(opts.json ? `${JSON.stringify({ session: s, toolCalls: calls })}\n` : describeSession(s, calls));
+          return EXIT_OK;
+        })(),
+      ),
+    );
+
+  program
+    .command('stop <id>')
+    .description('stop a session now: its work is interrupted, unapproved writes rejected, its sandbox destroyed (A3)')
+    .option('--reason <text>', 'recorded in the audit log')
+    .addHelpText('after', '\nExample:\n  $ lemni stop 01JD3W7Q8Z --reason "wrong branch"')
+    .action((id: string, opts: { reason?: string }, cmd: Command) =>
+      done(
+        (async () => {
+          const { client } = connect(ctx, globalFlags(cmd.optsWithGlobals()));
+          const r = await client.stopSession(id, opts.reason);
+          ctx.stdout(
+            `Session ${r.session.id} is ${statusOf(r.session)}: ${r.approvalsRejected} pending approval(s) rejected, ${r.sandboxDestroyed ? 'sandbox destroyed' : pc.yellow(`sandbox not destroyed yet${r.sandboxNote ? ` (${r.sandboxNote})` : ''}`)}.\n`,
+          );
+          return EXIT_OK;
+        })(),
+      ),
+    );
+}

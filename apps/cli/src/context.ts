@@ -1,0 +1,37 @@
+import { configPath, loadConfig, resolveConnection, type CliConfig, type Connection, type ConnectionFlags, type Env } from './config/config';
+import { GatewayClient } from './gateway/gateway-client';
+import type { Prompter } from './interactive/prompter';
+
+/** Everything a command touches outside itself, so commands run the same in tests and for real. */
+export interface CliContext {
+  env: Env;
+  cwd: string;
+  stdout(text: string): void;
+  stderr(text: string): void;
+  /** Whether a person is at the terminal (interactive mode and prompts need one). */
+  isTTY: boolean;
+  /** Registers what Ctrl-C does; returns a function that unregisters it. */
+  onInterrupt(handler: () => void): () => void;
+  /** The interactive prompts, loaded only when needed. */
+  prompter(): Promise<Prompter>;
+  fetch: typeof fetch;
+}
+
+export function configFile(ctx: CliContext): string {
+  return configPath(ctx.env);
+}
+
+export function readConfig(ctx: CliContext): CliConfig {
+  return loadConfig(configFile(ctx), (line) => ctx.stderr(`${line}\n`));
+}
+
+export function connect(ctx: CliContext, flags: ConnectionFlags): { connection: Connection; client: GatewayClient } {
+  const path = configFile(ctx);
+  const connection = resolveConnection(flags, ctx.env, loadConfig(path, (line) => ctx.stderr(`${line}\n`)), path);
+  return { connection, client: new GatewayClient(connection.gateway, connection.token, ctx.fetch) };
+}
+
+export function globalFlags(opts: Record<string, unknown>): ConnectionFlags {
+  const str = (k: string) => (typeof opts[k] === 'string' ? (opts[k] as string) : undefined);
+  return { profile: str('profile'), gateway: str('gateway'), token: str('token'), project: str('project') };
+}

@@ -1,0 +1,231 @@
+import type { GatewayEvent, ProjectView, SessionEventOf } from '@lemniscate/contracts';
+import pc from 'picocolors';
+import { EXIT_OK } from '../errors';
+import { applyPatch, inspectCheckout, isCheckoutOf } from '../git/git';
+import { colourDiff, describeEvent } from '../output/render';
+import { buildStartRequest } from '../session/headless';
+import { ResultCollector } from '../session/result';
+import type { SessionRunApi } from '../session/session-api';
+import { isTerminal } from '../gateway/event-stream';
+import type { ApprovalAnswer, ApprovalQuestion, Prompter, Spinner } from './prompter';
+
+export interface InteractiveOptions {
+  project: ProjectView;
+  agent?: string | undefined;
+  model?: string | undefined;
+  includeUncommitted: boolean;
+  apply?: boolean | undefined;
+  cwd: string;
+}
+
+export interface InteractiveIo {
+  stdout(text: string): void;
+  stderr(text: string): void;
+  onInterrupt(handler: () => void): () => void;
+  spinner: Spinner;
+}
+
+/** `@explore find the parsers` → a background session with that agent. */
+export function parseMention(text: string): { agent: string; instruction: string } | null {
+  const m = /^@([A-Za-z0-9][A-Za-z0-9._-]{0,63})\s+([\s\S]+)$/.exec(text.trim());
+  if (!m || !m[1] || !m[2] || m[2].trim() === '') return null;
+  return { agent: m[1], instruction: m[2].trim() };
+}
+
+interface PendingApproval {
+  question: ApprovalQuestion;
+  abort: AbortController;
+  resolve: (answer: ApprovalAnswer | 'grant' | 'decline' | null) => void;
+}
+
+/**
+ * One approval point for every session this terminal follows (foreground and background): questions
+ * are asked one at a time, and a question answered elsewhere (the console) is withdrawn.
+ */
+export class ApprovalDesk {
+  private readonly queue: PendingApproval[] = [];
+  private current: PendingApproval | null = null;
+  private readonly waiters: (() => void)[] = [];
+  private readonly listeners = new Set<() => void>();
+
+  constructor(private readonly prompter: Prompter) {}
+
+  get busy(): boolean {
+    return this.current !== null || this.queue.length > 0;
+  }
+
+  /** Resolves when the desk has nothing to ask (used to re-open the instruction prompt). */
+  idle(): Promise<void> {
+    return this.busy ? new Promise((resolve) => this.waiters.push(resolve)) : Promise.resolve();
+  }
+
+  /** Called whenever a question arrives, so an open instruction prompt can make way for it. */
+  onQuestion(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  ask(question: ApprovalQuestion): Promise<ApprovalAnswer | 'grant' | 'decline' | null> {
+    return new Promise((resolve) => {
+      this.queue.push({ question, abort: new AbortController(), resolve });
+      this.listeners.forEach((l) => l());
+      void this.pump();
+    });
+  }
+
+  withdraw(approvalId: string): void {
+    if (this.current?.question.approvalId === approvalId) this.current.abort.abort();
+    const i = this.queue.findIndex((p) => p.question.approvalId === approvalId);
+    if (i >= 0) this.queue.splice(i, 1)[0]?.resolve(null);
+  }
+
+  private async pump(): Promise<void> {
+    if (this.current) return;
+    const next = this.queue.shift();
+    if (!next) {
+      this.waiters.splice(0).forEach((w) => w());
+      return;
+    }
+    this.current = next;
+    try {
+      const answer =
+        next.question.kind === 'extension'
+          ? await this.prompter.extension(next.question.shown, next.abort.signal)
+          : await this.prompter.approval(next.question, next.abort.signal);
+      next.resolve(next.abort.signal.aborted ? null : answer);
+    } catch {
+      next.resolve(null);
+    } finally {
+      this.current = null;
+      void this.pump();
+    }
+  }
+}
+
+function questionFor(event: SessionEventOf<'approval_requested'>, raw: GatewayEvent): ApprovalQuestion {
+  const rawThirdParty = (raw as Record<string, unknown>).thirdPartyFiles;
+  const thirdParty = Array.isArray(rawThirdParty) ? rawThirdParty.filter((p): p is string => typeof p === 'string') : [];
+  let shown: string;
+  if (event.kind === 'command') shown = `${pc.bold('$')} ${event.subject}`;
+  else if (event.kind === 'extension') shown = event.subject;
+  else shown = colourDiff(event.subject, new Set(thirdParty));
+  if (event.thirdParty) shown += `\n${pc.bgRed(pc.white(' THIRD-PARTY FILES '))} ${thirdParty.length > 0 ? thirdParty.join(', ') : 'this change touches files executed by third parties (CI, build scripts, manifests, hooks)'}`;
+  return {
+    approvalId: event.approvalId,
+    agent: event.agent,
+    kind: event.kind,
+    shown,
+    thirdParty,
+    offerIdentical: event.kind === 'command' && (raw as Record<string, unknown>).reapprovalExempt === true,
+  };
+}
+
+/**
+ * Follows one session, rendering its events and sending its approval questions to the desk. Returns
+ * the session's exit code.
+ */
+export async function followInteractive(api: SessionRunApi, sessionId: string, desk: ApprovalDesk, io: InteractiveIo, label: string | null, collector: ResultCollector): Promise<number> {
+  const calls = new Map<string, string>();
+  const prefix = label ? pc.magenta(`[${label}] `) : '';
+  const write = (line: string) => {
+    io.spinner.stop();
+    io.stdout(`${prefix}${line}\n`);
+  };
+  const answering: Promise<void>[] = [];
+  for await (const raw of api.follow(sessionId, {})) {
+    const event = collector.add(raw);
+    if (!event) continue;
+    if (event.type === 'approval_requested') {
+      io.spinner.stop();
+      const question = questionFor(event, raw);
+      answering.push(
+        desk.ask(question).then(async (answer) => {
+          if (answer === null) return;
+          if (answer === 'stop') {
+            write(pc.yellow('Stopping the session…'));
+            await api.stopSession(sessionId, 'stopped from the terminal').catch((e: unknown) => write(pc.red(`Could not stop: ${(e as Error).message}`)));
+            return;
+          }
+          const approve = answer === 'approve' || answer === 'approve_identical' || answer === 'grant';
+          await api
+            .answerApproval(event.approvalId, approve ? 'approve' : 'reject', { rememberCommand: answer === 'approve_identical' })
+            .catch((e: unknown) => write(pc.red(`Could not answer approval ${event.approvalId}: ${(e as Error).message}`)));
+        }),
+      );
+      continue;
+    }
+    if (event.type === 'approval_answered') desk.withdraw(event.approvalId);
+    const line = describeEvent(event, calls);
+    if (line !== null) write(line);
+    if (event.type === 'decision' && event.effect === 'allow') io.spinner.start(`${prefix}${calls.get(event.callId) ?? 'running'}`);
+    if (event.type === 'approval_answered' && event.answer === 'approved') io.spinner.start(`${prefix}running`);
+    if (event.type === 'tool_result' || isTerminal(raw, sessionId)) io.spinner.stop();
+  }
+  io.spinner.stop();
+  await Promise.all(answering);
+  return collector.ending?.exit_code ?? (await api.getSession(sessionId).then((s) => (s.status === 'completed' ? 0 : s.status === 'stopped' ? 3 : 1)));
+}
+
+/**
+ * `lemni` without `-p`: asks for an instruction, runs it as a session with approvals in the
+ * terminal, and asks again. Ctrl-C during a session stops it (A3); at the prompt it leaves.
+ */
+export async function runInteractive(api: SessionRunApi, prompter: Prompter, options: InteractiveOptions, io: InteractiveIo): Promise<number> {
+  const desk = new ApprovalDesk(prompter);
+  const checkout = await inspectCheckout(options.cwd);
+  const inProjectCheckout = checkout ? await isCheckoutOf(checkout, options.project.repositorySource) : false;
+  const background = new Set<Promise<unknown>>();
+  let lastExit = EXIT_OK;
+  let foreground: string | null = null;
+  io.stdout(pc.dim(`Project ${options.project.name}. Type an instruction, @general … or @explore … for a background subagent; Ctrl-C stops a running session, an empty line or Ctrl-D leaves.\n`));
+  for (;;) {
+    await desk.idle();
+    const abort = new AbortController();
+    const off = desk.onQuestion(() => abort.abort());
+    const instruction = await prompter.instruction(abort.signal);
+    off();
+    if (abort.signal.aborted) continue;
+    if (instruction === null || instruction.trim() === '') break;
+    const mention = parseMention(instruction);
+    if (mention) {
+      const request = await buildStartRequest({ ...options, instruction: mention.instruction, agent: mention.agent, outputFormat: 'text' }, checkout, inProjectCheckout, io, false);
+      const child = foreground ? await api.startSubagent(foreground, mention.agent, mention.instruction) : await api.startSession(request);
+      io.stdout(pc.dim(`Background ${mention.agent} session ${child.id} started.\n`));
+      const run = followInteractive(api, child.id, desk, io, mention.agent, new ResultCollector(child.id)).catch((e: unknown) => io.stderr(`${(e as Error).message}\n`));
+      background.add(run);
+      void run.finally(() => background.delete(run));
+      continue;
+    }
+    const request = await buildStartRequest({ ...options, instruction, outputFormat: 'text' }, checkout, inProjectCheckout, io, false);
+    const session = await api.startSession(request);
+    foreground = session.id;
+    let stopping = false;
+    const unregister = io.onInterrupt(() => {
+      if (stopping) return;
+      stopping = true;
+      io.spinner.stop();
+      io.stdout(pc.yellow('Stopping the session (unapproved writes rejected, sandbox destroyed)…\n'));
+      api.stopSession(session.id, 'Ctrl-C in the terminal').catch((e: unknown) => io.stderr(`Could not stop session ${session.id}: ${(e as Error).message}\n`));
+    });
+    const collector = new ResultCollector(session.id);
+    try {
+      lastExit = await followInteractive(api, session.id, desk, io, null, collector);
+    } finally {
+      unregister();
+      foreground = null;
+    }
+    const final = await api.getSession(session.id).catch(() => null);
+    const result = collector.result(final, options.project.name, session.agent, request.includedUncommitted ?? false);
+    if (result.summary) io.stdout(`${result.summary}\n`);
+    if (result.status === 'completed' && result.patch.trim() !== '' && checkout && options.apply !== false) {
+      const mine = inProjectCheckout || (await isCheckoutOf(checkout, options.project.repositorySource, result.base_commit));
+      const wanted = options.apply === true || (mine && (await prompter.confirm(`Apply the approved patch to ${checkout.root}?`, true)));
+      if (wanted) {
+        const outcome = await applyPatch(checkout.root, result.patch);
+        io.stdout(outcome.applied ? pc.green(`Applied to ${checkout.root}: ${outcome.files.join(', ')}.\n`) : pc.red(`${outcome.message}\n`));
+      }
+    }
+  }
+  await Promise.all(background);
+  return lastExit;
+}

@@ -1,0 +1,146 @@
+import type { GatewayEvent, ProjectView, SessionView } from '@lemniscate/contracts';
+import { CliError, EXIT_FAILURE } from '../errors';
+import { applyPatch, inspectCheckout, isCheckoutOf, uncommittedPatch, type Checkout } from '../git/git';
+import type { StartSessionRequest } from '../gateway/gateway-client';
+import { describeEvent, stopSentence } from '../output/render';
+import { ResultCollector, type HeadlessResult } from './result';
+import type { SessionRunApi } from './session-api';
+
+export type OutputFormat = 'text' | 'json' | 'stream-json';
+
+export interface HeadlessOptions {
+  instruction: string;
+  project: ProjectView;
+  agent?: string | undefined;
+  model?: string | undefined;
+  outputFormat: OutputFormat;
+  /** undefined: apply when run inside a checkout of the project's repository. */
+  apply?: boolean | undefined;
+  includeUncommitted: boolean;
+  cwd: string;
+}
+
+export interface HeadlessIo {
+  stdout(text: string): void;
+  stderr(text: string): void;
+  /** Registers what Ctrl-C does; returns a function that unregisters it. */
+  onInterrupt(handler: () => void): () => void;
+}
+
+/** Builds the session request: the base commit is sent only when the gateway can find it. */
+export async function buildStartRequest(options: HeadlessOptions, checkout: Checkout | null, inProjectCheckout: boolean, io: Pick<HeadlessIo, 'stderr'>, headless: boolean): Promise<StartSessionRequest> {
+  const request: StartSessionRequest = { projectId: options.project.id, instruction: options.instruction, headless, includedUncommitted: false };
+  if (options.agent) request.agent = options.agent;
+  if (options.model) request.model = options.model;
+  if (options.includeUncommitted) {
+    if (!checkout) throw new CliError('--include-uncommitted needs to run inside a git checkout of the project\'s repository.', 'usage');
+    if (!checkout.head) throw new CliError(`The repository at ${checkout.root} has no commit yet; commit once before using --include-uncommitted.`, 'git');
+    const uncommitted = await uncommittedPatch(checkout.root);
+    if (uncommitted.excluded.length > 0) io.stderr(`Not uploaded (they look like secrets): ${uncommitted.excluded.join(', ')}.\n`);
+    io.stderr(uncommitted.files.length > 0 ? `Including ${uncommitted.files.length} uncommitted file(s) as the starting patch: ${uncommitted.files.join(', ')}.\n` : 'No uncommitted changes to include.\n');
+    request.includedUncommitted = uncommitted.patch !== '';
+    if (uncommitted.patch !== '') request.startingPatch = uncommitted.patch;
+  }
+  if (checkout?.head && (inProjectCheckout || options.includeUncommitted)) {
+    request.baseCommit = checkout.head;
+    if (checkout.branch) request.branch = checkout.branch;
+  }
+  return request;
+}
+
+/**
+ * `lemni -p`: starts a headless session, follows it live and ends with the session's exit code.
+ * Nothing here ever answers an approval: a headless session is created as such and the gateway
+ * refuses, and records, whatever needs a person; this side only announces it.
+ */
+export async function runHeadless(api: SessionRunApi, options: HeadlessOptions, io: HeadlessIo): Promise<number> {
+  const checkout = await inspectCheckout(options.cwd);
+  const inProjectCheckout = checkout ? await isCheckoutOf(checkout, options.project.repositorySource) : false;
+  const request = await buildStartRequest(options, checkout, inProjectCheckout, io, true);
+  const session = await api.startSession(request);
+  const agent = session.agent;
+  io.stderr(`Session ${session.id} started on project ${options.project.name}.\n`);
+  const collector = new ResultCollector(session.id);
+  const calls = new Map<string, string>();
+  let stopping = false;
+  const unregister = io.onInterrupt(() => {
+    if (stopping) return;
+    stopping = true;
+    io.stderr('Stopping the session (rejecting unapproved writes, destroying the sandbox)…\n');
+    api.stopSession(session.id, 'interrupted from the terminal').catch((error: unknown) => io.stderr(`Could not stop session ${session.id}: ${(error as Error).message}\n`));
+  });
+  let streamError: unknown = null;
+  try {
+    for await (const raw of api.follow(session.id, {})) {
+      if (options.outputFormat === 'stream-json') io.stdout(`${JSON.stringify(raw)}\n`);
+      const event = collector.add(raw);
+      if (event?.type === 'approval_requested') {
+        io.stderr(`Refused: ${event.agent} needs a person to approve ${event.kind === 'command' ? `\`${event.subject}\`` : `a ${event.kind}`}, and nobody can approve in a headless run; the gateway records the refusal and the run goes on.\n`);
+      } else if (event && options.outputFormat !== 'stream-json') {
+        const line = describeEvent(event, calls);
+        if (line !== null) io.stderr(`${line}\n`);
+      } else if (!event) {
+        noteUnknown(raw, io);
+      }
+    }
+  } catch (error) {
+    streamError = error;
+  } finally {
+    unregister();
+  }
+  let final: SessionView | null = null;
+  try {
+    final = await api.getSession(session.id);
+  } catch (error) {
+    if (!collector.ending) throw streamError ?? error;
+  }
+  if (!collector.ending && (!final || final.status === 'running')) throw streamError ?? new CliError(`The live events of session ${session.id} ended before the session did.`, 'gateway_error');
+  const result = collector.result(final, options.project.name, agent, request.includedUncommitted ?? false);
+  let exitCode = result.exit_code;
+  exitCode = await maybeApply(result, options, checkout, inProjectCheckout, io, exitCode);
+  if (options.outputFormat === 'json') io.stdout(`${JSON.stringify(result)}\n`);
+  else if (options.outputFormat === 'text') io.stdout(textResult(result));
+  return exitCode;
+}
+
+function noteUnknown(raw: GatewayEvent, io: Pick<HeadlessIo, 'stderr'>): void {
+  if (raw.type === 'approval_requested') io.stderr('Refused: an approval was requested, and nobody can approve in a headless run.\n');
+}
+
+async function maybeApply(result: HeadlessResult, options: HeadlessOptions, checkout: Checkout | null, inProjectCheckout: boolean, io: Pick<HeadlessIo, 'stderr'>, exitCode: number): Promise<number> {
+  if (result.patch.trim() === '' || options.apply === false) return exitCode;
+  if (!checkout) {
+    if (options.apply === true) {
+      result.applied = { applied: false, files: [], conflicts: [], message: 'Not inside a git checkout; nothing was applied.' };
+      io.stderr(`--apply: not inside a git checkout, so the patch was not applied; \`lemni apply ${result.session_id}\` applies it later.\n`);
+      result.classes.push('apply_conflict');
+      return EXIT_FAILURE;
+    }
+    return exitCode;
+  }
+  const mine = inProjectCheckout || (await isCheckoutOf(checkout, options.project.repositorySource, result.base_commit));
+  if (options.apply === undefined && !mine) return exitCode;
+  if (result.status !== 'completed') {
+    io.stderr(`The session did not complete, so its approved patch was not applied; \`lemni apply ${result.session_id}\` applies it if you want it.\n`);
+    return exitCode;
+  }
+  const outcome = await applyPatch(checkout.root, result.patch);
+  if (outcome.applied) {
+    result.applied = { applied: true, files: outcome.files, conflicts: [], message: null };
+    io.stderr(`Applied the approved patch to ${checkout.root} (${outcome.files.length} file(s)); review it and commit under your name.\n`);
+    return exitCode;
+  }
+  result.applied = { applied: false, files: outcome.files, conflicts: outcome.conflicts, message: outcome.message };
+  result.classes.push('apply_conflict');
+  io.stderr(`${outcome.message} The patch is in the session: \`lemni apply ${result.session_id}\` after resolving.\n`);
+  return EXIT_FAILURE;
+}
+
+export function textResult(result: HeadlessResult): string {
+  const lines: string[] = [];
+  if (result.status === 'stopped') lines.push(`Stopped: ${stopSentence(result.stop_reason)}`);
+  if (result.status === 'failed') lines.push('The session failed.');
+  if (result.summary) lines.push(result.summary);
+  if (lines.length === 0) lines.push('Done.');
+  return `${lines.join('\n')}\n`;
+}
