@@ -1,0 +1,96 @@
+import { DynamicModule, Module, type Provider } from '@nestjs/common';
+import { APP_FILTER, APP_GUARD, DiscoveryModule } from '@nestjs/core';
+import { LoggerModule } from 'nestjs-pino';
+import { AuditModule } from './audit/audit.module';
+import { AccessService } from './auth/access.service';
+import { AuthController } from './auth/auth.controller';
+import { AuthGuard } from './auth/auth.guard';
+import { AuthService } from './auth/auth.service';
+import { AppErrorFilter } from './common/error.filter';
+import { requestIdFor } from './common/request-id';
+import { GATEWAY_CONFIG, type GatewayConfig } from './config/config';
+import { DatabaseModule } from './db/database.module';
+import { DATABASE } from './db/tokens';
+import type { Database } from './db/database';
+import { EVENT_FAN_OUT, InProcessFanOut, type EventFanOut } from './events/event-bus';
+import { EventsGateway } from './events/events.gateway';
+import { EventsService } from './events/events.service';
+import { PgNotifyFanOut } from './events/pg-notify.fan-out';
+import { ExecHostClient } from './exec-host/exec-host.client';
+import { HealthController } from './health/health.controller';
+import { MetricsService } from './health/metrics.service';
+import { OpenApiController } from './openapi/openapi.controller';
+import { PoliciesController } from './projects/policies.controller';
+import { PoliciesService } from './projects/policies.service';
+import { ProjectsController } from './projects/projects.controller';
+import { ProjectsService } from './projects/projects.service';
+import { ApprovalsController } from './sessions/approvals.controller';
+import { ApprovalsService } from './sessions/approvals.service';
+import { RevocationService } from './sessions/revocation.service';
+import { SessionRunRegistry } from './sessions/session-run.registry';
+import { SessionsController } from './sessions/sessions.controller';
+import { SessionsService } from './sessions/sessions.service';
+import { CREDENTIALS_OUTPUT, UsersService, type CredentialsOutput } from './users/users.service';
+import { UsersController } from './users/users.controller';
+
+export interface AppModuleOptions {
+  config: GatewayConfig;
+  /** An already open database (tests); otherwise the module opens and migrates its own. */
+  database?: Database;
+  /** Where first-start credentials are printed (standard output by default). */
+  credentialsOutput?: CredentialsOutput;
+}
+
+export const CONTROLLERS = [AuthController, UsersController, ProjectsController, PoliciesController, SessionsController, ApprovalsController, HealthController, OpenApiController];
+
+@Module({})
+export class AppModule {
+  static forRoot(options: AppModuleOptions): DynamicModule {
+    const { config } = options;
+    const providers: Provider[] = [
+      { provide: GATEWAY_CONFIG, useValue: config },
+      { provide: CREDENTIALS_OUTPUT, useValue: options.credentialsOutput ?? ((text: string) => process.stdout.write(`${text}\n`)) },
+      {
+        provide: EVENT_FAN_OUT,
+        // PostgreSQL: LISTEN/NOTIFY reaches every replica. PGlite is in-process, so is its fan-out.
+        useFactory: (database: Database): EventFanOut => (database.driver.kind === 'postgres' ? new PgNotifyFanOut(database.driver.url) : new InProcessFanOut()),
+        inject: [DATABASE],
+      },
+      { provide: APP_GUARD, useClass: AuthGuard },
+      { provide: APP_FILTER, useClass: AppErrorFilter },
+      MetricsService,
+      ExecHostClient,
+      AuthService,
+      AccessService,
+      UsersService,
+      ProjectsService,
+      PoliciesService,
+      SessionsService,
+      ApprovalsService,
+      RevocationService,
+      SessionRunRegistry,
+      EventsService,
+      EventsGateway,
+    ];
+    return {
+      module: AppModule,
+      imports: [
+        options.database ? DatabaseModule.forDatabase(options.database) : DatabaseModule.forRoot({ url: config.databaseUrl, dataDir: config.dataDir }),
+        AuditModule,
+        DiscoveryModule,
+        LoggerModule.forRoot({
+          pinoHttp: {
+            level: config.logLevel,
+            genReqId: (req, res) => (typeof (req as { id?: unknown }).id === 'string' ? ((req as { id: string }).id) : requestIdFor(req, res)),
+            // Credentials never reach the logs.
+            redact: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-csrf-token"]', 'res.headers["set-cookie"]'],
+            autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/metrics' },
+          },
+        }),
+      ],
+      controllers: CONTROLLERS,
+      providers,
+      exports: [SessionRunRegistry, ApprovalsService, SessionsService, PoliciesService, EventsService, RevocationService],
+    };
+  }
+}

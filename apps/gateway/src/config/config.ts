@@ -1,0 +1,62 @@
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { z } from 'zod';
+
+const Port = z.coerce.number().int().min(0).max(65535);
+
+const EnvSchema = z.object({
+  LEMNISCATE_GATEWAY_PORT: Port.default(7070),
+  LEMNISCATE_GATEWAY_HOST: z.string().min(1).default('127.0.0.1'),
+  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
+  LEMNISCATE_DATA_DIR: z.string().min(1).optional(),
+  LEMNISCATE_ADMIN_EMAIL: z.email().optional(),
+  LEMNISCATE_ADMIN_PASSWORD: z.string().min(12, 'must be at least 12 characters').optional(),
+  LEMNISCATE_EXEC_HOST_URL: z.url().default('http://127.0.0.1:7071'),
+  LEMNISCATE_EXEC_HOST_TOKEN: z.string().min(1).optional(),
+  /** Set to "true" when the gateway is served over HTTPS (a reverse proxy), so cookies are Secure. */
+  LEMNISCATE_COOKIE_SECURE: z.enum(['true', 'false']).default('false'),
+  LEMNISCATE_WEB_SESSION_HOURS: z.coerce.number().int().min(1).max(24 * 30).default(12),
+  LEMNISCATE_LOGIN_MAX_FAILURES: z.coerce.number().int().min(1).max(1000).default(5),
+  LEMNISCATE_LOGIN_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(900),
+  LEMNISCATE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export interface GatewayConfig {
+  port: number;
+  host: string;
+  databaseUrl: string | undefined;
+  dataDir: string;
+  admin: { email: string | undefined; password: string | undefined };
+  execHost: { url: string; token: string | undefined };
+  cookieSecure: boolean;
+  webSessionHours: number;
+  login: { maxFailures: number; windowSeconds: number };
+  logLevel: z.infer<typeof EnvSchema>['LEMNISCATE_LOG_LEVEL'];
+}
+
+export class ConfigError extends Error {}
+
+/** Reads the environment once; a value that cannot be read stops the start with its name, never a silent default. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig {
+  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = EnvSchema.safeParse(present);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`The gateway cannot start because of its environment: ${lines.join('; ')}.`);
+  }
+  const e = parsed.data;
+  return {
+    port: e.LEMNISCATE_GATEWAY_PORT,
+    host: e.LEMNISCATE_GATEWAY_HOST,
+    databaseUrl: e.DATABASE_URL,
+    dataDir: e.LEMNISCATE_DATA_DIR ?? join(homedir(), '.lemniscate', 'data'),
+    admin: { email: e.LEMNISCATE_ADMIN_EMAIL, password: e.LEMNISCATE_ADMIN_PASSWORD },
+    execHost: { url: e.LEMNISCATE_EXEC_HOST_URL.replace(/\/+$/, ''), token: e.LEMNISCATE_EXEC_HOST_TOKEN },
+    cookieSecure: e.LEMNISCATE_COOKIE_SECURE === 'true',
+    webSessionHours: e.LEMNISCATE_WEB_SESSION_HOURS,
+    login: { maxFailures: e.LEMNISCATE_LOGIN_MAX_FAILURES, windowSeconds: e.LEMNISCATE_LOGIN_WINDOW_SECONDS },
+    logLevel: e.LEMNISCATE_LOG_LEVEL,
+  };
+}
+
+export const GATEWAY_CONFIG = Symbol('GATEWAY_CONFIG');

@@ -1,0 +1,91 @@
+import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { EventsRepository, type EventScope } from '../db/repositories/events.repository';
+import type { EventRow } from '../db/schema';
+import { EVENT_FAN_OUT, type EventFanOut, type EventListener, type StoredEvent } from './event-bus';
+
+export interface NewGatewayEvent {
+  type: string;
+  sessionId?: string | null;
+  projectId?: string | null;
+  payload: Record<string, unknown>;
+}
+
+export function toStoredEvent(row: EventRow): StoredEvent {
+  return {
+    seq: row.seq,
+    type: row.type,
+    sessionId: row.sessionId,
+    projectId: row.projectId,
+    at: row.at.toISOString(),
+    payload: (row.payload ?? {}) as Record<string, unknown>,
+  };
+}
+
+/**
+ * Live events: stored first (so a reconnecting client can replay from its last seq), then fanned
+ * out to every replica's listeners in the order the fan-out delivers them.
+ */
+@Injectable()
+export class EventsService implements OnModuleInit, OnModuleDestroy {
+  private readonly logger = new Logger('Events');
+  private readonly listeners = new Set<EventListener>();
+  private delivery: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly repo: EventsRepository,
+    @Inject(EVENT_FAN_OUT) private readonly fanOut: EventFanOut,
+  ) {}
+
+  async onModuleInit(): Promise<void> {
+    await this.fanOut.start((seq, event) => {
+      // One delivery at a time, so listeners see events in the order the fan-out announced them.
+      this.delivery = this.delivery
+        .then(async () => {
+          const e = event ?? (await this.fetch(seq));
+          if (e) this.emit(e);
+        })
+        .catch((err: unknown) => this.logger.error({ err, seq }, 'event delivery failed'));
+    });
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.fanOut.stop();
+    await this.delivery;
+  }
+
+  async publish(input: NewGatewayEvent): Promise<StoredEvent> {
+    const row = await this.repo.append({ type: input.type, sessionId: input.sessionId ?? null, projectId: input.projectId ?? null, payload: input.payload });
+    const event = toStoredEvent(row);
+    await this.fanOut.announce(event);
+    return event;
+  }
+
+  subscribe(listener: EventListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async replay(afterSeq: number, scope: EventScope, limit?: number): Promise<StoredEvent[]> {
+    return (await this.repo.listAfter(afterSeq, scope, limit)).map(toStoredEvent);
+  }
+
+  /** Resolves once everything announced so far has reached the listeners (tests, shutdown). */
+  async drained(): Promise<void> {
+    await this.delivery;
+  }
+
+  private async fetch(seq: number): Promise<StoredEvent | undefined> {
+    const row = await this.repo.findBySeq(seq);
+    return row ? toStoredEvent(row) : undefined;
+  }
+
+  private emit(event: StoredEvent): void {
+    for (const listener of [...this.listeners]) {
+      try {
+        listener(event);
+      } catch (err) {
+        this.logger.error({ err, seq: event.seq }, 'event listener failed');
+      }
+    }
+  }
+}

@@ -1,0 +1,50 @@
+import 'reflect-metadata';
+import { NestFactory } from '@nestjs/core';
+import { AppModule } from './app.module';
+import { ConfigError, loadConfig } from './config/config';
+import { DatabaseError, migrate, redactUrl } from './db/database';
+import { MigrationError } from './db/migrate';
+import { configureApp } from './setup';
+
+const USAGE = 'Usage: lemni-gateway [serve] | lemni-gateway migrate';
+
+export async function serve(): Promise<void> {
+  const config = loadConfig();
+  const app = await NestFactory.create(AppModule.forRoot({ config }), { bodyParser: false, bufferLogs: true });
+  configureApp(app, config);
+  app.enableShutdownHooks();
+  await app.listen(config.port, config.host);
+  const where = config.databaseUrl ? redactUrl(config.databaseUrl) : `PGlite in ${config.dataDir}`;
+  process.stdout.write(`Lemniscate gateway listening on ${await app.getUrl()} (database: ${where})\n`);
+}
+
+export async function runMigrations(): Promise<void> {
+  const config = loadConfig();
+  const report = await migrate(config.databaseUrl ? { url: config.databaseUrl } : { dataDir: config.dataDir });
+  const applied = report.applied.length ? `applied ${report.applied.join(', ')}` : 'nothing to apply';
+  process.stdout.write(`Migrations: ${applied}; the database carries ${report.total} migration(s).\n`);
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [command = 'serve', ...rest] = argv;
+  if (rest.length > 0 || !['serve', 'migrate'].includes(command)) {
+    process.stderr.write(`${USAGE}\n`);
+    return 2;
+  }
+  try {
+    if (command === 'migrate') await runMigrations();
+    else await serve();
+    return 0;
+  } catch (error) {
+    // Known start-up failures already carry a sentence; anything else gets its message.
+    const known = error instanceof ConfigError || error instanceof DatabaseError || error instanceof MigrationError;
+    process.stderr.write(`lemni-gateway: ${known ? (error as Error).message : `failed to start: ${(error as Error).stack ?? String(error)}`}\n`);
+    return 1;
+  }
+}
+
+if (require.main === module) {
+  void main(process.argv.slice(2)).then((code) => {
+    if (code !== 0) process.exit(code);
+  });
+}

@@ -1,0 +1,82 @@
+import { Injectable } from '@nestjs/common';
+import type { AddMemberRequest, CreateProjectRequest, OkResponse, ProjectView } from '@lemniscate/contracts';
+import { defaultPolicy } from '@lemniscate/policy';
+import { stringify } from 'yaml';
+import { AuditService } from '../audit/audit.service';
+import { AccessService } from '../auth/access.service';
+import { actorOf, type Principal } from '../auth/principal';
+import { isUniqueViolation } from '../common/db-errors';
+import { AppError, ErrorCode } from '../common/errors';
+import { PolicyVersionsRepository } from '../db/repositories/policy-versions.repository';
+import { ProjectMembershipsRepository } from '../db/repositories/project-memberships.repository';
+import { ProjectsRepository } from '../db/repositories/projects.repository';
+import { Transactions } from '../db/repositories/transactions';
+import { UsersRepository } from '../db/repositories/users.repository';
+import type { ProjectRow } from '../db/schema';
+import { toProjectView } from './views';
+
+@Injectable()
+export class ProjectsService {
+  constructor(
+    private readonly projects: ProjectsRepository,
+    private readonly memberships: ProjectMembershipsRepository,
+    private readonly policies: PolicyVersionsRepository,
+    private readonly users: UsersRepository,
+    private readonly transactions: Transactions,
+    private readonly access: AccessService,
+    private readonly audit: AuditService,
+  ) {}
+
+  async list(principal: Principal): Promise<ProjectView[]> {
+    return (await this.projects.listForUser(principal.userId)).map(toProjectView);
+  }
+
+  async get(principal: Principal, projectId: string): Promise<ProjectView> {
+    const project = await this.find(projectId);
+    await this.access.require(principal, 'read', 'Project', { id: project.id });
+    return toProjectView(project);
+  }
+
+  /** A new project starts with the default policy as version 1 (P2: nothing is free) and its creator as member. */
+  async create(principal: Principal, input: CreateProjectRequest): Promise<ProjectView> {
+    const sourceText = stringify(defaultPolicy);
+    let project: ProjectRow;
+    try {
+      project = await this.transactions.run(async (tx) => {
+        const created = await this.projects.withTx(tx).create({ name: input.name, repositorySource: input.repositorySource, defaultRef: input.defaultRef });
+        await this.memberships.withTx(tx).add(principal.userId, created.id);
+        await this.policies.withTx(tx).publish(created.id, { document: defaultPolicy, sourceText, authorId: principal.userId, comment: 'Initial policy: nothing is free until an administrator says so.' });
+        return created;
+      });
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new AppError(ErrorCode.Conflict, `A project named "${input.name}" already exists.`);
+      throw error;
+    }
+    await this.audit.append({ actor: actorOf(principal), kind: 'project.create', projectId: project.id, payload: { name: project.name, repositorySource: project.repositorySource, defaultRef: project.defaultRef } });
+    return toProjectView(project);
+  }
+
+  async addMember(principal: Principal, projectId: string, input: AddMemberRequest): Promise<OkResponse> {
+    const project = await this.find(projectId);
+    await this.access.require(principal, 'update', 'Project', { id: project.id });
+    const user = await this.users.findById(input.userId);
+    if (!user) throw new AppError(ErrorCode.NotFound, `There is no user ${input.userId}.`);
+    await this.memberships.add(user.id, project.id);
+    await this.audit.append({ actor: actorOf(principal), kind: 'project.member_add', projectId: project.id, payload: { userId: user.id, role: user.role } });
+    return { ok: true };
+  }
+
+  async removeMember(principal: Principal, projectId: string, userId: string): Promise<OkResponse> {
+    const project = await this.find(projectId);
+    await this.access.require(principal, 'update', 'Project', { id: project.id });
+    if (!(await this.memberships.remove(userId, project.id))) throw new AppError(ErrorCode.NotFound, `User ${userId} is not a member of project "${project.name}".`);
+    await this.audit.append({ actor: actorOf(principal), kind: 'project.member_remove', projectId: project.id, payload: { userId } });
+    return { ok: true };
+  }
+
+  private async find(projectId: string): Promise<ProjectRow> {
+    const project = await this.projects.findById(projectId);
+    if (!project) throw new AppError(ErrorCode.NotFound, `There is no project ${projectId}.`);
+    return project;
+  }
+}

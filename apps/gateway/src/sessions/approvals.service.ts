@@ -1,0 +1,182 @@
+import { Injectable } from '@nestjs/common';
+import type { AnswerApprovalRequest, ApprovalFlags, ApprovalKind, ApprovalListQuery, ApprovalPayload, ApprovalView } from '@lemniscate/contracts';
+import { AuditService } from '../audit/audit.service';
+import { AccessService } from '../auth/access.service';
+import { actorOf, type Principal } from '../auth/principal';
+import { AppError, ErrorCode } from '../common/errors';
+import { ApprovalsRepository, type ApprovalWithProject } from '../db/repositories/approvals.repository';
+import { ApprovedCommandsRepository } from '../db/repositories/approved-commands.repository';
+import { SessionsRepository } from '../db/repositories/sessions.repository';
+import { Transactions } from '../db/repositories/transactions';
+import type { ApprovalRow, SessionRow } from '../db/schema';
+import { EventsService } from '../events/events.service';
+import { MetricsService } from '../health/metrics.service';
+import { PoliciesService } from '../projects/policies.service';
+import { toApprovalView } from './views';
+
+export interface ApprovalRequest {
+  sessionId: string;
+  toolCallId?: string | null;
+  kind: ApprovalKind;
+  payload: ApprovalPayload;
+  flags?: ApprovalFlags;
+  agent: string;
+}
+
+type Answer = 'approved' | 'rejected';
+
+/** The event stream's kinds: a write is shown as a diff, a third-party change as flagged changes. */
+const EVENT_KIND: Record<ApprovalKind, 'command' | 'diff' | 'changes' | 'extension'> = {
+  command: 'command',
+  write: 'diff',
+  changes: 'changes',
+  third_party: 'changes',
+  extension: 'extension',
+};
+
+function subjectText(payload: ApprovalPayload): string {
+  if ('command' in payload) return payload.command;
+  if ('diff' in payload) return payload.diff;
+  return `+${payload.amount} ${payload.extension}`;
+}
+
+/**
+ * Approval requests (A1, A2): created pending by the session loop, answered once by the session's
+ * developer or an administrator of the project. Answering twice or after the session ended is a 409.
+ */
+@Injectable()
+export class ApprovalsService {
+  constructor(
+    private readonly approvals: ApprovalsRepository,
+    private readonly approvedCommands: ApprovedCommandsRepository,
+    private readonly sessions: SessionsRepository,
+    private readonly transactions: Transactions,
+    private readonly policies: PoliciesService,
+    private readonly access: AccessService,
+    private readonly audit: AuditService,
+    private readonly events: EventsService,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  async list(principal: Principal, query: ApprovalListQuery): Promise<ApprovalView[]> {
+    const rows = await this.approvals.list({ state: query.state, sessionId: query.sessionId, projectId: query.projectId, projectIds: principal.projectIds, limit: query.limit });
+    const owners = new Map<string, string | undefined>();
+    const visible: ApprovalView[] = [];
+    for (const row of rows) {
+      if (!owners.has(row.sessionId)) owners.set(row.sessionId, (await this.sessions.findById(row.sessionId))?.userId);
+      const sessionUserId = owners.get(row.sessionId);
+      if (sessionUserId && this.access.can(principal, 'read', 'Approval', { projectId: row.projectId, sessionUserId })) visible.push(toApprovalView(row, row.projectId));
+    }
+    return visible;
+  }
+
+  async get(principal: Principal, approvalId: string): Promise<ApprovalView> {
+    const { approval, session } = await this.load(approvalId);
+    await this.access.require(principal, 'read', 'Approval', { projectId: session.projectId, sessionUserId: session.userId });
+    return toApprovalView(approval, session.projectId);
+  }
+
+  async answer(principal: Principal, approvalId: string, answer: Answer, input: AnswerApprovalRequest): Promise<ApprovalView> {
+    const { approval, session } = await this.load(approvalId);
+    await this.access.require(principal, 'answer', 'Approval', { projectId: session.projectId, sessionUserId: session.userId });
+    if (approval.state !== 'pending') throw alreadyAnswered(approval);
+    if (session.status !== 'running') {
+      throw new AppError(ErrorCode.SessionEnded, `Session ${session.id} has ended (${session.status}${session.stopReason ? `, ${session.stopReason}` : ''}); its approvals can no longer be answered.`);
+    }
+    const command = 'command' in (approval.payload as ApprovalPayload) ? (approval.payload as { command: string }).command : undefined;
+    const remember = input.rememberCommand && answer === 'approved';
+    if (remember) {
+      if (approval.kind !== 'command' || command === undefined) {
+        throw new AppError(ErrorCode.ValidationFailed, 'Only a command can be approved once for the rest of the session; this approval is a change.');
+      }
+      const { policy } = await this.policies.inForce(session.projectId);
+      if (policy.commands.reapproval !== 'exempt') {
+        throw new AppError(ErrorCode.ValidationFailed, "This project's policy requires approving every command again (commands.reapproval: always).");
+      }
+    }
+    const updated = await this.transactions.run(async (tx) => {
+      const row = await this.approvals.withTx(tx).answer(approval.id, { state: answer, decidedBy: principal.userId, reason: input.reason ?? null });
+      if (row && remember && command !== undefined) await this.approvedCommands.withTx(tx).remember(session.id, command, principal.userId);
+      return row;
+    });
+    // Two answers racing: the repository only updates a pending row, so the loser lands here.
+    if (!updated) throw alreadyAnswered((await this.approvals.findById(approval.id)) ?? approval);
+    this.metrics.approvalsAnswered.inc({ answer });
+    await this.audit.append({
+      actor: actorOf(principal),
+      kind: 'approval.answer',
+      projectId: session.projectId,
+      sessionId: session.id,
+      payload: { approvalId: approval.id, kind: approval.kind, answer, rememberCommand: remember, reason: input.reason ?? null },
+    });
+    await this.events.publish({
+      type: 'approval_answered',
+      sessionId: session.id,
+      projectId: session.projectId,
+      payload: { approvalId: approval.id, answer, by: { kind: 'user', userId: principal.userId } },
+    });
+    return toApprovalView(updated, session.projectId);
+  }
+
+  /**
+   * For the session loop: opens an approval request. Headless sessions have nobody to ask, so the
+   * request is refused at once and recorded as refused by the automated process (AG5).
+   */
+  async request(input: ApprovalRequest): Promise<ApprovalView> {
+    const session = await this.sessions.findById(input.sessionId);
+    if (!session) throw new AppError(ErrorCode.NotFound, `There is no session ${input.sessionId}.`);
+    if (session.status !== 'running') throw new AppError(ErrorCode.SessionEnded, `Session ${session.id} has ended; it cannot ask for approvals.`);
+    const flags = input.flags ?? { thirdParty: [] };
+    const row = await this.approvals.create({
+      sessionId: session.id,
+      toolCallId: input.toolCallId ?? null,
+      kind: input.kind,
+      payload: input.payload,
+      flags,
+      agent: input.agent,
+      state: session.headless ? 'refused_headless' : 'pending',
+      decidedAt: session.headless ? new Date() : null,
+      reason: session.headless ? 'headless session: nobody to ask' : null,
+    });
+    await this.audit.append({
+      actor: `agent:${input.agent}`,
+      kind: 'approval.request',
+      projectId: session.projectId,
+      sessionId: session.id,
+      payload: { approvalId: row.id, kind: row.kind, payload: input.payload, flags, state: row.state },
+    });
+    await this.events.publish({
+      type: 'approval_requested',
+      sessionId: session.id,
+      projectId: session.projectId,
+      payload: { approvalId: row.id, callId: row.toolCallId, agent: row.agent, kind: EVENT_KIND[row.kind], thirdParty: flags.thirdParty.length > 0, subject: subjectText(input.payload) },
+    });
+    if (row.state === 'refused_headless') {
+      await this.events.publish({
+        type: 'approval_answered',
+        sessionId: session.id,
+        projectId: session.projectId,
+        payload: { approvalId: row.id, answer: 'rejected', by: { kind: 'process', description: 'headless session' }, class: 'approval_refused_headless' },
+      });
+    }
+    return toApprovalView(row, session.projectId);
+  }
+
+  /** "Approved once" memory (P3): only ever consulted when the policy in force says `reapproval: exempt`. */
+  async isCommandApproved(sessionId: string, command: string): Promise<boolean> {
+    return this.approvedCommands.has(sessionId, command);
+  }
+
+  private async load(approvalId: string): Promise<{ approval: ApprovalWithProject; session: SessionRow }> {
+    const approval = await this.approvals.findById(approvalId);
+    if (!approval) throw new AppError(ErrorCode.NotFound, `There is no approval ${approvalId}.`);
+    const session = await this.sessions.findById(approval.sessionId);
+    if (!session) throw new AppError(ErrorCode.NotFound, `The session of approval ${approvalId} no longer exists.`);
+    return { approval, session };
+  }
+}
+
+function alreadyAnswered(approval: ApprovalRow): AppError {
+  const when = approval.decidedAt ? ` at ${approval.decidedAt.toISOString()}` : '';
+  return new AppError(ErrorCode.ApprovalAlreadyAnswered, `This approval was already answered: it is ${approval.state}${when}.`, { state: approval.state });
+}

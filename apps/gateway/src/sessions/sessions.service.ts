@@ -1,0 +1,112 @@
+import { Injectable } from '@nestjs/common';
+import type { CreateSessionRequest, PolicyDecision, SessionListQuery, SessionView, ToolCallView } from '@lemniscate/contracts';
+import { AuditService } from '../audit/audit.service';
+import { AccessService } from '../auth/access.service';
+import { actorOf, type Principal } from '../auth/principal';
+import { AppError, ErrorCode } from '../common/errors';
+import { ProjectsRepository } from '../db/repositories/projects.repository';
+import { SessionsRepository } from '../db/repositories/sessions.repository';
+import { ToolCallsRepository } from '../db/repositories/tool-calls.repository';
+import type { SessionRow, ToolCallRow } from '../db/schema';
+import { EventsService } from '../events/events.service';
+import { PoliciesService } from '../projects/policies.service';
+import { toSessionView, toToolCallView } from './views';
+
+export interface ProposedToolCall {
+  name: string;
+  arguments: Record<string, unknown>;
+  decision: PolicyDecision;
+  agent: string;
+}
+
+/** Session records: the instruction, who gave it, the policy version it runs under, and its tool calls. */
+@Injectable()
+export class SessionsService {
+  constructor(
+    private readonly sessions: SessionsRepository,
+    private readonly projects: ProjectsRepository,
+    private readonly toolCalls: ToolCallsRepository,
+    private readonly policies: PoliciesService,
+    private readonly access: AccessService,
+    private readonly audit: AuditService,
+    private readonly events: EventsService,
+  ) {}
+
+  async create(principal: Principal, input: CreateSessionRequest): Promise<SessionView> {
+    const project = await this.projects.findById(input.projectId);
+    if (!project) throw new AppError(ErrorCode.NotFound, `There is no project ${input.projectId}.`);
+    await this.access.require(principal, 'create', 'Session', { projectId: project.id, userId: principal.userId });
+    let depth = 0;
+    if (input.parentSessionId) {
+      const parent = await this.sessions.findById(input.parentSessionId);
+      if (!parent || parent.projectId !== project.id || parent.userId !== principal.userId) {
+        throw new AppError(ErrorCode.NotFound, `There is no session ${input.parentSessionId} of yours in project "${project.name}" to attach to.`);
+      }
+      if (parent.status !== 'running') throw new AppError(ErrorCode.SessionEnded, `The parent session ${parent.id} has ended (${parent.status}).`);
+      // Depth is counted here, never taken from the caller (AG4).
+      depth = parent.depth + 1;
+    }
+    const { versionId, version } = await this.policies.inForce(project.id);
+    const session = await this.sessions.create({
+      projectId: project.id,
+      userId: principal.userId,
+      parentSessionId: input.parentSessionId ?? null,
+      depth,
+      agent: input.agent,
+      instruction: input.instruction,
+      policyVersionId: versionId,
+      headless: input.headless,
+      baseCommit: input.baseCommit ?? null,
+      branch: input.branch ?? null,
+      includedUncommitted: input.includedUncommitted,
+    });
+    await this.audit.append({
+      actor: actorOf(principal),
+      kind: 'session.instruction',
+      projectId: project.id,
+      sessionId: session.id,
+      payload: { instruction: session.instruction, agent: session.agent, headless: session.headless, policyVersion: version, depth, parentSessionId: session.parentSessionId },
+    });
+    await this.events.publish({
+      type: 'instruction',
+      sessionId: session.id,
+      projectId: project.id,
+      payload: { text: session.instruction, author: { kind: 'user', userId: principal.userId } },
+    });
+    return toSessionView(session);
+  }
+
+  async list(principal: Principal, query: SessionListQuery): Promise<SessionView[]> {
+    // Developers see their own sessions; other roles see every session of their projects.
+    const mine = principal.role === 'developer' ? { userId: principal.userId } : {};
+    const rows = await this.sessions.list({ ...mine, projectIds: principal.projectIds, projectId: query.projectId, status: query.status, limit: query.limit });
+    return rows.filter((s) => this.access.can(principal, 'read', 'Session', { projectId: s.projectId, userId: s.userId })).map(toSessionView);
+  }
+
+  async get(principal: Principal, sessionId: string): Promise<SessionView> {
+    return toSessionView(await this.readable(principal, sessionId));
+  }
+
+  async listToolCalls(principal: Principal, sessionId: string): Promise<ToolCallView[]> {
+    const session = await this.readable(principal, sessionId);
+    return (await this.toolCalls.listForSession(session.id)).map(toToolCallView);
+  }
+
+  /** For the session loop: records a proposed call and the policy's decision on it (T1, P8). */
+  async recordToolCall(sessionId: string, call: ProposedToolCall): Promise<ToolCallRow> {
+    const session = await this.sessions.findById(sessionId);
+    if (!session) throw new AppError(ErrorCode.NotFound, `There is no session ${sessionId}.`);
+    const row = await this.toolCalls.create({ sessionId, name: call.name, arguments: call.arguments, decision: call.decision, agent: call.agent });
+    await this.audit.append({ actor: `agent:${call.agent}`, kind: 'tool_call.proposed', projectId: session.projectId, sessionId, payload: { callId: row.id, seq: row.seq, name: call.name, arguments: call.arguments } });
+    await this.audit.append({ actor: 'policy', kind: 'policy.decision', projectId: session.projectId, sessionId, payload: { callId: row.id, ...call.decision } });
+    await this.events.publish({ type: 'tool_call_proposed', sessionId, projectId: session.projectId, payload: { callId: row.id, agent: call.agent, name: call.name, arguments: call.arguments } });
+    return row;
+  }
+
+  private async readable(principal: Principal, sessionId: string): Promise<SessionRow> {
+    const session = await this.sessions.findById(sessionId);
+    if (!session) throw new AppError(ErrorCode.NotFound, `There is no session ${sessionId}.`);
+    await this.access.require(principal, 'read', 'Session', { projectId: session.projectId, userId: session.userId });
+    return session;
+  }
+}

@@ -1,0 +1,43 @@
+import { INestApplication, RequestMethod } from '@nestjs/common';
+import { WsAdapter } from '@nestjs/platform-ws';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import cookieParser from 'cookie-parser';
+import type { NextFunction, Request, Response } from 'express';
+import { Logger } from 'nestjs-pino';
+import { API_PREFIX, UNPREFIXED } from './app.constants';
+import { requestIdFor } from './common/request-id';
+import type { GatewayConfig } from './config/config';
+import { MetricsService } from './health/metrics.service';
+
+/** Policy documents and diffs can be large; anything beyond this is refused with a 400 sentence. */
+export const BODY_LIMIT = '2mb';
+
+/**
+ * Everything an application instance needs beyond its module: the same for `main.ts` and for tests,
+ * so what is tested is what runs. The app must be created with `{ bodyParser: false, bufferLogs: true }`.
+ */
+export function configureApp(app: INestApplication, config: GatewayConfig): void {
+  const express = app as NestExpressApplication;
+  express.useLogger(app.get(Logger));
+  // First of all, so even a request whose body cannot be parsed gets an id in its error body.
+  express.use((req: Request & { id?: string; cookieSecure?: boolean }, res: Response, next: NextFunction) => {
+    req.id = requestIdFor(req, res);
+    req.cookieSecure = config.cookieSecure;
+    next();
+  });
+  const metrics = app.get(MetricsService);
+  express.use((req: Request, res: Response, next: NextFunction) => {
+    const end = metrics.httpDuration.startTimer();
+    res.on('finish', () => {
+      const route = (req.route as { path?: string } | undefined)?.path ?? 'unmatched';
+      end({ method: req.method, route });
+      metrics.httpRequests.inc({ method: req.method, route, status: String(res.statusCode) });
+    });
+    next();
+  });
+  express.useBodyParser('json', { limit: BODY_LIMIT });
+  express.use(cookieParser());
+  express.disable('x-powered-by');
+  app.setGlobalPrefix(API_PREFIX, { exclude: UNPREFIXED.map((path) => ({ path, method: RequestMethod.ALL })) });
+  app.useWebSocketAdapter(new WsAdapter(app));
+}
