@@ -16,7 +16,12 @@ const keyOf = (t: StreamTarget) => ('sessionId' in t ? `s:${t.sessionId}` : `p:$
  * cookie with the upgrade; after a dropped connection it resubscribes from the last sequence number
  * seen, so nothing is missed and nothing is shown twice.
  */
-export function useLiveEvents(targets: StreamTarget[], onEvent: (event: GatewayEvent) => void): { connected: boolean; error: string | null } {
+export function useLiveEvents(
+  targets: StreamTarget[],
+  onEvent: (event: GatewayEvent) => void,
+  /** Replay everything recorded so far (a session page), or only what happens from now on (lists). */
+  { replay = false }: { replay?: boolean } = {},
+): { connected: boolean; error: string | null } {
   const [connected, setConnected] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const handler = useRef(onEvent);
@@ -38,7 +43,7 @@ export function useLiveEvents(targets: StreamTarget[], onEvent: (event: GatewayE
         setConnected(true);
         setError(null);
         for (const t of targets) {
-          const since = lastSeq.get(keyOf(t));
+          const since = lastSeq.get(keyOf(t)) ?? (replay ? 0 : undefined);
           const msg: EventsClientMessage = { type: 'subscribe', ...t, ...(since !== undefined ? { sinceSeq: since } : {}) };
           socket?.send(JSON.stringify(msg));
         }
@@ -76,7 +81,7 @@ export function useLiveEvents(targets: StreamTarget[], onEvent: (event: GatewayE
       socket?.close();
     };
     // `key` stands for the targets' identity; the array itself is a new object on every render.
-  }, [key]);
+  }, [key, replay]);
 
   return { connected, error };
 }

@@ -1,4 +1,4 @@
-import { defineAbilitiesFor, subject, type AppAction, type AppSubjectName } from '@lemniscate/policy';
+import { defineAbilitiesFor, subject, type AppAction, type AppSubject, type AppSubjectName } from '@lemniscate/policy';
 import type { UserRole } from '@lemniscate/contracts';
 import { ACTIONS, PAGES, canOpen, pagesFor, type PageKey } from './access';
 
@@ -26,7 +26,7 @@ const roles: UserRole[] = ['admin', 'developer', 'security_officer'];
 function serverAllows(role: UserRole, [action, type, fields]: [AppAction, AppSubjectName, Record<string, string>]): boolean {
   const ability = defineAbilitiesFor({ id: ME, role }, [{ projectId: PROJECT }]);
   // The field sets above match SubjectFields[type]; the cast only widens the key type.
-  return ability.can(action, subject(type, fields as never));
+  return ability.can(action, subject(type, fields as never) as AppSubject);
 }
 
 describe('console navigation matches the gateway abilities', () => {

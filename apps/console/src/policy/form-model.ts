@@ -71,7 +71,6 @@ export function readFields(text: string, fields: FieldSpec[]): Record<string, un
 export function writeField(text: string, field: FieldSpec, value: unknown): string {
   const doc = parse(text);
   if (!doc) return text;
-  if (doc.contents === null) doc.contents = doc.createNode({ version: 1 }) as typeof doc.contents;
   doc.setIn(field.path, doc.createNode(value));
   return doc.toString();
 }

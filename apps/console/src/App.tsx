@@ -1,0 +1,95 @@
+import type { ReactNode } from 'react';
+import { Link, Navigate, Route, Routes, useLocation } from 'react-router';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { isApiError } from './api/client';
+import { logout, meQuery } from './api/queries/auth';
+import { approvalsQuery } from './api/queries/approvals';
+import { canOpen, PAGES, type PageKey } from './auth/access';
+import { AuthProvider, useAuth } from './auth/AuthContext';
+import { ErrorPanel, Loading } from './components/States';
+import { Layout } from './layout/Layout';
+import { ApprovalsPage } from './pages/ApprovalsPage';
+import { AuditPage } from './pages/AuditPage';
+import { DashboardPage } from './pages/DashboardPage';
+import { PoliciesPage } from './pages/PoliciesPage';
+import { SessionPage } from './pages/SessionPage';
+import { SessionsPage } from './pages/SessionsPage';
+import { SignInPage } from './pages/SignInPage';
+import { UsersPage } from './pages/UsersPage';
+
+export function App() {
+  const qc = useQueryClient();
+  const me = useQuery(meQuery());
+  if (me.isPending) return <Loading what="your session" />;
+  if (me.isError) {
+    if (isApiError(me.error) && me.error.status === 401) return <SignInPage />;
+    return (
+      <main id="main" className="page">
+        <ErrorPanel title="The console cannot reach the gateway" error={me.error} onRetry={() => void me.refetch()} />
+      </main>
+    );
+  }
+  const signOut = () => {
+    void logout().finally(() => {
+      qc.clear();
+      void qc.resetQueries({ queryKey: ['me'] });
+    });
+  };
+  return (
+    <AuthProvider value={{ me: me.data, signOut }}>
+      <Shell />
+    </AuthProvider>
+  );
+}
+
+function currentPage(pathname: string): PageKey | null {
+  const match = [...PAGES].sort((a, b) => b.path.length - a.path.length).find((p) => (p.path === '/' ? pathname === '/' : pathname.startsWith(p.path)));
+  return match?.key ?? null;
+}
+
+function Shell() {
+  const { me, signOut } = useAuth();
+  const location = useLocation();
+  const pending = useQuery({ ...approvalsQuery({ state: 'pending' }), enabled: canOpen(me.user.role, 'approvals'), refetchInterval: 30_000 });
+  return (
+    <Layout
+      user={me.user}
+      current={currentPage(location.pathname)}
+      onSignOut={signOut}
+      pendingApprovals={pending.data?.length}
+      renderLink={(to, label, current) => (
+        <Link to={to} aria-current={current ? 'page' : undefined}>
+          {label}
+        </Link>
+      )}
+    >
+      <Routes>
+        <Route path="/" element={<DashboardPage />} />
+        <Route path="/approvals" element={<Guard page="approvals">{<ApprovalsPage />}</Guard>} />
+        <Route path="/sessions" element={<Guard page="sessions">{<SessionsPage />}</Guard>} />
+        <Route path="/sessions/:id" element={<Guard page="sessions">{<SessionPage />}</Guard>} />
+        <Route path="/policies" element={<Guard page="policies">{<PoliciesPage />}</Guard>} />
+        <Route path="/users" element={<Guard page="users">{<UsersPage />}</Guard>} />
+        <Route path="/audit" element={<Guard page="audit">{<AuditPage />}</Guard>} />
+        <Route path="*" element={<Navigate to="/" replace />} />
+      </Routes>
+    </Layout>
+  );
+}
+
+/** A page the role cannot use says so instead of rendering; the gateway would refuse its calls anyway. */
+function Guard({ page, children }: { page: PageKey; children: ReactNode }) {
+  const { me } = useAuth();
+  if (canOpen(me.user.role, page)) return <>{children}</>;
+  const label = PAGES.find((p) => p.key === page)?.label ?? page;
+  return (
+    <div className="page">
+      <div className="state error" role="alert">
+        <h1>Not available to your role</h1>
+        <p>
+          The {label} page is for other roles. Ask an administrator if you need access.
+        </p>
+      </div>
+    </div>
+  );
+}

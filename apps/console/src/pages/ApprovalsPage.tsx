@@ -1,0 +1,48 @@
+import { useCallback, useState } from 'react';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useLiveEvents } from '../api/events';
+import { answerApproval, approvalsQuery, type ApprovalAnswer } from '../api/queries/approvals';
+import { useAuth } from '../auth/AuthContext';
+import { fromQuery } from '../components/Query';
+import { ApprovalsPageView } from './ApprovalsPageView';
+
+export function ApprovalsPage() {
+  const { me } = useAuth();
+  const qc = useQueryClient();
+  const query = approvalsQuery({ state: 'pending' });
+  const approvals = useQuery(query);
+  const [selectedId, setSelectedId] = useState<string | null>(null);
+
+  const answer = useMutation({
+    mutationFn: ({ id, verdict, rememberCommand }: { id: string; verdict: ApprovalAnswer; rememberCommand: boolean }) => answerApproval(id, verdict, { rememberCommand }),
+    onSuccess: (_res, { id }) => {
+      // Move on to the next request, as a reviewer working through the inbox expects.
+      const list = approvals.data?.filter((a) => a.state === 'pending') ?? [];
+      const i = list.findIndex((a) => a.id === id);
+      setSelectedId(list[i + 1]?.id ?? list[i - 1]?.id ?? null);
+      return qc.invalidateQueries({ queryKey: ['approvals'] });
+    },
+  });
+
+  const onEvent = useCallback(
+    (e: { type: string }) => {
+      if (e.type === 'approval_requested' || e.type === 'approval_answered' || e.type.startsWith('session_')) void qc.invalidateQueries({ queryKey: ['approvals'] });
+    },
+    [qc],
+  );
+  const live = useLiveEvents(me.user.projectIds.map((projectId) => ({ projectId })), onEvent);
+
+  const onAnswer = useCallback((id: string, verdict: ApprovalAnswer, opts: { rememberCommand: boolean }) => answer.mutate({ id, verdict, ...opts }), [answer]);
+
+  return (
+    <ApprovalsPageView
+      approvals={fromQuery(approvals)}
+      selectedId={selectedId}
+      onSelect={setSelectedId}
+      onAnswer={onAnswer}
+      busyId={answer.isPending ? (answer.variables?.id ?? null) : null}
+      answerError={answer.error}
+      live={live.connected}
+    />
+  );
+}

@@ -1,0 +1,387 @@
+import { useMemo, useState } from 'react';
+import type { PolicyDiffResponse, PolicyVersionSummary, ProjectView } from '@lemniscate/contracts';
+import type { DryRunResponse } from '../api/console-contracts';
+import { DiffViewer } from '../components/diff/DiffViewer';
+import { Query, type QueryState } from '../components/Query';
+import { Empty, InlineError } from '../components/States';
+import { YamlEditor } from '../components/YamlEditor';
+import { readFields, writeField, type FieldSpec } from '../policy/form-model';
+import type { PolicyDiagnostic } from '../policy/validate';
+
+export type PolicyTab = 'edit' | 'history' | 'dry-run';
+
+export interface PoliciesPageViewProps {
+  projects: ProjectView[];
+  projectId: string;
+  onProjectChange: (id: string) => void;
+  tab: PolicyTab;
+  onTabChange: (tab: PolicyTab) => void;
+
+  draft: string;
+  onDraftChange: (text: string) => void;
+  diagnose: (text: string) => PolicyDiagnostic[];
+  fields: FieldSpec[];
+  onPublish: (comment: string) => void;
+  publishing: boolean;
+  publishError: unknown;
+  notice: string | null;
+
+  versions: QueryState<PolicyVersionSummary[]>;
+  compare: { from: number; to: number } | null;
+  onCompare: (from: number, to: number) => void;
+  diff: QueryState<PolicyDiffResponse> | null;
+  onLoadVersion: (version: number) => void;
+  onRollback: (version: number) => void;
+  rollingBack: number | null;
+  rollbackError: unknown;
+
+  /** Null when the gateway does not offer dry runs. */
+  dryRun: { result: QueryState<DryRunResponse> | null; onRun: (sessions: number) => void; running: boolean } | null;
+}
+
+export function PoliciesPageView(p: PoliciesPageViewProps) {
+  const tabs: [PolicyTab, string][] = [
+    ['edit', 'Edit and publish'],
+    ['history', 'History'],
+    ...(p.dryRun ? ([['dry-run', 'Dry run']] as [PolicyTab, string][]) : []),
+  ];
+  return (
+    <div className="page">
+      <div className="page-header">
+        <h1>Policies</h1>
+        <div className="field inline">
+          <label htmlFor="project">Project</label>
+          <select id="project" value={p.projectId} onChange={(e) => p.onProjectChange(e.target.value)}>
+            {p.projects.map((proj) => (
+              <option key={proj.id} value={proj.id}>
+                {proj.name}
+              </option>
+            ))}
+          </select>
+        </div>
+      </div>
+      <div className="tabs" role="tablist" aria-label="Policy">
+        {tabs.map(([key, label]) => (
+          <button key={key} type="button" role="tab" id={`tab-${key}`} aria-selected={p.tab === key} aria-controls={`panel-${key}`} tabIndex={p.tab === key ? 0 : -1} onClick={() => p.onTabChange(key)} onKeyDown={(e) => onTabKey(e, tabs, p)}>
+            {label}
+          </button>
+        ))}
+      </div>
+      <div role="tabpanel" id={`panel-${p.tab}`} aria-labelledby={`tab-${p.tab}`}>
+        {p.tab === 'edit' && <EditTab {...p} />}
+        {p.tab === 'history' && <HistoryTab {...p} />}
+        {p.tab === 'dry-run' && p.dryRun && <DryRunTab dryRun={p.dryRun} diagnose={p.diagnose} draft={p.draft} />}
+      </div>
+    </div>
+  );
+}
+
+function onTabKey(e: React.KeyboardEvent, tabs: [PolicyTab, string][], p: PoliciesPageViewProps) {
+  if (e.key !== 'ArrowRight' && e.key !== 'ArrowLeft') return;
+  const i = tabs.findIndex(([k]) => k === p.tab);
+  const next = tabs[(i + (e.key === 'ArrowRight' ? 1 : tabs.length - 1)) % tabs.length]![0];
+  p.onTabChange(next);
+  document.getElementById(`tab-${next}`)?.focus();
+}
+
+function EditTab({ draft, onDraftChange, diagnose, fields, onPublish, publishing, publishError, notice }: PoliciesPageViewProps) {
+  const [comment, setComment] = useState('');
+  const problems = useMemo(() => diagnose(draft), [draft, diagnose]);
+  return (
+    <div className="grid policy-edit">
+      <section className="card" aria-labelledby="common-title">
+        <h2 id="common-title">Common settings</h2>
+        <PolicyForm text={draft} fields={fields} onChange={onDraftChange} />
+      </section>
+      <section className="card span-2" aria-labelledby="yaml-title">
+        <h2 id="yaml-title">Policy document (YAML)</h2>
+        <YamlEditor value={draft} onChange={onDraftChange} diagnose={diagnose} labelId="yaml-title" describedBy="yaml-problems" />
+        <div id="yaml-problems" aria-live="polite">
+          {problems.length === 0 ? (
+            <p className="ok small">The document is valid.</p>
+          ) : (
+            <ul className="problems">
+              {problems.map((d, i) => (
+                <li key={i}>
+                  Line {d.line}
+                  {d.path && (
+                    <>
+                      , <code>{d.path}</code>
+                    </>
+                  )}
+                  : {d.message}
+                </li>
+              ))}
+            </ul>
+          )}
+        </div>
+        <form
+          className="publish"
+          onSubmit={(e) => {
+            e.preventDefault();
+            onPublish(comment);
+          }}
+        >
+          <div className="field grow">
+            <label htmlFor="publish-comment">What changed, and why (kept in the history)</label>
+            <input id="publish-comment" value={comment} onChange={(e) => setComment(e.target.value)} maxLength={1000} />
+          </div>
+          <button type="submit" className="primary" disabled={publishing || problems.length > 0} aria-describedby={problems.length ? 'publish-blocked' : undefined}>
+            {publishing ? 'Publishing…' : 'Publish'}
+          </button>
+        </form>
+        {problems.length > 0 && (
+          <p id="publish-blocked" className="muted small">
+            Fix the problems above to publish.
+          </p>
+        )}
+        <InlineError error={publishError} />
+        {notice && (
+          <p className="notice" role="status">
+            {notice}
+          </p>
+        )}
+      </section>
+    </div>
+  );
+}
+
+export function PolicyForm({ text, fields, onChange }: { text: string; fields: FieldSpec[]; onChange: (text: string) => void }) {
+  const values = readFields(text, fields);
+  if (!values) return <p className="muted">The YAML has a syntax error; fix it in the editor to use this form again.</p>;
+  const set = (f: FieldSpec, v: unknown) => onChange(writeField(text, f, v));
+  return (
+    <div className="form">
+      {fields.map((f) => {
+        const key = f.path.join('.');
+        const id = `f-${key.replace(/\./g, '-')}`;
+        const value = values[key];
+        const help = f.description ? <p id={`${id}-help`} className="help">{f.description}</p> : null;
+        const describedBy = f.description ? `${id}-help` : undefined;
+        switch (f.kind) {
+          case 'enum':
+            return (
+              <div className="field" key={key}>
+                <label htmlFor={id}>{f.label}</label>
+                <select id={id} value={String(value)} onChange={(e) => set(f, e.target.value)} aria-describedby={describedBy}>
+                  {f.options.map((o) => (
+                    <option key={o}>{o}</option>
+                  ))}
+                </select>
+                {help}
+              </div>
+            );
+          case 'integer':
+            return (
+              <div className="field" key={key}>
+                <label htmlFor={id}>{f.label}</label>
+                <input id={id} type="number" min={1} max={f.max} value={Number(value)} onChange={(e) => e.target.value !== '' && set(f, Number(e.target.value))} aria-describedby={describedBy} />
+                {help}
+              </div>
+            );
+          case 'lines':
+            return <LinesField key={`${key}:${JSON.stringify(value)}`} id={id} label={f.label} value={Array.isArray(value) ? (value as string[]) : []} onCommit={(v) => set(f, v)} describedBy={describedBy} help={help} />;
+          case 'tools':
+            return (
+              <fieldset className="field" key={key} aria-describedby={describedBy}>
+                <legend>{f.label}</legend>
+                <div className="checks">
+                  {f.options.map((tool) => {
+                    const list = Array.isArray(value) ? (value as string[]) : [];
+                    return (
+                      <label key={tool} className="checkbox">
+                        <input type="checkbox" checked={list.includes(tool)} onChange={(e) => set(f, e.target.checked ? [...list, tool] : list.filter((t) => t !== tool))} />
+                        {tool}
+                      </label>
+                    );
+                  })}
+                </div>
+                {help}
+              </fieldset>
+            );
+          default:
+            return null;
+        }
+      })}
+    </div>
+  );
+}
+
+/** Edited freely as text and written to the document when the field loses focus. */
+function LinesField({ id, label, value, onCommit, describedBy, help }: { id: string; label: string; value: string[]; onCommit: (v: string[]) => void; describedBy?: string; help: React.ReactNode }) {
+  const [text, setText] = useState(value.join('\n'));
+  return (
+    <div className="field">
+      <label htmlFor={id}>{label}</label>
+      <textarea
+        id={id}
+        rows={Math.min(8, Math.max(3, value.length + 1))}
+        value={text}
+        onChange={(e) => setText(e.target.value)}
+        onBlur={() => {
+          const next = text.split('\n').map((l) => l.trim()).filter(Boolean);
+          if (next.join('\n') !== value.join('\n')) onCommit(next);
+        }}
+        aria-describedby={describedBy}
+        spellCheck={false}
+      />
+      {help}
+    </div>
+  );
+}
+
+function HistoryTab({ versions, compare, onCompare, diff, onLoadVersion, onRollback, rollingBack, rollbackError }: PoliciesPageViewProps) {
+  return (
+    <Query state={versions} what="the policy history">
+      {(list) => {
+        if (list.length === 0) return <Empty>No version has been published for this project yet: the default policy applies (every command asks).</Empty>;
+        const sorted = [...list].sort((a, b) => b.version - a.version);
+        const current = sorted[0]!.version;
+        const from = compare?.from ?? sorted[1]?.version ?? current;
+        const to = compare?.to ?? current;
+        return (
+          <div className="stack">
+            <div className="card flush">
+              <table className="data">
+                <caption className="visually-hidden">Published versions</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Version</th>
+                    <th scope="col">Comment</th>
+                    <th scope="col">Published</th>
+                    <th scope="col">
+                      <span className="visually-hidden">Actions</span>
+                    </th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {sorted.map((v) => (
+                    <tr key={v.id}>
+                      <td>
+                        v{v.version} {v.version === current && <span className="badge good">in force</span>}
+                      </td>
+                      <td>{v.comment || <span className="muted">no comment</span>}</td>
+                      <td>
+                        <time dateTime={v.createdAt}>{new Date(v.createdAt).toLocaleString()}</time>
+                      </td>
+                      <td className="row-actions">
+                        <button type="button" className="ghost" onClick={() => onLoadVersion(v.version)}>
+                          Open in editor
+                        </button>
+                        {v.version !== current && (
+                          <button type="button" onClick={() => onRollback(v.version)} disabled={rollingBack !== null}>
+                            {rollingBack === v.version ? 'Rolling back…' : `Roll back to v${v.version}`}
+                          </button>
+                        )}
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+            <InlineError error={rollbackError} />
+            <section className="card" aria-labelledby="compare-title">
+              <div className="card-header">
+                <h2 id="compare-title">Compare versions</h2>
+                <div className="field inline">
+                  <label htmlFor="cmp-from">From</label>
+                  <select id="cmp-from" value={from} onChange={(e) => onCompare(Number(e.target.value), to)}>
+                    {sorted.map((v) => (
+                      <option key={v.id} value={v.version}>
+                        v{v.version}
+                      </option>
+                    ))}
+                  </select>
+                  <label htmlFor="cmp-to">to</label>
+                  <select id="cmp-to" value={to} onChange={(e) => onCompare(from, Number(e.target.value))}>
+                    {sorted.map((v) => (
+                      <option key={v.id} value={v.version}>
+                        v{v.version}
+                      </option>
+                    ))}
+                  </select>
+                </div>
+              </div>
+              {from === to ? (
+                <p className="muted">Pick two different versions.</p>
+              ) : diff ? (
+                <Query state={diff} what="the difference">
+                  {(d) => (d.patch.trim() ? <DiffViewer patch={d.patch} initialMode="split" label={`Policy v${d.from} to v${d.to}`} /> : <p className="muted">These versions are identical.</p>)}
+                </Query>
+              ) : null}
+            </section>
+          </div>
+        );
+      }}
+    </Query>
+  );
+}
+
+function DryRunTab({ dryRun, diagnose, draft }: { dryRun: NonNullable<PoliciesPageViewProps['dryRun']>; diagnose: PoliciesPageViewProps['diagnose']; draft: string }) {
+  const [n, setN] = useState(10);
+  const invalid = diagnose(draft).length > 0;
+  return (
+    <section className="card" aria-labelledby="dry-title">
+      <h2 id="dry-title">Dry run of the draft</h2>
+      <p className="muted">Replays the tool calls of the project's last sessions against the draft in the editor and lists the decisions that would change. Nothing is published.</p>
+      <form
+        className="publish"
+        onSubmit={(e) => {
+          e.preventDefault();
+          dryRun.onRun(n);
+        }}
+      >
+        <div className="field">
+          <label htmlFor="dry-n">Sessions to replay</label>
+          <input id="dry-n" type="number" min={1} max={100} value={n} onChange={(e) => setN(Math.max(1, Math.min(100, Number(e.target.value) || 1)))} />
+        </div>
+        <button type="submit" className="primary" disabled={dryRun.running || invalid}>
+          {dryRun.running ? 'Replaying…' : 'Run'}
+        </button>
+      </form>
+      {invalid && <p className="muted small">The draft has problems; fix them in the editor first.</p>}
+      {dryRun.result && (
+        <Query state={dryRun.result} what="the dry run">
+          {(r) => (
+            <div className="stack">
+              <p>
+                {r.toolCallsReplayed} tool calls from {r.sessionsReplayed} sessions replayed: <strong>{r.changes.length === 0 ? 'no decision would change.' : `${r.changes.length} decisions would change.`}</strong>
+              </p>
+              {r.changes.length > 0 && (
+                <table className="data">
+                  <caption className="visually-hidden">Decisions that would change</caption>
+                  <thead>
+                    <tr>
+                      <th scope="col">Session</th>
+                      <th scope="col">Tool call</th>
+                      <th scope="col">Now</th>
+                      <th scope="col">With the draft</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {r.changes.map((c) => (
+                      <tr key={c.toolCallId}>
+                        <td>
+                          <code>{c.sessionId}</code>
+                        </td>
+                        <td>
+                          {c.tool} <code>{c.subject}</code>
+                        </td>
+                        <td>
+                          <span className={`badge effect-${c.before.effect}`}>{c.before.effect}</span>
+                        </td>
+                        <td>
+                          <span className={`badge effect-${c.after.effect}`}>{c.after.effect}</span> <span className="muted small">{c.after.reason}</span>
+                        </td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              )}
+            </div>
+          )}
+        </Query>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,54 @@
+import { useState } from 'react';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import type { CreateUserRequest } from '@lemniscate/contracts';
+import { addMember, projectsQuery, removeMember } from '../api/queries/projects';
+import { createUser, revokeToken, revokeUser, userTokensQuery, usersQuery } from '../api/queries/users';
+import { fromQuery } from '../components/Query';
+import { UsersPageView } from './UsersPageView';
+
+export function UsersPage() {
+  const qc = useQueryClient();
+  const users = useQuery(usersQuery());
+  const projects = useQuery(projectsQuery());
+  const [selected, setSelected] = useState<string | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
+  const tokens = useQuery({ ...userTokensQuery(selected ?? ''), enabled: selected !== null });
+  const refresh = () => qc.invalidateQueries({ queryKey: ['users'] });
+
+  const create = useMutation({
+    mutationFn: (body: CreateUserRequest) => createUser(body),
+    onSuccess: async (u) => {
+      setNotice(`${u.displayName} can now sign in as ${u.email}.`);
+      await refresh();
+    },
+  });
+  const revoke = useMutation({
+    mutationFn: revokeUser,
+    onSuccess: async (r) => {
+      setNotice(`Revoked: ${r.tokensRevoked} tokens, ${r.webSessionsRevoked} sign-ins and ${r.sessionsRevoked.length} running sessions.`);
+      await refresh();
+    },
+  });
+  const membership = useMutation({
+    mutationFn: ({ userId, projectId, member }: { userId: string; projectId: string; member: boolean }) => (member ? addMember(projectId, userId) : removeMember(projectId, userId)),
+    onSuccess: refresh,
+  });
+  const token = useMutation({ mutationFn: revokeToken, onSuccess: refresh });
+
+  return (
+    <UsersPageView
+      users={fromQuery(users)}
+      projects={projects.data ?? []}
+      selectedUserId={selected}
+      onSelectUser={(id) => setSelected((cur) => (cur === id ? null : id))}
+      tokens={selected ? fromQuery(tokens) : null}
+      onCreateUser={(b) => create.mutate(b)}
+      creating={create.isPending}
+      onRevokeUser={(id) => revoke.mutate(id)}
+      onSetMembership={(userId, projectId, member) => membership.mutate({ userId, projectId, member })}
+      onRevokeToken={(id) => token.mutate(id)}
+      actionError={create.error ?? revoke.error ?? membership.error ?? token.error ?? projects.error}
+      notice={notice}
+    />
+  );
+}

@@ -1,0 +1,225 @@
+import { useState } from 'react';
+import { CreateUserRequest, type ProjectView, type TokenView, type UserRole, type UserView } from '@lemniscate/contracts';
+import { ROLE_LABELS } from '../auth/access';
+import { Query, type QueryState } from '../components/Query';
+import { InlineError } from '../components/States';
+
+export interface UsersPageViewProps {
+  users: QueryState<UserView[]>;
+  projects: ProjectView[];
+  selectedUserId: string | null;
+  onSelectUser: (id: string) => void;
+  tokens: QueryState<TokenView[]> | null;
+  onCreateUser: (body: CreateUserRequest) => void;
+  creating: boolean;
+  onRevokeUser: (id: string) => void;
+  onSetMembership: (userId: string, projectId: string, member: boolean) => void;
+  onRevokeToken: (id: string) => void;
+  actionError: unknown;
+  notice: string | null;
+}
+
+function userState(u: UserView): { label: string; tone: string } {
+  if (u.revokedAt) return { label: 'revoked', tone: 'bad' };
+  if (u.disabledAt) return { label: 'disabled', tone: 'muted' };
+  return { label: 'active', tone: 'good' };
+}
+
+export function UsersPageView(p: UsersPageViewProps) {
+  return (
+    <div className="page">
+      <div className="page-header">
+        <h1>Users</h1>
+      </div>
+      <InlineError error={p.actionError} />
+      {p.notice && (
+        <p className="notice" role="status">
+          {p.notice}
+        </p>
+      )}
+      <Query state={p.users} what="the users">
+        {(users) => {
+          const selected = users.find((u) => u.id === p.selectedUserId) ?? null;
+          return (
+            <div className="grid users">
+              <section className="card flush span-2" aria-labelledby="users-title">
+                <h2 id="users-title" className="pad">
+                  People
+                </h2>
+                <table className="data">
+                  <caption className="visually-hidden">Users</caption>
+                  <thead>
+                    <tr>
+                      <th scope="col">Name</th>
+                      <th scope="col">Role</th>
+                      <th scope="col">Projects</th>
+                      <th scope="col">State</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {users.map((u) => {
+                      const st = userState(u);
+                      return (
+                        <tr key={u.id} className={u.id === p.selectedUserId ? 'selected' : undefined}>
+                          <td>
+                            <button type="button" className="link" onClick={() => p.onSelectUser(u.id)} aria-pressed={u.id === p.selectedUserId}>
+                              {u.displayName}
+                            </button>
+                            <div className="muted small">{u.email}</div>
+                          </td>
+                          <td>
+                            <span className={`role-badge ${u.role}`}>{ROLE_LABELS[u.role]}</span>
+                          </td>
+                          <td>{u.projectIds.map((id) => p.projects.find((pr) => pr.id === id)?.name ?? id).join(', ') || <span className="muted">none</span>}</td>
+                          <td>
+                            <span className={`badge ${st.tone}`}>{st.label}</span>
+                          </td>
+                        </tr>
+                      );
+                    })}
+                  </tbody>
+                </table>
+              </section>
+              {selected ? <UserDetail user={selected} {...p} /> : <NewUser {...p} />}
+            </div>
+          );
+        }}
+      </Query>
+    </div>
+  );
+}
+
+function UserDetail({ user, projects, tokens, onRevokeUser, onSetMembership, onRevokeToken }: UsersPageViewProps & { user: UserView }) {
+  const [confirm, setConfirm] = useState(false);
+  return (
+    <section className="card" aria-labelledby="user-title">
+      <h2 id="user-title">{user.displayName}</h2>
+      <fieldset className="field">
+        <legend>Project memberships</legend>
+        <div className="checks">
+          {projects.map((pr) => (
+            <label key={pr.id} className="checkbox">
+              <input type="checkbox" checked={user.projectIds.includes(pr.id)} disabled={!!user.revokedAt} onChange={(e) => onSetMembership(user.id, pr.id, e.target.checked)} />
+              {pr.name}
+            </label>
+          ))}
+        </div>
+      </fieldset>
+      <h3>API tokens</h3>
+      {tokens && (
+        <Query state={tokens} what="the tokens">
+          {(list) =>
+            list.length === 0 ? (
+              <p className="muted">No token.</p>
+            ) : (
+              <ul className="tokens">
+                {list.map((t) => (
+                  <li key={t.id}>
+                    <span>
+                      <strong>{t.name}</strong> <code>{t.prefix}…</code>
+                      <span className="muted small"> expires {new Date(t.expiresAt).toLocaleDateString()}</span>
+                    </span>
+                    {t.revokedAt ? (
+                      <span className="badge bad">revoked</span>
+                    ) : (
+                      <button type="button" className="danger outline small" onClick={() => onRevokeToken(t.id)}>
+                        Revoke token <span className="visually-hidden">{t.name}</span>
+                      </button>
+                    )}
+                  </li>
+                ))}
+              </ul>
+            )
+          }
+        </Query>
+      )}
+      <h3>Revoke access</h3>
+      {user.revokedAt ? (
+        <p className="muted">Revoked on {new Date(user.revokedAt).toLocaleString()}.</p>
+      ) : confirm ? (
+        <div className="confirm" role="group" aria-label="Confirm revocation">
+          <p>
+            This signs {user.displayName} out everywhere, revokes every token and stops every running session within a second. It is recorded in the audit log.
+          </p>
+          <div className="actions">
+            <button type="button" className="ghost" onClick={() => setConfirm(false)}>
+              Cancel
+            </button>
+            <button type="button" className="danger" onClick={() => onRevokeUser(user.id)}>
+              Revoke {user.displayName}
+            </button>
+          </div>
+        </div>
+      ) : (
+        <button type="button" className="danger outline" onClick={() => setConfirm(true)}>
+          Revoke this user…
+        </button>
+      )}
+    </section>
+  );
+}
+
+function NewUser({ projects, onCreateUser, creating }: UsersPageViewProps) {
+  const [form, setForm] = useState({ email: '', displayName: '', role: 'developer' as UserRole, password: '', projectIds: [] as string[] });
+  const [problems, setProblems] = useState<Record<string, string>>({});
+  const field = (name: 'email' | 'displayName' | 'password', label: string, type = 'text', autoComplete = 'off') => (
+    <div className="field">
+      <label htmlFor={`nu-${name}`}>{label}</label>
+      <input id={`nu-${name}`} type={type} autoComplete={autoComplete} value={form[name]} onChange={(e) => setForm({ ...form, [name]: e.target.value })} aria-invalid={!!problems[name]} aria-describedby={problems[name] ? `nu-${name}-err` : undefined} />
+      {problems[name] && (
+        <p className="field-error" id={`nu-${name}-err`}>
+          {problems[name]}
+        </p>
+      )}
+    </div>
+  );
+  return (
+    <section className="card" aria-labelledby="new-user-title">
+      <h2 id="new-user-title">Add a person</h2>
+      <form
+        className="form"
+        noValidate
+        onSubmit={(e) => {
+          e.preventDefault();
+          const parsed = CreateUserRequest.safeParse(form);
+          if (!parsed.success) {
+            const next: Record<string, string> = {};
+            for (const i of parsed.error.issues) next[String(i.path[0])] ??= i.message.startsWith('must') ? `This ${String(i.path[0]) === 'displayName' ? 'name' : String(i.path[0])} ${i.message}.` : i.message;
+            setProblems(next);
+            return;
+          }
+          setProblems({});
+          onCreateUser(parsed.data);
+        }}
+      >
+        {field('displayName', 'Name')}
+        {field('email', 'E-mail', 'email')}
+        <div className="field">
+          <label htmlFor="nu-role">Role</label>
+          <select id="nu-role" value={form.role} onChange={(e) => setForm({ ...form, role: e.target.value as UserRole })}>
+            {(Object.keys(ROLE_LABELS) as UserRole[]).map((r) => (
+              <option key={r} value={r}>
+                {ROLE_LABELS[r]}
+              </option>
+            ))}
+          </select>
+        </div>
+        {field('password', 'Initial password (12 characters or more)', 'password', 'new-password')}
+        <fieldset className="field">
+          <legend>Projects</legend>
+          <div className="checks">
+            {projects.map((pr) => (
+              <label key={pr.id} className="checkbox">
+                <input type="checkbox" checked={form.projectIds.includes(pr.id)} onChange={(e) => setForm({ ...form, projectIds: e.target.checked ? [...form.projectIds, pr.id] : form.projectIds.filter((x) => x !== pr.id) })} />
+                {pr.name}
+              </label>
+            ))}
+          </div>
+        </fieldset>
+        <button type="submit" className="primary" disabled={creating}>
+          {creating ? 'Adding…' : 'Add person'}
+        </button>
+      </form>
+    </section>
+  );
+}
