@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { DestroySandboxResponse, ExecHostHealth as ExecHostHealthBody, ExecHostRoutes } from '@lemniscate/contracts';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/config';
 import { AppError, ErrorCode } from '../common/errors';
 
@@ -19,15 +20,24 @@ export class ExecHostClient {
 
   /** Destroying a sandbox that is already gone is success: the goal is that it no longer exists. */
   async destroy(sandboxId: string): Promise<void> {
-    const res = await this.call('DELETE', `/v1/sandboxes/${encodeURIComponent(sandboxId)}`);
-    if (res.ok || res.status === 404) return;
+    const res = await this.call('DELETE', ExecHostRoutes.sandbox(sandboxId));
+    if (res.status === 404) return;
+    if (res.ok) {
+      const body = DestroySandboxResponse.safeParse(await res.json().catch(() => undefined));
+      if (body.success) return;
+      throw new AppError(ErrorCode.ExecHostUnavailable, `The exec-host answered the destruction of sandbox ${sandboxId} with a body the gateway does not understand.`);
+    }
     throw new AppError(ErrorCode.ExecHostUnavailable, `The exec-host refused to destroy sandbox ${sandboxId} (HTTP ${res.status}).`);
   }
 
   async health(): Promise<ExecHostHealth> {
     try {
-      const res = await this.call('GET', '/healthz');
-      return res.ok ? { ok: true } : { ok: false, message: `The exec-host answered HTTP ${res.status}.` };
+      const res = await this.call('GET', ExecHostRoutes.health());
+      if (!res.ok) return { ok: false, message: res.status === 401 ? 'The exec-host refused the gateway token.' : `The exec-host answered HTTP ${res.status}.` };
+      const body = ExecHostHealthBody.safeParse(await res.json().catch(() => undefined));
+      if (!body.success) return { ok: false, message: 'The exec-host answered its health check with a body the gateway does not understand.' };
+      if (!body.data.engine.reachable) return { ok: false, message: `The exec-host cannot reach its container engine${body.data.engine.message ? `: ${body.data.engine.message}` : '.'}` };
+      return body.data.status === 'ok' ? { ok: true } : { ok: true, message: 'The exec-host runs degraded (see its /v1/health).' };
     } catch (e) {
       return { ok: false, message: e instanceof AppError ? e.message : 'The exec-host did not answer.' };
     }

@@ -1,0 +1,56 @@
+import { ArgumentsHost, HttpException, NotFoundException } from '@nestjs/common';
+import { AppErrorFilter, statusFor } from './error.filter';
+import { AppError, ErrorCode } from './errors';
+
+function run(exception: unknown) {
+  const sent: { status?: number; body?: unknown; headers: Record<string, string> } = { headers: {} };
+  const res = {
+    status(code: number) {
+      sent.status = code;
+      return this;
+    },
+    json(body: unknown) {
+      sent.body = body;
+    },
+    setHeader(name: string, value: string) {
+      sent.headers[name] = value;
+    },
+  };
+  const host = { getType: () => 'http', switchToHttp: () => ({ getRequest: () => ({ id: 'req-1' }), getResponse: () => res }) } as unknown as ArgumentsHost;
+  new AppErrorFilter().catch(exception, host);
+  return sent;
+}
+
+describe('the one error mapping', () => {
+  it('gives every code an HTTP status', () => {
+    for (const code of Object.values(ErrorCode)) expect(statusFor(code)).toBeGreaterThanOrEqual(400);
+    expect(statusFor(ErrorCode.ApprovalAlreadyAnswered)).toBe(409);
+    expect(statusFor(ErrorCode.SessionEnded)).toBe(409);
+    expect(statusFor(ErrorCode.ValidationFailed)).toBe(400);
+    expect(statusFor(ErrorCode.Forbidden)).toBe(403);
+  });
+
+  it('writes code, sentence and request id', () => {
+    const out = run(new AppError(ErrorCode.SessionEnded, 'Session s1 has already ended (stopped).'));
+    expect(out.status).toBe(409);
+    expect(out.body).toEqual({ code: 'session_ended', message: 'Session s1 has already ended (stopped).', requestId: 'req-1' });
+  });
+
+  it('sets Retry-After for pacing errors', () => {
+    const out = run(new AppError(ErrorCode.RateLimited, 'Too many.', undefined, 42));
+    expect(out.status).toBe(429);
+    expect(out.headers['retry-after']).toBe('42');
+  });
+
+  it("gives Nest's own exceptions a code and a sentence", () => {
+    expect(run(new NotFoundException()).body).toMatchObject({ code: 'route_not_found', requestId: 'req-1' });
+    expect(run(new HttpException('x', 413)).body).toMatchObject({ code: 'validation_failed', message: 'The request body is too large.' });
+  });
+
+  it('never leaks the message of an unexpected error', () => {
+    const out = run(new Error('connection string postgres://secret@db'));
+    expect(out.status).toBe(500);
+    expect(JSON.stringify(out.body)).not.toContain('secret');
+    expect(out.body).toMatchObject({ code: 'internal', requestId: 'req-1' });
+  });
+});
