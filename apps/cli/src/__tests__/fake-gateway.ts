@@ -1,0 +1,260 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { ApprovalView, ProjectView, SessionView } from '@lemniscate/contracts';
+import { WebSocketServer, type WebSocket } from 'ws';
+
+/**
+ * A loopback HTTP + WebSocket server that speaks the gateway's published contracts (routes of
+ * apps/gateway, bodies of libs/contracts), so the CLI's wire behaviour is tested end to end through
+ * the real bin without a database or Docker. It records every request it receives.
+ */
+
+export const GOOD_TOKEN = 'lmn_good_token';
+
+export interface Scenario {
+  /** Events of the session, without seq/sessionId/at; emitted in order once the client subscribes. */
+  events: Record<string, unknown>[];
+  /** When set, emission pauses before this index until `release()` is called. */
+  gateAt?: number;
+  final: Partial<SessionView>;
+}
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  headers: IncomingMessage['headers'];
+  body: unknown;
+}
+
+const now = () => new Date().toISOString();
+
+export function sessionView(id: string, over: Partial<SessionView> = {}): SessionView {
+  return {
+    id,
+    projectId: 'p1',
+    userId: 'u1',
+    parentSessionId: null,
+    depth: 0,
+    agent: 'general',
+    instruction: 'do it',
+    policyVersionId: 'pv1',
+    status: 'running',
+    stopReason: null,
+    headless: true,
+    actionsUsed: 0,
+    extensionsUsed: 0,
+    startedAt: now(),
+    endedAt: null,
+    baseCommit: null,
+    branch: null,
+    includedUncommitted: false,
+    fingerprintStart: null,
+    fingerprintEnd: null,
+    finalPatch: null,
+    summary: null,
+    ...over,
+  };
+}
+
+export function approvalView(id: string, over: Partial<ApprovalView> = {}): ApprovalView {
+  return {
+    id,
+    sessionId: 's1',
+    projectId: 'p1',
+    toolCallId: null,
+    kind: 'command',
+    payload: { command: 'npm install left-pad' },
+    flags: { thirdParty: [] },
+    agent: 'general',
+    state: 'pending',
+    decidedBy: null,
+    decidedAt: null,
+    createdAt: now(),
+    ...over,
+  };
+}
+
+export class FakeGateway {
+  readonly requests: RecordedRequest[] = [];
+  projects: ProjectView[] = [{ id: 'p1', name: 'demo', repositorySource: '/nonexistent/demo.git', defaultRef: 'main', createdAt: now() }];
+  scenario: Scenario = { events: [], final: {} };
+  sessions = new Map<string, SessionView>();
+  approvals: ApprovalView[] = [];
+  auditVerify: unknown = { ok: true, checked: 3, firstBreak: null };
+  auditExport = '{"seq":1}\n{"seq":2}\n';
+  private server!: Server;
+  private wss!: WebSocketServer;
+  private emitted: Record<string, unknown>[] = [];
+  private subscribers = new Set<WebSocket>();
+  private releaseGate: (() => void) | null = null;
+  private gateReached: Promise<void> = Promise.resolve();
+  private signalGateReached: () => void = () => undefined;
+  private nextId = 1;
+  private seq = 0;
+  private sessionId = '';
+  /** Resolves on each stop request, for tests that press Ctrl-C. */
+  stopRequested: Promise<void>;
+  private onStop: () => void = () => undefined;
+
+  constructor() {
+    this.stopRequested = new Promise((resolve) => (this.onStop = resolve));
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => void this.handle(req, res));
+    this.wss = new WebSocketServer({ noServer: true });
+    this.server.on('upgrade', (req, socket, head) => {
+      if (req.headers.authorization !== `Bearer ${GOOD_TOKEN}`) {
+        socket.write('HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+        socket.destroy();
+        return;
+      }
+      this.wss.handleUpgrade(req, socket, head, (ws) => this.onSocket(ws));
+    });
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    return this;
+  }
+
+  async close(): Promise<void> {
+    for (const ws of this.wss.clients) ws.terminate();
+    await new Promise<void>((resolve) => this.wss.close(() => resolve()));
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  /** Resolves once emission is paused at the gate. */
+  waitForGate(): Promise<void> {
+    return this.gateReached;
+  }
+
+  release(): void {
+    this.releaseGate?.();
+  }
+
+  hits(method: string, path: string): RecordedRequest[] {
+    return this.requests.filter((r) => r.method === method && r.path === path);
+  }
+
+  private onSocket(ws: WebSocket): void {
+    ws.on('message', (data) => {
+      const msg = JSON.parse(String(data)) as { type: string; sessionId?: string; sinceSeq?: number };
+      if (msg.type !== 'subscribe') return;
+      ws.send(JSON.stringify({ type: 'subscribed', sessionId: msg.sessionId ?? null, projectId: null, replayed: 0 }));
+      for (const e of this.emitted) if ((e.seq as number) > (msg.sinceSeq ?? 0)) ws.send(JSON.stringify({ type: 'event', event: e }));
+      this.subscribers.add(ws);
+      if (this.emitted.length === 0) void this.play();
+    });
+    ws.on('close', () => this.subscribers.delete(ws));
+  }
+
+  private emit(partial: Record<string, unknown>): void {
+    const event = { seq: ++this.seq, sessionId: this.sessionId, projectId: 'p1', at: now(), ...partial };
+    this.emitted.push(event);
+    for (const ws of this.subscribers) ws.send(JSON.stringify({ type: 'event', event }));
+  }
+
+  private async play(): Promise<void> {
+    const { events, gateAt } = this.scenario;
+    for (let i = 0; i < events.length; i++) {
+      if (i === gateAt) {
+        const released = new Promise<void>((resolve) => (this.releaseGate = resolve));
+        this.signalGateReached();
+        await released;
+      }
+      this.emit(events[i] as Record<string, unknown>);
+      const last = events[i]?.type as string;
+      if (['session_completed', 'session_stopped', 'session_failed'].includes(last)) this.finish(events[i] as Record<string, unknown>);
+    }
+  }
+
+  private finish(end: Record<string, unknown>): void {
+    const s = this.sessions.get(this.sessionId);
+    if (!s) return;
+    const status = end.type === 'session_completed' ? 'completed' : end.type === 'session_stopped' ? 'stopped' : 'failed';
+    this.sessions.set(this.sessionId, { ...s, status, stopReason: (end.stopReason as SessionView['stopReason']) ?? null, endedAt: now(), summary: (end.summary as string | null) ?? null, ...this.scenario.final });
+  }
+
+  private send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+    res.writeHead(status, { 'content-type': 'application/json', ...headers });
+    res.end(body === undefined ? '' : JSON.stringify(body));
+  }
+
+  private error(res: ServerResponse, status: number, code: string, message: string): void {
+    this.send(res, status, { code, message, requestId: 'req-1' });
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    const url = new URL(req.url ?? '/', 'http://x');
+    const path = url.pathname.replace(/^\/api\/v1/, '');
+    const body: unknown = text ? JSON.parse(text) : undefined;
+    this.requests.push({ method: req.method ?? '', path: `${path}${url.search}`, headers: req.headers, body });
+    const route = `${req.method} ${path}`;
+    if (route === 'POST /auth/login') {
+      const b = body as { email: string; password: string };
+      if (b.password !== 'correct horse') return this.error(res, 401, 'unauthenticated', 'Wrong email or password.');
+      const user = { id: 'u1', email: b.email, displayName: 'Dev', role: 'developer', projectIds: ['p1'], disabledAt: null, revokedAt: null, createdAt: now() };
+      return this.send(res, 200, { user, csrfToken: 'csrf-1' }, { 'set-cookie': 'lemni_session=cookie-1; HttpOnly; SameSite=Strict; Path=/' });
+    }
+    if (route === 'POST /auth/tokens') {
+      if (req.headers.cookie !== 'lemni_session=cookie-1' || req.headers['x-csrf-token'] !== 'csrf-1') return this.error(res, 401, 'unauthenticated', 'You need to sign in.');
+      return this.send(res, 201, { id: 't1', name: (body as { name: string }).name, prefix: 'lmn_good', expiresAt: '2027-02-27T00:00:00.000Z', revokedAt: null, lastUsedAt: null, createdAt: now(), token: GOOD_TOKEN });
+    }
+    if (req.headers.authorization !== `Bearer ${GOOD_TOKEN}`) return this.error(res, 401, 'unauthenticated', 'The API token is unknown, expired or revoked.');
+    if (route === 'GET /auth/me') {
+      return this.send(res, 200, { user: { id: 'u1', email: 'dev@example.org', displayName: 'Dev', role: 'developer', projectIds: ['p1'], disabledAt: null, revokedAt: null, createdAt: now() }, csrfToken: null, via: 'token' });
+    }
+    if (route === 'GET /projects') return this.send(res, 200, this.projects);
+    let m = /^\/projects\/([^/]+)\/policy$/.exec(path);
+    if (m && req.method === 'POST') {
+      return this.send(res, 201, { id: 'pv2', projectId: m[1], version: 2, document: {}, sourceText: (body as { sourceText: string }).sourceText, authorId: 'u1', comment: '', createdAt: now() });
+    }
+    if (route === 'POST /sessions') {
+      const b = body as { instruction: string; agent?: string; headless: boolean; includedUncommitted?: boolean; baseCommit?: string };
+      this.sessionId = `s${this.nextId++}`;
+      const s = sessionView(this.sessionId, { instruction: b.instruction, agent: b.agent ?? 'general', headless: b.headless, includedUncommitted: b.includedUncommitted ?? false, baseCommit: b.baseCommit ?? null });
+      this.sessions.set(s.id, s);
+      this.emitted = [];
+      this.gateReached = new Promise((resolve) => (this.signalGateReached = resolve));
+      return this.send(res, 201, s);
+    }
+    if (route === 'GET /sessions') return this.send(res, 200, [...this.sessions.values()]);
+    m = /^\/sessions\/([^/]+)(\/tool-calls|\/stop)?$/.exec(path);
+    if (m) {
+      const s = this.sessions.get(m[1] as string);
+      if (!s) return this.error(res, 404, 'not_found', `There is no session ${m[1]}.`);
+      if (m[2] === '/tool-calls') return this.send(res, 200, [{ id: 'c1', sessionId: s.id, seq: 1, name: 'Bash', arguments: { command: 'npm test' }, decision: { effect: 'allow', rule: 'commands.free[0]', reason: 'free' }, result: null, agent: 'general', createdAt: now() }]);
+      if (m[2] === '/stop') {
+        this.onStop();
+        this.emit({ type: 'session_stopped', status: 'stopped', stopReason: 'stopped', class: 'stopped', summary: null, exitCode: 3 });
+        this.finish({ type: 'session_stopped', stopReason: 'stopped' });
+        return this.send(res, 200, { session: this.sessions.get(s.id), approvalsRejected: 1, sandboxDestroyed: true, sandboxNote: null });
+      }
+      return this.send(res, 200, s);
+    }
+    if (route === 'GET /approvals') return this.send(res, 200, this.approvals);
+    m = /^\/approvals\/([^/]+)(\/approve|\/reject)?$/.exec(path);
+    if (m) {
+      const a = this.approvals.find((x) => x.id === m?.[1]);
+      if (!a) return this.error(res, 404, 'not_found', `There is no approval ${m[1]}.`);
+      if (!m[2]) return this.send(res, 200, a);
+      if (a.state !== 'pending') return this.error(res, 409, 'approval_already_answered', `Approval ${a.id} was already answered (${a.state}).`);
+      a.state = m[2] === '/approve' ? 'approved' : 'rejected';
+      return this.send(res, 200, a);
+    }
+    if (route === 'GET /audit/verify') return this.send(res, 200, this.auditVerify);
+    if (route === 'GET /audit/export') {
+      res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+      res.write(this.auditExport.slice(0, 5));
+      res.end(this.auditExport.slice(5));
+      return;
+    }
+    return this.error(res, 404, 'route_not_found', `No route ${route}.`);
+  }
+}

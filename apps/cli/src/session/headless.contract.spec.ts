@@ -1,0 +1,212 @@
+import { readFileSync, writeFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { FakeGateway, GOOD_TOKEN } from '../__tests__/fake-gateway';
+import { bashCall, completed, failed, result, started, stopped } from '../__tests__/events';
+import { buildCli, gitIn, lemni, makeRepo } from '../__tests__/run-bin';
+
+let gateway: FakeGateway;
+const dirs: string[] = [];
+
+beforeAll(() => buildCli(), 180_000);
+
+beforeEach(async () => {
+  gateway = await new FakeGateway().start();
+});
+
+afterEach(async () => {
+  await gateway.close();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function env(extra: Record<string, string> = {}): Record<string, string> {
+  return { LEMNISCATE_GATEWAY: gateway.url, LEMNISCATE_TOKEN: GOOD_TOKEN, ...extra };
+}
+
+/** A checkout of the project's repository and the patch the session approved against it. */
+function checkoutWithPatch(): { dir: string; patch: string; head: string } {
+  const dir = makeRepo({ 'a.txt': 'hello\n', 'b.txt': 'keep\n' });
+  dirs.push(dir);
+  writeFileSync(path.join(dir, 'a.txt'), 'hello world\n');
+  const patch = gitIn(dir, 'diff');
+  gitIn(dir, 'checkout', '--', 'a.txt');
+  gateway.projects[0] = { ...gateway.projects[0]!, repositorySource: dir };
+  return { dir, patch, head: gitIn(dir, 'rev-parse', 'HEAD').trim() };
+}
+
+describe('lemni -p (headless, through the real bin)', () => {
+  it('exits 0, prints the JSON result with the contract fields, and applies the approved patch', async () => {
+    const { dir, patch, head } = checkoutWithPatch();
+    gateway.scenario = { events: [started(head), ...bashCall('c1', 'npm test'), result('c1', 'x'.repeat(5000)), completed()], final: { finalPatch: patch, actionsUsed: 1 } };
+    const r = await lemni(['-p', 'make the tests pass', '--project', 'demo', '--output-format', 'json'], { cwd: dir, env: env() });
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout) as Record<string, unknown>;
+    expect(r.stdout.trim().split('\n')).toHaveLength(1);
+    expect(out).toMatchObject({ session_id: 's1', status: 'completed', stop_reason: null, exit_code: 0, actions_used: 1, patch, summary: 'Done: tests pass.' });
+    const calls = out.tool_calls as { name: string; arguments: unknown; decision: { effect: string }; result: { exit_code: number; stdout: string; stderr: string; truncated: boolean } }[];
+    expect(calls).toHaveLength(1);
+    expect(calls[0]).toMatchObject({ name: 'Bash', arguments: { command: 'npm test' }, decision: { effect: 'allow', rule: 'commands.free[0]' }, result: { exit_code: 0, stderr: '', truncated: true } });
+    expect(calls[0]!.result.stdout).toMatch(/…\[truncated: 1000 more characters\]$/);
+    expect(readFileSync(path.join(dir, 'a.txt'), 'utf8')).toBe('hello world\n');
+    // Sent as headless with the checkout's commit, so the gateway refuses approvals itself.
+    expect(gateway.hits('POST', '/sessions')[0]!.body).toMatchObject({ projectId: 'p1', instruction: 'make the tests pass', headless: true, baseCommit: head, branch: 'main' });
+  });
+
+  it('prints only the summary on stdout in text mode, progress on stderr', async () => {
+    gateway.scenario = { events: [started(), ...bashCall('c1', 'npm test'), result('c1', 'ok'), completed('All green.')], final: {} };
+    const r = await lemni(['-p', 'go', '--project', 'demo'], { env: env() });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe('All green.\n');
+    expect(r.stderr).toContain('Bash npm test');
+  });
+
+  it.each([
+    ['limit_actions', 'the action limit was reached'],
+    ['loop', 'kept repeating'],
+    ['revoked', 'revoked'],
+  ])('exits 3 when a guardrail stops the session (%s)', async (reason, sentence) => {
+    gateway.scenario = { events: [started(), stopped(reason, 'Done: a; in progress: b; remaining: c.')], final: { actionsUsed: 150 } };
+    const r = await lemni(['-p', 'go', '--project', 'demo', '--output-format', 'json'], { env: env() });
+    expect(r.code).toBe(3);
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'stopped', stop_reason: reason, exit_code: 3, actions_used: 150, classes: [reason] });
+    expect(r.stderr).toContain(sentence);
+  });
+
+  it('exits 1 when the session crashes', async () => {
+    gateway.scenario = { events: [started(), failed()], final: {} };
+    const r = await lemni(['-p', 'go', '--project', 'demo', '--output-format', 'json'], { env: env() });
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'failed', stop_reason: 'crash', exit_code: 1, classes: ['sandbox_lost'] });
+  });
+
+  it('announces an approval it cannot give, never answers it, and follows the run to its end', async () => {
+    gateway.scenario = {
+      events: [
+        started(),
+        ...bashCall('c1', 'npm install left-pad', 'ask'),
+        { type: 'approval_requested', approvalId: 'ap1', callId: 'c1', agent: 'general', kind: 'command', thirdParty: false, subject: 'npm install left-pad' },
+        { type: 'approval_answered', approvalId: 'ap1', answer: 'rejected', by: { kind: 'process', description: 'headless run' }, class: 'approval_refused_headless' },
+        completed('Could not install; done otherwise.'),
+      ],
+      final: {},
+    };
+    const r = await lemni(['-p', 'go', '--project', 'demo', '--output-format', 'json'], { env: env() });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain('Refused: general needs a person to approve `npm install left-pad`');
+    const out = JSON.parse(r.stdout) as { refusals: unknown[]; classes: string[]; tool_calls: { approval: unknown }[] };
+    expect(out.refusals).toEqual([{ approval_id: 'ap1', kind: 'command', subject: 'npm install left-pad', class: 'approval_refused_headless' }]);
+    expect(out.classes).toContain('approval_refused_headless');
+    expect(out.tool_calls[0]!.approval).toEqual({ id: 'ap1', answer: 'rejected', class: 'approval_refused_headless' });
+    expect(gateway.requests.filter((q) => q.path.startsWith('/approvals'))).toEqual([]);
+  });
+
+  it('stream-json prints each event on its own line while the session is still running', async () => {
+    gateway.scenario = { events: [started(), ...bashCall('c1', 'npm test'), result('c1', 'ok'), completed()], gateAt: 3, final: {} };
+    const lines: string[] = [];
+    let sawFirstBeforeEnd = false;
+    const run = lemni(['-p', 'go', '--project', 'demo', '--output-format', 'stream-json'], {
+      env: env(),
+      onLine: (line) => {
+        lines.push(line);
+        // The session cannot end before the gate is released, and we release it only from here.
+        if (lines.length === 3) {
+          sawFirstBeforeEnd = true;
+          gateway.release();
+        }
+      },
+    });
+    const r = await run;
+    expect(r.code).toBe(0);
+    expect(sawFirstBeforeEnd).toBe(true);
+    const events = lines.map((l) => JSON.parse(l) as { type: string; seq: number });
+    expect(events.map((e) => e.type)).toEqual(['session_started', 'tool_call_proposed', 'decision', 'tool_result', 'session_completed']);
+    expect(events.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it('Ctrl-C stops the session through the gateway and exits 3', async () => {
+    gateway.scenario = { events: [started(), ...bashCall('c1', 'sleep 1000'), completed()], gateAt: 3, final: {} };
+    const r = await lemni(['-p', 'go', '--project', 'demo', '--output-format', 'json'], {
+      env: env(),
+      onStderr: (text, child) => {
+        if (text.includes('Bash sleep 1000')) child.kill('SIGINT');
+      },
+    });
+    expect(r.code).toBe(3);
+    expect(gateway.hits('POST', '/sessions/s1/stop')).toHaveLength(1);
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'stopped', stop_reason: 'stopped' });
+    gateway.release();
+  });
+
+  it('a conflicting patch leaves the repository exactly as it was, says so and exits 1', async () => {
+    const { dir, patch, head } = checkoutWithPatch();
+    writeFileSync(path.join(dir, 'a.txt'), 'hello there\n');
+    gitIn(dir, 'commit', '-q', '-am', 'diverge');
+    writeFileSync(path.join(dir, 'b.txt'), 'local edit\n');
+    const before = gitIn(dir, 'status', '--porcelain');
+    gateway.scenario = { events: [started(head), completed()], final: { finalPatch: patch } };
+    const r = await lemni(['-p', 'go', '--project', 'demo', '--output-format', 'json'], { cwd: dir, env: env() });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('conflicts with your working tree in a.txt; the repository is unchanged');
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'completed', applied: { applied: false, conflicts: ['a.txt'] }, classes: ['apply_conflict'] });
+    expect(readFileSync(path.join(dir, 'a.txt'), 'utf8')).toBe('hello there\n');
+    expect(readFileSync(path.join(dir, 'b.txt'), 'utf8')).toBe('local edit\n');
+    expect(gitIn(dir, 'status', '--porcelain')).toBe(before);
+  });
+
+  it('--no-apply leaves the checkout alone', async () => {
+    const { dir, patch, head } = checkoutWithPatch();
+    gateway.scenario = { events: [started(head), completed()], final: { finalPatch: patch } };
+    const r = await lemni(['-p', 'go', '--project', 'demo', '--no-apply'], { cwd: dir, env: env() });
+    expect(r.code).toBe(0);
+    expect(readFileSync(path.join(dir, 'a.txt'), 'utf8')).toBe('hello\n');
+  });
+
+  it('--include-uncommitted uploads tracked and untracked changes but no secrets, and records it', async () => {
+    const { dir, head } = checkoutWithPatch();
+    writeFileSync(path.join(dir, 'b.txt'), 'changed\n');
+    writeFileSync(path.join(dir, 'new.txt'), 'untracked\n');
+    writeFileSync(path.join(dir, '.env'), 'API_KEY=secret\n');
+    gitIn(dir, 'add', 'b.txt');
+    const indexBefore = gitIn(dir, 'diff', '--cached', '--name-only');
+    gateway.scenario = { events: [started(head), completed()], final: {} };
+    const r = await lemni(['-p', 'go', '--project', 'demo', '--include-uncommitted', '--no-apply'], { cwd: dir, env: env() });
+    expect(r.code).toBe(0);
+    const body = gateway.hits('POST', '/sessions')[0]!.body as { startingPatch: string; includedUncommitted: boolean; baseCommit: string };
+    expect(body.includedUncommitted).toBe(true);
+    expect(body.baseCommit).toBe(head);
+    expect(body.startingPatch).toContain('+changed');
+    expect(body.startingPatch).toContain('+untracked');
+    expect(body.startingPatch).not.toContain('API_KEY');
+    expect(r.stderr).toContain('Not uploaded (they look like secrets): .env.');
+    expect(gitIn(dir, 'diff', '--cached', '--name-only')).toBe(indexBefore);
+  });
+});
+
+describe('lemni -p refuses unusable invocations with one sentence and exit 1', () => {
+  it('gateway unreachable', async () => {
+    const url = gateway.url;
+    await gateway.close();
+    gateway = await new FakeGateway().start();
+    const r = await lemni(['-p', 'go', '--project', 'demo', '--gateway', url, '--token', GOOD_TOKEN]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(`Cannot reach the gateway at ${url}: is it running? (\`npm start\`)\n`);
+  });
+
+  it('bad token', async () => {
+    const r = await lemni(['-p', 'go', '--project', 'demo'], { env: env({ LEMNISCATE_TOKEN: 'lmn_revoked' }) });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(`The gateway at ${gateway.url} refused the API token (unknown, expired or revoked): run \`lemni login\` or pass a valid --token.\n`);
+  });
+
+  it('unknown project, with a JSON error object when JSON was asked for', async () => {
+    const r = await lemni(['-p', 'go', '--project', 'nope', '--output-format', 'json'], { env: env() });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('Unknown project "nope": the projects you can use are demo');
+    expect(JSON.parse(r.stdout)).toMatchObject({ session_id: null, exit_code: 1, class: 'unknown_project' });
+  });
+
+  it('no project at all', async () => {
+    const r = await lemni(['-p', 'go'], { env: env() });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('Name a project with --project NAME');
+  });
+});
