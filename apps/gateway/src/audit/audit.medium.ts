@@ -6,6 +6,9 @@ import { canonicalJson, chainHash, GENESIS_HASH } from './audit-chain';
 import { CSV_HEADER } from './audit-export';
 import { AuditService, MAX_PAYLOAD_BYTES, type AuditEntry } from './audit.service';
 
+// Jest reads testTimeout only from the root configuration, not from a project: set it here.
+jest.setTimeout(120_000);
+
 const auditOf = (database: Database) => new AuditService(new AuditLogRepository(database.db));
 
 async function appendMany(audit: AuditService, n: number, make: (i: number) => Partial<Parameters<AuditService['append']>[0]> = () => ({})) {
@@ -101,6 +104,36 @@ withTestDatabases((database, kind) => {
       await expect(attempt).rejects.toThrow(AppError);
       await expect(attempt).rejects.toThrow(message);
       await expect(audit.verify()).resolves.toEqual(before);
+    });
+    it.each([
+      [{ actor: 'a\u0000b', kind: 'a.b', payload: {} }, 'The audit actor contains a NUL character or a lone surrogate, which cannot be stored as written.'],
+      [{ actor: 'u', kind: 'a.b', sessionId: 'x\uD800', payload: {} }, 'The audit sessionId contains a NUL character or a lone surrogate, which cannot be stored as written.'],
+    ])('refuses text the database would store differently from what was hashed (%#)', async (input, message) => {
+      await expect(auditOf(database()).append(input)).rejects.toThrow(message);
+    });
+
+    it('writes appends that arrive together in one transaction, in call order', async () => {
+      const repository = new AuditLogRepository(database().db);
+      const audit = new AuditService(repository);
+      const transactions = jest.spyOn(repository, 'append');
+      const entries = await Promise.all(Array.from({ length: 200 }, (_, i) => audit.append({ actor: 'batch', kind: 'test.batch', payload: { i } })));
+      const seqs = entries.map((e) => e.seq);
+      expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+      expect(entries.map((e) => (e.payload as { i: number }).i)).toEqual(Array.from({ length: 200 }, (_, i) => i));
+      expect(seqs[199]! - seqs[0]!).toBe(199);
+      expect(transactions.mock.calls.length).toBeLessThan(200);
+      await expect(audit.verify()).resolves.toMatchObject({ ok: true });
+    });
+
+    it('rejects every append of a batch the database refused, and carries on with the next', async () => {
+      const repository = new AuditLogRepository(database().db);
+      const audit = new AuditService(repository);
+      jest.spyOn(repository, 'append').mockRejectedValueOnce(new Error('connection lost'));
+      const [first, second] = await Promise.allSettled([audit.append({ actor: 'u', kind: 'test.fail', payload: 1 }), audit.append({ actor: 'u', kind: 'test.fail', payload: 2 })]);
+      expect(first).toMatchObject({ status: 'rejected', reason: new Error('connection lost') });
+      expect(second?.status).toBe('fulfilled');
+      await expect(audit.append({ actor: 'u', kind: 'test.after', payload: 3 })).resolves.toMatchObject({ kind: 'test.after' });
+      await expect(audit.verify()).resolves.toMatchObject({ ok: true });
     });
   });
 

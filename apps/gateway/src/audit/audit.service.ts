@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import { AppError, ErrorCode } from '../common/errors';
 import { AuditLogRepository, type AuditFilter, type AuditPageRequest } from '../db/repositories/audit-log.repository';
 import type { AuditLogRow } from '../db/schema';
-import { CanonicalJsonError, canonicalJson, chainHash, ChainVerifier, type ChainBreak, type ChainProblem } from './audit-chain';
+import { CanonicalJsonError, canonicalJson, chainHash, ChainVerifier, type ChainBreak, type ChainEntry, type ChainProblem } from './audit-chain';
 import { CSV_HEADER, csvLine, jsonlLine, type AuditExportFormat } from './audit-export';
 
 export type { AuditFilter, AuditPageRequest } from '../db/repositories/audit-log.repository';
@@ -39,6 +39,9 @@ export type AuditVerification =
 export const MAX_PAYLOAD_BYTES = 1024 * 1024;
 const KIND = /^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$/;
 const VERIFY_PAGE = 5000;
+const MAX_BATCH_ENTRIES = 500;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const MAX_BATCH_BYTES = 4 * 1024 * 1024;
 const EXPORT_PAGE = 1000;
 
 /**
@@ -50,33 +53,46 @@ const EXPORT_PAGE = 1000;
 export class AuditService {
   constructor(private readonly log: AuditLogRepository) {}
 
+  private readonly queue: PendingAppend[] = [];
+  private flushing: Promise<void> | undefined;
+
+  /**
+   * Records one entry and resolves once it is committed. Appends arriving while a write is in
+   * flight are written together in the next transaction: one commit (one disk flush) for many
+   * entries, in the order they were called, instead of each waiting its turn for the lock.
+   */
   async append(input: AuditAppend): Promise<AuditEntry> {
-    const actor = requireText('actor', input.actor, 200);
-    const kind = requireText('kind', input.kind, 100);
-    if (!KIND.test(kind)) {
-      throw new AppError(ErrorCode.ValidationFailed, `The audit kind "${kind}" must be dotted lower-case words, like "session.stop".`, { field: 'kind' });
-    }
-    const projectId = optionalText('projectId', input.projectId);
-    const sessionId = optionalText('sessionId', input.sessionId);
-    let payload: string;
-    try {
-      payload = canonicalJson(input.payload === undefined ? null : input.payload);
-    } catch (error) {
-      if (error instanceof CanonicalJsonError) {
-        throw new AppError(ErrorCode.ValidationFailed, `The audit payload cannot be recorded: ${error.message.replace(/^\$/, 'the payload')}`, { field: 'payload' });
-      }
-      throw error;
-    }
-    if (Buffer.byteLength(payload, 'utf8') > MAX_PAYLOAD_BYTES) {
-      throw new AppError(ErrorCode.ValidationFailed, `The audit payload is larger than ${MAX_PAYLOAD_BYTES} bytes; record a digest of large output instead.`, {
-        field: 'payload',
-      });
-    }
-    const row = await this.log.append((head, now) => {
-      const entry = { seq: head.seq + 1, at: now, actor, kind, projectId, sessionId, payload };
-      return { ...entry, prevHash: head.hash, hash: chainHash(head.hash, entry) };
+    const entry = prepare(input);
+    const row = await new Promise<AuditLogRow>((resolve, reject) => {
+      this.queue.push({ entry, bytes: Buffer.byteLength(entry.payload, 'utf8'), resolve, reject });
+      this.flushing ??= this.flush();
     });
     return toEntry(row);
+  }
+
+  private async flush(): Promise<void> {
+    try {
+      while (this.queue.length > 0) {
+        const batch = takeBatch(this.queue);
+        try {
+          const rows = await this.log.append((head, now) => {
+            let prevHash = head.hash;
+            return batch.map((pending, i) => {
+              const entry = { ...pending.entry, seq: head.seq + 1 + i, at: now };
+              const hash = chainHash(prevHash, entry);
+              const row = { ...entry, prevHash, hash };
+              prevHash = hash;
+              return row;
+            });
+          });
+          batch.forEach((pending, i) => pending.resolve(rows[i] as AuditLogRow));
+        } catch (error) {
+          for (const pending of batch) pending.reject(error);
+        }
+      }
+    } finally {
+      this.flushing = undefined;
+    }
   }
 
   /**
@@ -140,6 +156,52 @@ export class AuditService {
   }
 }
 
+type PreparedEntry = Omit<ChainEntry, 'seq' | 'at'>;
+
+interface PendingAppend {
+  entry: PreparedEntry;
+  bytes: number;
+  resolve: (row: AuditLogRow) => void;
+  reject: (error: unknown) => void;
+}
+
+function takeBatch(queue: PendingAppend[]): PendingAppend[] {
+  let count = 0;
+  let bytes = 0;
+  while (count < queue.length && count < MAX_BATCH_ENTRIES) {
+    const next = (queue[count] as PendingAppend).bytes;
+    if (count > 0 && bytes + next > MAX_BATCH_BYTES) break;
+    bytes += next;
+    count += 1;
+  }
+  return queue.splice(0, count);
+}
+
+function prepare(input: AuditAppend): PreparedEntry {
+  const actor = requireText('actor', input.actor, 200);
+  const kind = requireText('kind', input.kind, 100);
+  if (!KIND.test(kind)) {
+    throw new AppError(ErrorCode.ValidationFailed, `The audit kind "${kind}" must be dotted lower-case words, like "session.stop".`, { field: 'kind' });
+  }
+  const projectId = optionalText('projectId', input.projectId);
+  const sessionId = optionalText('sessionId', input.sessionId);
+  let payload: string;
+  try {
+    payload = canonicalJson(input.payload === undefined ? null : input.payload);
+  } catch (error) {
+    if (error instanceof CanonicalJsonError) {
+      throw new AppError(ErrorCode.ValidationFailed, `The audit payload cannot be recorded: ${error.message.replace(/^\$/, 'the payload')}`, { field: 'payload' });
+    }
+    throw error;
+  }
+  if (Buffer.byteLength(payload, 'utf8') > MAX_PAYLOAD_BYTES) {
+    throw new AppError(ErrorCode.ValidationFailed, `The audit payload is larger than ${MAX_PAYLOAD_BYTES} bytes; record a digest of large output instead.`, {
+      field: 'payload',
+    });
+  }
+  return { actor, kind, projectId, sessionId, payload };
+}
+
 function broken(verifier: ChainVerifier, problem: ChainBreak): AuditVerification {
   return { ok: false, checked: verifier.checked, ...problem };
 }
@@ -163,6 +225,11 @@ function requireText(field: string, value: unknown, max: number): string {
     throw new AppError(ErrorCode.ValidationFailed, `The audit ${field} is required and must be a non-empty string.`, { field });
   }
   if (value.length > max) throw new AppError(ErrorCode.ValidationFailed, `The audit ${field} is longer than ${max} characters.`, { field });
+  // The database stores text as UTF-8 without NUL: anything else would be stored differently from
+  // what was hashed, and the entry would later read as altered.
+  if (value.includes('\u0000') || LONE_SURROGATE.test(value)) {
+    throw new AppError(ErrorCode.ValidationFailed, `The audit ${field} contains a NUL character or a lone surrogate, which cannot be stored as written.`, { field });
+  }
   return value;
 }
 

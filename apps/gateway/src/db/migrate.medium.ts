@@ -8,6 +8,9 @@ import { DEFAULT_MIGRATIONS_DIR, MigrationError, readMigrations } from './migrat
 import * as schema from './schema';
 import { freshDatabase, withTestDatabases } from './testing';
 
+// Jest reads testTimeout only from the root configuration, not from a project: set it here.
+jest.setTimeout(120_000);
+
 const tables = (Object.values(schema) as unknown[]).filter((value): value is PgTable => is(value, PgTable));
 
 withTestDatabases((database, kind) => {

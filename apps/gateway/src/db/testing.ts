@@ -8,6 +8,8 @@ import { Client } from 'pg';
 import { IN_MEMORY, openDatabase, type Database, type DatabaseKind, type DatabaseOptions } from './database';
 
 export const DEFAULT_TEST_PG_URL = 'postgres://postgres@/postgres?host=/var/run/postgresql';
+// Opening PGlite compiles its WASM; on a loaded machine that alone can pass Jest's 5 s default.
+const HOOK_TIMEOUT_MS = 60_000;
 export const TEST_DATABASE_KINDS: readonly DatabaseKind[] = ['pglite', 'postgres'];
 
 export interface TestDatabase extends Database {
@@ -108,10 +110,10 @@ export function withTestDatabases(
     let current: TestDatabase | undefined;
     beforeAll(async () => {
       current = await freshDatabase(kind, options);
-    });
+    }, HOOK_TIMEOUT_MS);
     afterAll(async () => {
       await current?.close();
-    });
+    }, HOOK_TIMEOUT_MS);
     fn(() => {
       if (!current) throw new Error(`The ${kind} test database is not open (its beforeAll failed).`);
       return current;

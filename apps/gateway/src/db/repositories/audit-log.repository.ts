@@ -43,11 +43,12 @@ export class AuditLogRepository extends Repository {
   }
 
   /**
-   * Appends one entry while holding the chain head's row lock: `build` receives the head and the
-   * database's clock, and returns the row to insert, which becomes the new head. Concurrent appends
-   * from any number of connections or replicas queue on that one row, so the chain never forks.
+   * Appends entries while holding the chain head's row lock: `build` receives the head and the
+   * database's clock, and returns the rows to insert (numbered from head.seq + 1, linked from
+   * head.hash); the last becomes the new head. Concurrent appends from any number of connections
+   * or replicas queue on that one row, so the chain never forks and seq has no gaps.
    */
-  append(build: (head: ChainHead, now: Date) => AuditLogRow): Promise<AuditLogRow> {
+  append(build: (head: ChainHead, now: Date) => AuditLogRow[]): Promise<AuditLogRow[]> {
     return this.db.transaction(async (tx) => {
       const [head] = await tx
         .select({
@@ -60,10 +61,12 @@ export class AuditLogRepository extends Repository {
         .where(eq(auditChainHead.chain, MAIN_CHAIN))
         .for('update');
       if (!head) throw new Error('The audit chain head is missing: the database was not migrated.');
-      const row = build({ seq: head.seq, hash: head.hash }, head.now as Date);
-      await tx.insert(auditLog).values(row);
-      await tx.update(auditChainHead).set({ seq: row.seq, hash: row.hash }).where(eq(auditChainHead.chain, MAIN_CHAIN));
-      return row;
+      const rows = build({ seq: head.seq, hash: head.hash }, head.now as Date);
+      const last = rows[rows.length - 1];
+      if (!last) return rows;
+      await tx.insert(auditLog).values(rows);
+      await tx.update(auditChainHead).set({ seq: last.seq, hash: last.hash }).where(eq(auditChainHead.chain, MAIN_CHAIN));
+      return rows;
     });
   }
 
