@@ -56,5 +56,10 @@ export interface SessionRecorder {
   rememberCommand(command: string): Promise<void>;
   recordWorkingCopy(info: SandboxInfo): Promise<void>;
   recordProgress(progress: { actionsUsed: number; extensionsUsed: number }): Promise<void>;
+  /**
+   * The patch of everything approved so far, kept as it grows: a sandbox that is lost or destroyed
+   * by a stop never takes approved work with it.
+   */
+  recordPatch(patch: string): Promise<void>;
   finish(end: SessionEnd): Promise<void>;
 }

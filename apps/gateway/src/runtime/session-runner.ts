@@ -427,6 +427,7 @@ export class SessionRunner {
     }, 'diff', proposal.diff);
     if (answer.state !== 'approved') return refusedByPerson(`${call.name} of ${proposal.path}`, answer.state);
     await this.deps.execHost.apply(sandboxId, proposal.diff, this.deps.signal);
+    await this.snapshotPatch();
     return { control: `${call.name} ${proposal.path}: approved and applied${proposal.created ? ' (new file)' : ''}.`, isError: false };
   }
 
@@ -515,6 +516,7 @@ export class SessionRunner {
       }, 'changes', diff);
       if (answer.state === 'approved') {
         await this.deps.execHost.accept(sandboxId, reviewable.map((f) => f.path), this.deps.signal);
+        await this.snapshotPatch();
         notes.push(`The changes to ${reviewable.map((f) => f.path).join(', ')} were approved and kept.`);
       } else {
         await this.revert(reviewable.map((f) => f.path), 'rejected');
@@ -671,6 +673,11 @@ export class SessionRunner {
     } catch (err) {
       return `No summary: the model did not answer the final turn (${err instanceof Error ? err.message : String(err)}).`;
     }
+  }
+
+  private async snapshotPatch(): Promise<void> {
+    const patch = await this.collectPatch();
+    if (patch !== null) await this.deps.recorder.recordPatch(patch);
   }
 
   private async collectPatch(): Promise<string | null> {

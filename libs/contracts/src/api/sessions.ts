@@ -18,6 +18,21 @@ export const CreateSessionRequest = z
     baseCommit: z.string().regex(/^[0-9a-f]{7,64}$/, 'must be a commit hash').optional(),
     branch: z.string().max(255).optional(),
     includedUncommitted: z.boolean().default(false),
+    /** A model reference such as `scripted:PATH` or `anthropic:MODEL`; the gateway's default when absent. */
+    model: z.string().min(1).max(4096).optional(),
+    /** `git diff HEAD --binary` of the developer's uncommitted work, applied over the base before the agent starts. */
+    startingPatch: z.string().max(50 * 1024 * 1024).optional(),
+    /** Headless, but approvals wait in the inbox for a person instead of being refused at once. */
+    waitForApprovals: z.boolean().default(false),
+    /** The developer's `LEMNISCATE_SESSION_*` variables (L5), read as a fallback below configuration. */
+    environment: z.record(z.string().regex(/^LEMNISCATE_SESSION_[A-Z_]+$/, 'must be a LEMNISCATE_SESSION_* variable'), z.string().max(200)).optional(),
+    /** The `execution:` mapping of the developer's `~/.lemniscate/config.yaml`. */
+    userConfig: z.object({ execution: z.record(z.string(), z.unknown()).optional() }).strict().optional(),
+    /** The developer's `~/.lemniscate/agents/*.md`, for discovery (the repository's files win). */
+    userAgents: z
+      .array(z.object({ fileName: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\.md$/, 'must be an agent file name ending in .md'), text: z.string().max(256 * 1024) }).strict())
+      .max(200)
+      .optional(),
   })
   .strict();
 export type CreateSessionRequest = z.infer<typeof CreateSessionRequest>;

@@ -153,6 +153,10 @@ export class RecordingRecorder implements SessionRecorder {
   }
   async recordWorkingCopy() {}
   async recordProgress() {}
+  patches: string[] = [];
+  async recordPatch(patch: string) {
+    this.patches.push(patch);
+  }
   async finish(end: SessionEnd) {
     this.end = end;
   }

@@ -1,0 +1,162 @@
+import type { PolicyDecision, SandboxInfo } from '@lemniscate/contracts';
+import type { AuditService } from '../audit/audit.service';
+import type { ApprovedCommandsRepository } from '../db/repositories/approved-commands.repository';
+import type { ApprovalsRepository } from '../db/repositories/approvals.repository';
+import type { SessionsRepository } from '../db/repositories/sessions.repository';
+import type { ToolCallsRepository } from '../db/repositories/tool-calls.repository';
+import type { EventsService } from '../events/events.service';
+import type { ApprovalsService } from '../sessions/approvals.service';
+import type { ApprovalDraft, ApprovalOutcome, EventDraft, SessionEnd, SessionRecorder, ToolResultRecord } from './ports';
+
+export interface DbRecorderDeps {
+  sessions: SessionsRepository;
+  toolCalls: ToolCallsRepository;
+  approvals: ApprovalsRepository;
+  approvalsService: ApprovalsService;
+  approvedCommands: ApprovedCommandsRepository;
+  audit: AuditService;
+  events: EventsService;
+}
+
+/**
+ * Events the gateway's services publish themselves when the loop calls them (an approval opened or
+ * answered); the loop's own copies are not published twice.
+ */
+const PUBLISHED_BY_SERVICES = new Set(['approval_requested', 'approval_answered']);
+const TERMINAL = new Set(['session_completed', 'session_stopped', 'session_failed']);
+
+/**
+ * The session loop's recorder on the gateway's database: tool calls and decisions, approvals through
+ * the approvals service (one queue for the whole session tree, labelled with the agent), audit
+ * entries and live events. Events of a subagent go out on the root session's stream, carrying the
+ * child's id, so the developer follows one stream and answers at one approval point.
+ */
+export class DbSessionRecorder implements SessionRecorder {
+  private endedByOthers = false;
+
+  constructor(
+    private readonly deps: DbRecorderDeps,
+    private readonly session: { id: string; projectId: string; rootId: string; agent: string },
+  ) {}
+
+  async emit(event: EventDraft): Promise<void> {
+    if (PUBLISHED_BY_SERVICES.has(event.type)) return;
+    // A stop or a revocation already announced the ending (and said why); the loop's copy is redundant.
+    if (TERMINAL.has(event.type) && this.endedByOthers) return;
+    const { type, ...fields } = event;
+    const payload: Record<string, unknown> = { ...fields };
+    if (this.session.rootId !== this.session.id) payload.subSessionId = this.session.id;
+    await this.deps.events.publish({ type, sessionId: this.session.rootId, projectId: this.session.projectId, payload });
+  }
+
+  async audit(kind: string, payload: Record<string, unknown>): Promise<void> {
+    await this.deps.audit.append({ actor: `agent:${this.session.agent}`, kind, projectId: this.session.projectId, sessionId: this.session.id, payload });
+  }
+
+  async proposeToolCall(call: { name: string; arguments: Record<string, unknown>; agent: string }): Promise<string> {
+    const row = await this.deps.toolCalls.create({ sessionId: this.session.id, name: call.name, arguments: call.arguments, decision: null, agent: call.agent });
+    await this.deps.audit.append({ actor: `agent:${call.agent}`, kind: 'tool_call.proposed', projectId: this.session.projectId, sessionId: this.session.id, payload: { callId: row.id, seq: row.seq, name: call.name, arguments: call.arguments } });
+    return row.id;
+  }
+
+  async recordDecision(callId: string, decision: PolicyDecision): Promise<void> {
+    await this.deps.toolCalls.update(callId, { decision });
+  }
+
+  async recordResult(callId: string, result: ToolResultRecord): Promise<void> {
+    await this.deps.toolCalls.update(callId, { result });
+  }
+
+  async requestApproval(draft: ApprovalDraft, signal: AbortSignal): Promise<ApprovalOutcome> {
+    // Listen before asking, so an answer arriving at once is not missed.
+    let settle!: (o: ApprovalOutcome) => void;
+    let fail!: (e: unknown) => void;
+    const answered = new Promise<ApprovalOutcome>((resolve, reject) => {
+      settle = resolve;
+      fail = reject;
+    });
+    let approvalId: string | null = null;
+    const check = async () => {
+      if (!approvalId) return;
+      const row = await this.deps.approvals.findById(approvalId);
+      if (!row || row.state === 'pending') return;
+      if (row.state === 'approved') {
+        const remembered = draft.kind === 'command' && 'command' in draft.payload ? await this.deps.approvedCommands.has(this.session.id, draft.payload.command) : false;
+        settle({ state: 'approved', approvalId, decidedBy: row.decidedBy ?? 'unknown', rememberCommand: remembered });
+      } else if (row.state === 'refused_headless') {
+        settle({ state: 'refused_headless', approvalId });
+      } else {
+        settle({ state: row.state === 'expired' ? 'expired' : 'rejected', approvalId, decidedBy: row.decidedBy ?? null });
+      }
+    };
+    const unsubscribe = this.deps.events.subscribe((event) => {
+      if (event.type === 'approval_answered' && event.payload.approvalId === approvalId) void check().catch(fail);
+    });
+    const onAbort = () => fail(signal.reason ?? new Error('aborted'));
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      if (signal.aborted) throw signal.reason ?? new Error('aborted');
+      const view = await this.deps.approvalsService.request({
+        sessionId: this.session.id,
+        toolCallId: draft.toolCallId,
+        kind: draft.kind,
+        payload: draft.payload,
+        flags: draft.flags,
+        agent: draft.agent,
+      });
+      approvalId = view.id;
+      if (view.state === 'refused_headless') return { state: 'refused_headless', approvalId: view.id };
+      await check();
+      return await answered;
+    } finally {
+      unsubscribe();
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  async approvedCommands(): Promise<string[]> {
+    return (await this.deps.approvedCommands.listForSession(this.session.id)).map((r) => r.command);
+  }
+
+  async rememberCommand(): Promise<void> {
+    // The approvals service stores the command when the person answers "approve identical commands".
+  }
+
+  async recordWorkingCopy(info: SandboxInfo): Promise<void> {
+    if (this.session.rootId !== this.session.id) return;
+    await this.deps.sessions.update(this.session.id, {
+      baseCommit: info.baseCommit,
+      branch: info.branch,
+      includedUncommitted: info.includedUncommitted,
+      fingerprintStart: info.fingerprint,
+      sandboxId: info.sandboxId,
+    });
+  }
+
+  async recordProgress(progress: { actionsUsed: number; extensionsUsed: number }): Promise<void> {
+    await this.deps.sessions.update(this.session.id, progress);
+  }
+
+  async recordPatch(patch: string): Promise<void> {
+    await this.deps.sessions.update(this.session.rootId, { finalPatch: patch });
+  }
+
+  async finish(end: SessionEnd): Promise<void> {
+    const current = await this.deps.sessions.findById(this.session.id);
+    const patch = end.finalPatch ?? current?.finalPatch ?? null;
+    if (current && current.status !== 'running') {
+      // Stopped or revoked by a person: keep their status and reason, add what the loop knows.
+      this.endedByOthers = true;
+      await this.deps.sessions.update(this.session.id, { finalPatch: patch, summary: end.summary, actionsUsed: end.actionsUsed, extensionsUsed: end.extensionsUsed });
+      return;
+    }
+    await this.deps.sessions.update(this.session.id, { actionsUsed: end.actionsUsed, extensionsUsed: end.extensionsUsed });
+    await this.deps.sessions.end(this.session.id, {
+      status: end.status,
+      stopReason: end.stopReason,
+      summary: end.summary,
+      finalPatch: patch,
+      fingerprintEnd: end.fingerprintEnd,
+    });
+  }
+}
