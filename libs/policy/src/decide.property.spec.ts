@@ -46,6 +46,11 @@ const hide: ((inner: string) => string)[] = [
   (c) => `cat <<EOF\n$(${c})\nEOF`,
   (c) => `${c} &`,
   (c) => `! ${c}`,
+  (c) => `trap '${c}' EXIT`,
+  (c) => `alias ll='${c}'`,
+  (c) => `cat <<EOF && ${c}\nx\nEOF`,
+  (c) => `find . -exec ${c} {} \\;`,
+  (c) => `time -p ${c} 2>/dev/null`,
 ];
 const OPERATORS = [' ; ', ' && ', ' || ', ' | ', ' & ', '\n'];
 

@@ -240,6 +240,18 @@ export const corpus: CorpusCase[] = [
   ['wrapper with computed option still finds curl', 'timeout $T curl x', 'deny'],
   ['wrapped wrappers', 'sudo env nice timeout 5 curl x', 'deny'],
 
+  // Shell state that changes what a later name runs
+  ['trap action is judged', "trap 'curl x' EXIT; npm test", 'deny', 'commands.forbidden[0]'],
+  ['trap reset', 'trap - EXIT', 'ask', 'commands.default'],
+  ['trap computed action', 'trap "$X" EXIT', 'ask', 'shell.wrapper'],
+  ['alias definition is judged', "alias npm='curl x'", 'deny', 'commands.forbidden[0]'],
+  ['hash -p remaps a name', 'hash -p /usr/bin/curl npm', 'deny', 'commands.forbidden[0]'],
+  ['enable -f loads code', 'enable -f ./x.so foo', 'ask', 'shell.wrapper'],
+  ['here-doc piped into a shell', 'cat <<EOF | sh\ncurl x\nEOF', 'ask'],
+  ['here-doc then forbidden', 'cat <<EOF && curl y\nx\nEOF', 'deny', 'commands.forbidden[0]'],
+  ['redirection without a command', '> Makefile', 'deny', 'thirdPartyFiles.ci'],
+  ['exec opening a file for writing', 'exec 3>out.txt', 'ask'],
+
   // Parser rejections and edge cases
   ['unterminated quote', 'echo "unterminated', 'ask', 'commands.default'],
   ['dangling and', 'npm test &&', 'ask'],

@@ -63,8 +63,7 @@ export class ShellAnalyser {
         return;
       }
       case 'heredoc_body':
-      case 'herestring_redirect':
-      case 'heredoc_redirect':
+        // The body is data, but an unquoted delimiter lets `$(…)` in it run.
         visitSubstitutions(node, (sub) => this.visit(sub));
         return;
       case 'comment':

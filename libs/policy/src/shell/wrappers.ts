@@ -216,6 +216,14 @@ export function unwrap(argv: Word[]): Unwrapped {
     if (dynamic) return { kind: 'unknown', name, why: `its argument \`${dynamic.text}\` is only known at run time` };
     return { kind: 'script', name, transparent: true, script: words.map((w) => w.value).join(' ') };
   }
+  if (name === 'trap') return trapCommand(argv);
+  if (name === 'alias') return aliasCommand(argv);
+  if (name === 'hash' && argv.some((w) => w.value === null || /^-[a-z]*p/.test(w.value))) {
+    return { kind: 'unknown', name, why: 'with -p it makes a command name run another program' };
+  }
+  if (name === 'enable' && argv.some((w) => w.value === null || /^-[a-z]*f/.test(w.value))) {
+    return { kind: 'unknown', name, why: 'with -f it loads new shell built-ins from a library' };
+  }
   const opaque = OPAQUE_RUNNERS[name];
   if (opaque !== undefined) return argv.length > 1 ? { kind: 'unknown', name, why: opaque } : { kind: 'plain' };
 
@@ -231,4 +239,29 @@ export function unwrap(argv: Word[]): Unwrapped {
     return { kind: 'plain' };
   }
   return { kind: 'wrapper', name, transparent: transparent !== undefined, ownArgs: at, inner: [argv.slice(at)], problems: [] };
+}
+
+/** `trap 'cmd' SIGNAL…` runs `cmd` later, when the signal (or EXIT) arrives. */
+function trapCommand(argv: Word[]): Unwrapped {
+  let i = 1;
+  while (i < argv.length && /^-[lp]+$/.test(argv[i]?.value ?? '')) i++;
+  if (literal(argv[i]) === '--') i++;
+  const action = argv[i];
+  // `trap - SIG` and `trap '' SIG` reset or ignore; `trap` alone lists.
+  if (!action || argv.length <= i + 1) return { kind: 'plain' };
+  if (action.value === null) return { kind: 'unknown', name: 'trap', why: `its action \`${action.text}\` is only known at run time` };
+  if (action.value === '-' || action.value === '') return { kind: 'plain' };
+  return { kind: 'script', name: 'trap', transparent: false, script: action.value };
+}
+
+/** `alias name='cmd'` makes `name` run `cmd` wherever aliases are expanded: judge `cmd`. */
+function aliasCommand(argv: Word[]): Unwrapped {
+  const scripts: string[] = [];
+  for (const word of argv.slice(1)) {
+    if (word.value === null) return { kind: 'unknown', name: 'alias', why: `its definition \`${word.text}\` is only known at run time` };
+    const eq = word.value.indexOf('=');
+    if (eq > 0) scripts.push(word.value.slice(eq + 1));
+  }
+  if (scripts.length === 0) return { kind: 'plain' };
+  return { kind: 'script', name: 'alias', transparent: false, script: scripts.join('\n') };
 }
