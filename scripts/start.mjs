@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import { setup, ROOT } from './setup.mjs';
 import pc from './lib/colors.mjs';
 import { waitFor } from './lib/sh.mjs';
+import { demoAdmin, ensureDemo } from './lib/demo.mjs';
 
 const { image } = await setup();
 
@@ -16,7 +17,8 @@ const execHostToken = process.env.LEMNISCATE_EXEC_HOST_TOKEN ?? crypto.randomByt
 const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
 const execHostUrl = `http://127.0.0.1:${execHostPort}`;
 
-const baseEnv = { ...process.env, LEMNISCATE_EXEC_HOST_TOKEN: execHostToken, LEMNISCATE_EXEC_HOST_PORT: String(execHostPort), LEMNISCATE_EXEC_HOST_URL: execHostUrl, LEMNISCATE_GATEWAY_PORT: String(gatewayPort), LEMNISCATE_SANDBOX_IMAGE: image };
+const admin = demoAdmin();
+const baseEnv = { LEMNISCATE_ADMIN_EMAIL: admin.email, LEMNISCATE_ADMIN_PASSWORD: admin.password, ...process.env, LEMNISCATE_EXEC_HOST_TOKEN: execHostToken, LEMNISCATE_EXEC_HOST_PORT: String(execHostPort), LEMNISCATE_EXEC_HOST_URL: execHostUrl, LEMNISCATE_GATEWAY_PORT: String(gatewayPort), LEMNISCATE_SANDBOX_IMAGE: image };
 
 const children = [];
 let stopping = false;
@@ -56,15 +58,28 @@ async function answers(url, headers = {}) {
   }
 }
 
+let demo;
 try {
   launch('exec-host', 'apps/exec-host/bin/lemni-exec-host.js');
   await waitFor(() => answers(`${execHostUrl}/v1/health`, { authorization: `Bearer ${execHostToken}` }), { timeoutMs: 60_000, what: 'The exec-host' });
   launch('gateway', 'apps/gateway/bin/lemni-gateway.js');
   await waitFor(() => answers(`${gatewayUrl}/healthz`), { timeoutMs: 60_000, what: 'The gateway' });
+  demo = await ensureDemo({ root: ROOT, gatewayUrl, log: (m) => process.stderr.write(`${pc.dim(`• ${m}`)}\n`) });
 } catch (err) {
   process.stderr.write(pc.red(`\n✖ ${err.message}\n`));
   shutdown(1);
   await new Promise(() => {});
 }
 
-process.stdout.write(`Lemniscate is ready — gateway ${gatewayUrl} (API ${gatewayUrl}/api/v1, docs ${gatewayUrl}/api/docs) · exec-host ${execHostUrl} (gateway only)\n`);
+const u = demo.users;
+process.stdout.write(
+  [
+    `Lemniscate is ready — console ${gatewayUrl}/ · API ${gatewayUrl}/api/v1 (docs ${gatewayUrl}/api/docs) · exec-host ${execHostUrl} (gateway only)`,
+    `  sign in as administrator     ${u.admin.email}  /  ${u.admin.password}`,
+    `  sign in as developer         ${u.developer.email}  /  ${u.developer.password}`,
+    `  sign in as security officer  ${u.security.email}  /  ${u.security.password}`,
+    `  demo project "demo" (${demo.repo}); a demo session waits for your approval in the console or with \`npx lemni approvals\``,
+    `  CLI profiles developer (default), admin and security are in ~/.lemniscate/config.yaml: try \`npx lemni -p "run the tests" --model scripted:scripts/demo/demo-session.json\``,
+    '',
+  ].join('\n'),
+);
