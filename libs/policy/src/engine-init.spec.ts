@@ -1,3 +1,4 @@
+import { runPolicyCommand } from './cli';
 import { decide } from './decide';
 import { LruCache } from './lru';
 import { defaultPolicy } from './schema';
@@ -8,6 +9,13 @@ describe('policy engine initialisation', () => {
   it('refuses to decide a shell command before initialisation, saying what to do', () => {
     expect(isPolicyEngineReady()).toBe(false);
     expect(() => decide({ name: 'Bash', arguments: { command: 'npm test' } }, defaultPolicy)).toThrow(/await initPolicyEngine\(\)/);
+  });
+
+  it('policy explain says the engine is not initialised instead of throwing', () => {
+    let stderr = '';
+    const code = runPolicyCommand(['explain', 'p.yaml', '--', 'ls'], { stdout: () => undefined, stderr: (s) => (stderr += s), readFile: () => 'version: 1' });
+    expect(code).toBe(1);
+    expect(stderr).toContain('not initialised');
   });
 
   it('decides other tools without the parser', () => {

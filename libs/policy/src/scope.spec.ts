@@ -71,6 +71,12 @@ describe('resolveInScope (real temporary directory)', () => {
     if (!r.ok) expect(r.reason).toContain('loop');
   });
 
+  it('refuses a path that goes through a file as if it were a directory', async () => {
+    const r = await resolveInScope(root, 'src/a.ts/x', fs);
+    expect(r).toMatchObject({ ok: false, rule: 'scope.invalid' });
+    if (!r.ok) expect(r.reason).toContain('ENOTDIR');
+  });
+
   it('refuses empty paths and NUL bytes', async () => {
     await expect(resolveInScope(root, '', fs)).resolves.toMatchObject({ ok: false, rule: 'scope.invalid' });
     await expect(resolveInScope(root, 'a\0b', fs)).resolves.toMatchObject({ ok: false, rule: 'scope.invalid' });
