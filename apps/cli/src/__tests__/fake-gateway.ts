@@ -171,11 +171,11 @@ export class FakeGateway {
     }
   }
 
-  private finish(end: Record<string, unknown>): void {
-    const s = this.sessions.get(this.sessionId);
+  private finish(end: Record<string, unknown>, id = this.sessionId): void {
+    const s = this.sessions.get(id);
     if (!s) return;
     const status = end.type === 'session_completed' ? 'completed' : end.type === 'session_stopped' ? 'stopped' : 'failed';
-    this.sessions.set(this.sessionId, { ...s, status, stopReason: (end.stopReason as SessionView['stopReason']) ?? null, endedAt: now(), summary: (end.summary as string | null) ?? null, ...this.scenario.final });
+    this.sessions.set(id, { ...s, status, stopReason: (end.stopReason as SessionView['stopReason']) ?? null, endedAt: now(), summary: (end.summary as string | null) ?? null, ...this.scenario.final });
   }
 
   private send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
@@ -233,7 +233,7 @@ export class FakeGateway {
       if (m[2] === '/stop') {
         this.onStop();
         this.emit({ type: 'session_stopped', status: 'stopped', stopReason: 'stopped', class: 'stopped', summary: null, exitCode: 3 });
-        this.finish({ type: 'session_stopped', stopReason: 'stopped' });
+        this.finish({ type: 'session_stopped', stopReason: 'stopped' }, s.id);
         return this.send(res, 200, { session: this.sessions.get(s.id), approvalsRejected: 1, sandboxDestroyed: true, sandboxNote: null });
       }
       return this.send(res, 200, s);

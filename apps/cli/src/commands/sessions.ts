@@ -9,7 +9,7 @@ import { shorten, table } from '../output/table';
 type Done = (code: Promise<number>) => void;
 
 function statusOf(s: SessionView): string {
-  return s.stopReason && s.status !== 'completed' ? `${s.status} (${s.stopReason})` : s.status;
+  return s.stopReason && s.stopReason !== s.status && s.status !== 'completed' ? `${s.status} (${s.stopReason})` : s.status;
 }
 
 export function describeSession(s: SessionView, calls: ToolCallView[]): string {

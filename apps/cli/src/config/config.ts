@@ -102,7 +102,7 @@ function normaliseGateway(url: string, source: string): string {
     throw new CliError(`The gateway URL from ${source} is not a URL: "${url}" (expected e.g. http://127.0.0.1:7070).`, 'usage');
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    throw new CliError(`The gateway URL from ${source} must start with http:// or https://, not ${parsed.protocol}//.`, 'usage');
+    throw new CliError(`The gateway URL from ${source} must start with http:// or https:// (got "${url}").`, 'usage');
   }
   return url.replace(/\/+$/, '');
 }
