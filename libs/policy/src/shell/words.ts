@@ -12,14 +12,6 @@ export interface Word {
 /** Called for every command or process substitution found inside a word: its commands run too. */
 export type SubstitutionVisitor = (node: SyntaxNode) => void;
 
-const DYNAMIC_TYPES = new Set([
-  'simple_expansion',
-  'expansion',
-  'command_substitution',
-  'process_substitution',
-  'arithmetic_expansion',
-  'brace_expression',
-]);
 
 interface Piece {
   value: string | null;
@@ -47,12 +39,11 @@ export function visitSubstitutions(node: SyntaxNode, onSubstitution: Substitutio
 
 function pieceOf(node: SyntaxNode): Piece {
   switch (node.type) {
+    case 'command_name': {
+      const inner = node.firstNamedChild;
+      return inner ? pieceOf(inner) : { value: null, unquoted: '' };
+    }
     case 'word':
-    case 'command_name':
-      if (node.type === 'command_name') {
-        const inner = node.firstNamedChild;
-        return inner ? pieceOf(inner) : { value: unescapeUnquoted(node.text), unquoted: node.text };
-      }
       return { value: unescapeUnquoted(node.text), unquoted: stripEscaped(node.text) };
     case 'number':
       return { value: node.text, unquoted: '' };
@@ -75,11 +66,11 @@ function pieceOf(node: SyntaxNode): Piece {
         value = value === null || p.value === null ? null : value + p.value;
         unquoted += p.unquoted;
       }
-      // Text between named children (rare) is taken literally but could still expand.
       return { value, unquoted };
     }
     default:
-      if (DYNAMIC_TYPES.has(node.type)) return { value: null, unquoted: '' };
+      // Expansions, substitutions, arithmetic, and anything this engine does not model: the
+      // word is only known at run time.
       return { value: null, unquoted: '' };
   }
 }
