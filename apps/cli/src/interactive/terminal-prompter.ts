@@ -13,12 +13,13 @@ function isNamed(error: unknown, name: string): boolean {
  * question means "stop the session" (A3), as it does everywhere else while a session runs.
  */
 export function terminalPrompter(write: (text: string) => void): Prompter {
-  let loaded: Inquirer | null = null;
-  const inquirer = (): Inquirer => (loaded ??= require('@inquirer/prompts') as Inquirer);
+  let loaded: Promise<Inquirer> | null = null;
+  // Loaded on first use: scripted runs (`lemni -p`) never pay for the prompt library.
+  const inquirer = (): Promise<Inquirer> => (loaded ??= import('@inquirer/prompts'));
   return {
     async instruction(signal) {
       try {
-        return await inquirer().input({ message: pc.bold('lemni ›') }, { signal, clearPromptOnDone: false });
+        return await (await inquirer()).input({ message: pc.bold('lemni ›') }, { signal, clearPromptOnDone: false });
       } catch (error) {
         if (isNamed(error, 'AbortPromptError') || isNamed(error, 'ExitPromptError')) return null;
         throw error;
@@ -34,7 +35,7 @@ export function terminalPrompter(write: (text: string) => void): Prompter {
       if (question.offerIdentical) choices.push({ name: 'Approve, and identical commands for the rest of this session', value: 'approve_identical' });
       choices.push({ name: 'Stop the session', value: 'stop' });
       try {
-        return await inquirer().select({ message: `Approval ${question.approvalId}`, choices }, { signal });
+        return await (await inquirer()).select({ message: `Approval ${question.approvalId}`, choices }, { signal });
       } catch (error) {
         if (isNamed(error, 'AbortPromptError')) {
           write(pc.dim('  (answered elsewhere)\n'));
@@ -47,7 +48,7 @@ export function terminalPrompter(write: (text: string) => void): Prompter {
     async extension(description, signal) {
       write(`\n${pc.bold(pc.yellow('Limit reached.'))} ${description}\n`);
       try {
-        const grant = await inquirer().confirm({ message: 'Grant the extension?', default: false }, { signal });
+        const grant = await (await inquirer()).confirm({ message: 'Grant the extension?', default: false }, { signal });
         return grant ? 'grant' : 'decline';
       } catch (error) {
         if (isNamed(error, 'AbortPromptError')) return null;
@@ -56,12 +57,12 @@ export function terminalPrompter(write: (text: string) => void): Prompter {
       }
     },
     async text(message, options = {}) {
-      if (options.secret) return inquirer().password({ message, mask: '*' });
-      return inquirer().input({ message, ...(options.default !== undefined ? { default: options.default } : {}) });
+      if (options.secret) return (await inquirer()).password({ message, mask: '*' });
+      return (await inquirer()).input({ message, ...(options.default !== undefined ? { default: options.default } : {}) });
     },
     async confirm(message, defaultAnswer) {
       try {
-        return await inquirer().confirm({ message, default: defaultAnswer });
+        return await (await inquirer()).confirm({ message, default: defaultAnswer });
       } catch (error) {
         if (isNamed(error, 'ExitPromptError')) return false;
         throw error;
