@@ -17,3 +17,4 @@ export * from './repositories/approvals.repository';
 export * from './repositories/approved-commands.repository';
 export * from './repositories/audit-log.repository';
 export * from './repositories/events.repository';
+export * from './errors';

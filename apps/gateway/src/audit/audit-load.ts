@@ -1,0 +1,48 @@
+// Shared by audit-load.*.medium.ts, one file per database so Jest runs them side by side.
+// The load test of issue 4: 20 concurrent clients, 10,000 appends; the chain verifies, with no gap
+// and no fork. On PostgreSQL each client has its own connection; PGlite is one process by design.
+import { openDatabase, type Database, type DatabaseKind } from '../db/database';
+import { AuditLogRepository } from '../db/repositories/audit-log.repository';
+import { withTestDatabases } from '../db/testing';
+import { AuditService } from './audit.service';
+
+const CLIENTS = 20;
+const APPENDS = 10_000;
+
+export function loadTest(kind: DatabaseKind): void {
+  withTestDatabases(
+    (database) => {
+      it(`${APPENDS} appends from ${CLIENTS} concurrent clients: verifies, no gap, no fork`, async () => {
+        const db = database();
+        const clients: Database[] = [];
+        for (let i = 0; i < CLIENTS; i++)
+          clients.push(db.driver.kind === 'postgres' ? await openDatabase({ url: db.driver.url, migrate: false, poolSize: 1 }) : db);
+        try {
+          const started = process.hrtime.bigint();
+          await Promise.all(
+            clients.map(async (client, c) => {
+              const audit = new AuditService(new AuditLogRepository(client.db));
+              for (let i = c; i < APPENDS; i += CLIENTS) {
+                await audit.append({ actor: `client-${c}`, kind: 'load.append', sessionId: `s-${c}`, payload: { c, i, output: 'x'.repeat(200) } });
+              }
+            }),
+          );
+          const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+          process.stdout.write(`audit load (${kind}): ${APPENDS} appends in ${seconds.toFixed(1)} s, ${Math.round(APPENDS / seconds)} appends/s\n`);
+
+          await expect(new AuditService(new AuditLogRepository(db.db)).verify()).resolves.toMatchObject({ ok: true, checked: APPENDS, lastSeq: APPENDS });
+          const [shape] = await db.superuser<Record<string, number>>(
+            `SELECT count(*)::int AS n, min(seq)::int AS min, max(seq)::int AS max, count(DISTINCT prev_hash)::int AS links,
+                count(DISTINCT actor)::int AS per_client
+           FROM audit_log`,
+          );
+          // No gap: seq runs 1..N. No fork: every entry names a different predecessor.
+          expect(shape).toEqual({ n: APPENDS, min: 1, max: APPENDS, links: APPENDS, per_client: CLIENTS });
+        } finally {
+          if (db.driver.kind === 'postgres') await Promise.all(clients.map((c) => c.close()));
+        }
+      });
+    },
+    [kind],
+  );
+}
