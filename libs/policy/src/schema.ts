@@ -216,9 +216,10 @@ const executionSchema = z.strictObject({
   sessionMaxExtensions: z.number().int().min(0).max(1000).default(5),
   toolLoopThreshold: z.number().int().min(2).max(1000).default(3),
   toolLoopDetection: z.boolean().default(true),
-  subagentMaxDepth: z.number().int().min(0).max(32).default(3),
-  subagentMaxPerSession: z.number().int().min(0).max(100_000).default(200),
-  subagentMaxConcurrent: z.number().int().min(0).max(1000).default(20),
+  // Zero is refused (AG4): a cascade limit is adjusted, never removed; 1 forbids nesting.
+  subagentMaxDepth: z.number().int().min(1).max(32).default(3),
+  subagentMaxPerSession: z.number().int().min(1).max(100_000).default(200),
+  subagentMaxConcurrent: z.number().int().min(1).max(1000).default(20),
 });
 
 const sandboxSchema = z.strictObject({
