@@ -1,0 +1,75 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { approvalView, FakeGateway, GOOD_TOKEN } from '../__tests__/fake-gateway';
+import { bashCall, completed, result, started } from '../__tests__/events';
+import { buildCli, repo } from '../__tests__/run-bin';
+
+/**
+ * Interactive mode in a real terminal: tmux runs the real bin, keys are sent with send-keys and the
+ * screen is read with capture-pane, against the loopback gateway.
+ */
+const socket = `lemni-test-${process.pid}`;
+const hasTmux = spawnSync('tmux', ['-V']).status === 0;
+const tmux = (...args: string[]) => execFileSync('tmux', ['-L', socket, ...args], { encoding: 'utf8' });
+const screen = () => tmux('capture-pane', '-p', '-t', 'cli', '-S', '-200');
+
+/** Waits for something another process does; there is no event to await across a terminal. */
+async function until<T>(what: string, probe: () => T | undefined | false, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}. Screen:\n${hasTmux ? screen() : ''}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+let gateway: FakeGateway;
+let home: string;
+
+beforeAll(() => buildCli(), 180_000);
+beforeEach(async () => {
+  gateway = await new FakeGateway().start();
+  home = mkdtempSync(path.join(os.tmpdir(), 'lemni-tty-'));
+});
+afterEach(async () => {
+  if (hasTmux) spawnSync('tmux', ['-L', socket, 'kill-server']);
+  await gateway.close();
+  rmSync(home, { recursive: true, force: true });
+});
+
+(hasTmux ? it : it.skip)('answers an approval, shows the run, and Ctrl-C stops the next session', async () => {
+  gateway.approvals = [approvalView('a1')];
+  gateway.scenario = {
+    events: [
+      started(),
+      ...bashCall('c1', 'npm install left-pad', 'ask'),
+      { type: 'approval_requested', approvalId: 'a1', callId: 'c1', agent: 'general', kind: 'command', thirdParty: false, subject: 'npm install left-pad' },
+      { type: 'approval_answered', approvalId: 'a1', answer: 'approved', by: { kind: 'user', userId: 'u1' } },
+      result('c1', 'added 1 package'),
+      completed('Installed left-pad.'),
+    ],
+    gateAt: 4,
+    final: {},
+  };
+  const env = [`HOME=${home}`, `LEMNISCATE_GATEWAY=${gateway.url}`, `LEMNISCATE_TOKEN=${GOOD_TOKEN}`, `PATH=${process.env.PATH ?? ''}`, 'TERM=xterm-256color'];
+  tmux('new-session', '-d', '-s', 'cli', '-x', '160', '-y', '50', 'env', '-i', ...env, process.execPath, path.join(repo, 'apps/cli/bin/lemni.js'), '--project', 'demo');
+  await until('the instruction prompt', () => screen().includes('lemni ›'));
+  tmux('send-keys', '-t', 'cli', 'install left-pad', 'Enter');
+  await until('the approval prompt', () => screen().includes('Approval a1'));
+  expect(screen()).toContain('$ npm install left-pad');
+  tmux('send-keys', '-t', 'cli', 'Enter');
+  await until('the approval answer', () => gateway.hits('POST', '/approvals/a1/approve').length === 1);
+  gateway.release();
+  await until('the summary', () => screen().includes('Installed left-pad.'));
+
+  gateway.scenario = { events: [started(), ...bashCall('c2', 'sleep 600')], final: {} };
+  await until('the prompt again', () => screen().split('lemni ›').length > 2);
+  tmux('send-keys', '-t', 'cli', 'wait forever', 'Enter');
+  await until('the long command', () => screen().includes('Bash sleep 600'));
+  tmux('send-keys', '-t', 'cli', 'C-c');
+  await until('the stop request', () => gateway.hits('POST', '/sessions/s2/stop').length === 1);
+  await until('the stop message', () => screen().includes('Session stopped: it was stopped.'));
+}, 60_000);
