@@ -1,0 +1,66 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { CliError } from '../errors';
+import { GatewayClient } from './gateway-client';
+
+let server: Server;
+let url: string;
+let reply: { status: number; body: string };
+
+beforeEach(async () => {
+  server = createServer((req, res) => {
+    res.writeHead(reply.status, { 'content-type': 'application/json' });
+    res.end(reply.body);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterEach(() => new Promise<void>((r) => server.close(() => r())));
+
+async function failure(p: Promise<unknown>): Promise<CliError> {
+  try {
+    await p;
+  } catch (e) {
+    if (e instanceof CliError) return e;
+    throw e;
+  }
+  throw new Error('expected a failure');
+}
+
+describe('GatewayClient', () => {
+  it('validates responses against the contracts and names the first mismatch', async () => {
+    reply = { status: 200, body: JSON.stringify([{ id: 'p1', name: 'demo' }]) };
+    const e = await failure(new GatewayClient(url, 't').listProjects());
+    expect(e.errorClass).toBe('gateway_contract');
+    expect(e.message).toBe(`The gateway at ${url} answered GET /api/v1/projects with an unexpected body (0.repositorySource Invalid input: expected string, received undefined); the CLI and the gateway are probably different versions.`);
+  });
+
+  it('a 401 without a token says how to get one', async () => {
+    reply = { status: 401, body: JSON.stringify({ code: 'unauthenticated', message: 'x' }) };
+    const e = await failure(new GatewayClient(url, undefined).listProjects());
+    expect(e.message).toBe(`The gateway at ${url} needs an API token: run \`lemni login\`, pass --token, or set LEMNISCATE_TOKEN.`);
+  });
+
+  it('other errors carry the gateway\'s sentence and its request id', async () => {
+    reply = { status: 403, body: JSON.stringify({ code: 'forbidden', message: 'Only administrators can publish a policy.', requestId: 'r-42' }) };
+    const e = await failure(new GatewayClient(url, 't').publishPolicy('p1', 'version: 1', ''));
+    expect(e).toMatchObject({ errorClass: 'forbidden', message: 'Only administrators can publish a policy. (request r-42)', exitCode: 1 });
+  });
+
+  it('an error without a body still says what failed', async () => {
+    reply = { status: 502, body: '' };
+    const e = await failure(new GatewayClient(url, 't').auditVerify());
+    expect(e.message).toBe(`The gateway at ${url} answered GET /api/v1/audit/verify with HTTP 502.`);
+  });
+
+  it('a non-JSON success body is a contract error', async () => {
+    reply = { status: 200, body: '<html>proxy</html>' };
+    const e = await failure(new GatewayClient(url, 't').me());
+    expect(e.message).toContain('with an unexpected body (the body is not JSON)');
+  });
+
+  it('an unreachable gateway is the one sentence of the contract', async () => {
+    const e = await failure(new GatewayClient('http://127.0.0.1:1', 't').me());
+    expect(e).toMatchObject({ errorClass: 'gateway_unreachable', message: 'Cannot reach the gateway at http://127.0.0.1:1: is it running? (`npm start`)' });
+  });
+});
