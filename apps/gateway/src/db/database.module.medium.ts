@@ -1,0 +1,36 @@
+import { Test } from '@nestjs/testing';
+import { AuditModule } from '../audit/audit.module';
+import { AuditService } from '../audit/audit.service';
+import { IN_MEMORY, type Database } from './database';
+import { DatabaseModule } from './database.module';
+import { ProjectsRepository } from './repositories/projects.repository';
+import { UsersRepository } from './repositories/users.repository';
+import { DATABASE } from './tokens';
+import { withTestDatabases } from './testing';
+
+// Jest reads testTimeout only from the root configuration, not from a project: set it here.
+jest.setTimeout(120_000);
+
+withTestDatabases((database) => {
+  it('injects the repositories and the audit service over a database the caller owns', async () => {
+    const app = await Test.createTestingModule({ imports: [DatabaseModule.forDatabase(database()), AuditModule] }).compile();
+    await app.init();
+    const user = await app.get(UsersRepository).create({ email: 'nest@example.test', displayName: 'Nest', role: 'admin' });
+    const entry = await app.get(AuditService).append({ actor: user.id, kind: 'user.create', payload: { email: user.email } });
+    expect(entry.seq).toBe(1);
+    await app.close();
+    // Not closed by the module: the test owns it.
+    await expect(database().ping()).resolves.toBeUndefined();
+  });
+});
+
+it('forRoot opens and migrates at start-up and closes on shutdown', async () => {
+  const app = await Test.createTestingModule({ imports: [DatabaseModule.forRoot({ dataDir: IN_MEMORY })] }).compile();
+  app.enableShutdownHooks();
+  await app.init();
+  const database = app.get<Database>(DATABASE);
+  expect(database.migrations.applied.length).toBeGreaterThan(0);
+  await expect(app.get(ProjectsRepository).list()).resolves.toEqual([]);
+  await app.close();
+  await expect(database.ping()).rejects.toThrow();
+});
