@@ -80,7 +80,7 @@ export class FakeGateway {
   scenario: Scenario = { events: [], final: {} };
   sessions = new Map<string, SessionView>();
   approvals: ApprovalView[] = [];
-  auditVerify: unknown = { ok: true, checked: 3, firstBreak: null };
+  auditVerify: unknown = { ok: true, checked: 3, lastSeq: 3, lastHash: 'h3' };
   auditExport = '{"seq":1}\n{"seq":2}\n';
   private server!: Server;
   private wss!: WebSocketServer;

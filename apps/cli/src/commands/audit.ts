@@ -35,7 +35,7 @@ export function registerAudit(program: Command, ctx: CliContext, done: Done): vo
           if (opts.json) ctx.stdout(`${JSON.stringify(r)}\n`);
           else if (r.ok) ctx.stdout(`The audit chain is intact${r.checked !== undefined ? ` (${r.checked} entries checked)` : ''}.\n`);
           else {
-            const at = r.firstBreak ? ` at entry ${r.firstBreak.seq}${r.firstBreak.reason ? `: ${r.firstBreak.reason}` : ''}` : '';
+            const at = r.seq !== undefined ? ` at entry ${r.seq}${r.problem ? ` (${r.problem})` : ''}` : '';
             ctx.stdout(`The audit chain is broken${at}.${r.message ? ` ${r.message}` : ''}\n`);
           }
           return r.ok ? EXIT_OK : EXIT_FAILURE;

@@ -187,17 +187,20 @@ describe('lemni audit', () => {
     const ok = await lemni(['audit', 'verify'], { env: env() });
     expect(ok.code).toBe(0);
     expect(ok.stdout).toBe('The audit chain is intact (3 entries checked).\n');
-    gateway.auditVerify = { ok: false, checked: 41, firstBreak: { seq: 42, reason: 'hash mismatch' } };
+    gateway.auditVerify = { ok: false, checked: 41, seq: 42, problem: 'altered', message: 'Entry 42 was altered: its content no longer matches the hash recorded when it was written.' };
     const broken = await lemni(['audit', 'verify'], { env: env() });
     expect(broken.code).toBe(1);
-    expect(broken.stdout).toBe('The audit chain is broken at entry 42: hash mismatch.\n');
+    expect(broken.stdout).toBe('The audit chain is broken at entry 42 (altered). Entry 42 was altered: its content no longer matches the hash recorded when it was written.\n');
   });
 
   it('export streams the body with the filters as query parameters', async () => {
     const r = await lemni(['audit', 'export', '--format', 'jsonl', '--session', 's1', '--from', '2026-11-01'], { env: env() });
+    const csv = await lemni(['audit', 'export', '--format', 'csv', '--user', 'u7', '--project', 'demo'], { env: env() });
+    expect(csv.code).toBe(0);
+    expect(gateway.requests.at(-1)?.path).toBe('/audit/export?format=csv&projectId=p1&actor=user%3Au7');
     expect(r.code).toBe(0);
     expect(r.stdout).toBe('{"seq":1}\n{"seq":2}\n');
-    expect(gateway.requests[0]?.path).toBe('/audit/export?format=jsonl&session=s1&from=2026-11-01');
+    expect(gateway.requests[0]?.path).toBe('/audit/export?format=jsonl&sessionId=s1&from=2026-11-01');
     const bad = await lemni(['audit', 'export', '--from', 'yesterday-ish'], { env: env() });
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain('--from must be a date or time');

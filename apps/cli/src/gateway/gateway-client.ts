@@ -27,11 +27,12 @@ export type StartSessionRequest = z.input<typeof CreateSessionRequest> & {
   startingPatch?: string;
 };
 
+/** The audit service's verification: the first altered, removed or reordered entry when the chain breaks. */
 export const AuditVerifyResult = z.looseObject({
   ok: z.boolean(),
   checked: z.number().int().nonnegative().optional(),
-  /** The first entry where the chain breaks, when it does. */
-  firstBreak: z.looseObject({ seq: z.number().int(), reason: z.string().optional() }).nullable().optional(),
+  seq: z.number().int().optional(),
+  problem: z.string().optional(),
   message: z.string().optional(),
 });
 export type AuditVerifyResult = z.infer<typeof AuditVerifyResult>;
@@ -265,7 +266,10 @@ export class GatewayClient {
 
   /** Streams the export body as it arrives; the export can be far larger than memory. */
   async auditExport(query: AuditExportQuery, write: (chunk: Uint8Array) => void): Promise<void> {
-    const response = await this.raw('GET', '/audit/export', { query: { ...query }, headers: { accept: query.format === 'csv' ? 'text/csv' : 'application/x-ndjson' } });
+    const { format, project, user, session, kind, from, to } = query;
+    // Named as the audit service's filter (AuditFilter); a user is an actor `user:ID`.
+    const params = { format, projectId: project, actor: user === undefined ? undefined : `user:${user}`, sessionId: session, kind, from, to };
+    const response = await this.raw('GET', '/audit/export', { query: params, headers: { accept: query.format === 'csv' ? 'text/csv' : 'application/x-ndjson' } });
     if (!response.ok) {
       const json: unknown = await response.json().catch(() => undefined);
       throw this.errorFor(response.status, json, 'GET', '/audit/export');
