@@ -1,0 +1,186 @@
+// Bad input at the control channel: each is refused with its code and a sentence, gives away
+// nothing to a caller without the token, and leaves no container or working directory behind.
+import { ExecHostRoutes } from '@lemniscate/contracts';
+import { readdirSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { tmpdir } from 'node:os';
+import { RUNTIMES, containersOf, expectSentence, refusal, repoFixture, startExecHost, type ExecHostProcess, type RepoFixture } from './harness';
+
+let host: ExecHostProcess;
+let repo: RepoFixture;
+
+beforeAll(async () => {
+  repo = repoFixture();
+  host = await startExecHost();
+});
+
+afterAll(async () => {
+  repo?.remove();
+  await host?.stop();
+});
+
+/** Every path under the state directory, to prove a refused create left nothing there. */
+function stateTree(): string[] {
+  const out: string[] = [];
+  const walk = (dir: string) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = join(dir, e.name);
+      out.push(relative(host.stateDir, p));
+      if (e.isDirectory()) walk(p);
+    }
+  };
+  walk(host.stateDir);
+  return out.sort();
+}
+
+describe('authentication', () => {
+  const routes: [string, string, unknown?][] = [
+    ['GET', ExecHostRoutes.health()],
+    ['GET', ExecHostRoutes.sandboxes()],
+    ['POST', ExecHostRoutes.sandboxes(), { sessionId: 'x', repository: { source: '/' } }],
+    ['POST', ExecHostRoutes.exec('any'), { command: 'id' }],
+    ['POST', ExecHostRoutes.file('any', 'read'), { path: 'README.md' }],
+    ['DELETE', ExecHostRoutes.sandbox('any')],
+  ];
+
+  it.each(routes)('refuses %s %s without a token, with a wrong one, and with a wrong scheme: 401 and no detail', async (method, route, body) => {
+    const wrong = host.token.slice(0, -1) + (host.token.endsWith('0') ? '1' : '0');
+    const attempts: { token?: string | null; headers?: Record<string, string> }[] = [
+      { token: null },
+      { token: wrong },
+      { token: '' },
+      { token: null, headers: { authorization: `Basic ${Buffer.from(`x:${host.token}`).toString('base64')}` } },
+      { token: null, headers: { authorization: host.token } },
+    ];
+    for (const attempt of attempts) {
+      const res = await host.client.raw(method, route, { body, ...attempt });
+      expect({ attempt, status: res.status }).toEqual({ attempt, status: 401 });
+      const b = res.json as Record<string, unknown>;
+      expect(b).toMatchObject({ code: 'unauthorized' });
+      expectSentence(String(b.message), 'unauthorized');
+      expect(b.details).toBeUndefined();
+      // No detail: nothing that says which part was wrong, nor what the token looks like.
+      expect(res.text).not.toContain(host.token.slice(0, 8));
+      expect(res.text.toLowerCase()).not.toMatch(/expected|length|prefix|scheme/);
+    }
+  });
+
+  it('creates nothing for an unauthenticated create', async () => {
+    const sessionId = host.newSessionId('unauth');
+    const res = await host.client.raw('POST', ExecHostRoutes.sandboxes(), { token: null, body: { sessionId, repository: { source: repo.dir } } });
+    expect(res.status).toBe(401);
+    expect((await containersOf(host.sessionPrefix)).filter((c) => c.session === sessionId)).toEqual([]);
+  });
+});
+
+describe('unknown sandbox', () => {
+  it.each([
+    ['GET', (id: string) => ExecHostRoutes.sandbox(id), undefined],
+    ['POST', (id: string) => ExecHostRoutes.exec(id), { command: 'id' }],
+    ['POST', (id: string) => `${ExecHostRoutes.exec(id)}?stream=false`, { command: 'id' }],
+    ['POST', (id: string) => ExecHostRoutes.file(id, 'read'), { path: 'README.md' }],
+    ['POST', (id: string) => ExecHostRoutes.file(id, 'list'), { path: '.' }],
+    ['POST', (id: string) => ExecHostRoutes.file(id, 'search'), { pattern: 'x' }],
+    ['POST', (id: string) => ExecHostRoutes.file(id, 'propose-write'), { path: 'a', content: 'b' }],
+    ['POST', (id: string) => ExecHostRoutes.file(id, 'apply'), { diff: '--- a\n+++ b\n' }],
+    ['GET', (id: string) => ExecHostRoutes.changes(id), undefined],
+    ['GET', (id: string) => ExecHostRoutes.patch(id), undefined],
+  ] as [string, (id: string) => string, unknown][])('%s %p answers 404 sandbox_not_found with a sentence', async (method, route, body) => {
+    for (const id of ['sbx-does-not-exist', '%2e%2e%2fetc', 'a'.repeat(300)]) {
+      const res = await host.client.raw(method, route(id), { body });
+      // An id that cannot exist may also be refused as malformed; it never reaches anything else.
+      if (res.status === 400) {
+        expect(res.json).toMatchObject({ code: 'invalid_request' });
+        continue;
+      }
+      expect({ id, status: res.status, body: res.json }).toMatchObject({ id, status: 404, body: { code: 'sandbox_not_found' } });
+      expectSentence((res.json as { message: string }).message, 'sandbox_not_found');
+    }
+  });
+
+  it('DELETE of an unknown sandbox is 200 destroyed:false, never 404', async () => {
+    await expect(host.client.destroy('sbx-does-not-exist')).resolves.toEqual({ sandboxId: 'sbx-does-not-exist', destroyed: false });
+  });
+});
+
+describe('malformed requests', () => {
+  const field = (res: { json: unknown }) => (res.json as { message: string }).message;
+
+  it.each([
+    ['sessionId missing', { repository: { source: '/tmp' } }, 'sessionId'],
+    ['sessionId with a slash', { sessionId: '../x', repository: { source: '/tmp' } }, 'sessionId'],
+    ['repository missing', { sessionId: 'ok' }, 'repository'],
+    ['ref starting with a dash', { sessionId: 'ok', repository: { source: '/tmp', ref: '--upload-pack=touch /tmp/pwned' } }, 'ref'],
+    ['unknown runtime', { sessionId: 'ok', repository: { source: '/tmp' }, runtime: 'kata' }, 'runtime'],
+    ['memory over the maximum', { sessionId: 'ok', repository: { source: '/tmp' }, limits: { memoryMb: 1_000_000 } }, 'memoryMb'],
+    ['pids below the minimum', { sessionId: 'ok', repository: { source: '/tmp' }, limits: { pids: 1 } }, 'pids'],
+    ['exclusions not a list', { sessionId: 'ok', repository: { source: '/tmp' }, contextExclusions: '.env' }, 'contextExclusions'],
+  ])('create with %s: 400 invalid_request naming the field', async (_what, body, name) => {
+    const before = stateTree();
+    const res = await host.client.raw('POST', ExecHostRoutes.sandboxes(), { body });
+    expect({ status: res.status, code: (res.json as { code?: string })?.code }).toEqual({ status: 400, code: 'invalid_request' });
+    expect(field(res)).toContain(name);
+    expect(stateTree()).toEqual(before);
+  });
+
+  it('refuses a body that is not JSON, and one that is not an object', async () => {
+    for (const rawBody of ['{"sessionId": ', 'null', '[]', '"text"']) {
+      const res = await host.client.raw('POST', ExecHostRoutes.sandboxes(), { rawBody });
+      expect({ rawBody, status: res.status, code: (res.json as { code?: string })?.code }).toEqual({ rawBody, status: 400, code: 'invalid_request' });
+      expectSentence(field(res));
+    }
+  });
+
+  describe.each(RUNTIMES)('on a live sandbox under %s', (runtime) => {
+    let id: string;
+    beforeAll(async () => {
+      id = (await host.createSandbox({ repository: { source: repo.dir }, runtime, limits: { commandTimeoutSeconds: 2 } }, `bad-${runtime}`)).sandboxId;
+    });
+
+    it.each([
+      ['exec without command', 'exec', {}, 'command'],
+      ['exec with a negative timeout', 'exec', { command: 'id', timeoutMs: -5 }, 'timeoutMs'],
+      ['read with a NUL in the path', 'read', { path: 'a\0b' }, 'path'],
+      ['read with a negative offset', 'read', { path: 'README.md', offset: -1 }, 'offset'],
+      ['search without pattern', 'search', {}, 'pattern'],
+      ['propose-write without content', 'propose-write', { path: 'x' }, 'content'],
+      ['apply with an empty diff', 'apply', { diff: '' }, 'diff'],
+    ])('%s: 400 invalid_request naming the field', async (_what, op, body, name) => {
+      const route = op === 'exec' ? `${ExecHostRoutes.exec(id)}?stream=false` : ExecHostRoutes.file(id, op as 'read');
+      const res = await host.client.raw('POST', route, { body });
+      expect({ status: res.status, code: (res.json as { code?: string })?.code }).toEqual({ status: 400, code: 'invalid_request' });
+      expect(field(res)).toContain(name);
+    });
+
+    it('refuses a regular expression that does not compile with invalid_pattern', async () => {
+      const refused = await refusal(host.client.search(id, { pattern: '(unclosed', regex: true }));
+      expect({ status: refused.status, code: refused.body.code }).toEqual({ status: 400, code: 'invalid_pattern' });
+      expectSentence(refused.body.message, 'invalid_pattern');
+    });
+
+    it('cannot raise a limit from a request: a timeout above the sandbox cap is held to the cap', async () => {
+      const result = await host.client.exec(id, { command: 'sleep 30', timeoutMs: 600_000 });
+      expect(result).toMatchObject({ timedOut: true, class: 'timeout' });
+      expect(result.durationMs).toBeGreaterThanOrEqual(2_000);
+      expect(result.durationMs).toBeLessThan(12_000);
+    });
+  });
+});
+
+describe('a repository that does not exist', () => {
+  it.each(RUNTIMES)('is refused with 400 repository_not_found under %s, and leaves no container nor working directory', async (runtime) => {
+    const sessionId = host.newSessionId(`norepo-${runtime}`);
+    const before = stateTree();
+    for (const source of [join(tmpdir(), 'lemniscate-no-such-repository-' + Date.now()), '/etc', 'file:///nonexistent/repo.git']) {
+      const refused = await refusal(host.client.create({ sessionId, repository: { source }, runtime }));
+      expect({ source, status: refused.status, code: refused.body.code }).toEqual({ source, status: 400, code: 'repository_not_found' });
+      expectSentence(refused.body.message, 'repository_not_found');
+    }
+    const badRef = await refusal(host.client.create({ sessionId, repository: { source: repo.dir, ref: 'no-such-branch' }, runtime }));
+    expect({ status: badRef.status, code: badRef.body.code }).toEqual({ status: 400, code: 'repository_ref_not_found' });
+    expectSentence(badRef.body.message, 'repository_ref_not_found');
+    expect(await containersOf(sessionId)).toEqual([]);
+    expect(stateTree()).toEqual(before);
+    expect((await host.client.list()).sandboxes.filter((s) => s.sessionId === sessionId)).toEqual([]);
+  });
+});

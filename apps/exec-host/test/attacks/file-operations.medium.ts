@@ -1,0 +1,206 @@
+// G01 and the file tools' path scope: read, list, search, propose-write, propose-edit and apply
+// refuse, with outside_working_copy and a sentence, every path that resolves outside the working
+// copy — through "..", an absolute path, a symlink a command planted, or a symlink swapped in after
+// the check. The host's own files are the prize: a host-side canary file must never come back.
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ExecHostError, RUNTIMES, expectSentence, refusal, repoFixture, startExecHost, type ExecHostProcess, type RepoFixture } from './harness';
+
+let host: ExecHostProcess;
+let repo: RepoFixture;
+/** A file on the host, outside any sandbox; symlinks in the working copy point at it. */
+const hostCanary = { path: join(tmpdir(), `lemniscate-host-canary-${randomBytes(6).toString('hex')}.txt`), value: `host-secret-${randomBytes(12).toString('hex')}` };
+/** A writable directory on the host (and the same path inside the sandbox) that writes must never reach. */
+const outsideDir = join(tmpdir(), `lemniscate-outside-${randomBytes(6).toString('hex')}`);
+
+beforeAll(async () => {
+  writeFileSync(hostCanary.path, `${hostCanary.value}\n`);
+  mkdirSync(outsideDir, { mode: 0o777 });
+  repo = repoFixture();
+  host = await startExecHost();
+});
+
+afterAll(async () => {
+  rmSync(hostCanary.path, { force: true });
+  rmSync(outsideDir, { recursive: true, force: true });
+  repo?.remove();
+  await host?.stop();
+});
+
+async function expectOutside(call: Promise<unknown>, what: string): Promise<void> {
+  const refused = await refusal(call).catch((error: unknown) => {
+    throw new Error(`${what}: ${String(error)}`);
+  });
+  expect({ what, status: refused.status, code: refused.body.code }).toEqual({ what, status: 403, code: 'outside_working_copy' });
+  expectSentence(refused.body.message, 'outside_working_copy');
+  expect(refused.body.message).not.toContain(hostCanary.value);
+  expect(refused.body.message).not.toContain('root:x:0:0');
+}
+
+/** Escape through a leak: content of /etc/passwd (container or host) or of the host canary. */
+function leaked(text: string): boolean {
+  return text.includes('root:x:0:0') || text.includes(hostCanary.value);
+}
+
+describe.each(RUNTIMES)('file operations under %s', (runtime) => {
+  let id: string;
+
+  beforeAll(async () => {
+    id = (await host.createSandbox({ repository: { source: repo.dir }, runtime }, `files-${runtime}`)).sandboxId;
+    const planted = await host.client.exec(id, {
+      command: [
+        'set -e',
+        'ln -s /etc etc-link',
+        'ln -s /etc/passwd passwd-link',
+        'ln -s .. up-link',
+        `ln -s ${hostCanary.path} host-link`,
+        `ln -s ${outsideDir} outside-link`,
+        `mkdir -p ${outsideDir}`,
+        'mkdir -p inner/deeper && ln -s ../../../etc inner/deeper/etc-link',
+        'ln -s notes/inside.txt fine-link',
+        'echo planted',
+      ].join('\n'),
+      timeoutMs: 20_000,
+    });
+    expect(planted).toMatchObject({ exitCode: 0, stdout: 'planted\n' });
+  });
+
+  it('refuses to read outside through .., absolute paths and planted symlinks', async () => {
+    for (const path of ['../x', '../../etc/passwd', '/etc/passwd', '/workspace/../etc/passwd', 'notes/../../etc/passwd', 'etc-link/passwd', 'passwd-link', 'up-link/etc/passwd', 'host-link', 'inner/deeper/etc-link/passwd', hostCanary.path]) {
+      await expectOutside(host.client.read(id, { path }), `read ${path}`);
+    }
+  });
+
+  it('still reads inside the working copy, also through a symlink that stays inside', async () => {
+    await expect(host.client.read(id, { path: 'notes/inside.txt' })).resolves.toMatchObject({ content: 'inside the working copy\n' });
+    await expect(host.client.read(id, { path: '/workspace/notes/inside.txt' })).resolves.toMatchObject({ content: 'inside the working copy\n' });
+    await expect(host.client.read(id, { path: 'fine-link' })).resolves.toMatchObject({ content: 'inside the working copy\n' });
+  });
+
+  it('refuses to list outside', async () => {
+    for (const path of ['..', '/', '/etc', 'etc-link', 'up-link', 'outside-link', 'inner/deeper/etc-link']) await expectOutside(host.client.listFiles(id, { path }), `list ${path}`);
+  });
+
+  it('refuses to search outside, and a search of the whole copy does not follow symlinks out', async () => {
+    for (const path of ['..', '/etc', 'etc-link', 'up-link', 'host-link']) await expectOutside(host.client.search(id, { pattern: 'root', path }), `search ${path}`);
+    for (const pattern of ['root:x:0:0', hostCanary.value]) {
+      const found = await host.client.search(id, { pattern });
+      expect({ pattern, matches: found.matches }).toEqual({ pattern, matches: [] });
+    }
+  });
+
+  it('refuses to propose writes and edits outside', async () => {
+    for (const path of ['../escape.txt', '/etc/evil', '/tmp/evil', 'etc-link/evil', 'up-link/tmp/evil', 'outside-link/evil.txt', 'host-link', 'passwd-link']) {
+      await expectOutside(host.client.proposeWrite(id, { path, content: 'evil\n' }), `propose-write ${path}`);
+    }
+    await expectOutside(host.client.proposeEdit(id, { path: 'passwd-link', old_string: 'root', new_string: 'toor' }), 'propose-edit passwd-link');
+    await expectOutside(host.client.proposeEdit(id, { path: 'host-link', old_string: 'host', new_string: 'evil' }), 'propose-edit host-link');
+  });
+
+  it('refuses to apply a diff that writes outside, and nothing is written', async () => {
+    const diffFor = (path: string) => `diff --git a/${path} b/${path}\nnew file mode 100644\n--- /dev/null\n+++ b/${path}\n@@ -0,0 +1 @@\n+evil\n`;
+    for (const path of ['../escape.txt', 'outside-link/evil.txt', 'up-link/tmp/evil.txt', 'etc-link/evil.txt']) {
+      const refused = await refusal(host.client.apply(id, diffFor(path)));
+      expect({ path, status: refused.status, code: refused.body.code }).toEqual({ path, status: 403, code: 'outside_working_copy' });
+      expectSentence(refused.body.message);
+    }
+    expect(readdirSync(outsideDir)).toEqual([]);
+    const inside = await host.client.exec(id, { command: `ls -A ${outsideDir} /tmp; test ! -e /escape.txt && echo none`, timeoutMs: 20_000 });
+    expect(inside.stdout).not.toMatch(/evil|escape/);
+    expect(inside.stdout).toContain('none');
+  });
+
+  describe('a checked path swapped for a symlink between check and use', () => {
+    /**
+     * Runs `racer` (Python) in the sandbox as a streamed command for `seconds`, and `attempt` in a
+     * loop from the host while it runs. Returns how often each outcome came back.
+     */
+    async function race(racer: string, seconds: number, attempt: () => Promise<string>): Promise<Record<string, number>> {
+      const outcomes: Record<string, number> = {};
+      let started!: () => void;
+      const racing = new Promise<void>((r) => (started = r));
+      let done = false;
+      const program = `import os, shutil, time\nos.chdir("/workspace")\nend = time.time() + ${seconds}\nprint("racing", flush=True)\nn = 0\nwhile time.time() < end:\n${racer
+        .split('\n')
+        .map((l) => '    ' + l)
+        .join('\n')}\n    n += 1\nprint("swaps", n, flush=True)\n`;
+      const command = host.client
+        .execStream(id, { command: `python3 - <<'EOF'\n${program}\nEOF`, timeoutMs: (seconds + 30) * 1000 }, (chunk) => {
+          if (chunk.type === 'stdout' && chunk.data.includes('racing')) started();
+        })
+        .finally(() => {
+          done = true;
+          started();
+        });
+      await racing;
+      const attackers = Array.from({ length: 3 }, async () => {
+        while (!done) {
+          let outcome: string;
+          try {
+            outcome = await attempt();
+          } catch (error) {
+            outcome = error instanceof ExecHostError ? `${error.status} ${error.body.code}` : `error ${String(error)}`;
+          }
+          outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
+        }
+      });
+      const [{ exit, stdout }] = await Promise.all([command, ...attackers]);
+      expect({ racerExit: exit.exitCode, stdout: stdout.includes('swaps') }).toEqual({ racerExit: 0, stdout: true });
+      // A race may meet a missing path, never a crash.
+      expect(Object.keys(outcomes).filter((o) => /^5\d\d |^error /.test(o))).toEqual([]);
+      return outcomes;
+    }
+
+    it('read never returns the target of a symlink swapped in', async () => {
+      const outcomes = await race(
+        [
+          'os.symlink("/etc/passwd" if n % 2 else ' + JSON.stringify(hostCanary.path) + ', ".race-sym")',
+          'os.rename(".race-sym", "race.txt")',
+          'open(".race-file", "w").write("inside\\n")',
+          'os.rename(".race-file", "race.txt")',
+        ].join('\n'),
+        6,
+        async () => {
+          const res = await host.client.read(id, { path: 'race.txt' });
+          return leaked(res.content) ? 'ESCAPED' : res.content === 'inside\n' ? 'inside' : `other ${res.content.slice(0, 40)}`;
+        },
+      );
+      expect({ escapes: outcomes['ESCAPED'] ?? 0 }).toEqual({ escapes: 0 });
+      // Both states must have been seen, or the race never happened.
+      expect({ inside: (outcomes['inside'] ?? 0) > 0, refused: (outcomes['403 outside_working_copy'] ?? 0) > 0, outcomes }).toMatchObject({ inside: true, refused: true });
+      expect(Object.keys(outcomes).filter((o) => !['inside', '403 outside_working_copy', '404 file_not_found'].includes(o))).toEqual([]);
+    });
+
+    it('list and propose-write never see through a directory swapped for a symlink', async () => {
+      const swapDir = [
+        'if os.path.islink("race-dir"): os.unlink("race-dir")',
+        'os.makedirs("race-dir", exist_ok=True)',
+        'open("race-dir/passwd", "w").write("inside\\n")',
+        'shutil.rmtree("race-dir")',
+        'os.symlink("/etc", "race-dir")',
+      ].join('\n');
+      const listed = await race(swapDir, 4, async () => {
+        const res = await host.client.listFiles(id, { path: 'race-dir' });
+        const names = res.entries.map((e) => e.name);
+        return names.some((n) => n === 'shadow' || n === 'hostname' || n === 'os-release') ? 'ESCAPED' : 'inside';
+      });
+      expect({ escapes: listed['ESCAPED'] ?? 0 }).toEqual({ escapes: 0 });
+      expect({ inside: (listed['inside'] ?? 0) > 0, refused: (listed['403 outside_working_copy'] ?? 0) > 0, listed }).toMatchObject({ inside: true, refused: true });
+
+      const proposed = await race(swapDir, 4, async () => {
+        const res = await host.client.proposeWrite(id, { path: 'race-dir/passwd', content: 'replaced\n' });
+        return leaked(res.diff) ? 'ESCAPED' : 'inside';
+      });
+      expect({ escapes: proposed['ESCAPED'] ?? 0 }).toEqual({ escapes: 0 });
+      expect({ inside: (proposed['inside'] ?? 0) > 0, refused: (proposed['403 outside_working_copy'] ?? 0) > 0, proposed }).toMatchObject({ inside: true, refused: true });
+    });
+
+    afterAll(async () => {
+      // Nothing the races did may have left a trace outside.
+      expect(readdirSync(outsideDir)).toEqual([]);
+      expect(existsSync(hostCanary.path)).toBe(true);
+    });
+  });
+});

@@ -1,0 +1,541 @@
+// The real exec-host, started as the gateway would find it: a built child process on a loopback
+// port, spoken to over HTTP with every response validated by the contract's schemas. Nothing here
+// imports the exec-host's sources: the battery attacks the service, not its classes.
+import {
+  ApplyDiffResponse,
+  ChangesResponse,
+  DestroySandboxResponse,
+  ErrorBody,
+  ExecHostHealth,
+  ExecHostRoutes,
+  ExecResult,
+  ExecStreamChunk,
+  ListFilesResponse,
+  ProposedChange,
+  ReadFileResponse,
+  SandboxInfo,
+  SandboxList,
+  SearchFilesResponse,
+  type CreateSandboxRequest,
+  type ExecRequest,
+  type ListFilesRequest,
+  type ProposeEditRequest,
+  type ProposeWriteRequest,
+  type ReadFileRequest,
+  type SandboxRuntime,
+  type SearchFilesRequest,
+} from '@lemniscate/contracts';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, rmdirSync, writeFileSync, existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import type { z } from 'zod';
+
+const execFileAsync = promisify(execFile);
+
+export const REPO_ROOT = resolve(__dirname, '../../../..');
+const EXEC_HOST_DIR = join(REPO_ROOT, 'apps/exec-host');
+const EXEC_HOST_BIN = join(EXEC_HOST_DIR, 'bin/lemni-exec-host.js');
+export const RUNTIMES: readonly SandboxRuntime[] = ['runc', 'runsc'];
+
+// ───────────────────────────── build
+
+let built = false;
+
+/**
+ * `tsc -b` of the exec-host, once per Jest worker. Workers of the same run may build at the same
+ * time; a directory lock (mkdir is atomic) keeps two compilers from writing dist/ together.
+ */
+export function buildExecHost(): void {
+  if (built) return;
+  const lock = join(tmpdir(), 'lemniscate-exec-host-build.lock');
+  const deadline = Date.now() + 180_000;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      if (Date.now() > deadline) throw new Error(`another build has held ${lock} for three minutes; remove it if no build is running`);
+      // No event announces the end of another process's build; a short blocking wait is all there is.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200);
+    }
+  }
+  try {
+    execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-b', EXEC_HOST_DIR], { cwd: REPO_ROOT, stdio: 'pipe' });
+    built = true;
+  } catch (error) {
+    const out = error as { stdout?: Buffer; stderr?: Buffer };
+    throw new Error(`the exec-host does not build:\n${out.stdout?.toString() ?? ''}${out.stderr?.toString() ?? ''}`);
+  } finally {
+    rmdirSync(lock);
+  }
+}
+
+// ───────────────────────────── client
+
+export class ExecHostError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: ErrorBody,
+    readonly route: string,
+  ) {
+    super(`${route} answered ${status} ${body.code}: ${body.message}`);
+  }
+}
+
+export interface RawResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+  /** The parsed body, or undefined when it is not JSON. */
+  json: unknown;
+}
+
+export interface RawRequest {
+  body?: unknown;
+  /** A body sent exactly as given (for malformed JSON). */
+  rawBody?: string;
+  /** null sends no Authorization header; a string replaces the token. */
+  token?: string | null;
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+/** A typed client of the exec-host API: every answer is checked against libs/contracts. */
+export class ExecHostClient {
+  constructor(
+    readonly baseUrl: string,
+    private readonly token: string,
+  ) {}
+
+  async raw(method: string, route: string, init: RawRequest = {}): Promise<RawResponse> {
+    const headers: Record<string, string> = { ...init.headers };
+    const token = init.token === undefined ? this.token : init.token;
+    if (token !== null) headers.authorization = `Bearer ${token}`;
+    let body: string | undefined;
+    if (init.rawBody !== undefined) {
+      body = init.rawBody;
+      headers['content-type'] ??= 'application/json';
+    } else if (init.body !== undefined) {
+      body = JSON.stringify(init.body);
+      headers['content-type'] = 'application/json';
+    }
+    const res = await fetch(this.baseUrl + route, { method, headers, body, signal: init.signal });
+    const text = await res.text();
+    let json: unknown;
+    try {
+      json = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    return { status: res.status, headers: res.headers, text, json };
+  }
+
+  private async call<T extends z.ZodType>(schema: T, method: string, route: string, body?: unknown, expected = [200, 201]): Promise<z.output<T>> {
+    const res = await this.raw(method, route, { body });
+    if (!expected.includes(res.status)) throw toError(res, `${method} ${route}`);
+    const parsed = schema.safeParse(res.json);
+    if (!parsed.success) throw new Error(`${method} ${route} answered ${res.status} with a body outside the contract: ${parsed.error.message}\n${res.text.slice(0, 2000)}`);
+    return parsed.data;
+  }
+
+  health() {
+    return this.call(ExecHostHealth, 'GET', ExecHostRoutes.health());
+  }
+  create(req: CreateSandboxRequest) {
+    return this.call(SandboxInfo, 'POST', ExecHostRoutes.sandboxes(), req, [201]);
+  }
+  get(id: string) {
+    return this.call(SandboxInfo, 'GET', ExecHostRoutes.sandbox(id));
+  }
+  list() {
+    return this.call(SandboxList, 'GET', ExecHostRoutes.sandboxes());
+  }
+  destroy(id: string) {
+    return this.call(DestroySandboxResponse, 'DELETE', ExecHostRoutes.sandbox(id));
+  }
+  exec(id: string, req: ExecRequest) {
+    return this.call(ExecResult, 'POST', `${ExecHostRoutes.exec(id)}?stream=false`, req);
+  }
+  read(id: string, req: ReadFileRequest) {
+    return this.call(ReadFileResponse, 'POST', ExecHostRoutes.file(id, 'read'), req);
+  }
+  listFiles(id: string, req: ListFilesRequest) {
+    return this.call(ListFilesResponse, 'POST', ExecHostRoutes.file(id, 'list'), req);
+  }
+  search(id: string, req: SearchFilesRequest) {
+    return this.call(SearchFilesResponse, 'POST', ExecHostRoutes.file(id, 'search'), req);
+  }
+  proposeWrite(id: string, req: ProposeWriteRequest) {
+    return this.call(ProposedChange, 'POST', ExecHostRoutes.file(id, 'propose-write'), req);
+  }
+  proposeEdit(id: string, req: ProposeEditRequest) {
+    return this.call(ProposedChange, 'POST', ExecHostRoutes.file(id, 'propose-edit'), req);
+  }
+  apply(id: string, diff: string) {
+    return this.call(ApplyDiffResponse, 'POST', ExecHostRoutes.file(id, 'apply'), { diff });
+  }
+  changes(id: string) {
+    return this.call(ChangesResponse, 'GET', ExecHostRoutes.changes(id));
+  }
+
+  /**
+   * The streamed exec: `onChunk` sees every line as it arrives (so a test can act while the command
+   * still runs); the promise resolves with the exit line and everything that came before it.
+   */
+  async execStream(id: string, req: ExecRequest, onChunk?: (chunk: ExecStreamChunk) => void): Promise<{ exit: Extract<ExecStreamChunk, { type: 'exit' }>; stdout: string; stderr: string }> {
+    const route = ExecHostRoutes.exec(id);
+    const res = await fetch(this.baseUrl + route, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${this.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(req),
+    });
+    if (res.status !== 200 || !res.body) {
+      const text = await res.text();
+      let json: unknown;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        json = undefined;
+      }
+      throw toError({ status: res.status, headers: res.headers, text, json }, `POST ${route}`);
+    }
+    const decoder = new TextDecoder();
+    let pending = '';
+    let stdout = '';
+    let stderr = '';
+    let exit: Extract<ExecStreamChunk, { type: 'exit' }> | undefined;
+    const take = (line: string) => {
+      if (line.trim() === '') return;
+      const chunk = ExecStreamChunk.parse(JSON.parse(line));
+      if (exit) throw new Error(`the exec stream went on after its exit line: ${line}`);
+      if (chunk.type === 'exit') exit = chunk;
+      else if (chunk.type === 'stdout') stdout += chunk.data;
+      else stderr += chunk.data;
+      onChunk?.(chunk);
+    };
+    for await (const bytes of res.body) {
+      pending += decoder.decode(bytes as Uint8Array, { stream: true });
+      let nl: number;
+      while ((nl = pending.indexOf('\n')) >= 0) {
+        take(pending.slice(0, nl));
+        pending = pending.slice(nl + 1);
+      }
+    }
+    take(pending + decoder.decode());
+    if (!exit) throw new Error(`the exec stream ended without an exit line (stdout so far: ${stdout.slice(-500)})`);
+    return { exit, stdout, stderr };
+  }
+}
+
+function toError(res: RawResponse, route: string): Error {
+  const body = ErrorBody.safeParse(res.json);
+  if (!body.success) return new Error(`${route} answered ${res.status} without an ErrorBody: ${res.text.slice(0, 1000)}`);
+  return new ExecHostError(res.status, body.data, route);
+}
+
+/** Awaits a call that must be refused and returns the refusal, failing with what came instead. */
+export async function refusal(call: Promise<unknown>): Promise<ExecHostError> {
+  let value: unknown;
+  try {
+    value = await call;
+  } catch (error) {
+    if (error instanceof ExecHostError) return error;
+    throw error;
+  }
+  throw new Error(`expected a refusal, the exec-host answered: ${JSON.stringify(value).slice(0, 1500)}`);
+}
+
+/** A message a person understands: several words, not just the machine code. */
+export function expectSentence(message: string, code?: string): void {
+  expect(message).toMatch(/\S+\s+\S+\s+\S+/);
+  if (code) expect(message.trim()).not.toBe(code);
+}
+
+// ───────────────────────────── the exec-host process
+
+export interface ExecHostProcess {
+  client: ExecHostClient;
+  baseUrl: string;
+  port: number;
+  token: string;
+  stateDir: string;
+  /** A value only the exec-host's environment holds; nothing in a sandbox may ever show it. */
+  canary: { name: string; value: string };
+  /** The environment the exec-host was started with (the host's own, plus ours). */
+  env: NodeJS.ProcessEnv;
+  /** Prefix of every session id this harness creates (to find its containers and only its containers). */
+  sessionPrefix: string;
+  newSessionId(label: string): string;
+  /** create, remembering the sandbox for teardown. */
+  createSandbox(req: Omit<CreateSandboxRequest, 'sessionId'> & { sessionId?: string }, label?: string): Promise<z.output<typeof SandboxInfo>>;
+  /** What the exec-host printed so far (shown when a test fails). */
+  output(): string;
+  exited(): boolean;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/** Builds and starts the real exec-host; resolves once /v1/health answers 200. */
+export async function startExecHost(extraEnv: Record<string, string> = {}): Promise<ExecHostProcess> {
+  buildExecHost();
+  if (!existsSync(EXEC_HOST_BIN)) throw new Error(`${EXEC_HOST_BIN} is missing: the exec-host has no command to start`);
+  const token = randomBytes(32).toString('hex');
+  const port = await freePort();
+  const stateDir = mkdtempSync(join(tmpdir(), 'lemniscate-attacks-'));
+  const canary = { name: 'LEMNISCATE_CANARY_SECRET', value: `canary-${randomBytes(16).toString('hex')}` };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    LEMNISCATE_EXEC_HOST_TOKEN: token,
+    LEMNISCATE_EXEC_HOST_PORT: String(port),
+    LEMNISCATE_EXEC_HOST_STATE_DIR: stateDir,
+    [canary.name]: canary.value,
+    ...extraEnv,
+  };
+  const child: ChildProcess = spawn(process.execPath, [EXEC_HOST_BIN], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let printed = '';
+  const keep = (b: Buffer) => {
+    printed += b.toString();
+    if (printed.length > 200_000) printed = printed.slice(-100_000);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  let exitCode: number | null | undefined;
+  const exitedPromise = new Promise<void>((res) => child.once('exit', (code, signal) => ((exitCode = code ?? (signal ? -1 : null)), res())));
+
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const client = new ExecHostClient(baseUrl, token);
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (exitCode !== undefined) throw new Error(`the exec-host exited (${exitCode}) before answering /v1/health:\n${printed}`);
+    try {
+      const res = await client.raw('GET', ExecHostRoutes.health());
+      if (res.status === 200) break;
+      if (Date.now() > deadline) throw new Error(`/v1/health still answers ${res.status} after a minute: ${res.text}\n${printed}`);
+    } catch (error) {
+      if (Date.now() > deadline) throw new Error(`the exec-host does not answer on ${baseUrl} after a minute (${String(error)}):\n${printed}`);
+    }
+    // The exec-host announces readiness only by answering; wait for its exit or a short tick.
+    await Promise.race([exitedPromise, new Promise((r) => setTimeout(r, 100))]);
+  }
+
+  const sessionPrefix = `atk${randomBytes(4).toString('hex')}`;
+  const sandboxIds = new Set<string>();
+  let counter = 0;
+  const newSessionId = (label: string) => `${sessionPrefix}-${label.replace(/[^A-Za-z0-9_-]/g, '-')}-${counter++}`.slice(0, 64);
+
+  return {
+    client,
+    baseUrl,
+    port,
+    token,
+    stateDir,
+    canary,
+    env,
+    sessionPrefix,
+    newSessionId,
+    async createSandbox(req, label = 'sandbox') {
+      const info = await client.create({ ...req, sessionId: req.sessionId ?? newSessionId(label) });
+      sandboxIds.add(info.sandboxId);
+      return info;
+    },
+    output: () => printed,
+    exited: () => exitCode !== undefined,
+    async stop() {
+      const problems: string[] = [];
+      if (exitCode === undefined) {
+        for (const id of sandboxIds) {
+          try {
+            await client.destroy(id);
+          } catch (error) {
+            problems.push(`destroying ${id}: ${String(error)}`);
+          }
+        }
+        child.kill('SIGTERM');
+        const killer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+        await exitedPromise;
+        clearTimeout(killer);
+      }
+      const left = await containersOf(sessionPrefix);
+      const mounts = mountsUnder(stateDir);
+      // Leave nothing behind even when the checks below fail.
+      for (const c of left) await execFileAsync('docker', ['rm', '-f', '-v', c.id]).catch(() => undefined);
+      for (const m of mounts.reverse()) await execFileAsync('umount', ['-l', m]).catch(() => undefined);
+      rmSync(stateDir, { recursive: true, force: true });
+      if (left.length > 0) problems.push(`containers left after teardown: ${left.map((c) => `${c.id} (${c.session})`).join(', ')}`);
+      if (mounts.length > 0) problems.push(`mounts left under the state directory: ${mounts.join(', ')}`);
+      if (problems.length > 0) throw new Error(`${problems.join('\n')}\nexec-host output:\n${printed.slice(-5000)}`);
+    },
+  };
+}
+
+/** Containers of this harness still known to the engine (running or not). */
+export async function containersOf(sessionPrefix: string): Promise<{ id: string; session: string }[]> {
+  const { stdout } = await execFileAsync('docker', ['ps', '-a', '--filter', 'label=lemniscate.session', '--format', '{{.ID}} {{.Label "lemniscate.session"}}']);
+  return stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => {
+      const [id = '', session = ''] = line.split(' ');
+      return { id, session };
+    })
+    .filter((c) => c.session.startsWith(sessionPrefix));
+}
+
+function mountsUnder(dir: string): string[] {
+  return readFileSync('/proc/self/mounts', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' ')[1] ?? '')
+    .map((p) => p.replace(/\\040/g, ' '))
+    .filter((p) => p === dir || p.startsWith(dir + '/'));
+}
+
+// ───────────────────────────── the repository fixture
+
+export interface RepoFixture {
+  dir: string;
+  /** Secret values committed in files the context exclusions must keep out. */
+  secrets: { dotenv: string; token: string; rsa: string; pem: string; npmrc: string };
+  /** Paths the default exclusions must leave out. */
+  excludedPaths: string[];
+  /** Ordinary files that must be present. */
+  ordinaryPaths: string[];
+  remove(): void;
+}
+
+const GIT_ENV = {
+  GIT_AUTHOR_NAME: 'Fixture',
+  GIT_AUTHOR_EMAIL: 'fixture@example.test',
+  GIT_COMMITTER_NAME: 'Fixture',
+  GIT_COMMITTER_EMAIL: 'fixture@example.test',
+  GIT_CONFIG_NOSYSTEM: '1',
+  HOME: tmpdir(),
+};
+
+export function git(dir: string, ...args: string[]): string {
+  return execFileSync('git', ['-C', dir, ...args], { env: { ...process.env, ...GIT_ENV }, encoding: 'utf8' });
+}
+
+/**
+ * A git repository whose history holds secrets, as real ones often do: committed .env, keys,
+ * certificates, credentials. The sandbox may receive the ordinary files only.
+ */
+export function repoFixture(): RepoFixture {
+  const dir = mkdtempSync(join(tmpdir(), 'lemniscate-attack-repo-'));
+  const secret = (what: string) => `${what}-${randomBytes(12).toString('hex')}`;
+  const secrets = { dotenv: secret('dotenv'), token: secret('token'), rsa: secret('rsa'), pem: secret('pem'), npmrc: secret('npmrc') };
+  const files: Record<string, string> = {
+    'README.md': '# Fixture project\n\nOrdinary text.\n',
+    'package.json': '{ "name": "fixture", "version": "1.0.0", "scripts": { "test": "node test.js" } }\n',
+    'src/index.js': 'module.exports = (a, b) => a + b;\n',
+    'src/util/strings.js': 'exports.upper = (s) => s.toUpperCase();\n',
+    'test.js': "const add = require('./src/index.js');\nif (add(1, 2) !== 3) process.exit(1);\n",
+    'notes/inside.txt': 'inside the working copy\n',
+    '.env': `DATABASE_PASSWORD=${secrets.dotenv}\n`,
+    'secrets/token.txt': `${secrets.token}\n`,
+    id_rsa: `-----BEGIN OPENSSH PRIVATE KEY-----\n${secrets.rsa}\n-----END OPENSSH PRIVATE KEY-----\n`,
+    'server.pem': `-----BEGIN PRIVATE KEY-----\n${secrets.pem}\n-----END PRIVATE KEY-----\n`,
+    '.npmrc': `//registry.npmjs.org/:_authToken=${secrets.npmrc}\n`,
+  };
+  for (const [path, content] of Object.entries(files)) {
+    mkdirSync(join(dir, path, '..'), { recursive: true });
+    writeFileSync(join(dir, path), content);
+  }
+  git(dir, 'init', '-q', '-b', 'main');
+  git(dir, 'add', '-A');
+  git(dir, 'commit', '-q', '-m', 'fixture with committed secrets');
+  return {
+    dir,
+    secrets,
+    excludedPaths: ['.env', 'secrets/token.txt', 'id_rsa', 'server.pem', '.npmrc'],
+    ordinaryPaths: ['README.md', 'package.json', 'src/index.js', 'src/util/strings.js', 'test.js', 'notes/inside.txt'],
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+// ───────────────────────────── probes run inside a sandbox
+
+export interface ProbeResult {
+  name: string;
+  ok: boolean;
+  /** Symbolic errno (EPERM, ENETUNREACH, EAI_AGAIN…) when the attempt failed with one. */
+  errno?: string | null;
+  message?: string;
+  value?: unknown;
+}
+
+/**
+ * Python run inside the sandbox before each probe program: `probe(name, fn)` prints one JSON line
+ * with the outcome, `call(fn, *args)` calls libc and raises OSError with errno, `sys_call(nr, …)`
+ * makes a raw system call by number.
+ */
+const PROBE_PRELUDE = String.raw`
+import ctypes, errno, json, os, socket, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+GAI = {getattr(socket, n): n for n in dir(socket) if n.startswith('EAI_')}
+def probe(name, fn):
+    try:
+        v = fn()
+        out = {"name": name, "ok": True, "value": v if isinstance(v, (str, int, float, bool, list, dict, type(None))) else repr(v)}
+    except socket.gaierror as e:
+        out = {"name": name, "ok": False, "errno": GAI.get(e.errno), "message": e.strerror}
+    except OSError as e:
+        out = {"name": name, "ok": False, "errno": errno.errorcode.get(e.errno) if e.errno else None, "message": e.strerror or str(e)}
+    except Exception as e:
+        out = {"name": name, "ok": False, "errno": None, "message": type(e).__name__ + ": " + str(e)}
+    print(json.dumps(out), flush=True)
+def call(fname, *args):
+    r = getattr(libc, fname)(*args)
+    if r == -1:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    return r
+def sys_call(nr, *args):
+    r = libc.syscall(nr, *args)
+    if r == -1:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    return r
+MACHINE = os.uname().machine
+`;
+
+/** Runs a probe program (Python using the prelude) and returns its results by name. */
+export async function runProbes(client: ExecHostClient, sandboxId: string, program: string, timeoutMs = 60_000): Promise<Record<string, ProbeResult>> {
+  const script = PROBE_PRELUDE + '\n' + program;
+  const marker = `PROBE_${randomBytes(6).toString('hex')}`;
+  const result = await client.exec(sandboxId, { command: `python3 - <<'${marker}'\n${script}\n${marker}\n`, timeoutMs });
+  if (result.exitCode !== 0) throw new Error(`the probe program itself failed (exit ${result.exitCode}, class ${result.class}):\n${result.stderr}\n${result.stdout}`);
+  const results: Record<string, ProbeResult> = {};
+  for (const line of result.stdout.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    const parsed = JSON.parse(line) as ProbeResult;
+    results[parsed.name] = parsed;
+  }
+  return results;
+}
+
+/** The probe must have failed with exactly this errno; the failure message shows what happened. */
+export function expectRefused(results: Record<string, ProbeResult>, name: string, errno: string): void {
+  const r = results[name];
+  expect({ probe: name, ran: r !== undefined, ok: r?.ok, errno: r?.errno }).toEqual({ probe: name, ran: true, ok: false, errno });
+}
+
+/** Shell-quotes one argument for bash. */
+export function sh(value: string): string {
+  return `'${value.replace(/'/g, `'\\''`)}'`;
+}

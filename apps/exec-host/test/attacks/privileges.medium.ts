@@ -1,0 +1,190 @@
+// G04 and S1: a command in the sandbox is an unprivileged process that cannot open raw sockets,
+// create interfaces, mount, enter or create namespaces, trace, load modules, poke the kernel, or
+// gain privileges through setuid files. Each attempt asserts the errno the kernel (or gVisor) gives.
+import { existsSync, readFileSync } from 'node:fs';
+import { RUNTIMES, expectRefused, repoFixture, runProbes, startExecHost, type ExecHostProcess, type ProbeResult, type RepoFixture } from './harness';
+
+let host: ExecHostProcess;
+let repo: RepoFixture;
+
+beforeAll(async () => {
+  repo = repoFixture();
+  host = await startExecHost();
+});
+
+afterAll(async () => {
+  repo?.remove();
+  await host?.stop();
+});
+
+// Syscall numbers the seccomp profile must deny; called raw so that no libc wrapper stands in front.
+const SYSCALLS = String.raw`
+NR = {
+  "x86_64": {"init_module": 175, "finit_module": 313, "delete_module": 176, "add_key": 248, "keyctl": 250, "bpf": 321,
+             "userfaultfd": 323, "perf_event_open": 298, "kexec_load": 246, "pivot_root": 155, "swapon": 167},
+  "aarch64": {"init_module": 105, "finit_module": 273, "delete_module": 106, "add_key": 217, "keyctl": 219, "bpf": 280,
+              "userfaultfd": 282, "perf_event_open": 241, "kexec_load": 104, "pivot_root": 41, "swapon": 224},
+}[MACHINE]
+`;
+
+describe.each(RUNTIMES)('privileges under %s', (runtime) => {
+  let sandboxId: string;
+  let r: Record<string, ProbeResult>;
+
+  beforeAll(async () => {
+    sandboxId = (await host.createSandbox({ repository: { source: repo.dir }, runtime }, `priv-${runtime}`)).sandboxId;
+    r = await runProbes(
+      host.client,
+      sandboxId,
+      SYSCALLS +
+        String.raw`
+import fcntl, struct, shutil, stat, subprocess
+probe("AF_PACKET raw socket", lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0))
+probe("AF_INET SOCK_RAW icmp", lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP))
+probe("AF_INET6 SOCK_RAW", lambda: socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_RAW))
+probe("netlink route socket", lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0))
+def tun():
+    fd = os.open("/dev/net/tun", os.O_RDWR)
+    ifr = struct.pack("16sH22s", b"evil0", 0x0001 | 0x1000, b"\0" * 22)  # IFF_TUN | IFF_NO_PI
+    return repr(fcntl.ioctl(fd, 0x400454CA, ifr))  # TUNSETIFF creates the interface
+probe("tun interface", tun)
+def lo_down():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    return repr(fcntl.ioctl(s, 0x8914, struct.pack("16sH22s", b"lo", 0, b"\0" * 22)))  # SIOCSIFFLAGS
+probe("SIOCSIFFLAGS lo", lo_down)
+probe("ip command", lambda: shutil.which("ip"))
+probe("interfaces after", lambda: sorted(os.listdir("/sys/class/net")))
+os.makedirs("/tmp/m", exist_ok=True)
+probe("mount tmpfs", lambda: call("mount", b"none", b"/tmp/m", b"tmpfs", 0, None))
+probe("mount proc", lambda: call("mount", b"proc", b"/tmp/m", b"proc", 0, None))
+probe("mount bind", lambda: call("mount", b"/workspace", b"/tmp/m", None, 4096, None))  # MS_BIND
+probe("unshare user", lambda: call("unshare", 0x10000000))
+probe("unshare net", lambda: call("unshare", 0x40000000))
+probe("unshare mount", lambda: call("unshare", 0x00020000))
+probe("setns net", lambda: call("setns", os.open("/proc/self/ns/net", os.O_RDONLY), 0))
+def unshare_cmd():
+    p = subprocess.run(["unshare", "-U", "true"], capture_output=True, text=True)
+    return {"code": p.returncode, "stderr": p.stderr.strip()}
+probe("unshare -U", unshare_cmd)
+probe("ptrace traceme", lambda: call("ptrace", 0, 0, None, None))
+probe("ptrace attach parent", lambda: call("ptrace", 16, os.getppid(), None, None))
+probe("ptrace attach pid 1", lambda: call("ptrace", 16, 1, None, None))
+probe("init_module", lambda: sys_call(NR["init_module"], None, 0, b""))
+probe("finit_module", lambda: sys_call(NR["finit_module"], os.open("/etc/passwd", os.O_RDONLY), b"", 0))
+probe("delete_module", lambda: sys_call(NR["delete_module"], b"ext4", 0))
+probe("add_key", lambda: sys_call(NR["add_key"], b"user", b"x", b"y", 1, -3))
+probe("keyctl", lambda: sys_call(NR["keyctl"], 0, -3, 0))
+probe("bpf", lambda: sys_call(NR["bpf"], 5, None, 0))
+probe("userfaultfd", lambda: sys_call(NR["userfaultfd"], 0))
+probe("perf_event_open", lambda: sys_call(NR["perf_event_open"], None, 0, -1, -1, 0))
+probe("kexec_load", lambda: sys_call(NR["kexec_load"], 0, 0, None, 0))
+probe("pivot_root", lambda: sys_call(NR["pivot_root"], b"/tmp", b"/tmp/m"))
+probe("swapon", lambda: sys_call(NR["swapon"], b"/tmp/m", 0))
+probe("write sysrq-trigger", lambda: open("/proc/sysrq-trigger", "w").write("c"))
+def setuid_files():
+    out = subprocess.run(["find", "/", "(", "-path", "/proc", "-o", "-path", "/sys", ")", "-prune", "-o", "-type", "f", "-perm", "/6000", "-print"], capture_output=True, text=True)
+    return out.stdout.split()
+probe("setuid files", setuid_files)
+def chmod_suid():
+    shutil.copy("/usr/bin/id", "/workspace/.suid-id")
+    os.chmod("/workspace/.suid-id", 0o6755)
+    p = subprocess.run(["/workspace/.suid-id", "-u"], capture_output=True, text=True)
+    os.unlink("/workspace/.suid-id")
+    return {"code": p.returncode, "stdout": p.stdout.strip(), "stderr": p.stderr.strip()}
+probe("chmod u+s then run", chmod_suid)
+probe("no_new_privs", lambda: call("prctl", 39, 0, 0, 0, 0))  # PR_GET_NO_NEW_PRIVS
+def status():
+    return {k: v.strip() for k, v in (l.split(":", 1) for l in open("/proc/self/status").read().splitlines()) if k.startswith("Cap") or k == "Seccomp"}
+probe("status", status)
+probe("ids", lambda: {"uid": os.getuid(), "euid": os.geteuid(), "gid": os.getgid(), "groups": os.getgroups(), "workspace owner": os.stat("/workspace").st_uid})
+def apparmor():
+    return open("/proc/self/attr/current").read().strip()
+probe("apparmor label", apparmor)
+`,
+    );
+  });
+
+  it('refuses raw and packet sockets', () => {
+    expectRefused(r, 'AF_PACKET raw socket', 'EPERM');
+    expectRefused(r, 'AF_INET SOCK_RAW icmp', 'EPERM');
+    expectRefused(r, 'AF_INET6 SOCK_RAW', 'EPERM');
+  });
+
+  it('refuses creating or reconfiguring an interface', () => {
+    expect(r['ip command']).toMatchObject({ ok: true, value: null });
+    expectRefused(r, 'netlink route socket', 'EPERM');
+    // runc: the device node is absent; gVisor emulates /dev/net/tun but TUNSETIFF needs CAP_NET_ADMIN.
+    expectRefused(r, 'tun interface', runtime === 'runc' ? 'ENOENT' : 'EPERM');
+    // gVisor does not implement the ioctl at all; Linux refuses it without CAP_NET_ADMIN.
+    expectRefused(r, 'SIOCSIFFLAGS lo', runtime === 'runc' ? 'EPERM' : 'ENOTTY');
+    expect(r['interfaces after']).toMatchObject({ ok: true, value: ['lo'] });
+  });
+
+  it('refuses mount (tmpfs, proc, bind)', () => {
+    expectRefused(r, 'mount tmpfs', 'EPERM');
+    expectRefused(r, 'mount proc', 'EPERM');
+    expectRefused(r, 'mount bind', 'EPERM');
+    expectRefused(r, 'pivot_root', 'EPERM');
+  });
+
+  it('refuses unshare and setns', () => {
+    expectRefused(r, 'unshare user', 'EPERM');
+    expectRefused(r, 'unshare net', 'EPERM');
+    expectRefused(r, 'unshare mount', 'EPERM');
+    expectRefused(r, 'setns net', 'EPERM');
+    expect(r['unshare -U']).toMatchObject({ ok: true, value: { code: 1, stderr: 'unshare: unshare failed: Operation not permitted' } });
+  });
+
+  it('refuses ptrace', () => {
+    expectRefused(r, 'ptrace traceme', 'EPERM');
+    expectRefused(r, 'ptrace attach parent', 'EPERM');
+    expectRefused(r, 'ptrace attach pid 1', 'EPERM');
+  });
+
+  it('refuses loading and unloading kernel modules', () => {
+    expectRefused(r, 'init_module', 'EPERM');
+    expectRefused(r, 'finit_module', 'EPERM');
+    expectRefused(r, 'delete_module', 'EPERM');
+  });
+
+  it('denies the system calls a coding sandbox never needs (seccomp profile, not only missing capabilities)', () => {
+    // Allowed, these would fail with EFAULT/EINVAL on the null arguments; EPERM is the filter's answer.
+    for (const name of ['add_key', 'keyctl', 'bpf', 'userfaultfd', 'perf_event_open', 'kexec_load', 'swapon']) expectRefused(r, name, 'EPERM');
+    expect(r['status']?.value).toMatchObject({ Seccomp: '2' });
+  });
+
+  it('refuses writing /proc/sysrq-trigger', () => {
+    // gVisor serves its own /proc and refuses the write to uid 10001. Under runc, Docker mounts the
+    // file read-only, and a kernel built without magic SysRq (like this host's) has no such file.
+    const expected = runtime === 'runsc' ? 'EACCES' : existsSync('/proc/sysrq-trigger') ? 'EROFS' : 'ENOENT';
+    expectRefused(r, 'write sysrq-trigger', expected);
+  });
+
+  it('runs as a non-root user with no capability, owning the working copy', () => {
+    expect(r['ids']).toMatchObject({ ok: true, value: { uid: 10001, euid: 10001, gid: 10001, 'workspace owner': 10001 } });
+    expect((r['ids']?.value as { groups: number[] }).groups).not.toContain(0);
+    const caps = r['status']?.value as Record<string, string>;
+    for (const set of ['CapInh', 'CapPrm', 'CapEff', 'CapBnd']) expect({ set, value: caps[set] }).toEqual({ set, value: '0000000000000000' });
+  });
+
+  it('has no setuid or setgid file, and a setuid bit set by the user grants nothing (no-new-privileges)', () => {
+    expect(r['setuid files']).toMatchObject({ ok: true, value: [] });
+    expect(r['no_new_privs']).toMatchObject({ ok: true, value: 1 });
+    expect(r['chmod u+s then run']).toMatchObject({ ok: true, value: { code: 0, stdout: '10001' } });
+  });
+
+  it('reports the seccomp profile valid and the AppArmor state it really has', async () => {
+    const health = await host.client.health();
+    expect(health.seccomp).toMatchObject({ valid: true });
+    expect(health.runtimes[runtime]).toBe(true);
+    // A kernel with AppArmor must get the profile; one without gets a warning, never a silent pass.
+    expect(health.apparmor.state).not.toBe('failed');
+    if (health.apparmor.state === 'enforced') {
+      if (runtime === 'runc') expect(r['apparmor label']).toMatchObject({ ok: true, value: `${health.apparmor.profile} (enforce)` });
+    } else {
+      const enabled = '/sys/module/apparmor/parameters/enabled';
+      expect({ hostHasAppArmor: existsSync(enabled) && readFileSync(enabled, 'utf8').trim() === 'Y' }).toEqual({ hostHasAppArmor: false });
+      expect(health.apparmor.message ?? '').toMatch(/\S+\s+\S+\s+\S+/);
+    }
+  });
+});

@@ -1,0 +1,176 @@
+// S4: time, processes, memory, disk and output are capped; going over a cap ends the command with
+// the class that names it, the host stays responsive and the caps do not leak onto the host.
+import { statfsSync } from 'node:fs';
+import { RUNTIMES, expectSentence, repoFixture, startExecHost, type ExecHostProcess, type RepoFixture } from './harness';
+
+let host: ExecHostProcess;
+let repo: RepoFixture;
+
+beforeAll(async () => {
+  repo = repoFixture();
+  host = await startExecHost();
+});
+
+afterAll(async () => {
+  repo?.remove();
+  await host?.stop();
+});
+
+async function timedHealth(): Promise<number> {
+  const started = performance.now();
+  await host.client.health();
+  return performance.now() - started;
+}
+
+/** Process command lines in the sandbox, to look for survivors of a killed command. */
+async function processes(sandboxId: string): Promise<string[]> {
+  const ps = await host.client.exec(sandboxId, { command: 'ps -eo args=', timeoutMs: 20_000 });
+  expect(ps.exitCode).toBe(0);
+  return ps.stdout.split('\n').map((l) => l.trim()).filter(Boolean);
+}
+
+describe.each(RUNTIMES)('resource caps under %s', (runtime) => {
+  describe('time', () => {
+    let sandboxId: string;
+    beforeAll(async () => {
+      sandboxId = (await host.createSandbox({ repository: { source: repo.dir }, runtime }, `time-${runtime}`)).sandboxId;
+    });
+
+    it('kills a command that never ends at its timeout, with its background child', async () => {
+      const result = await host.client.exec(sandboxId, { command: 'sleep 3571 & echo "child $!"; sleep 3572', timeoutMs: 2_000 });
+      expect(result).toMatchObject({ timedOut: true, class: 'timeout' });
+      expect(result.classes[0]).toBe('timeout');
+      expectSentence(result.message ?? '', 'timeout');
+      expect(result.stdout).toMatch(/^child \d+/);
+      expect(result.durationMs).toBeGreaterThanOrEqual(2_000);
+      expect(result.durationMs).toBeLessThan(15_000);
+      const left = (await processes(sandboxId)).filter((p) => /sleep 357[12]/.test(p));
+      expect({ survivors: left }).toEqual({ survivors: [] });
+    });
+
+    it('kills a command that ignores SIGTERM and spins', async () => {
+      const result = await host.client.exec(sandboxId, { command: "trap '' TERM INT HUP; while :; do :; done", timeoutMs: 2_000 });
+      expect(result).toMatchObject({ timedOut: true, class: 'timeout' });
+      expect(result.durationMs).toBeLessThan(15_000);
+      const left = (await processes(sandboxId)).filter((p) => p.includes('while :'));
+      expect({ survivors: left }).toEqual({ survivors: [] });
+    });
+
+    it('leaves no daemon behind: a child that detached itself with setsid is killed too', async () => {
+      const result = await host.client.exec(sandboxId, { command: 'setsid nohup sleep 3573 >/dev/null 2>&1 < /dev/null & sleep 3574', timeoutMs: 2_000 });
+      expect(result).toMatchObject({ timedOut: true, class: 'timeout' });
+      const left = (await processes(sandboxId)).filter((p) => /sleep 357[34]/.test(p));
+      const finding = 'processes a timed-out command detached with setsid, still running';
+      expect({ [finding]: left }).toEqual({ [finding]: [] });
+    });
+
+    it('cuts output at the cap and says so', async () => {
+      const info = await host.client.get(sandboxId);
+      const cap = info.limits.outputCapBytes;
+      const result = await host.client.exec(sandboxId, { command: `head -c ${cap * 3} /dev/zero | tr '\\0' 'x'`, timeoutMs: 30_000 });
+      expect(result).toMatchObject({ exitCode: 0, truncated: true, class: 'output_truncated' });
+      expect(result.stdout.length).toBeLessThanOrEqual(cap + 200);
+      expect(result.stdout).toContain(`[lemniscate: output truncated at the cap of ${cap} bytes]`);
+    });
+  });
+
+  describe('processes', () => {
+    let sandboxId: string;
+    const pids = 64;
+    beforeAll(async () => {
+      sandboxId = (await host.createSandbox({ repository: { source: repo.dir }, runtime, limits: { pids, commandTimeoutSeconds: 60 } }, `pids-${runtime}`)).sandboxId;
+    });
+
+    it('holds the pids cap: forking stops with EAGAIN below the cap', async () => {
+      const program = String.raw`
+import errno, json, os, signal, time
+children = []
+err = None
+try:
+    for _ in range(${pids * 4}):
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(60)
+            os._exit(0)
+        children.append(pid)
+except OSError as e:
+    err = errno.errorcode.get(e.errno)
+for c in children:
+    os.kill(c, signal.SIGKILL)
+    os.waitpid(c, 0)
+print(json.dumps({"forked": len(children), "errno": err}))
+`;
+      const result = await host.client.exec(sandboxId, { command: `python3 - <<'EOF'\n${program}\nEOF`, timeoutMs: 30_000 });
+      expect(result.exitCode).toBe(0);
+      const outcome = JSON.parse(result.stdout.trim().split('\n').pop() ?? '{}') as { forked: number; errno: string | null };
+      expect(outcome.errno).toBe('EAGAIN');
+      expect(outcome.forked).toBeLessThan(pids);
+      expect(outcome.forked).toBeGreaterThan(0);
+    });
+
+    it('survives a fork bomb: ended as pids_limit or at its timeout, the host answers health within 2 s during the bomb', async () => {
+      const latencies: Promise<number>[] = [];
+      let sawForkFailure = false;
+      const run = host.client.execStream(sandboxId, { command: 'echo armed; bomb() { bomb | bomb; }; bomb', timeoutMs: 10_000 }, (chunk) => {
+        if (chunk.type === 'stdout' && chunk.data.includes('armed')) latencies.push(timedHealth());
+        if (chunk.type === 'stderr' && !sawForkFailure && /fork/.test(chunk.data)) {
+          sawForkFailure = true;
+          latencies.push(timedHealth());
+        }
+      });
+      const { exit } = await run;
+      const measured = await Promise.all(latencies);
+      expect(measured.length).toBeGreaterThanOrEqual(1);
+      for (const ms of measured) expect(ms).toBeLessThan(2_000);
+      expect(['pids_limit', 'timeout']).toContain(exit.class);
+      expectSentence(exit.message ?? '', exit.class ?? undefined);
+      if (exit.class === 'timeout') expect(exit.timedOut).toBe(true);
+      // The cap must have been met, not merely the clock.
+      expect({ forkFailureSeen: sawForkFailure, classes: exit.classes.includes('pids_limit') }).not.toEqual({ forkFailureSeen: false, classes: false });
+      const left = (await processes(sandboxId)).filter((p) => p.includes('bomb'));
+      expect({ survivors: left.length }).toEqual({ survivors: 0 });
+      expect(await timedHealth()).toBeLessThan(2_000);
+    });
+  });
+
+  describe('memory', () => {
+    it('reports a memory bomb as oom', async () => {
+      const { sandboxId } = await host.createSandbox({ repository: { source: repo.dir }, runtime, limits: { memoryMb: 128 } }, `mem-${runtime}`);
+      const program = 'chunks = []\nwhile True:\n    chunks.append(b"\\x01" * (16 * 1024 * 1024))\n';
+      const result = await host.client.exec(sandboxId, { command: `python3 -c ${JSON.stringify(program)}`, timeoutMs: 60_000 });
+      expect({ class: result.class, exitCode: result.exitCode }).toEqual({ class: 'oom', exitCode: 137 });
+      expect(result.timedOut).toBe(false);
+      expectSentence(result.message ?? '', 'oom');
+      // The sandbox outlives the killed command.
+      const after = await host.client.exec(sandboxId, { command: 'echo alive', timeoutMs: 20_000 });
+      expect(after).toMatchObject({ exitCode: 0, stdout: 'alive\n', class: null });
+    });
+  });
+
+  describe('disk', () => {
+    it('stops a command filling the disk at the cap, reports disk_full, and the host disk is untouched', async () => {
+      const diskMb = 32;
+      const { sandboxId, limits } = await host.createSandbox({ repository: { source: repo.dir }, runtime, limits: { diskMb } }, `disk-${runtime}`);
+      expect(limits.diskMb).toBe(diskMb);
+      const health = await host.client.health();
+      expect(health.diskCap).toMatchObject({ mechanism: 'ext4-loop', available: true });
+      const free = () => {
+        const s = statfsSync(host.stateDir);
+        return s.bavail * s.bsize;
+      };
+      const before = free();
+      const attempt = 1024; // MB, thirty-two times the cap
+      const result = await host.client.exec(sandboxId, { command: `dd if=/dev/zero of=/workspace/fill bs=1M count=${attempt} status=none`, timeoutMs: 120_000 });
+      const used = before - free();
+      expect({ class: result.class, exitCode: result.exitCode }).toEqual({ class: 'disk_full', exitCode: 1 });
+      expect(result.stderr).toContain('No space left on device');
+      expectSentence(result.message ?? '', 'disk_full');
+      const size = await host.client.exec(sandboxId, { command: 'stat -c %s /workspace/fill', timeoutMs: 20_000 });
+      expect(Number(size.stdout.trim())).toBeLessThanOrEqual(diskMb * 1024 * 1024);
+      // Other work on this machine moves the free space too; a cap that leaked would move it by a gigabyte.
+      expect(used).toBeLessThan(256 * 1024 * 1024);
+      const cleaned = await host.client.exec(sandboxId, { command: 'rm /workspace/fill && echo ok > /workspace/after.txt && cat /workspace/after.txt', timeoutMs: 20_000 });
+      expect(cleaned).toMatchObject({ exitCode: 0, stdout: 'ok\n' });
+    });
+  });
+});
