@@ -90,7 +90,14 @@ export function processContext(): CliContext {
     stderr: write(process.stderr),
     isTTY: process.stdin.isTTY === true && process.stdout.isTTY === true,
     onInterrupt(handler) {
-      const onSignal = () => handler();
+      let count = 0;
+      const onSignal = () => {
+        count += 1;
+        if (count === 1) return handler();
+        // A second Ctrl-C must always get the person out, even if the gateway never answers.
+        process.stderr.write('Leaving without waiting for the gateway to confirm the stop.\n');
+        process.exit(EXIT_FAILURE);
+      };
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
       return () => {
