@@ -3,7 +3,8 @@
 // copy — through "..", an absolute path, a symlink a command planted, or a symlink swapped in after
 // the check. The host's own files are the prize: a host-side canary file must never come back.
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { ExecHostRoutes } from '@lemniscate/contracts';
+import { closeSync, constants, existsSync, mkdirSync, openSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ExecHostError, RUNTIMES, expectSentence, refusal, repoFixture, startExecHost, type ExecHostProcess, type RepoFixture } from './harness';
@@ -110,6 +111,71 @@ describe.each(RUNTIMES)('file operations under %s', (runtime) => {
     const inside = await host.client.exec(id, { command: `ls -A ${outsideDir} /tmp; test ! -e /escape.txt && echo none`, timeoutMs: 20_000 });
     expect(inside.stdout).not.toMatch(/evil|escape/);
     expect(inside.stdout).toContain('none');
+  });
+
+  describe('a FIFO planted by a command', () => {
+    /** Finds the FIFO on the host side of the working copy, where the exec-host reads it. */
+    function hostFifo(name: string): string | undefined {
+      const walk = (dir: string): string | undefined => {
+        for (const e of readdirSync(dir, { withFileTypes: true })) {
+          const p = join(dir, e.name);
+          if (e.isFIFO() && e.name === name) return p;
+          if (e.isDirectory() && !e.isSymbolicLink()) {
+            const found = walk(p);
+            if (found) return found;
+          }
+        }
+        return undefined;
+      };
+      return walk(host.stateDir);
+    }
+
+    /**
+     * Opening a FIFO blocks until a writer comes. If the exec-host opened one, writing to it from
+     * here releases the blocked reader (so the suite can go on) and proves the block happened.
+     */
+    function releaseBlockedReader(path: string | undefined): boolean {
+      if (!path) return false;
+      try {
+        const fd = openSync(path, constants.O_WRONLY | constants.O_NONBLOCK);
+        closeSync(fd);
+        return true;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENXIO') return false;
+        throw error;
+      }
+    }
+
+    it('read, search and propose-write on a FIFO neither hang nor freeze the exec-host', async () => {
+      const name = `pipe-${randomBytes(4).toString('hex')}`;
+      const made = await host.client.exec(id, { command: `mkfifo ${name} && echo made`, timeoutMs: 20_000 });
+      expect(made).toMatchObject({ exitCode: 0, stdout: 'made\n' });
+      const fifo = hostFifo(name);
+      expect({ fifoFoundOnHost: fifo !== undefined }).toEqual({ fifoFoundOnHost: true });
+      const attempts: [string, string, unknown][] = [
+        ['read', 'read', { path: name }],
+        ['search everything', 'search', { pattern: 'anything' }],
+        ['propose-write', 'propose-write', { path: name, content: 'x' }],
+      ];
+      for (const [what, op, body] of attempts) {
+        const started = performance.now();
+        const call = host.client.raw('POST', ExecHostRoutes.file(id, op as 'read'), { body, signal: AbortSignal.timeout(5_000) }).then(
+          (res) => `${res.status} ${(res.json as { code?: string } | undefined)?.code ?? ''}`.trim(),
+          (error: unknown) => `no answer (${(error as Error).name})`,
+        );
+        // The exec-host must keep serving others while this call is in flight.
+        const health = await host.client.raw('GET', ExecHostRoutes.health(), { signal: AbortSignal.timeout(2_000) }).then(
+          (res) => res.status,
+          () => 'no answer within 2 s',
+        );
+        const outcome = await call;
+        const blocked = releaseBlockedReader(fifo);
+        const finding = `${what} on a FIFO: the exec-host blocked opening it`;
+        expect({ [finding]: { blocked, health } }).toEqual({ [finding]: { blocked: false, health: 200 } });
+        expect({ what, outcome }).toEqual({ what, outcome: expect.stringMatching(/^(200|400 not_a_file|422 binary_file)$/) });
+        expect(performance.now() - started).toBeLessThan(5_000);
+      }
+    });
   });
 
   describe('a checked path swapped for a symlink between check and use', () => {
