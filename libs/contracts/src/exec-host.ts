@@ -61,6 +61,7 @@ export const ExecHostErrorCode = z.enum([
   'edit_not_unique', // 422: old_string occurs more than once
   'edit_not_found', // 422: old_string does not occur
   'invalid_pattern', // 400: a search regex that does not compile
+  'change_not_found', // 404: accept or revert of a path that has no pending change
   'unreviewed_changes', // 409: a diff would be applied over changes nobody has reviewed yet
   'engine_unavailable', // 503: the container engine does not answer
   'sandbox_setup_failed', // 500: the sandbox could not be prepared; nothing is left running
@@ -342,7 +343,7 @@ export const FileChange = z.object({
   path: z.string(),
   oldPath: z.string().optional(),
   status: ChangeStatus,
-  /** git-style unified diff against the last checkpoint; empty for binary files. */
+  /** git-style unified diff against the last checkpoint; for a binary file, the header and a "Binary files … differ" line. */
   diff: z.string(),
   binary: z.boolean(),
   /** Size in bytes of the file now (0 when deleted). */
