@@ -52,6 +52,8 @@ export const ExecHostErrorCode = z.enum([
   'sandbox_not_found', // 404
   'sandbox_busy', // 409: a command is already running in this sandbox
   'sandbox_lost', // 410: the container disappeared or stopped on its own
+  'session_has_sandbox', // 409: one sandbox per session (S1); destroy the existing one first
+  'runtime_unavailable', // 400: the requested runtime is not registered with the engine
   'sandbox_limit_reached', // 429: the exec-host runs as many sandboxes as it is allowed to
   'outside_working_copy', // 403: a path resolves outside /workspace (symlink or ..)
   'file_not_found', // 404

@@ -1,0 +1,69 @@
+import 'reflect-metadata';
+import { Logger, Module, type DynamicModule, type INestApplication } from '@nestjs/common';
+import { APP_FILTER, NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { EXEC_HOST_CONFIG, type ExecHostConfig } from './config';
+import { SANDBOX_DRIVER, type SandboxDriver } from './driver/sandbox.driver';
+import { requireToken } from './http/auth.middleware';
+import { ErrorFilter } from './http/error.filter';
+import { SandboxesController } from './http/sandboxes.controller';
+import { Reaper } from './reaper';
+import { SandboxService } from './sandbox.service';
+
+@Module({})
+export class ExecHostModule {
+  static forRoot(config: ExecHostConfig, driver: SandboxDriver, sandboxes: SandboxService): DynamicModule {
+    return {
+      module: ExecHostModule,
+      controllers: [SandboxesController],
+      providers: [
+        { provide: EXEC_HOST_CONFIG, useValue: config },
+        { provide: SANDBOX_DRIVER, useValue: driver },
+        { provide: SandboxService, useValue: sandboxes },
+        { provide: APP_FILTER, useClass: ErrorFilter },
+      ],
+    };
+  }
+}
+
+export interface ExecHost {
+  app: INestApplication;
+  sandboxes: SandboxService;
+  reaper: Reaper;
+  /** Destroys every sandbox, stops the reaper and the HTTP server. */
+  close(): Promise<void>;
+}
+
+/**
+ * Builds the exec-host: start-up checks (seccomp, AppArmor, state dir), a first reaper pass that
+ * removes what a previous run left, then the HTTP application with the token check before routing.
+ */
+export async function createExecHost(config: ExecHostConfig, driver: SandboxDriver & { close?: () => void }, options: { logger?: false } = {}): Promise<ExecHost> {
+  const logger = new Logger('exec-host');
+  const sandboxes = new SandboxService(config, driver);
+  await sandboxes.init();
+  if (sandboxes.apparmorState.state === 'unavailable') logger.warn(sandboxes.apparmorState.message ?? 'AppArmor is unavailable.');
+  const reaper = new Reaper(config, driver, sandboxes, (m) => logger.log(m));
+  await reaper.reap();
+  const app = await NestFactory.create<NestExpressApplication>(ExecHostModule.forRoot(config, driver, sandboxes), {
+    bodyParser: false,
+    logger: options.logger === false ? false : ['error', 'warn', 'log'],
+  });
+  app.use(requireToken(config.token));
+  app.useBodyParser('json', { limit: '64mb' });
+  reaper.start();
+  let closed = false;
+  return {
+    app,
+    sandboxes,
+    reaper,
+    async close() {
+      if (closed) return;
+      closed = true;
+      reaper.stop();
+      await sandboxes.destroyAll();
+      await app.close();
+      driver.close?.();
+    },
+  };
+}

@@ -1,0 +1,68 @@
+import type Docker from 'dockerode';
+import { SANDBOX_GID, SANDBOX_UID, WORKSPACE_DIR, type SandboxContainerSpec } from './sandbox.driver';
+
+/**
+ * pid 1 of every sandbox: a shell that reaps orphans and cannot be signalled from inside its pid
+ * namespace. That is what lets `kill -KILL -1` end every process of a command, its whole tree
+ * included, without stopping the container (docker-init would exit with its only child).
+ */
+export const KEEPER_SCRIPT = 'trap "" TERM INT HUP; while :; do sleep 3600 & wait; done';
+
+/** The only environment a sandbox gets: nothing from the host (S6). */
+export const SANDBOX_ENV = ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', 'HOME=/tmp', 'LANG=C.UTF-8'];
+
+/** The hardened container definition (G04, G05, S1–S4, S6). Pure, so a unit test can check every flag. */
+export function toDockerCreateOptions(spec: SandboxContainerSpec): Docker.ContainerCreateOptions {
+  const securityOpt = ['no-new-privileges:true', `seccomp=${spec.seccompProfile}`];
+  if (spec.apparmorProfile) securityOpt.push(`apparmor=${spec.apparmorProfile}`);
+  return {
+    name: spec.name,
+    Image: spec.image,
+    Cmd: ['/bin/bash', '-c', KEEPER_SCRIPT],
+    Entrypoint: [],
+    User: `${SANDBOX_UID}:${SANDBOX_GID}`,
+    WorkingDir: WORKSPACE_DIR,
+    Env: [...SANDBOX_ENV],
+    Labels: { ...spec.labels },
+    Hostname: 'sandbox',
+    NetworkDisabled: true,
+    AttachStdin: false,
+    AttachStdout: false,
+    AttachStderr: false,
+    OpenStdin: false,
+    Tty: false,
+    HostConfig: {
+      Runtime: spec.runtime,
+      NetworkMode: 'none',
+      ReadonlyRootfs: true,
+      Tmpfs: { '/tmp': `rw,noexec,nosuid,nodev,size=${spec.tmpfsBytes},mode=1777` },
+      CapDrop: ['ALL'],
+      CapAdd: [],
+      Privileged: false,
+      SecurityOpt: securityOpt,
+      PidsLimit: spec.pids,
+      Memory: spec.memoryBytes,
+      MemorySwap: spec.memoryBytes,
+      NanoCpus: Math.round(spec.cpus * 1e9),
+      Ulimits: [
+        { Name: 'nofile', Soft: spec.openFiles, Hard: spec.openFiles },
+        { Name: 'fsize', Soft: spec.fileSizeBytes, Hard: spec.fileSizeBytes },
+      ],
+      // pid 1 is KEEPER_SCRIPT, which reaps orphans itself (see above).
+      Init: false,
+      Mounts: [{ Type: 'bind', Source: spec.workspaceHostPath, Target: WORKSPACE_DIR, ReadOnly: false, BindOptions: { Propagation: 'rprivate' } }],
+      Binds: [],
+      Devices: [],
+      IpcMode: 'private',
+      PidMode: '',
+      UsernsMode: '',
+      Dns: [],
+      DnsSearch: [],
+      ExtraHosts: [],
+      RestartPolicy: { Name: 'no' },
+      AutoRemove: false,
+      LogConfig: { Type: 'none', Config: {} },
+      OomKillDisable: false,
+    },
+  };
+}

@@ -1,0 +1,271 @@
+import Docker from 'dockerode';
+import * as fs from 'node:fs/promises';
+import { PassThrough, type Readable } from 'node:stream';
+import { toDockerCreateOptions, SANDBOX_ENV } from './docker-options';
+import {
+  LABEL_INSTANCE,
+  LABEL_MANAGED,
+  SANDBOX_GID,
+  SANDBOX_UID,
+  WORKSPACE_DIR,
+  type ContainerRef,
+  type ContainerStatus,
+  type EngineInfo,
+  type ExecOutcome,
+  type ExecSpec,
+  type ResourceCounters,
+  type SandboxContainerSpec,
+  type SandboxDriver,
+} from './sandbox.driver';
+
+type ContainerEvent = 'die' | 'oom';
+
+function statusCode(e: unknown): number | undefined {
+  return (e as { statusCode?: number }).statusCode;
+}
+
+/** The SandboxDriver on a Docker engine (dockerode). */
+export class DockerSandboxDriver implements SandboxDriver {
+  private readonly docker: Docker;
+  private readonly listeners = new Map<string, Set<(e: ContainerEvent) => void>>();
+  private events: Readable | null = null;
+  private eventsStarting: Promise<void> | null = null;
+  private closed = false;
+
+  constructor(options?: Docker.DockerOptions) {
+    this.docker = new Docker(options);
+  }
+
+  async info(): Promise<EngineInfo> {
+    try {
+      const info = (await this.docker.info()) as { ServerVersion?: string; Runtimes?: Record<string, unknown> };
+      return { reachable: true, version: info.ServerVersion ?? null, runtimes: Object.keys(info.Runtimes ?? {}) };
+    } catch (e) {
+      return { reachable: false, version: null, runtimes: [], message: `The container engine does not answer: ${(e as Error).message}` };
+    }
+  }
+
+  async imagePresent(image: string): Promise<boolean> {
+    try {
+      await this.docker.getImage(image).inspect();
+      return true;
+    } catch (e) {
+      if (statusCode(e) === 404) return false;
+      throw e;
+    }
+  }
+
+  async createAndStart(spec: SandboxContainerSpec): Promise<string> {
+    await this.ensureEvents();
+    const container = await this.docker.createContainer(toDockerCreateOptions(spec));
+    try {
+      await container.start();
+    } catch (e) {
+      await this.remove(container.id);
+      throw e;
+    }
+    return container.id;
+  }
+
+  async status(containerId: string): Promise<ContainerStatus | null> {
+    try {
+      const s = (await this.docker.getContainer(containerId).inspect()).State;
+      return { running: s.Running, exitCode: s.Running ? null : s.ExitCode, oomKilled: s.OOMKilled };
+    } catch (e) {
+      if (statusCode(e) === 404) return null;
+      throw e;
+    }
+  }
+
+  async exec(containerId: string, spec: ExecSpec): Promise<ExecOutcome> {
+    await this.ensureEvents();
+    let died = false;
+    let oom = false;
+    let wake: () => void = () => undefined;
+    const containerGone = new Promise<void>((resolve) => (wake = resolve));
+    const off = this.on(containerId, (e) => {
+      if (e === 'oom') oom = true;
+      if (e === 'die') {
+        died = true;
+        wake();
+      }
+    });
+    try {
+      const exec = await this.docker.getContainer(containerId).exec({
+        Cmd: ['/bin/bash', '-c', spec.command],
+        User: `${SANDBOX_UID}:${SANDBOX_GID}`,
+        WorkingDir: WORKSPACE_DIR,
+        Env: [...SANDBOX_ENV],
+        AttachStdin: false,
+        AttachStdout: true,
+        AttachStderr: true,
+        Tty: false,
+        Privileged: false,
+      });
+      const stream = (await exec.start({ hijack: true, stdin: false })) as unknown as Readable;
+      const out = new PassThrough();
+      const err = new PassThrough();
+      out.on('data', (b: Buffer) => spec.onStdout(b));
+      err.on('data', (b: Buffer) => spec.onStderr(b));
+      this.docker.modem.demuxStream(stream, out, err);
+      const ended = new Promise<void>((resolve) => {
+        stream.once('end', resolve);
+        stream.once('close', resolve);
+        stream.once('error', () => resolve());
+      });
+      const onAbort = () => {
+        // The kill ends the command's stream; if the sandbox is wedged the stream is cut after a grace period.
+        void this.killAllUserProcesses(containerId).catch(() => undefined);
+        setTimeout(() => stream.destroy(), 5_000).unref();
+      };
+      if (spec.signal.aborted) onAbort();
+      else spec.signal.addEventListener('abort', onAbort, { once: true });
+      await Promise.race([ended, containerGone]);
+      spec.signal.removeEventListener('abort', onAbort);
+      if (died) {
+        stream.destroy();
+        return { exitCode: null, containerDied: true, oomEvent: oom };
+      }
+      const inspected = await exec.inspect();
+      if (inspected.Running) {
+        // The stream was cut while the process still ran: report it as lost rather than guess a status.
+        const st = await this.status(containerId);
+        return { exitCode: null, containerDied: !st?.running, oomEvent: oom };
+      }
+      return { exitCode: inspected.ExitCode ?? null, containerDied: false, oomEvent: oom };
+    } catch (e) {
+      const st = await this.status(containerId).catch(() => null);
+      if (!st || !st.running) return { exitCode: null, containerDied: true, oomEvent: oom || Boolean(st?.oomKilled) };
+      throw e;
+    } finally {
+      off();
+    }
+  }
+
+  async killAllUserProcesses(containerId: string): Promise<void> {
+    // kill(-1) runs in one pass over the process table under its lock, so a fork bomb cannot outrun it;
+    // it spares pid 1 and the caller, and as the sandbox uid it reaches nothing else.
+    const exec = await this.docker.getContainer(containerId).exec({
+      Cmd: ['/bin/kill', '-KILL', '-1'],
+      User: `${SANDBOX_UID}:${SANDBOX_GID}`,
+      AttachStdout: true,
+      AttachStderr: true,
+      Tty: false,
+    });
+    const stream = (await exec.start({ hijack: true, stdin: false })) as unknown as Readable;
+    stream.resume();
+    await new Promise<void>((resolve) => {
+      stream.once('end', resolve);
+      stream.once('close', resolve);
+      stream.once('error', () => resolve());
+    });
+  }
+
+  async counters(containerId: string): Promise<ResourceCounters> {
+    const result: ResourceCounters = { oomKills: null, pidsLimitHits: null };
+    let pid: number;
+    try {
+      pid = (await this.docker.getContainer(containerId).inspect()).State.Pid;
+    } catch {
+      return result;
+    }
+    if (!pid) return result;
+    let cgroups: string;
+    try {
+      cgroups = await fs.readFile(`/proc/${pid}/cgroup`, 'utf8');
+    } catch {
+      return result;
+    }
+    const pathOf = (controller: string) => {
+      for (const line of cgroups.split('\n')) {
+        const [, controllers, p] = line.split(':');
+        if (controllers?.split(',').includes(controller) && p !== undefined) return p;
+      }
+      return undefined;
+    };
+    const mem = pathOf('memory');
+    const pids = pathOf('pids');
+    if (mem !== undefined) {
+      const text = await fs.readFile(`/sys/fs/cgroup/memory${mem}/memory.oom_control`, 'utf8').catch(() => '');
+      const m = /^oom_kill (\d+)$/m.exec(text);
+      if (m?.[1]) result.oomKills = Number(m[1]);
+    }
+    if (pids !== undefined) {
+      const text = await fs.readFile(`/sys/fs/cgroup/pids${pids}/pids.events`, 'utf8').catch(() => '');
+      const m = /^max (\d+)$/m.exec(text);
+      if (m?.[1]) result.pidsLimitHits = Number(m[1]);
+    }
+    return result;
+  }
+
+  async remove(containerId: string): Promise<void> {
+    try {
+      await this.docker.getContainer(containerId).remove({ force: true, v: true });
+    } catch (e) {
+      const code = statusCode(e);
+      // 404: already gone; 409 "removal already in progress": someone else is finishing the job.
+      if (code === 404 || code === 304 || code === 409) return;
+      throw e;
+    }
+  }
+
+  async listManaged(instance: string): Promise<ContainerRef[]> {
+    const list = await this.docker.listContainers({
+      all: true,
+      filters: JSON.stringify({ label: [`${LABEL_MANAGED}=1`, `${LABEL_INSTANCE}=${instance}`] }),
+    });
+    return list.map((c) => ({ id: c.Id, name: (c.Names[0] ?? '').replace(/^\//, ''), labels: c.Labels, running: c.State === 'running' }));
+  }
+
+  close(): void {
+    this.closed = true;
+    this.events?.destroy();
+    this.events = null;
+  }
+
+  private on(containerId: string, fn: (e: ContainerEvent) => void): () => void {
+    let set = this.listeners.get(containerId);
+    if (!set) this.listeners.set(containerId, (set = new Set()));
+    set.add(fn);
+    return () => {
+      set.delete(fn);
+      if (set.size === 0) this.listeners.delete(containerId);
+    };
+  }
+
+  /** One event stream for all managed containers: a container dying mid-command ends the command at once. */
+  private async ensureEvents(): Promise<void> {
+    if (this.events || this.closed) return;
+    if (this.eventsStarting) return this.eventsStarting;
+    this.eventsStarting = (async () => {
+      const stream = (await this.docker.getEvents({
+        filters: JSON.stringify({ type: ['container'], event: ['die', 'oom'], label: [`${LABEL_MANAGED}=1`] }),
+      })) as unknown as Readable;
+      this.events = stream;
+      let buffer = '';
+      stream.on('data', (chunk: Buffer) => {
+        buffer += chunk.toString('utf8');
+        let nl: number;
+        while ((nl = buffer.indexOf('\n')) >= 0) {
+          const line = buffer.slice(0, nl).trim();
+          buffer = buffer.slice(nl + 1);
+          if (!line) continue;
+          try {
+            const ev = JSON.parse(line) as { id?: string; Action?: string; status?: string };
+            const action = (ev.Action ?? ev.status) as ContainerEvent | undefined;
+            if (ev.id && (action === 'die' || action === 'oom')) this.listeners.get(ev.id)?.forEach((fn) => fn(action));
+          } catch {
+            // a malformed event line is skipped; the exec still ends on its own stream
+          }
+        }
+      });
+      const reset = () => {
+        if (this.events === stream) this.events = null;
+      };
+      stream.once('end', reset);
+      stream.once('close', reset);
+      stream.once('error', reset);
+    })().finally(() => (this.eventsStarting = null));
+    return this.eventsStarting;
+  }
+}

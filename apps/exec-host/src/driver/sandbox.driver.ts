@@ -1,0 +1,91 @@
+/**
+ * The narrow port in front of the container engine. Nothing outside driver/docker.*.ts knows about
+ * dockerode; tests of the services can run against this interface alone.
+ */
+
+export const SANDBOX_DRIVER = Symbol('SANDBOX_DRIVER');
+
+export const LABEL_MANAGED = 'lemniscate.managed';
+export const LABEL_SESSION = 'lemniscate.session';
+export const LABEL_SANDBOX = 'lemniscate.sandbox';
+export const LABEL_INSTANCE = 'lemniscate.exec-host';
+
+export const SANDBOX_UID = 10001;
+export const SANDBOX_GID = 10001;
+export const WORKSPACE_DIR = '/workspace';
+
+export interface SandboxContainerSpec {
+  name: string;
+  image: string;
+  runtime: 'runc' | 'runsc';
+  labels: Record<string, string>;
+  /** Host directory bound at /workspace: the only writable volume. */
+  workspaceHostPath: string;
+  cpus: number;
+  memoryBytes: number;
+  pids: number;
+  tmpfsBytes: number;
+  fileSizeBytes: number;
+  openFiles: number;
+  /** Validated seccomp profile as compact JSON. */
+  seccompProfile: string;
+  /** AppArmor profile name, or null when the host kernel has none. */
+  apparmorProfile: string | null;
+}
+
+export interface ContainerRef {
+  id: string;
+  name: string;
+  labels: Record<string, string>;
+  running: boolean;
+}
+
+export interface ContainerStatus {
+  running: boolean;
+  exitCode: number | null;
+  oomKilled: boolean;
+}
+
+/** Counters of the container's cgroup that tell why a command failed; null where unreadable (gVisor). */
+export interface ResourceCounters {
+  oomKills: number | null;
+  pidsLimitHits: number | null;
+}
+
+export interface ExecSpec {
+  command: string;
+  /** Called with raw bytes as they arrive. */
+  onStdout: (chunk: Buffer) => void;
+  onStderr: (chunk: Buffer) => void;
+  /** Aborting kills every process of the sandbox user and resolves with what is known. */
+  signal: AbortSignal;
+}
+
+export interface ExecOutcome {
+  exitCode: number | null;
+  /** The container stopped while the command ran. */
+  containerDied: boolean;
+  oomEvent: boolean;
+}
+
+export interface EngineInfo {
+  reachable: boolean;
+  version: string | null;
+  runtimes: string[];
+  message?: string;
+}
+
+export interface SandboxDriver {
+  info(): Promise<EngineInfo>;
+  imagePresent(image: string): Promise<boolean>;
+  /** Creates and starts the container; returns its id. */
+  createAndStart(spec: SandboxContainerSpec): Promise<string>;
+  status(containerId: string): Promise<ContainerStatus | null>;
+  exec(containerId: string, spec: ExecSpec): Promise<ExecOutcome>;
+  /** Sends SIGKILL to every process of the sandbox user; the container's pid 1 survives. */
+  killAllUserProcesses(containerId: string): Promise<void>;
+  counters(containerId: string): Promise<ResourceCounters>;
+  /** Removes the container; a container already gone (404) or already stopped (304) is success. */
+  remove(containerId: string): Promise<void>;
+  listManaged(instance: string): Promise<ContainerRef[]>;
+}

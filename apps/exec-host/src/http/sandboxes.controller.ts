@@ -1,0 +1,134 @@
+import { Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Req, Res } from '@nestjs/common';
+import {
+  ApplyDiffRequest,
+  ChangePathsRequest,
+  CreateSandboxRequest,
+  ExecRequest,
+  ListFilesRequest,
+  ProposeEditRequest,
+  ProposeWriteRequest,
+  ReadFileRequest,
+  SearchFilesRequest,
+  type CreateSandboxRequestParsed,
+  type ExecStreamChunk,
+} from '@lemniscate/contracts';
+import type { Request, Response } from 'express';
+import type { z } from 'zod';
+import { SandboxService } from '../sandbox.service';
+import { ZBody } from './zod-pipe';
+
+@Controller('v1')
+export class SandboxesController {
+  constructor(@Inject(SandboxService) private readonly sandboxes: SandboxService) {}
+
+  @Get('health')
+  health() {
+    return this.sandboxes.health();
+  }
+
+  @Post('sandboxes')
+  create(@ZBody(CreateSandboxRequest) body: CreateSandboxRequestParsed) {
+    return this.sandboxes.create(body);
+  }
+
+  @Get('sandboxes')
+  list() {
+    return { sandboxes: this.sandboxes.list() };
+  }
+
+  @Get('sandboxes/:id')
+  get(@Param('id') id: string) {
+    return this.sandboxes.get(id);
+  }
+
+  @Delete('sandboxes/:id')
+  destroy(@Param('id') id: string) {
+    return this.sandboxes.destroy(id);
+  }
+
+  /** NDJSON stream of output chunks and one exit line; `?stream=false` answers one JSON object at the end. */
+  @Post('sandboxes/:id/exec')
+  async exec(@Param('id') id: string, @ZBody(ExecRequest) body: z.infer<typeof ExecRequest>, @Query('stream') stream: string | undefined, @Req() req: Request, @Res() res: Response) {
+    const gone = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) gone.abort();
+    });
+    if (stream === 'false' || stream === '0') {
+      const out = { stdout: '', stderr: '' };
+      const exit = await this.sandboxes.exec(id, body, { onOutput: (s, text) => (out[s] += text) }, gone.signal);
+      res.status(200).json({ ...exit, ...out });
+      return;
+    }
+    let started = false;
+    const write = (chunk: ExecStreamChunk) => {
+      if (!started) {
+        res.status(200).setHeader('content-type', 'application/x-ndjson; charset=utf-8');
+        res.setHeader('cache-control', 'no-store');
+        started = true;
+      }
+      res.write(`${JSON.stringify(chunk)}\n`);
+    };
+    const exit = await this.sandboxes.exec(id, body, { onOutput: (type, data) => write({ type, data }) }, gone.signal);
+    write({ type: 'exit', ...exit });
+    res.end();
+    void req;
+  }
+
+  @Post('sandboxes/:id/files/read')
+  @HttpCode(200)
+  read(@Param('id') id: string, @ZBody(ReadFileRequest) body: z.infer<typeof ReadFileRequest>) {
+    return this.sandboxes.read(id, body.path, body.offset, body.limit);
+  }
+
+  @Post('sandboxes/:id/files/list')
+  @HttpCode(200)
+  listFiles(@Param('id') id: string, @ZBody(ListFilesRequest) body: z.output<typeof ListFilesRequest>) {
+    return this.sandboxes.listFiles(id, body.path);
+  }
+
+  @Post('sandboxes/:id/files/search')
+  @HttpCode(200)
+  search(@Param('id') id: string, @ZBody(SearchFilesRequest) body: z.output<typeof SearchFilesRequest>) {
+    return this.sandboxes.search(id, body.pattern, body.path, body.regex, body.caseSensitive, body.maxMatches);
+  }
+
+  @Post('sandboxes/:id/files/propose-write')
+  @HttpCode(200)
+  proposeWrite(@Param('id') id: string, @ZBody(ProposeWriteRequest) body: z.infer<typeof ProposeWriteRequest>) {
+    return this.sandboxes.proposeWrite(id, body.path, body.content);
+  }
+
+  @Post('sandboxes/:id/files/propose-edit')
+  @HttpCode(200)
+  proposeEdit(@Param('id') id: string, @ZBody(ProposeEditRequest) body: z.infer<typeof ProposeEditRequest>) {
+    return this.sandboxes.proposeEdit(id, body.path, body.old_string, body.new_string);
+  }
+
+  @Post('sandboxes/:id/files/apply')
+  @HttpCode(200)
+  apply(@Param('id') id: string, @ZBody(ApplyDiffRequest) body: z.infer<typeof ApplyDiffRequest>) {
+    return this.sandboxes.apply(id, body.diff);
+  }
+
+  @Get('sandboxes/:id/changes')
+  changes(@Param('id') id: string) {
+    return this.sandboxes.changes(id);
+  }
+
+  @Post('sandboxes/:id/changes/accept')
+  @HttpCode(200)
+  accept(@Param('id') id: string, @ZBody(ChangePathsRequest) body: z.infer<typeof ChangePathsRequest>) {
+    return this.sandboxes.accept(id, body.paths);
+  }
+
+  @Post('sandboxes/:id/changes/revert')
+  @HttpCode(200)
+  revert(@Param('id') id: string, @ZBody(ChangePathsRequest) body: z.infer<typeof ChangePathsRequest>) {
+    return this.sandboxes.revert(id, body.paths);
+  }
+
+  @Get('sandboxes/:id/patch')
+  patch(@Param('id') id: string) {
+    return this.sandboxes.patch(id);
+  }
+}

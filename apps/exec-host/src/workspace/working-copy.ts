@@ -1,0 +1,357 @@
+import type { ChangesResponse, FileChange } from '@lemniscate/contracts';
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs/promises';
+import * as path from 'node:path';
+import picomatch from 'picomatch';
+import { ExecHostError } from '../errors';
+import { GitError, gitText, runGit, type GitRepo } from './git';
+import { displayPath } from './path-scope';
+import { isBinary, WorkspaceFs } from './safe-fs';
+import { unifiedDiff } from './unified-diff';
+
+const MAX_CHANGED_FILES = 5_000;
+const MAX_UNTRACKED_READ = 8 * 1024 * 1024;
+
+export interface SourceResolution {
+  /** What to pass to git fetch. */
+  url: string;
+  protocols: string[];
+  local: boolean;
+}
+
+/** Accepts an absolute local path or a git URL; anything else is a clear 400 before anything is created. */
+export async function resolveSource(source: string): Promise<SourceResolution> {
+  if (/^https:\/\//.test(source)) return { url: source, protocols: ['https'], local: false };
+  if (/^ssh:\/\//.test(source) || /^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:/.test(source)) return { url: source, protocols: ['ssh'], local: false };
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(source)) {
+    throw new ExecHostError('repository_not_found', `The repository source ${source} uses a protocol the exec-host does not fetch from; use an absolute path, https:// or ssh://.`);
+  }
+  if (source.startsWith('-') || !path.isAbsolute(source)) {
+    throw new ExecHostError('repository_not_found', `The repository source ${source} must be an absolute path on the exec-host or a git URL.`);
+  }
+  let st;
+  try {
+    st = await fs.stat(source);
+  } catch {
+    throw new ExecHostError('repository_not_found', `The repository ${source} does not exist on the exec-host.`);
+  }
+  if (!st.isDirectory()) throw new ExecHostError('repository_not_found', `The repository ${source} is not a directory.`);
+  return { url: source, protocols: ['file'], local: true };
+}
+
+export interface PrepareOptions {
+  repo: GitRepo;
+  source: SourceResolution;
+  ref?: string;
+  uncommittedPatch?: string;
+  exclusions: readonly string[];
+}
+
+export interface PreparedState {
+  baseCommit: string;
+  branch: string | null;
+  startTree: string;
+  fingerprint: string;
+  excluded: string[];
+  includedUncommitted: boolean;
+}
+
+/** Matcher for context exclusions: a glob without "/" matches a file name at any depth. */
+export function exclusionMatcher(globs: readonly string[]): (p: string) => boolean {
+  const matchers = globs.map((g) => picomatch(g, { dot: true, basename: !g.includes('/') }));
+  return (p) => matchers.some((m) => m(p));
+}
+
+/**
+ * The working copy of one sandbox: files in `workTree` (the mount the sandbox sees) and git's
+ * bookkeeping in `gitDir` on the host, out of the sandbox's reach. The index is the checkpoint:
+ * accepted changes are staged into it, revert restores from it, the patch is the index against the
+ * base commit. Change detection is `git status` over the index's stat data.
+ */
+export class WorkingCopy {
+  readonly files: WorkspaceFs;
+
+  constructor(
+    readonly repo: GitRepo,
+    readonly state: PreparedState,
+  ) {
+    this.files = new WorkspaceFs(repo.workTree);
+  }
+
+  static async prepare(o: PrepareOptions): Promise<PreparedState> {
+    const { repo } = o;
+    await runGit(repo, ['init', '-q']);
+    const fetchOpts = { allowProtocols: o.source.protocols, extraConfig: o.source.local ? ['uploadpack.allowAnySHA1InWant=true'] : [], timeoutMs: 300_000 };
+    const remote = await runGit(repo, ['ls-remote', '--symref', '--', o.source.url], { ...fetchOpts, allowFailure: true });
+    if (remote.code !== 0) {
+      throw new ExecHostError('repository_not_found', `${o.source.url} is not a git repository the exec-host can read.`, { git: remote.stderr.trim().split('\n').slice(-2).join(' ') });
+    }
+    const refs = new Map<string, string>();
+    let headBranch: string | null = null;
+    for (const line of remote.stdout.toString('utf8').split('\n')) {
+      const sym = /^ref: refs\/heads\/(\S+)\tHEAD$/.exec(line);
+      if (sym?.[1]) headBranch = sym[1];
+      const m = /^([0-9a-f]{40,64})\t(\S+)$/.exec(line);
+      if (m?.[1] && m[2]) refs.set(m[2], m[1]);
+    }
+    let want: string;
+    let branch: string | null = null;
+    if (!o.ref) {
+      if (!refs.has('HEAD')) throw new ExecHostError('repository_ref_not_found', `The repository ${o.source.url} has no commit yet.`);
+      want = 'HEAD';
+      branch = headBranch;
+    } else if (refs.has(`refs/heads/${o.ref}`)) {
+      want = `refs/heads/${o.ref}`;
+      branch = o.ref;
+    } else if (refs.has(`refs/tags/${o.ref}`)) {
+      want = `refs/tags/${o.ref}`;
+    } else if (o.ref.startsWith('refs/') && refs.has(o.ref)) {
+      want = o.ref;
+      branch = o.ref.startsWith('refs/heads/') ? o.ref.slice('refs/heads/'.length) : null;
+    } else if (/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(o.ref)) {
+      want = o.ref;
+    } else {
+      throw new ExecHostError('repository_ref_not_found', `The ref "${o.ref}" is neither a branch, a tag nor a full commit id of ${o.source.url}.`);
+    }
+    const fetched = await runGit(repo, ['fetch', '-q', '--no-tags', '--depth=1', '--', o.source.url, want], { ...fetchOpts, allowFailure: true });
+    if (fetched.code !== 0) {
+      throw new ExecHostError('repository_ref_not_found', `The ref "${o.ref ?? 'HEAD'}" could not be fetched from ${o.source.url}.`, { git: fetched.stderr.trim().split('\n').slice(-2).join(' ') });
+    }
+    const baseCommit = (await gitText(repo, ['rev-parse', '--verify', 'FETCH_HEAD^{commit}'])).trim();
+    await runGit(repo, ['update-ref', '--no-deref', 'HEAD', baseCommit]);
+    await runGit(repo, ['read-tree', baseCommit]);
+    let includedUncommitted = false;
+    if (o.uncommittedPatch && o.uncommittedPatch.trim() !== '') {
+      const applied = await runGit(repo, ['apply', '--cached', '--binary', '--whitespace=nowarn', '-'], { input: o.uncommittedPatch, allowFailure: true });
+      if (applied.code !== 0) {
+        throw new ExecHostError('patch_does_not_apply', `The uncommitted changes do not apply on ${baseCommit.slice(0, 12)}: ${applied.stderr.trim().split('\n')[0] ?? ''}`);
+      }
+      includedUncommitted = true;
+    }
+    const startTree = (await gitText(repo, ['write-tree'])).trim();
+    // S5: excluded files stay in the index (so they are not "deleted" in the patch) with the
+    // skip-worktree bit, which keeps them out of the working tree and out of status.
+    const staged = (await gitText(repo, ['ls-files', '-s', '-z'])).split('\0').filter(Boolean);
+    const isExcluded = exclusionMatcher(o.exclusions);
+    const excluded: string[] = [];
+    const hash = createHash('sha256');
+    for (const entry of staged) {
+      const tab = entry.indexOf('\t');
+      const file = entry.slice(tab + 1);
+      if (isExcluded(file)) excluded.push(file);
+      else hash.update(`${entry}\0`);
+    }
+    if (excluded.length > 0) {
+      await runGit(repo, ['update-index', '-z', '--skip-worktree', '--stdin'], { input: excluded.join('\0') + '\0' });
+    }
+    await runGit(repo, ['checkout-index', '-a', '-q']);
+    await chownTree(repo.workTree);
+    // The ownership change touched every inode's ctime; refresh the stat data once now so that change
+    // detection afterwards reads nothing but stat data.
+    await runGit(repo, ['update-index', '-q', '--refresh'], { allowFailure: true });
+    return { baseCommit, branch, startTree, fingerprint: `sha256:${hash.digest('hex')}`, excluded, includedUncommitted };
+  }
+
+  async changes(): Promise<ChangesResponse> {
+    const status = await this.status();
+    const entries = status.slice(0, MAX_CHANGED_FILES);
+    const tracked = entries.filter((e) => e.kind === 'tracked');
+    const diffs = tracked.length > 0 ? await this.trackedDiffs(tracked.map((e) => e.path)) : new Map<string, string>();
+    const files: FileChange[] = [];
+    const added = entries.filter((e) => e.kind === 'untracked');
+    const deleted = tracked.filter((e) => e.worktree === 'D');
+    // Renames: an added file whose content is exactly a deleted file's checkpointed blob.
+    const deletedByBlob = new Map<string, StatusEntry>();
+    for (const d of deleted) if (d.indexBlob) deletedByBlob.set(d.indexBlob, d);
+    const renamedFrom = new Map<string, string>();
+    const addedInfo = new Map<string, { diff: string; binary: boolean; size: number; blob: string }>();
+    for (const a of added) {
+      const info = await this.untrackedFile(a.path);
+      addedInfo.set(a.path, info);
+      const from = deletedByBlob.get(info.blob);
+      if (from && !renamedFrom.has(from.path) && [...renamedFrom.values()].every((p) => p !== a.path)) {
+        renamedFrom.set(from.path, a.path);
+        deletedByBlob.delete(info.blob);
+      }
+    }
+    const renameTargets = new Map([...renamedFrom].map(([from, to]) => [to, from]));
+    for (const e of tracked) {
+      if (renamedFrom.has(e.path)) continue;
+      const diff = diffs.get(e.path) ?? '';
+      const binary = /^(Binary files |GIT binary patch)/m.test(diff);
+      let status: FileChange['status'] = 'modified';
+      if (e.worktree === 'D') status = 'deleted';
+      else if (e.indexMode !== e.worktreeMode && !/^@@/m.test(diff) && !binary) status = 'mode';
+      const size = status === 'deleted' ? 0 : await this.sizeOf(e.path);
+      files.push({ path: e.path, status, diff, binary, size, diffBytes: Buffer.byteLength(diff) });
+    }
+    for (const a of added) {
+      const info = addedInfo.get(a.path)!;
+      const from = renameTargets.get(a.path);
+      if (from) {
+        const diff = `diff --git a/${from} b/${a.path}\nsimilarity index 100%\nrename from ${from}\nrename to ${a.path}\n`;
+        files.push({ path: a.path, oldPath: from, status: 'renamed', diff, binary: info.binary, size: info.size, diffBytes: Buffer.byteLength(diff) });
+      } else {
+        files.push({ path: a.path, status: 'added', diff: info.diff, binary: info.binary, size: info.size, diffBytes: Buffer.byteLength(info.diff) });
+      }
+    }
+    files.sort((x, y) => (x.path < y.path ? -1 : x.path > y.path ? 1 : 0));
+    return { files, truncated: status.length > MAX_CHANGED_FILES };
+  }
+
+  /** Stages the given changed paths into the checkpoint. Returns the paths accepted. */
+  async accept(requested: string[]): Promise<string[]> {
+    const targets = await this.changedTargets(requested);
+    if (targets.length > 0) await runGit(this.repo, ['add', '-A', '--', ...targets]);
+    return targets;
+  }
+
+  /** Restores the given changed paths from the checkpoint (added files are removed). */
+  async revert(requested: string[]): Promise<string[]> {
+    const status = await this.status();
+    const byPath = new Map(status.map((e) => [e.path, e]));
+    const targets = await this.changedTargets(requested, status);
+    const restore: string[] = [];
+    for (const p of targets) {
+      const e = byPath.get(p);
+      if (!e) continue;
+      if (e.kind === 'untracked') this.files.removeFile(p);
+      else restore.push(p);
+    }
+    if (restore.length > 0) {
+      // A directory standing where a checkpointed file was would block the restore.
+      for (const p of restore) {
+        const st = await fs.lstat(path.join(this.files.root, p)).catch(() => null);
+        if (st && (st.isDirectory() || st.isSymbolicLink())) this.files.removeFile(p);
+      }
+      await runGit(this.repo, ['checkout-index', '-f', '-q', '--', ...restore]);
+      for (const p of restore) {
+        // git recreated these (and any missing parent directory) as root: give them back to the sandbox user.
+        const parts = p.split('/');
+        for (let i = 1; i <= parts.length; i++) this.files.fixOwnership(parts.slice(0, i).join('/'));
+      }
+    }
+    return targets;
+  }
+
+  /** Paths among `rels` that have changes nobody has accepted or reverted yet. */
+  async pending(rels: string[]): Promise<string[]> {
+    const status = await this.status();
+    const set = new Set(rels);
+    return status.filter((e) => set.has(e.path)).map((e) => e.path);
+  }
+
+  async patch(): Promise<{ patch: string; sessionPatch: string }> {
+    const diffArgs = ['diff', '--cached', '--binary', '--full-index', '--no-ext-diff', '--no-textconv', '--no-renames', '--ignore-submodules=all', '--no-color'];
+    const patch = await gitText(this.repo, [...diffArgs, this.state.baseCommit]);
+    const sessionPatch = this.state.includedUncommitted ? await gitText(this.repo, [...diffArgs, this.state.startTree]) : patch;
+    return { patch, sessionPatch };
+  }
+
+  private async changedTargets(requested: string[], status?: StatusEntry[]): Promise<string[]> {
+    const entries = status ?? (await this.status());
+    const changed = new Set(entries.map((e) => e.path));
+    const rels = requested.map((r) => this.files.relative(r));
+    for (const r of rels) {
+      if (!changed.has(r)) throw new ExecHostError('change_not_found', `${displayPath(r)} has no pending change to accept or revert.`);
+    }
+    const out = new Set<string>(rels);
+    // A renamed file is accepted or reverted together with the deletion of its old path.
+    const mayBeRename = entries.some((e) => e.worktree === 'D') && rels.some((r) => entries.find((e) => e.path === r)?.kind === 'untracked');
+    if (mayBeRename) {
+      const current = await this.changes();
+      for (const r of rels) {
+        const rename = current.files.find((f) => f.status === 'renamed' && f.path === r);
+        if (rename?.oldPath) out.add(rename.oldPath);
+      }
+    }
+    return [...out];
+  }
+
+  private async status(): Promise<StatusEntry[]> {
+    const out = await gitText(this.repo, ['status', '--porcelain=v2', '-z', '--untracked-files=all', '--ignore-submodules=all', '--no-renames']);
+    const entries: StatusEntry[] = [];
+    for (const record of out.split('\0')) {
+      if (record.startsWith('? ')) {
+        entries.push({ kind: 'untracked', path: record.slice(2), worktree: '?', indexMode: '', worktreeMode: '', indexBlob: '' });
+      } else if (record.startsWith('1 ')) {
+        // 1 XY sub mH mI mW hH hI path
+        const fields = record.split(' ');
+        const xy = fields[1] ?? '..';
+        const worktree = xy[1] ?? '.';
+        if (worktree === '.') continue;
+        entries.push({ kind: 'tracked', path: fields.slice(8).join(' '), worktree, indexMode: fields[4] ?? '', worktreeMode: fields[5] ?? '', indexBlob: fields[7] ?? '' });
+      }
+    }
+    return entries;
+  }
+
+  private async trackedDiffs(paths: string[]): Promise<Map<string, string>> {
+    const out = await gitText(this.repo, ['diff', '--no-ext-diff', '--no-textconv', '--no-renames', '--ignore-submodules=all', '--no-color', '--', ...paths]);
+    const map = new Map<string, string>();
+    const sections = out.split(/^(?=diff --git )/m).filter((s) => s.startsWith('diff --git '));
+    // git prints sections in index order, which is the order status gave the paths in.
+    const sorted = [...paths].sort((a, b) => (Buffer.compare(Buffer.from(a), Buffer.from(b))));
+    sorted.forEach((p, i) => {
+      const s = sections[i];
+      if (s !== undefined) map.set(p, s);
+    });
+    return map;
+  }
+
+  private async untrackedFile(rel: string): Promise<{ diff: string; binary: boolean; size: number; blob: string }> {
+    const full = path.join(this.files.root, rel);
+    const st = await fs.lstat(full).catch(() => null);
+    if (st?.isSymbolicLink()) {
+      const target = await fs.readlink(full);
+      const blob = gitBlobId(Buffer.from(target));
+      return { diff: unifiedDiff(rel, null, { content: `${target}\n`, mode: '120000' }).replace(/\n\+([^\n]*)\n$/, '\n+$1\n\\ No newline at end of file\n'), binary: false, size: st.size, blob };
+    }
+    let content: Buffer;
+    let mode = 0o644;
+    try {
+      const f = this.files.readFile(rel, MAX_UNTRACKED_READ);
+      content = f.content;
+      mode = f.mode;
+    } catch (e) {
+      const note = e instanceof ExecHostError ? e.message : 'could not be read';
+      const diff = `diff --git a/${rel} b/${rel}\nnew file mode 100644\n# ${note}\n`;
+      return { diff, binary: true, size: st?.size ?? 0, blob: '' };
+    }
+    const gitMode = mode & 0o111 ? '100755' : '100644';
+    const blob = gitBlobId(content);
+    if (isBinary(content)) {
+      const diff = `diff --git a/${rel} b/${rel}\nnew file mode ${gitMode}\nBinary files /dev/null and b/${rel} differ\n`;
+      return { diff, binary: true, size: content.length, blob };
+    }
+    return { diff: unifiedDiff(rel, null, { content: content.toString('utf8'), mode: gitMode }), binary: false, size: content.length, blob };
+  }
+
+  private async sizeOf(rel: string): Promise<number> {
+    const st = await fs.lstat(path.join(this.files.root, rel)).catch(() => null);
+    return st?.size ?? 0;
+  }
+}
+
+interface StatusEntry {
+  kind: 'tracked' | 'untracked';
+  path: string;
+  /** Status letter of the working tree against the index (M, D, T…). */
+  worktree: string;
+  indexMode: string;
+  worktreeMode: string;
+  indexBlob: string;
+}
+
+function gitBlobId(content: Buffer): string {
+  return createHash('sha1').update(`blob ${content.length}\0`).update(content).digest('hex');
+}
+
+async function chownTree(root: string): Promise<void> {
+  const { execFile } = await import('node:child_process');
+  await new Promise<void>((resolve, reject) =>
+    execFile('chown', ['-R', '-h', '10001:10001', '--', root], { timeout: 120_000 }, (e) => (e ? reject(e) : resolve())),
+  );
+}
+
+export { GitError };
