@@ -1,6 +1,6 @@
 // Shared by audit-load.*.medium.ts, one file per database so Jest runs them side by side.
 // The load test of issue 4: 20 concurrent clients, 10,000 appends; the chain verifies, with no gap
-// and no fork. On PostgreSQL each client has its own connection; PGlite is one process by design.
+// and no fork.
 import { openDatabase, type Database, type DatabaseKind } from '../db/database';
 import { AuditLogRepository } from '../db/repositories/audit-log.repository';
 import { withTestDatabases } from '../db/testing';
@@ -8,20 +8,26 @@ import { AuditService } from './audit.service';
 
 const CLIENTS = 20;
 const APPENDS = 10_000;
+const REPLICAS = 4;
 
 export function loadTest(kind: DatabaseKind): void {
   withTestDatabases(
     (database) => {
       it(`${APPENDS} appends from ${CLIENTS} concurrent clients: verifies, no gap, no fork`, async () => {
         const db = database();
-        const clients: Database[] = [];
-        for (let i = 0; i < CLIENTS; i++)
-          clients.push(db.driver.kind === 'postgres' ? await openDatabase({ url: db.driver.url, migrate: false, poolSize: 1 }) : db);
+        // As deployed: every client talks to a gateway, and each gateway has one AuditService. On
+        // PostgreSQL, four replicas with pools of their own contend for the chain head (the
+        // twenty-connection case is in audit.medium.ts); PGlite is a single process.
+        const replicas: Database[] = [];
+        for (let i = 0; i < (db.driver.kind === 'postgres' ? REPLICAS : 1); i++) {
+          replicas.push(db.driver.kind === 'postgres' ? await openDatabase({ url: db.driver.url, migrate: false, poolSize: CLIENTS / REPLICAS }) : db);
+        }
         try {
+          const services = replicas.map((replica) => new AuditService(new AuditLogRepository(replica.db)));
           const started = process.hrtime.bigint();
           await Promise.all(
-            clients.map(async (client, c) => {
-              const audit = new AuditService(new AuditLogRepository(client.db));
+            Array.from({ length: CLIENTS }, async (_, c) => {
+              const audit = services[c % services.length] as AuditService;
               for (let i = c; i < APPENDS; i += CLIENTS) {
                 await audit.append({ actor: `client-${c}`, kind: 'load.append', sessionId: `s-${c}`, payload: { c, i, output: 'x'.repeat(200) } });
               }
@@ -39,7 +45,7 @@ export function loadTest(kind: DatabaseKind): void {
           // No gap: seq runs 1..N. No fork: every entry names a different predecessor.
           expect(shape).toEqual({ n: APPENDS, min: 1, max: APPENDS, links: APPENDS, per_client: CLIENTS });
         } finally {
-          if (db.driver.kind === 'postgres') await Promise.all(clients.map((c) => c.close()));
+          if (db.driver.kind === 'postgres') await Promise.all(replicas.map((r) => r.close()));
         }
       });
     },

@@ -16,8 +16,9 @@ export const PG_CHECK_VIOLATION = '23514';
 export function pgErrorOf(error: unknown): PgErrorInfo | undefined {
   for (let current = error, depth = 0; current && depth < 5; depth++) {
     if (typeof current !== 'object') return undefined;
-    const candidate = current as { code?: unknown; constraint?: unknown; message?: unknown; cause?: unknown };
-    if (typeof candidate.code === 'string' && /^[0-9A-Z]{5}$/.test(candidate.code)) {
+    const candidate = current as { code?: unknown; severity?: unknown; constraint?: unknown; message?: unknown; cause?: unknown };
+    // `severity` tells a server error from a Node one with a five-letter code (EPIPE, EPERM).
+    if (typeof candidate.code === 'string' && /^[0-9A-Z]{5}$/.test(candidate.code) && typeof candidate.severity === 'string') {
       return {
         code: candidate.code,
         constraint: typeof candidate.constraint === 'string' ? candidate.constraint : undefined,
