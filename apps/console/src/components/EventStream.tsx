@@ -66,7 +66,8 @@ export function EventStream({ events, live }: { events: GatewayEvent[]; live: bo
       {events.length === 0 ? (
         <p className="muted">No events yet.</p>
       ) : (
-        <ol className="events" aria-live="polite" aria-relevant="additions">
+        // Focusable so keyboard users can scroll a long stream.
+        <ol className="events" aria-live="polite" aria-relevant="additions" tabIndex={0} aria-label="Events, oldest first">
           {events.map((e) => {
             const d = describeEvent(e);
             return (

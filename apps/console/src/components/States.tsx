@@ -29,7 +29,7 @@ export function ErrorPanel({ error, title = 'Something went wrong', onRetry }: {
         </p>
       )}
       {onRetry && (
-        <button type="button" onClick={onRetry}>
+        <button type="button" onClick={() => onRetry()}>
           Try again
         </button>
       )}
@@ -47,7 +47,13 @@ export function InlineError({ error }: { error: unknown }) {
   return (
     <p className="inline-error" role="alert">
       {message}
-      {isApiError(error) && error.requestId && <span className="muted small"> (request {error.requestId})</span>}
+      {isApiError(error) && (
+        <span className="muted small">
+          {' '}
+          (code {error.code}
+          {error.requestId ? `, request ${error.requestId}` : ''})
+        </span>
+      )}
     </p>
   );
 }

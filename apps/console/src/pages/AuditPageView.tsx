@@ -163,7 +163,7 @@ function VerificationBanner({ state, onVerify }: { state: QueryState<AuditVerifi
     return (
       <div className="verify bad" role="alert">
         <InlineError error={state.error} />
-        <button type="button" onClick={onVerify}>
+        <button type="button" onClick={() => onVerify()}>
           Verify again
         </button>
       </div>
@@ -184,7 +184,7 @@ function VerificationBanner({ state, onVerify }: { state: QueryState<AuditVerifi
         )}
         <div className="muted small">Checked {new Date(v.verifiedAt).toLocaleString()}</div>
       </div>
-      <button type="button" className="ghost" onClick={onVerify}>
+      <button type="button" className="ghost" onClick={() => onVerify()}>
         Verify again
       </button>
     </div>

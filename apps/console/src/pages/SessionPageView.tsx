@@ -72,7 +72,7 @@ function SessionDetail({ s, events, live, canStop, canRevoke, onStop, onRevoke, 
           {running && (canStop || canRevoke) && (
             <div className="actions column">
               {canStop && (
-                <button type="button" className="danger" onClick={onStop} disabled={busy !== null}>
+                <button type="button" className="danger" onClick={() => onStop()} disabled={busy !== null}>
                   {busy === 'stop' ? 'Stopping…' : 'Stop the session'}
                 </button>
               )}
@@ -126,7 +126,7 @@ function SessionDetail({ s, events, live, canStop, canRevoke, onStop, onRevoke, 
         <div className="card-header">
           <h2 id="patch-title">Approved changes</h2>
           {s.finalPatch && (
-            <button type="button" onClick={onDownloadPatch}>
+            <button type="button" onClick={() => onDownloadPatch()}>
               Download patch
             </button>
           )}

@@ -18,7 +18,14 @@ export interface DiffViewerProps {
 const CHANGE_LABEL: Record<DiffFile['change'], string> = { added: 'added', deleted: 'deleted', modified: 'modified', renamed: 'renamed' };
 
 export function DiffViewer({ patch, thirdParty = [], initialMode = 'unified', label = 'Proposed changes' }: DiffViewerProps) {
-  const files = useMemo(() => parseUnifiedDiff(patch), [patch]);
+  const parsed = useMemo(() => {
+    try {
+      return { files: parseUnifiedDiff(patch), error: null };
+    } catch (e) {
+      return { files: [], error: e instanceof Error ? e.message : String(e) };
+    }
+  }, [patch]);
+  const files = parsed.files;
   const [mode, setMode] = useState(initialMode);
   const [current, setCurrent] = useState(0);
   const fileRefs = useRef<(HTMLElement | null)[]>([]);
@@ -32,6 +39,15 @@ export function DiffViewer({ patch, thirdParty = [], initialMode = 'unified', la
     el?.focus({ preventScroll: true });
   };
 
+  if (parsed.error !== null) {
+    // Never hide a change because it cannot be pretty-printed: show it verbatim instead.
+    return (
+      <section className="diff" aria-label={label}>
+        <p className="inline-error">This diff cannot be displayed file by file ({parsed.error}). Here it is exactly as received:</p>
+        <pre className="raw-diff">{patch}</pre>
+      </section>
+    );
+  }
   if (files.length === 0) return <p className="muted">This change has no file differences to show.</p>;
 
   return (
@@ -116,6 +132,21 @@ export function DiffViewer({ patch, thirdParty = [], initialMode = 'unified', la
                       <caption className="visually-hidden">
                         {f.path}, lines {h.header}
                       </caption>
+                      {mode === 'unified' ? (
+                        <colgroup>
+                          <col className="col-ln" />
+                          <col className="col-ln" />
+                          <col className="col-sign" />
+                          <col />
+                        </colgroup>
+                      ) : (
+                        <colgroup>
+                          <col className="col-ln" />
+                          <col />
+                          <col className="col-ln" />
+                          <col />
+                        </colgroup>
+                      )}
                       <thead className="visually-hidden">
                         <tr>
                           {mode === 'unified' ? (

@@ -1,0 +1,251 @@
+import { useState, type ReactNode } from 'react';
+import { createRoot } from 'react-dom/client';
+import validate, { policySchema } from 'virtual:policy-validator';
+import type { ApprovalView, UserRole } from '@lemniscate/contracts';
+import { ApiError } from '../src/api/client';
+import { ROLE_LABELS, type PageKey } from '../src/auth/access';
+import { DiffViewer } from '../src/components/diff/DiffViewer';
+import { ready, type QueryState } from '../src/components/Query';
+import { Layout } from '../src/layout/Layout';
+import { commonFields } from '../src/policy/form-model';
+import { diagnosePolicy } from '../src/policy/validate';
+import { ApprovalsPageView } from '../src/pages/ApprovalsPageView';
+import { AuditPageView } from '../src/pages/AuditPageView';
+import { DashboardPageView } from '../src/pages/DashboardPageView';
+import { PoliciesPageView, type PolicyTab } from '../src/pages/PoliciesPageView';
+import { SessionPageView } from '../src/pages/SessionPageView';
+import { SessionsPageView } from '../src/pages/SessionsPageView';
+import { SignInPageView } from '../src/pages/SignInPageView';
+import { UsersPageView } from '../src/pages/UsersPageView';
+import * as f from './fixtures';
+import '../src/styles.css';
+
+/*
+ * Renders one pure PageView with sample data so the browser tests can exercise it without a
+ * gateway: ?view=approvals&state=ready|loading|error&role=developer. Every callback a view fires is
+ * recorded in window.__calls for the tests to assert on.
+ */
+declare global {
+  interface Window {
+    __calls: { name: string; args: unknown[] }[];
+  }
+}
+window.__calls = [];
+const record =
+  (name: string) =>
+  (...args: unknown[]) => {
+    window.__calls.push({ name, args });
+  };
+
+const params = new URLSearchParams(window.location.search);
+const view = params.get('view') ?? 'dashboard';
+const stateParam = params.get('state') ?? 'ready';
+const role = (params.get('role') ?? 'admin') as UserRole;
+const variant = params.get('variant') ?? '';
+
+const serverError = new ApiError({ code: 'forbidden', status: 403, message: 'Your role does not allow publishing a policy for project demo.', requestId: 'req_7f3a9c' });
+
+function q<T>(data: T): QueryState<T> {
+  if (stateParam === 'loading') return { status: 'loading' };
+  if (stateParam === 'error') return { status: 'error', error: serverError, retry: record('retry') };
+  return ready(data);
+}
+
+const diagnose = (text: string) => diagnosePolicy(text, validate);
+const fields = commonFields(policySchema);
+
+function Shell({ page, children }: { page: PageKey; children: ReactNode }) {
+  const user = { admin: f.users[0]!, developer: f.users[1]!, security_officer: f.users[2]! }[role];
+  return (
+    <Layout
+      user={user}
+      current={page}
+      onSignOut={record('signOut')}
+      pendingApprovals={role !== 'security_officer' ? 3 : undefined}
+      renderLink={(to, label, current) => (
+        <a href={`?view=${to === '/' ? 'dashboard' : to.slice(1)}&role=${role}`} aria-current={current ? 'page' : undefined}>
+          {label}
+        </a>
+      )}
+    >
+      {children}
+    </Layout>
+  );
+}
+
+function Approvals() {
+  const [list, setList] = useState<ApprovalView[]>(variant === 'empty' ? [] : f.approvals);
+  const [selected, setSelected] = useState<string | null>(params.get('selected'));
+  return (
+    <Shell page="approvals">
+      <ApprovalsPageView
+        approvals={q(list)}
+        selectedId={selected}
+        onSelect={(id) => {
+          record('select')(id);
+          setSelected(id);
+        }}
+        onAnswer={(id, answer, opts) => {
+          record('answer')(id, answer, opts);
+          // As the server would: the answered request leaves the inbox.
+          const i = list.findIndex((a) => a.id === id);
+          const next = list.filter((a) => a.id !== id);
+          setList(next);
+          setSelected(next[i]?.id ?? next[i - 1]?.id ?? null);
+        }}
+        busyId={null}
+        answerError={variant === 'answer-error' ? serverError : null}
+        live={true}
+      />
+    </Shell>
+  );
+}
+
+function Policies() {
+  // Loading and error states belong to the version history, so those states open on it.
+  const [tab, setTab] = useState<PolicyTab>((params.get('tab') as PolicyTab) ?? (stateParam === 'ready' ? 'edit' : 'history'));
+  const [draft, setDraft] = useState(variant === 'invalid' ? f.policyText.replace('default: ask', 'default: maybe').replace('  reapproval', '  reaproval') : f.policyText);
+  const [compare, setCompare] = useState<{ from: number; to: number }>({ from: 2, to: 3 });
+  const [dryRan, setDryRan] = useState(false);
+  return (
+    <Shell page="policies">
+      <PoliciesPageView
+        projects={f.projects}
+        projectId="prj_demo"
+        onProjectChange={record('project')}
+        tab={tab}
+        onTabChange={setTab}
+        draft={draft}
+        onDraftChange={(t) => {
+          record('draft')(t);
+          setDraft(t);
+        }}
+        diagnose={diagnose}
+        fields={fields}
+        onPublish={record('publish')}
+        publishing={false}
+        publishError={variant === 'publish-error' ? serverError : null}
+        notice={null}
+        versions={q(f.versions)}
+        compare={compare}
+        onCompare={(from, to) => {
+          record('compare')(from, to);
+          setCompare({ from, to });
+        }}
+        diff={ready({ from: compare.from, to: compare.to, patch: f.policyDiff })}
+        onLoadVersion={record('load')}
+        onRollback={record('rollback')}
+        rollingBack={null}
+        rollbackError={null}
+        dryRun={{
+          result: dryRan ? ready(f.dryRun) : null,
+          onRun: (n) => {
+            record('dryRun')(n);
+            setDryRan(true);
+          },
+          running: false,
+        }}
+      />
+    </Shell>
+  );
+}
+
+function Users() {
+  const [selected, setSelected] = useState<string | null>(params.get('selected'));
+  return (
+    <Shell page="users">
+      <UsersPageView
+        users={q(f.users)}
+        projects={f.projects}
+        selectedUserId={selected}
+        onSelectUser={(id) => setSelected((c) => (c === id ? null : id))}
+        tokens={selected ? ready(f.tokens) : null}
+        onCreateUser={record('createUser')}
+        creating={false}
+        onRevokeUser={record('revokeUser')}
+        onSetMembership={record('membership')}
+        onRevokeToken={record('revokeToken')}
+        actionError={null}
+        notice={null}
+      />
+    </Shell>
+  );
+}
+
+function Audit() {
+  const [filter, setFilter] = useState({});
+  return (
+    <Shell page="audit">
+      <AuditPageView
+        projects={f.projects}
+        filter={filter}
+        onFilter={(x) => {
+          record('filter')(x);
+          setFilter(x);
+        }}
+        entries={q(f.auditEntries)}
+        verification={q(variant === 'broken' ? f.broken : f.verified)}
+        onVerify={record('verify')}
+        onExport={record('export')}
+        exporting={null}
+        exportError={null}
+      />
+    </Shell>
+  );
+}
+
+function Harness() {
+  switch (view) {
+    case 'signin':
+      return <SignInPageView onSubmit={record('signIn')} pending={false} error={variant === 'error' ? new ApiError({ code: 'invalid_credentials', status: 401, message: 'This e-mail and password do not match an account.', requestId: 'req_01' }) : null} />;
+    case 'dashboard':
+      return (
+        <Shell page="dashboard">
+          <DashboardPageView stats={q(f.stats)} days={14} onDaysChange={record('days')} approvalsHref={role === 'security_officer' ? undefined : '?view=approvals'} />
+        </Shell>
+      );
+    case 'approvals':
+      return <Approvals />;
+    case 'sessions':
+      return (
+        <Shell page="sessions">
+          <SessionsPageView sessions={q(f.sessions)} status="" onStatusChange={record('status')} live={true} renderSessionLink={(id, children) => <a href={`?view=session&id=${id}&role=${role}`}>{children}</a>} />
+        </Shell>
+      );
+    case 'session':
+      return (
+        <Shell page="sessions">
+          <SessionPageView
+            session={q(variant === 'completed' ? f.completedSession : f.sessions[0]!)}
+            events={f.events}
+            live={true}
+            canStop={role !== 'security_officer'}
+            canRevoke={role === 'admin'}
+            onStop={record('stop')}
+            onRevoke={record('revoke')}
+            onDownloadPatch={record('downloadPatch')}
+            busy={null}
+            actionError={null}
+            notice={null}
+          />
+        </Shell>
+      );
+    case 'policies':
+      return <Policies />;
+    case 'users':
+      return <Users />;
+    case 'audit':
+      return <Audit />;
+    case 'diff':
+      return (
+        <main id="main" className="page">
+          <h1>Diff viewer</h1>
+          <DiffViewer patch={variant === 'third-party' ? f.thirdPartyPatch : f.sourcePatch + f.thirdPartyPatch} thirdParty={[{ path: 'package.json', class: 'dependencies' }, { path: '.github/workflows/ci.yml', class: 'ci' }]} />
+        </main>
+      );
+    default:
+      return <p>Unknown view {view}. Roles: {Object.values(ROLE_LABELS).join(', ')}</p>;
+  }
+}
+
+createRoot(document.getElementById('root')!).render(<Harness />);

@@ -1,0 +1,42 @@
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from '@playwright/test';
+
+const here = fileURLToPath(new URL('.', import.meta.url));
+
+// Browser tests use Debian's Chromium; Playwright never downloads a browser here.
+const chromium = {
+  executablePath: process.env.LEMNISCATE_CHROMIUM ?? '/usr/bin/chromium',
+  args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+};
+const port = Number(process.env.LEMNISCATE_HARNESS_PORT ?? 5199);
+const stackUrl = process.env.LEMNISCATE_STACK_URL;
+
+export default defineConfig({
+  testDir: './e2e',
+  outputDir: '../../artifacts/console/test-results',
+  fullyParallel: true,
+  forbidOnly: !!process.env.CI,
+  retries: 0,
+  workers: process.env.CI ? 2 : undefined,
+  reporter: [['list']],
+  timeout: 30_000,
+  use: {
+    browserName: 'chromium',
+    launchOptions: chromium,
+    viewport: { width: 1360, height: 900 },
+    trace: 'retain-on-failure',
+  },
+  projects: [
+    // Pure views against sample data: no gateway needed.
+    { name: 'views', testIgnore: /stack\//, use: { baseURL: `http://127.0.0.1:${port}` } },
+    // The whole stack, only when one is running (npm start) and its URL is given.
+    ...(stackUrl ? [{ name: 'stack', testMatch: /stack\/.*\.spec\.ts/, use: { baseURL: stackUrl }, fullyParallel: false, workers: 1 }] : []),
+  ],
+  webServer: {
+    command: `npx vite --config vite.config.ts --port ${port} --strictPort --host 127.0.0.1`,
+    cwd: here,
+    url: `http://127.0.0.1:${port}/harness/index.html`,
+    reuseExistingServer: !process.env.CI,
+    timeout: 60_000,
+  },
+});
