@@ -137,6 +137,23 @@ describe('migration safety', () => {
     }
   });
 
+  it('on postgres, a login with only the application role starts when nothing is pending, and is told who must migrate otherwise', async () => {
+    const owner = await freshDatabase('postgres');
+    try {
+      if (owner.driver.kind !== 'postgres') throw new Error('expected PostgreSQL');
+      const url = `${owner.driver.url}${owner.driver.url.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c role=${APP_ROLE}`)}`;
+      const restricted = await openDatabase({ url });
+      expect(restricted.migrations.applied).toEqual([]);
+      await restricted.close();
+      await writeFile(path.join(dir, '9999_more.sql'), 'CREATE TABLE more (id int);');
+      await expect(openDatabase({ url, migrationsDir: dir })).rejects.toThrow(
+        'Migration 9999_more.sql failed, nothing was applied: permission denied for schema public. Run `lemni-gateway migrate` with the login that owns the database.',
+      );
+    } finally {
+      await owner.close();
+    }
+  });
+
   it('says which server it could not reach', async () => {
     await expect(openDatabase({ url: 'postgres://nobody:secret@127.0.0.1:1/none' })).rejects.toThrow(
       /^PostgreSQL at postgres:\/\/nobody:\*\*\*@127\.0\.0\.1:1\/none could not be reached/,

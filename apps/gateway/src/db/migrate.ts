@@ -71,13 +71,18 @@ export async function readMigrations(dir: string = DEFAULT_MIGRATIONS_DIR): Prom
 export async function applyMigrations(target: MigrationTarget, migrations: MigrationFile[]): Promise<MigrationReport> {
   return target.transaction(async (session) => {
     await session.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
-    await session.exec(
-      `CREATE TABLE IF NOT EXISTS schema_migrations (
-         name text PRIMARY KEY,
-         checksum text NOT NULL,
-         applied_at timestamptz NOT NULL DEFAULT now()
-       )`,
-    );
+    // Checked before creating: a login without CREATE on the schema (the gateway running as the
+    // application role) must still be able to start when there is nothing to apply.
+    const [exists] = await session.query<{ found: boolean }>(`SELECT to_regclass('schema_migrations') IS NOT NULL AS found`);
+    if (!exists?.found) {
+      await session.exec(
+        `CREATE TABLE schema_migrations (
+           name text PRIMARY KEY,
+           checksum text NOT NULL,
+           applied_at timestamptz NOT NULL DEFAULT now()
+         )`,
+      );
+    }
     const rows = await session.query<{ name: string; checksum: string }>('SELECT name, checksum FROM schema_migrations ORDER BY name');
     const known = new Map(migrations.map((m) => [m.name, m]));
     for (const row of rows) {
@@ -100,7 +105,9 @@ export async function applyMigrations(target: MigrationTarget, migrations: Migra
       try {
         await session.exec(migration.sql);
       } catch (error) {
-        throw new MigrationError(`Migration ${migration.name} failed, nothing was applied: ${(error as Error).message}`);
+        const message = (error as Error).message;
+        const hint = /permission denied|must be owner/.test(message) ? ' Run `lemni-gateway migrate` with the login that owns the database.' : '';
+        throw new MigrationError(`Migration ${migration.name} failed, nothing was applied: ${message}.${hint}`);
       }
       await session.query('INSERT INTO schema_migrations (name, checksum) VALUES ($1, $2)', [migration.name, migration.checksum]);
       applied.push(migration.name);
