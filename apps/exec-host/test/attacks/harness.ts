@@ -488,17 +488,31 @@ import ctypes, errno, json, os, socket, sys
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
 GAI = {getattr(socket, n): n for n in dir(socket) if n.startswith('EAI_')}
-def probe(name, fn):
+def attempt(name, fn):
     try:
         v = fn()
-        out = {"name": name, "ok": True, "value": v if isinstance(v, (str, int, float, bool, list, dict, type(None))) else repr(v)}
+        return {"name": name, "ok": True, "value": v if isinstance(v, (str, int, float, bool, list, dict, type(None))) else repr(v)}
     except socket.gaierror as e:
-        out = {"name": name, "ok": False, "errno": GAI.get(e.errno), "message": e.strerror}
+        return {"name": name, "ok": False, "errno": GAI.get(e.errno), "message": e.strerror}
     except OSError as e:
-        out = {"name": name, "ok": False, "errno": errno.errorcode.get(e.errno) if e.errno else None, "message": e.strerror or str(e)}
+        return {"name": name, "ok": False, "errno": errno.errorcode.get(e.errno) if e.errno else None, "message": e.strerror or str(e)}
     except Exception as e:
-        out = {"name": name, "ok": False, "errno": None, "message": type(e).__name__ + ": " + str(e)}
-    print(json.dumps(out), flush=True)
+        return {"name": name, "ok": False, "errno": None, "message": type(e).__name__ + ": " + str(e)}
+def probe(name, fn):
+    # Each attempt runs in its own child: one that succeeds (a namespace entered, a tracer
+    # attached) must not change the conditions of the next.
+    sys.stdout.flush()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            print(json.dumps(attempt(name, fn)), flush=True)
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, os.WUNTRACED)
+    if os.WIFSTOPPED(status):
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        print(json.dumps({"name": name, "ok": True, "value": "the attempt left the process stopped (traced)"}), flush=True)
 def call(fname, *args):
     r = getattr(libc, fname)(*args)
     if r == -1:
@@ -539,3 +553,6 @@ export function expectRefused(results: Record<string, ProbeResult>, name: string
 export function sh(value: string): string {
   return `'${value.replace(/'/g, `'\\''`)}'`;
 }
+
+// Containers, bombs and races take longer than Jest's five-second default.
+jest.setTimeout(120_000);

@@ -104,6 +104,13 @@ probe("apparmor label", apparmor)
     );
   });
 
+  it('runs the command itself under the seccomp filter', () => {
+    // `docker exec` under gVisor releases before 2026-03 installs the OCI profile on pid 1 only
+    // (google/gvisor#12693): commands then run without it.
+    const finding = 'Seccomp mode of a command run through exec (2 = filtered)';
+    expect({ [finding]: (r['status']?.value as Record<string, string> | undefined)?.Seccomp }).toEqual({ [finding]: '2' });
+  });
+
   it('refuses raw and packet sockets', () => {
     expectRefused(r, 'AF_PACKET raw socket', 'EPERM');
     expectRefused(r, 'AF_INET SOCK_RAW icmp', 'EPERM');
