@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
 import { Readable } from 'node:stream';
 import { AppError, ErrorCode } from '../common/errors';
 import { AuditLogRepository, type AuditFilter, type AuditPageRequest } from '../db/repositories/audit-log.repository';
@@ -50,7 +50,7 @@ const EXPORT_PAGE = 1000;
  * replicas never fork the chain.
  */
 @Injectable()
-export class AuditService {
+export class AuditService implements BeforeApplicationShutdown {
   constructor(private readonly log: AuditLogRepository) {}
 
   private readonly queue: PendingAppend[] = [];
@@ -68,6 +68,16 @@ export class AuditService {
       this.flushing ??= this.flush();
     });
     return toEntry(row);
+  }
+
+  /** Resolves once every append already called is committed (or has failed). */
+  async drain(): Promise<void> {
+    while (this.flushing) await this.flushing;
+  }
+
+  /** Runs before the database closes (its module closes it on application shutdown). */
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.drain();
   }
 
   private async flush(): Promise<void> {

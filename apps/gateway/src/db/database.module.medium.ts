@@ -17,7 +17,7 @@ withTestDatabases((database) => {
     await app.init();
     const user = await app.get(UsersRepository).create({ email: 'nest@example.test', displayName: 'Nest', role: 'admin' });
     const entry = await app.get(AuditService).append({ actor: user.id, kind: 'user.create', payload: { email: user.email } });
-    expect(entry.seq).toBe(1);
+    expect(entry).toMatchObject({ actor: user.id, kind: 'user.create', payload: { email: 'nest@example.test' } });
     await app.close();
     // Not closed by the module: the test owns it.
     await expect(database().ping()).resolves.toBeUndefined();
@@ -33,4 +33,14 @@ it('forRoot opens and migrates at start-up and closes on shutdown', async () => 
   await expect(app.get(ProjectsRepository).list()).resolves.toEqual([]);
   await app.close();
   await expect(database.ping()).rejects.toThrow();
+});
+
+it('commits the appends still queued before it closes the database it opened', async () => {
+  const app = await Test.createTestingModule({ imports: [DatabaseModule.forRoot({ dataDir: IN_MEMORY }), AuditModule] }).compile();
+  await app.init();
+  const audit = app.get(AuditService);
+  const pending = Array.from({ length: 50 }, (_, i) => audit.append({ actor: 'system', kind: 'test.shutdown', payload: { i } }));
+  await app.close();
+  const entries = await Promise.all(pending);
+  expect(entries.map((e) => e.seq)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
 });

@@ -5,7 +5,7 @@ import { PGlite } from '@electric-sql/pglite';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Pool, Client, type PoolConfig } from 'pg';
@@ -21,6 +21,7 @@ export type DatabaseKind = 'pglite' | 'postgres';
 export const APP_ROLE = 'lemniscate_app';
 /** `dataDir` value for a throw-away PGlite database held in memory. */
 export const IN_MEMORY = 'memory://';
+const LOCK_FILE = 'lemniscate.lock';
 
 export interface DatabaseOptions {
   /** A PostgreSQL URL. When absent, PGlite is used. */
@@ -95,14 +96,17 @@ function pgliteDirectory(options: DatabaseOptions): string | undefined {
 
 async function openPglite(options: DatabaseOptions): Promise<Database> {
   const dir = pgliteDirectory(options);
+  let release: () => Promise<void> = async () => undefined;
   if (dir) {
     // The database holds password hashes and the audit log: readable by the gateway's user only.
     await mkdir(dir, { recursive: true, mode: 0o700 });
+    release = await lockDirectory(dir);
   }
   let client: PGlite;
   try {
     client = await PGlite.create(dir ? { dataDir: dir } : {});
   } catch (error) {
+    await release();
     throw new DatabaseError(`The embedded database in ${dir ?? 'memory'} could not be opened: ${(error as Error).message}`);
   }
   try {
@@ -134,10 +138,12 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
       },
       close: async () => {
         if (!client.closed) await client.close();
+        await release();
       },
     };
   } catch (error) {
     await client.close();
+    await release();
     throw error;
   }
 }
@@ -201,6 +207,45 @@ async function openPostgres(url: string, options: DatabaseOptions): Promise<Data
       await pool.end();
     },
   };
+}
+
+/**
+ * PGlite is one process's database: two processes writing the same directory corrupt it. A lock
+ * file holding the owner's pid refuses a second opener while the first is alive, and is taken over
+ * when its process is gone (a crash leaves it behind).
+ */
+async function lockDirectory(dir: string): Promise<() => Promise<void>> {
+  const file = path.join(dir, LOCK_FILE);
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      await writeFile(file, `${process.pid}\n`, { flag: 'wx', mode: 0o600 });
+      return async () => {
+        const holder = await readFile(file, 'utf8').catch(() => '');
+        if (Number.parseInt(holder, 10) === process.pid) await unlink(file).catch(() => undefined);
+      };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw new DatabaseError(`The lock file ${file} cannot be created: ${(error as Error).message}`);
+    }
+    const holder = Number.parseInt(await readFile(file, 'utf8').catch(() => ''), 10);
+    if (Number.isInteger(holder) && holder > 0 && isAlive(holder)) {
+      const who = holder === process.pid ? 'this process' : `process ${holder}`;
+      throw new DatabaseError(
+        `The embedded database in ${dir} is already open in ${who}. Stop that gateway first, or set DATABASE_URL to a PostgreSQL server to run several.`,
+      );
+    }
+    await unlink(file).catch(() => undefined);
+  }
+  throw new DatabaseError(`The lock file ${file} keeps reappearing; another process is opening the embedded database at the same time.`);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: the process exists but belongs to someone else.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** Returns the role to switch to, or null when there is none this login may use. */
