@@ -136,6 +136,10 @@ export const ApprovalRequestedEvent = z.object({
   thirdParty: z.boolean(),
   /** The exact command or unified diff shown to the person (A1). */
   subject: z.string(),
+  /** The third-party files the change touches, each flagged with its class (P5, A1). */
+  thirdPartyFiles: z.array(z.object({ path: z.string(), class: z.string() })).optional(),
+  /** True when the policy lets the person approve identical commands for the rest of the session. */
+  reapprovalExempt: z.boolean().optional(),
 });
 
 export const ApprovalAnsweredEvent = z.object({

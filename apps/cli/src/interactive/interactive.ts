@@ -104,7 +104,10 @@ export class ApprovalDesk {
 
 function questionFor(event: SessionEventOf<'approval_requested'>, raw: GatewayEvent): ApprovalQuestion {
   const rawThirdParty = (raw as Record<string, unknown>).thirdPartyFiles;
-  const thirdParty = Array.isArray(rawThirdParty) ? rawThirdParty.filter((p): p is string => typeof p === 'string') : [];
+  // Each entry is `{ path, class }` (the gateway's shape) or a bare path.
+  const thirdParty = Array.isArray(rawThirdParty)
+    ? rawThirdParty.map((p: unknown) => (typeof p === 'string' ? p : typeof (p as { path?: unknown })?.path === 'string' ? (p as { path: string }).path : null)).filter((p): p is string => p !== null)
+    : [];
   let shown: string;
   if (event.kind === 'command') shown = `${pc.bold('$')} ${event.subject}`;
   else if (event.kind === 'extension') shown = event.subject;

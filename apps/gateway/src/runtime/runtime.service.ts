@@ -31,7 +31,8 @@ import { SessionsService } from '../sessions/sessions.service';
 import { repositoryAgentDirectory, uploadedAgentDirectory } from './agent-sources';
 import { DbSessionRecorder, type DbRecorderDeps } from './db-recorder';
 import { HttpExecHost, type ExecHostPort } from './exec-host.port';
-import { SessionRunner } from './session-runner';
+import { SessionRunner, type DelegationContext } from './session-runner';
+import { sessionCatalogue } from './tool-catalogue';
 import { SubagentService, createLock } from './subagents';
 
 /**
@@ -44,6 +45,8 @@ export class SessionRuntimeService implements OnApplicationShutdown {
   private readonly logger = new Logger('SessionRuntime');
   private readonly execHost: ExecHostPort;
   private readonly running = new Map<string, Promise<void>>();
+  /** Delegation entry points of the session trees running here, for `@general …` mentions. */
+  private readonly trees = new Map<string, { subagents: SubagentService; context: DelegationContext; userId: string }>();
   private modelsConfig: ModelsConfig | undefined;
 
   constructor(
@@ -182,7 +185,35 @@ export class SessionRuntimeService implements OnApplicationShutdown {
         this.running.delete(view.id);
       });
     this.running.set(view.id, run);
+    this.trees.set(view.id, {
+      subagents,
+      userId: principal.userId,
+      context: {
+        sessionId: view.id,
+        depth: 0,
+        headless,
+        tools: sessionCatalogue({ disabled: policy.tools.disabled, agentTools: agent.tools ?? undefined, readOnly: agent.readOnly }).map((t) => t.name),
+        readOnly: agent.readOnly,
+        signal,
+      },
+    });
+    void run.finally(() => this.trees.delete(view.id));
     return view;
+  }
+
+  /**
+   * A mention in the developer's conversation (`@general …`, `@explore …`): a background subagent of
+   * the running session, under the same limits and approval point as one the agent delegates to.
+   */
+  async startSubagent(principal: Principal, sessionId: string, request: { agent: string; instruction: string }): Promise<SessionView> {
+    const session = await this.sessionsService.get(principal, sessionId);
+    if (session.userId !== principal.userId) throw new AppError(ErrorCode.Forbidden, 'Only the developer of a session can start a subagent in it.');
+    if (session.status !== 'running') throw new AppError(ErrorCode.SessionEnded, `Session ${sessionId} has ended (${session.status}); start a new one.`);
+    const tree = this.trees.get(sessionId);
+    if (!tree) throw new AppError(ErrorCode.SessionEnded, `Session ${sessionId} is not running on this gateway; start a new one.`);
+    const answer = await tree.subagents.start(tree.context, { agent: request.agent, instruction: request.instruction, background: true });
+    if (!answer.ok || !answer.childSessionId) throw new AppError(ErrorCode.ValidationFailed, answer.text);
+    return this.sessionsService.get(principal, answer.childSessionId);
   }
 
   /** Resolves when the loop of a session started here has finished (tests, shutdown). */

@@ -40,7 +40,7 @@ export interface TaskStart {
 }
 
 /** The answer a `Task` or `TaskResult` call gives the model; `refused` carries a class for automation. */
-export type TaskAnswer = { ok: true; text: string } | { ok: false; text: string; class?: string };
+export type TaskAnswer = { ok: true; text: string; childSessionId?: string } | { ok: false; text: string; class?: string };
 
 export interface SubagentLauncher {
   start(parent: DelegationContext, task: TaskStart): Promise<TaskAnswer>;

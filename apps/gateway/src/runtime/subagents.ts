@@ -122,7 +122,7 @@ export class SubagentService implements SubagentLauncher {
     if (!background) {
       const note = task.background ? 'Headless run: the background task ran synchronously. ' : '';
       const answer = await run;
-      return answer.ok ? { ok: true, text: `${note}${answer.text}` } : answer;
+      return answer.ok ? { ok: true, childSessionId: record.sessionId, text: `${note}${answer.text}` } : answer;
     }
     const entry: BackgroundTask = { childSessionId: record.sessionId, agent: agent.name, done: false, promise: run };
     run.then(
@@ -130,7 +130,7 @@ export class SubagentService implements SubagentLauncher {
       (err: unknown) => Object.assign(entry, { done: true, answer: { ok: false, text: `Subagent ${agent.name} failed: ${String(err)}` } }),
     );
     this.tasks.set(record.sessionId, entry);
-    return { ok: true, text: `Started background task ${record.sessionId} (agent ${agent.name}). Read its report with TaskResult {"task_id":"${record.sessionId}"}.` };
+    return { ok: true, childSessionId: record.sessionId, text: `Started background task ${record.sessionId} (agent ${agent.name}). Read its report with TaskResult {"task_id":"${record.sessionId}"}.` };
   }
 
   async result(_parent: DelegationContext, taskId: string): Promise<TaskAnswer> {

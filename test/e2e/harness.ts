@@ -1,0 +1,236 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/**
+ * The whole platform for end-to-end tests, as real processes: the exec-host driving the machine's
+ * Docker engine, the gateway on a fresh PGlite directory, and the `lemni` CLI spawned per command.
+ * Nothing is mocked; the model is the scripted provider of DESIGN.md.
+ */
+
+export const ROOT = join(__dirname, '..', '..');
+const CLI = join(ROOT, 'apps/cli/bin/lemni.js');
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs = 60_000, child?: ChildProcess): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (child && child.exitCode !== null) throw new Error(`${what} exited with ${child.exitCode} before it answered`);
+    if (await check().catch(() => false)) return;
+    if (Date.now() > deadline) throw new Error(`${what} did not answer within ${timeoutMs / 1000} s`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+function git(cwd: string, ...args: string[]): string {
+  const r = spawnSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@example.invalid', ...args], { cwd, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`git ${args.join(' ')}: ${r.stderr}`);
+  return r.stdout;
+}
+
+/** A small project repository: a library with a failing test, a CI file and a secret that must stay out. */
+export function makeRepository(dir: string): string {
+  mkdirSync(join(dir, 'src'), { recursive: true });
+  mkdirSync(join(dir, 'test'), { recursive: true });
+  mkdirSync(join(dir, '.github/workflows'), { recursive: true });
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'e2e-demo', version: '1.0.0', private: true, scripts: { test: 'node --test' } }, null, 2) + '\n');
+  writeFileSync(join(dir, 'src/calc.js'), "'use strict';\nfunction average(v) {\n  return v.reduce((a, b) => a + b, 0) / (v.length - 1);\n}\nmodule.exports = { average };\n");
+  writeFileSync(join(dir, 'test/calc.test.js'), "'use strict';\nconst test = require('node:test');\nconst assert = require('node:assert/strict');\nconst { average } = require('../src/calc');\ntest('average', () => assert.equal(average([1, 2, 3]), 2));\n");
+  writeFileSync(join(dir, '.github/workflows/ci.yml'), 'on: push\njobs: {}\n');
+  writeFileSync(join(dir, '.env'), 'E2E_SECRET=must-not-reach-the-sandbox\n');
+  git(dir, 'init', '-q', '-b', 'main');
+  git(dir, 'add', '-A', '-f');
+  git(dir, 'commit', '-q', '-m', 'initial');
+  return dir;
+}
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+
+export interface Stack {
+  dir: string;
+  gatewayUrl: string;
+  projectId: string;
+  repository: string;
+  tokens: { admin: string; developer: string; security: string };
+  execHostUrl: string;
+  execHostToken: string;
+  api(token: string, method: string, route: string, body?: unknown): Promise<{ status: number; json: any }>;
+  cli(args: string[], options?: { token?: string; cwd?: string; env?: Record<string, string>; input?: string }): Promise<CliResult>;
+  spawnCli(args: string[], options?: { token?: string; cwd?: string; env?: Record<string, string> }): ChildProcess;
+  script(name: string, turns: unknown[]): string;
+  publishPolicy(document: unknown): Promise<void>;
+  stopGateway(): Promise<void>;
+  startGateway(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startStack(): Promise<Stack> {
+  const dir = mkdtempSync(join(tmpdir(), 'lemniscate-e2e-'));
+  const execHostPort = await freePort();
+  const gatewayPort = await freePort();
+  const execHostToken = randomBytes(24).toString('base64url');
+  const execHostUrl = `http://127.0.0.1:${execHostPort}`;
+  const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
+  const admin = { email: 'admin@e2e.invalid', password: randomBytes(12).toString('base64url') };
+  const logs: string[] = [];
+  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: join(dir, 'home'), LEMNISCATE_LOG_LEVEL: 'warn' };
+  mkdirSync(env.HOME, { recursive: true });
+
+  const execHost = spawn(process.execPath, [join(ROOT, 'apps/exec-host/bin/lemni-exec-host.js')], {
+    env: {
+      ...env,
+      LEMNISCATE_EXEC_HOST_TOKEN: execHostToken,
+      LEMNISCATE_EXEC_HOST_PORT: String(execHostPort),
+      LEMNISCATE_EXEC_HOST_STATE_DIR: join(dir, 'exec-host'),
+      LEMNISCATE_SANDBOX_IMAGE: process.env.LEMNISCATE_SANDBOX_IMAGE ?? 'lemniscate/sandbox:current',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  execHost.stdout?.on('data', (d) => logs.push(`[exec-host] ${d}`));
+  execHost.stderr?.on('data', (d) => logs.push(`[exec-host] ${d}`));
+  await waitUntil(async () => (await fetch(`${execHostUrl}/v1/health`, { headers: { authorization: `Bearer ${execHostToken}` } })).ok, 'the exec-host', 60_000, execHost);
+
+  let gateway: ChildProcess | null = null;
+  const startGateway = async () => {
+    gateway = spawn(process.execPath, [join(ROOT, 'apps/gateway/bin/lemni-gateway.js')], {
+      env: {
+        ...env,
+        LEMNISCATE_GATEWAY_PORT: String(gatewayPort),
+        LEMNISCATE_DATA_DIR: join(dir, 'gateway-data'),
+        LEMNISCATE_EXEC_HOST_URL: execHostUrl,
+        LEMNISCATE_EXEC_HOST_TOKEN: execHostToken,
+        LEMNISCATE_ADMIN_EMAIL: admin.email,
+        LEMNISCATE_ADMIN_PASSWORD: admin.password,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    gateway.stdout?.on('data', (d) => logs.push(`[gateway] ${d}`));
+    gateway.stderr?.on('data', (d) => logs.push(`[gateway] ${d}`));
+    await waitUntil(async () => (await fetch(`${gatewayUrl}/healthz`)).ok, 'the gateway', 60_000, gateway);
+  };
+  const stopGateway = async () => {
+    const g = gateway;
+    if (!g || g.exitCode !== null) return;
+    await new Promise<void>((resolve) => {
+      g.once('exit', () => resolve());
+      g.kill('SIGKILL');
+    });
+  };
+  await startGateway();
+
+  const api = async (token: string, method: string, route: string, body?: unknown) => {
+    const res = await fetch(`${gatewayUrl}/api/v1${route}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, json: text ? JSON.parse(text) : null };
+  };
+  const tokenFor = async (email: string, password: string) => {
+    const login = await fetch(`${gatewayUrl}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
+    if (!login.ok) throw new Error(`login ${email}: ${login.status} ${await login.text()}`);
+    const { csrfToken } = (await login.json()) as { csrfToken: string };
+    const cookie = login.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+    const res = await fetch(`${gatewayUrl}/api/v1/auth/tokens`, { method: 'POST', headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrfToken }, body: JSON.stringify({ name: 'e2e' }) });
+    if (!res.ok) throw new Error(`token ${email}: ${res.status} ${await res.text()}`);
+    return ((await res.json()) as { token: string }).token;
+  };
+
+  const adminToken = await tokenFor(admin.email, admin.password);
+  const repository = makeRepository(join(dir, 'repo'));
+  const project = await api(adminToken, 'POST', '/projects', { name: 'demo', repositorySource: repository, defaultRef: 'main' });
+  if (project.status !== 201) throw new Error(`project: ${project.status} ${JSON.stringify(project.json)}`);
+  const projectId = project.json.id as string;
+  const users: Record<string, string> = {};
+  for (const [key, role] of [
+    ['developer', 'developer'],
+    ['security', 'security_officer'],
+  ] as const) {
+    const email = `${key}@e2e.invalid`;
+    const password = randomBytes(12).toString('base64url');
+    const created = await api(adminToken, 'POST', '/users', { email, displayName: key, role, password, projectIds: [projectId] });
+    if (created.status !== 201) throw new Error(`user ${key}: ${created.status} ${JSON.stringify(created.json)}`);
+    users[key] = await tokenFor(email, password);
+  }
+  const tokens = { admin: adminToken, developer: users.developer!, security: users.security! };
+
+  const cliEnv = (token: string | undefined, extra: Record<string, string> = {}) => ({
+    ...env,
+    LEMNISCATE_GATEWAY: gatewayUrl,
+    ...(token ? { LEMNISCATE_TOKEN: token } : {}),
+    LEMNISCATE_PROJECT: 'demo',
+    NO_COLOR: '1',
+    ...extra,
+  });
+  const spawnCli: Stack['spawnCli'] = (args, options = {}) =>
+    spawn(process.execPath, [CLI, ...args], { cwd: options.cwd ?? dir, env: cliEnv(options.token ?? tokens.developer, options.env), stdio: ['pipe', 'pipe', 'pipe'] });
+  const cli: Stack['cli'] = (args, options = {}) =>
+    new Promise((resolve) => {
+      const started = Date.now();
+      const child = spawnCli(args, options);
+      let stdout = '';
+      let stderr = '';
+      child.stdout!.on('data', (d) => (stdout += d));
+      child.stderr!.on('data', (d) => (stderr += d));
+      if (options.input !== undefined) child.stdin!.end(options.input);
+      else child.stdin!.end();
+      child.on('close', (code) => resolve({ code, stdout, stderr, ms: Date.now() - started }));
+    });
+
+  let scripts = 0;
+  return {
+    dir,
+    gatewayUrl,
+    projectId,
+    repository,
+    tokens,
+    execHostUrl,
+    execHostToken,
+    api,
+    cli,
+    spawnCli,
+    script(name, turns) {
+      const file = join(dir, `${name}-${++scripts}.json`);
+      writeFileSync(file, JSON.stringify({ turns }));
+      return file;
+    },
+    async publishPolicy(document) {
+      const r = await api(tokens.admin, 'POST', `/projects/${projectId}/policy`, { document, comment: 'e2e' });
+      if (r.status !== 201 && r.status !== 200) throw new Error(`policy: ${r.status} ${JSON.stringify(r.json)}`);
+    },
+    stopGateway,
+    startGateway,
+    async stop() {
+      await stopGateway();
+      execHost.kill('SIGTERM');
+      await new Promise((r) => (execHost.exitCode !== null ? r(null) : execHost.once('exit', r)));
+      if (process.env.LEMNISCATE_E2E_KEEP !== '1') rmSync(dir, { recursive: true, force: true });
+      if (process.env.LEMNISCATE_E2E_LOGS === '1') process.stderr.write(logs.join(''));
+    },
+  };
+}
+
+/** Containers of the platform still present for a session (the label every sandbox carries). */
+export function containersOf(sessionId: string): string[] {
+  const r = spawnSync('docker', ['ps', '-aq', '--filter', `label=lemniscate.session=${sessionId}`], { encoding: 'utf8' });
+  return r.stdout.split('\n').filter(Boolean);
+}
