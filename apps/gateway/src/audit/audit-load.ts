@@ -1,6 +1,7 @@
 // Shared by audit-load.*.medium.ts, one file per database so Jest runs them side by side.
 // The load test of issue 4: 20 concurrent clients, 10,000 appends; the chain verifies, with no gap
 // and no fork.
+import { expect, it } from '@jest/globals';
 import { openDatabase, type Database, type DatabaseKind } from '../db/database';
 import { AuditLogRepository } from '../db/repositories/audit-log.repository';
 import { withTestDatabases } from '../db/testing';
