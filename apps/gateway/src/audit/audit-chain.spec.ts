@@ -130,13 +130,22 @@ describe('ChainVerifier', () => {
     const forged = { ...(entries[6] as StoredEntry), actor: 'someone-else' };
     forged.hash = chainHash(forged.prevHash, forged);
     entries[6] = forged;
-    expect(walk(entries)).toMatchObject({ seq: 8, problem: 'reordered' });
+    expect(walk(entries)).toMatchObject({
+      seq: 8,
+      problem: 'reordered',
+      message: "Entry 8 does not follow entry 7: the hash it records for its predecessor is not entry 7's, so entries were reordered, removed and renumbered, or entry 7 was altered and re-hashed.",
+    });
   });
 
   it('names a removed entry, first or in the middle', () => {
     const entries = chain(10);
     expect(walk(entries.filter((e) => e.seq !== 4))).toMatchObject({ seq: 4, problem: 'removed', message: 'Entry 4 was removed: the log goes from 3 to 5, so entry 4 is missing.' });
     expect(walk(entries.filter((e) => e.seq > 2))).toMatchObject({ seq: 1, problem: 'removed', message: 'Entry 1 was removed: the log starts at 3, so entries 1 to 2 are missing.' });
+  });
+
+  it('names a chain whose first entry was replaced', () => {
+    const entries = chain(3).slice(1).map((e) => ({ ...e, seq: e.seq - 1 }));
+    expect(walk(entries, { seq: 2, hash: (entries[1] as StoredEntry).hash })).toMatchObject({ seq: 1, problem: 'reordered', message: expect.stringMatching(/^Entry 1 does not start the chain/) });
   });
 
   it('names swapped entries at the first of the two', () => {

@@ -133,11 +133,14 @@ export class ChainVerifier {
       return { seq, problem: 'removed', message: `Entry ${seq} was removed: ${before}, so ${span} missing.` };
     }
     if (entry.prevHash !== this.previousHash) {
-      const predecessor = seq === 1 ? 'the start of the chain' : `entry ${seq - 1}`;
+      const predecessor = `entry ${seq - 1}`;
       return {
         seq,
         problem: 'reordered',
-        message: `Entry ${seq} does not follow ${predecessor}: the hash it records for its predecessor is not ${seq === 1 ? 'the genesis hash' : `entry ${seq - 1}'s`}, so entries were reordered, or removed and renumbered.`,
+        message:
+          seq === 1
+            ? `Entry 1 does not start the chain: the hash it records for its predecessor is not the genesis hash, so entries were removed and renumbered, or reordered.`
+            : `Entry ${seq} does not follow ${predecessor}: the hash it records for its predecessor is not entry ${seq - 1}'s, so entries were reordered, removed and renumbered, or entry ${seq - 1} was altered and re-hashed.`,
       };
     }
     if (chainHash(entry.prevHash, entry) !== entry.hash) {

@@ -204,6 +204,14 @@ withTestDatabases((database, kind) => {
       await expect(audit.verify()).resolves.toMatchObject({ ok: false, checked: 6, seq: 7, problem: 'reordered' });
     });
 
+    it('an altered entry whose hash was recomputed to match', async () => {
+      const [row] = await tampered.superuser<{ at: Date; prev_hash: string }>('SELECT at, prev_hash FROM audit_log WHERE seq = 5');
+      if (!row) throw new Error('entry 5 missing');
+      const forged = { seq: 5, at: new Date(row.at), actor: 'someone-else', kind: 'test.entry', projectId: null, sessionId: null, payload: '{"i":4}' };
+      await tamper(tampered, [`UPDATE audit_log SET actor = 'someone-else', hash = '${chainHash(row.prev_hash, forged)}' WHERE seq = 5`]);
+      await expect(audit.verify()).resolves.toMatchObject({ ok: false, checked: 5, seq: 6, problem: 'reordered' });
+    });
+
     it('the last rows deleted', async () => {
       await tamper(tampered, ['DELETE FROM audit_log WHERE seq >= 9']);
       await expect(audit.verify()).resolves.toMatchObject({ ok: false, seq: 9, problem: 'truncated' });
