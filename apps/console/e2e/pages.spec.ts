@@ -149,17 +149,24 @@ test.describe('users', () => {
     expect((await calls(page, 'createUser'))[0]!.args[0]).toEqual({ email: 'nina@example.org', displayName: 'Nina New', role: 'security_officer', password: 'a long enough password', projectIds: ['prj_demo'] });
   });
 
-  test('revoking a user asks for confirmation; tokens and memberships can be changed', async ({ page }) => {
+  test('an administrator revokes their own tokens but not their own account', async ({ page }) => {
+    await openView(page, { view: 'users', selected: 'usr_ada' });
+    await page.getByRole('button', { name: 'Revoke token CI pipeline' }).click();
+    await expect(page.getByText('You cannot revoke your own account')).toBeVisible();
+    await expect(page.getByRole('button', { name: /Revoke this user/ })).toHaveCount(0);
+    expect((await calls(page)).map((c) => [c.name, ...c.args])).toEqual([['revokeToken', 'tok_ci']]);
+  });
+
+  test('revoking a user asks for confirmation; memberships can be changed', async ({ page }) => {
     await openView(page, { view: 'users', selected: 'usr_dev' });
+    await expect(page.getByText('Revoking this user revokes every one of them')).toBeVisible();
     // Controlled by the server's answer: the harness records the request and leaves the box as it was.
     await page.getByRole('group', { name: 'Project memberships' }).getByLabel('payments').click();
-    await page.getByRole('button', { name: 'Revoke token CI pipeline' }).click();
     await page.getByRole('button', { name: 'Revoke this user…' }).click();
     await expect(page.getByText('stops every running session within a second')).toBeVisible();
     await page.getByRole('button', { name: 'Revoke Dana Developer' }).click();
     expect((await calls(page)).map((c) => [c.name, ...c.args])).toEqual([
       ['membership', 'usr_dev', 'prj_payments', true],
-      ['revokeToken', 'tok_ci'],
       ['revokeUser', 'usr_dev'],
     ]);
     await expectAccessible(page);
@@ -173,16 +180,17 @@ test.describe('audit', () => {
     await page.getByLabel('Project').selectOption('prj_demo');
     await page.getByLabel('Kind').selectOption('decision');
     await page.getByLabel('Session id').fill('ses_fix_sum');
+    await page.getByLabel('Actor').fill('user:usr_dev');
     await page.getByRole('button', { name: 'Apply filters' }).click();
     await page.getByRole('button', { name: 'Verify again' }).click();
     await page.getByRole('button', { name: 'Export JSONL' }).click();
     await page.getByRole('button', { name: 'Export CSV' }).click();
-    expect((await calls(page)).map((c) => [c.name, ...c.args])).toEqual([['filter', { projectId: 'prj_demo', kind: 'decision', sessionId: 'ses_fix_sum' }], ['verify'], ['export', 'jsonl'], ['export', 'csv']]);
+    expect((await calls(page)).map((c) => [c.name, ...c.args])).toEqual([['filter', { projectId: 'prj_demo', kind: 'decision', sessionId: 'ses_fix_sum', actor: 'user:usr_dev' }], ['verify'], ['export', 'jsonl'], ['export', 'csv']]);
   });
 
   test('a broken chain names the first break', async ({ page }) => {
     await openView(page, { view: 'audit', variant: 'broken' });
-    await expect(page.getByRole('alert')).toContainText('The chain is broken at entry #1039: its hash does not match its content');
+    await expect(page.getByRole('alert')).toContainText('The chain is broken at entry #1039 (altered): Entry 1039 does not match its hash');
     await expectAccessible(page);
   });
 });

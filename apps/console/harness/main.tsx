@@ -157,9 +157,10 @@ function Users() {
       <UsersPageView
         users={q(f.users)}
         projects={f.projects}
+        myUserId="usr_ada"
         selectedUserId={selected}
         onSelectUser={(id) => setSelected((c) => (c === id ? null : id))}
-        tokens={selected ? ready(f.tokens) : null}
+        myTokens={ready(f.tokens)}
         onCreateUser={record('createUser')}
         creating={false}
         onRevokeUser={record('revokeUser')}
@@ -189,6 +190,7 @@ function Audit() {
         onExport={record('export')}
         exporting={null}
         exportError={null}
+        verifiedAt="2026-11-29T13:59:00.000Z"
       />
     </Shell>
   );

@@ -29,9 +29,10 @@ export const AuditEntry = z.object({
 });
 export type AuditEntry = z.infer<typeof AuditEntry>;
 
+/** The same filters as `lemni audit export` (actor is `user:<id>`, `policy`, …). */
 export const AuditQuery = z.object({
   projectId: z.string().optional(),
-  userId: z.string().optional(),
+  actor: z.string().optional(),
   sessionId: z.string().optional(),
   kind: z.string().optional(),
   from: z.string().optional(),
@@ -40,12 +41,17 @@ export const AuditQuery = z.object({
 });
 export type AuditQuery = z.infer<typeof AuditQuery>;
 
-export const AuditVerification = z.object({
-  ok: z.boolean(),
-  checked: z.number().int().nonnegative(),
-  verifiedAt: IsoTimestamp,
-  firstBreak: z.object({ seq: z.number().int(), reason: z.string() }).nullable(),
-});
+/** What the gateway's audit service returns from verify (apps/gateway/src/audit/audit.service.ts). */
+export const AuditVerification = z.discriminatedUnion('ok', [
+  z.object({ ok: z.literal(true), checked: z.number().int().nonnegative(), lastSeq: z.number().int(), lastHash: z.string() }),
+  z.object({
+    ok: z.literal(false),
+    checked: z.number().int().nonnegative(),
+    seq: z.number().int(),
+    problem: z.enum(['removed', 'reordered', 'altered', 'truncated', 'inserted']),
+    message: z.string(),
+  }),
+]);
 export type AuditVerification = z.infer<typeof AuditVerification>;
 
 export const DryRunRequest = z.object({ sourceText: z.string(), sessions: z.number().int().min(1).max(100) });

@@ -16,7 +16,7 @@ export const routes = {
   policyVersions: (projectId: string) => `/projects/${e(projectId)}/policy/versions`,
   policyVersion: (projectId: string, version: number) => `/projects/${e(projectId)}/policy/versions/${version}`,
   policyDiff: (projectId: string) => `/projects/${e(projectId)}/policy/diff`,
-  policyPublish: (projectId: string) => `/projects/${e(projectId)}/policy/versions`,
+  policyPublish: (projectId: string) => `/projects/${e(projectId)}/policy`,
   policyRollback: (projectId: string) => `/projects/${e(projectId)}/policy/rollback`,
   policyDryRun: (projectId: string) => `/projects/${e(projectId)}/policy/dry-run`,
 
@@ -27,16 +27,13 @@ export const routes = {
   sessions: '/sessions',
   session: (id: string) => `/sessions/${e(id)}`,
   sessionToolCalls: (id: string) => `/sessions/${e(id)}/tool-calls`,
-  sessionEvents: (id: string) => `/sessions/${e(id)}/events`,
-  sessionPatch: (id: string) => `/sessions/${e(id)}/patch`,
   stopSession: (id: string) => `/sessions/${e(id)}/stop`,
   revokeSession: (id: string) => `/sessions/${e(id)}/revoke`,
 
   users: '/users',
   revokeUser: (id: string) => `/users/${e(id)}/revoke`,
-  userTokens: (id: string) => `/users/${e(id)}/tokens`,
-  tokens: '/tokens',
-  revokeToken: (id: string) => `/tokens/${e(id)}/revoke`,
+  tokens: '/auth/tokens',
+  token: (id: string) => `/auth/tokens/${e(id)}`,
 
   audit: '/audit',
   auditVerify: '/audit/verify',

@@ -11,7 +11,7 @@ export function AuditPage() {
   const [filter, setFilter] = useState<AuditQuery>({});
   const projects = useQuery(projectsQuery());
   const entries = useQuery(auditQuery({ ...filter, limit: 200 }));
-  const verification = useQuery(auditVerificationQuery(filter.projectId));
+  const verification = useQuery(auditVerificationQuery());
   const exp = useMutation({
     mutationFn: (format: 'jsonl' | 'csv') => exportAudit(format, filter),
     onSuccess: ({ blob, filename }, format) => saveBlob(blob, filename ?? `lemniscate-audit.${format}`),
@@ -26,6 +26,7 @@ export function AuditPage() {
       onVerify={() => void verification.refetch()}
       onExport={(f) => exp.mutate(f)}
       exporting={exp.isPending ? (exp.variables ?? null) : null}
+      verifiedAt={verification.dataUpdatedAt ? new Date(verification.dataUpdatedAt).toISOString() : null}
       exportError={exp.error}
     />
   );

@@ -14,6 +14,8 @@ export interface AuditPageViewProps {
   onExport: (format: 'jsonl' | 'csv') => void;
   exporting: 'jsonl' | 'csv' | null;
   exportError: unknown;
+  /** When the browser last received the verification. */
+  verifiedAt: string | null;
 }
 
 const KINDS = ['instruction', 'tool_call', 'decision', 'approval', 'result', 'limit', 'extension', 'loop', 'stop', 'revocation', 'policy_change', 'login', 'login_failed', 'authorization_failed'];
@@ -25,7 +27,7 @@ function toLocalInput(iso?: string): string {
   return new Date(d.getTime() - d.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
 }
 
-export function AuditPageView({ projects, filter, onFilter, entries, verification, onVerify, onExport, exporting, exportError }: AuditPageViewProps) {
+export function AuditPageView({ projects, filter, onFilter, entries, verification, onVerify, onExport, exporting, exportError, verifiedAt }: AuditPageViewProps) {
   const [draft, setDraft] = useState<AuditQuery>(filter);
   const set = (k: keyof AuditQuery, v: string) => setDraft({ ...draft, [k]: v || undefined });
   return (
@@ -42,7 +44,7 @@ export function AuditPageView({ projects, filter, onFilter, entries, verificatio
         </div>
       </div>
       <InlineError error={exportError} />
-      <VerificationBanner state={verification} onVerify={onVerify} />
+      <VerificationBanner state={verification} onVerify={onVerify} verifiedAt={verifiedAt} />
       <form
         className="card filters"
         aria-label="Filters"
@@ -63,8 +65,8 @@ export function AuditPageView({ projects, filter, onFilter, entries, verificatio
           </select>
         </div>
         <div className="field">
-          <label htmlFor="af-user">User id</label>
-          <input id="af-user" value={draft.userId ?? ''} onChange={(e) => set('userId', e.target.value.trim())} />
+          <label htmlFor="af-actor">Actor</label>
+          <input id="af-actor" placeholder="user:…" value={draft.actor ?? ''} onChange={(e) => set('actor', e.target.value.trim())} />
         </div>
         <div className="field">
           <label htmlFor="af-session">Session id</label>
@@ -152,7 +154,7 @@ export function AuditPageView({ projects, filter, onFilter, entries, verificatio
   );
 }
 
-function VerificationBanner({ state, onVerify }: { state: QueryState<AuditVerification>; onVerify: () => void }) {
+function VerificationBanner({ state, onVerify, verifiedAt }: { state: QueryState<AuditVerification>; onVerify: () => void; verifiedAt: string | null }) {
   if (state.status === 'loading')
     return (
       <div className="verify pending" role="status">
@@ -179,10 +181,10 @@ function VerificationBanner({ state, onVerify }: { state: QueryState<AuditVerifi
           <strong>Chain verified: {v.checked} entries, none altered, removed or reordered.</strong>
         ) : (
           <strong>
-            The chain is broken at entry #{v.firstBreak?.seq}: {v.firstBreak?.reason}
+            The chain is broken at entry #{v.seq} ({v.problem}): {v.message}
           </strong>
         )}
-        <div className="muted small">Checked {new Date(v.verifiedAt).toLocaleString()}</div>
+        {verifiedAt && <div className="muted small">Checked {new Date(verifiedAt).toLocaleString()}</div>}
       </div>
       <button type="button" className="ghost" onClick={() => onVerify()}>
         Verify again

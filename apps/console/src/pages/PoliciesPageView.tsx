@@ -164,6 +164,8 @@ export function PolicyForm({ text, fields, onChange }: { text: string; fields: F
               <div className="field" key={key}>
                 <label htmlFor={id}>{f.label}</label>
                 <select id={id} value={String(value)} onChange={(e) => set(f, e.target.value)} aria-describedby={describedBy}>
+                  {/* A value the schema does not allow stays visible instead of showing as the first option. */}
+                  {!f.options.includes(String(value)) && <option value={String(value)}>{`${String(value)} (not allowed)`}</option>}
                   {f.options.map((o) => (
                     <option key={o}>{o}</option>
                   ))}

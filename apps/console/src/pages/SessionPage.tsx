@@ -4,7 +4,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { TERMINAL_EVENT_TYPES, type GatewayEvent } from '@lemniscate/contracts';
 import { saveBlob } from '../api/download';
 import { useLiveEvents } from '../api/events';
-import { downloadPatch, revokeSession, sessionQuery, stopSession } from '../api/queries/sessions';
+import { revokeSession, sessionQuery, stopSession } from '../api/queries/sessions';
 import { canDo } from '../auth/access';
 import { useAuth } from '../auth/AuthContext';
 import { fromQuery } from '../components/Query';
@@ -35,10 +35,6 @@ export function SessionPage() {
       setNotice(`${kind === 'stop' ? 'Stopped' : 'Revoked'}.${rejected}${res.sandboxNote ? ` ${res.sandboxNote}` : ''}`);
     },
   });
-  const patch = useMutation({
-    mutationFn: () => downloadPatch(id),
-    onSuccess: ({ blob, filename }) => saveBlob(blob, filename ?? `${id}.patch`),
-  });
 
   const s = session.data;
   const mine = s?.userId === me.user.id;
@@ -51,9 +47,10 @@ export function SessionPage() {
       canRevoke={canDo(me.user.role, 'revokeSession')}
       onStop={() => act.mutate({ kind: 'stop' })}
       onRevoke={(reason) => act.mutate({ kind: 'revoke', reason })}
-      onDownloadPatch={() => patch.mutate()}
+      // The approved patch is part of the session record: saved as it is, for `git apply`.
+      onDownloadPatch={() => s?.finalPatch && saveBlob(new Blob([s.finalPatch], { type: 'text/x-diff' }), `lemniscate-${id}.patch`)}
       busy={act.isPending ? (act.variables?.kind ?? null) : null}
-      actionError={act.error ?? patch.error}
+      actionError={act.error}
       notice={notice}
     />
   );

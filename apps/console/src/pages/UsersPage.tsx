@@ -2,7 +2,8 @@ import { useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import type { CreateUserRequest } from '@lemniscate/contracts';
 import { addMember, projectsQuery, removeMember } from '../api/queries/projects';
-import { createUser, revokeToken, revokeUser, userTokensQuery, usersQuery } from '../api/queries/users';
+import { createUser, myTokensQuery, revokeToken, revokeUser, usersQuery } from '../api/queries/users';
+import { useAuth } from '../auth/AuthContext';
 import { fromQuery } from '../components/Query';
 import { UsersPageView } from './UsersPageView';
 
@@ -12,7 +13,8 @@ export function UsersPage() {
   const projects = useQuery(projectsQuery());
   const [selected, setSelected] = useState<string | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
-  const tokens = useQuery({ ...userTokensQuery(selected ?? ''), enabled: selected !== null });
+  const { me } = useAuth();
+  const tokens = useQuery({ ...myTokensQuery(), enabled: selected === me.user.id });
   const refresh = () => qc.invalidateQueries({ queryKey: ['users'] });
 
   const create = useMutation({
@@ -33,15 +35,16 @@ export function UsersPage() {
     mutationFn: ({ userId, projectId, member }: { userId: string; projectId: string; member: boolean }) => (member ? addMember(projectId, userId) : removeMember(projectId, userId)),
     onSuccess: refresh,
   });
-  const token = useMutation({ mutationFn: revokeToken, onSuccess: refresh });
+  const token = useMutation({ mutationFn: revokeToken, onSuccess: () => qc.invalidateQueries({ queryKey: ['tokens'] }) });
 
   return (
     <UsersPageView
       users={fromQuery(users)}
       projects={projects.data ?? []}
+      myUserId={me.user.id}
       selectedUserId={selected}
       onSelectUser={(id) => setSelected((cur) => (cur === id ? null : id))}
-      tokens={selected ? fromQuery(tokens) : null}
+      myTokens={fromQuery(tokens)}
       onCreateUser={(b) => create.mutate(b)}
       creating={create.isPending}
       onRevokeUser={(id) => revoke.mutate(id)}

@@ -7,9 +7,11 @@ import { InlineError } from '../components/States';
 export interface UsersPageViewProps {
   users: QueryState<UserView[]>;
   projects: ProjectView[];
+  /** The signed-in administrator: only their own tokens can be listed. */
+  myUserId: string;
   selectedUserId: string | null;
-  onSelectUser: (id: string) => void;
-  tokens: QueryState<TokenView[]> | null;
+  onSelectUser: (id: string | null) => void;
+  myTokens: QueryState<TokenView[]>;
   onCreateUser: (body: CreateUserRequest) => void;
   creating: boolean;
   onRevokeUser: (id: string) => void;
@@ -30,6 +32,11 @@ export function UsersPageView(p: UsersPageViewProps) {
     <div className="page">
       <div className="page-header">
         <h1>Users</h1>
+        {p.selectedUserId && (
+          <button type="button" onClick={() => p.onSelectUser(null)}>
+            Add a person
+          </button>
+        )}
       </div>
       <InlineError error={p.actionError} />
       {p.notice && (
@@ -89,7 +96,8 @@ export function UsersPageView(p: UsersPageViewProps) {
   );
 }
 
-function UserDetail({ user, projects, tokens, onRevokeUser, onSetMembership, onRevokeToken }: UsersPageViewProps & { user: UserView }) {
+function UserDetail({ user, projects, myUserId, myTokens, onRevokeUser, onSetMembership, onRevokeToken }: UsersPageViewProps & { user: UserView }) {
+  const self = user.id === myUserId;
   const [confirm, setConfirm] = useState(false);
   return (
     <section className="card" aria-labelledby="user-title">
@@ -106,8 +114,9 @@ function UserDetail({ user, projects, tokens, onRevokeUser, onSetMembership, onR
         </div>
       </fieldset>
       <h3>API tokens</h3>
-      {tokens && (
-        <Query state={tokens} what="the tokens">
+      {!self && <p className="muted small">Tokens are personal: only their owner sees them. Revoking this user revokes every one of them.</p>}
+      {self && (
+        <Query state={myTokens} what="your tokens">
           {(list) =>
             list.length === 0 ? (
               <p className="muted">No token.</p>
@@ -134,7 +143,9 @@ function UserDetail({ user, projects, tokens, onRevokeUser, onSetMembership, onR
         </Query>
       )}
       <h3>Revoke access</h3>
-      {user.revokedAt ? (
+      {self ? (
+        <p className="muted small">You cannot revoke your own account; another administrator can.</p>
+      ) : user.revokedAt ? (
         <p className="muted">Revoked on {new Date(user.revokedAt).toLocaleString()}.</p>
       ) : confirm ? (
         <div className="confirm" role="group" aria-label="Confirm revocation">

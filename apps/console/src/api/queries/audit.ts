@@ -10,10 +10,10 @@ export const auditQuery = (filter: AuditQuery) =>
     queryFn: ({ signal }) => api.json(z.array(AuditEntry), routes.audit, { signal, query: filter }),
   });
 
-export const auditVerificationQuery = (projectId?: string) =>
+export const auditVerificationQuery = () =>
   queryOptions({
-    queryKey: ['audit', 'verify', projectId ?? null],
-    queryFn: ({ signal }) => api.json(AuditVerification, routes.auditVerify, { signal, query: { projectId } }),
+    queryKey: ['audit', 'verify'],
+    queryFn: ({ signal }) => api.json(AuditVerification, routes.auditVerify, { signal }),
   });
 
 export const exportAudit = (format: 'jsonl' | 'csv', filter: AuditQuery) => api.blob(routes.auditExport, { query: { ...filter, format } });

@@ -24,4 +24,3 @@ export const toolCallsQuery = (id: string) =>
 
 export const stopSession = (id: string, reason?: string) => api.json(StopSessionResponse, routes.stopSession(id), { method: 'POST', body: reason ? { reason } : {} });
 export const revokeSession = (id: string, reason?: string) => api.json(StopSessionResponse, routes.revokeSession(id), { method: 'POST', body: reason ? { reason } : {} });
-export const downloadPatch = (id: string) => api.blob(routes.sessionPatch(id));

@@ -1,6 +1,6 @@
 import { queryOptions } from '@tanstack/react-query';
 import { z } from 'zod';
-import { CreatedToken, OkResponse, RevokeUserResponse, TokenView, UserView, type CreateTokenRequest, type CreateUserRequest } from '@lemniscate/contracts';
+import { CreatedToken, RevokeUserResponse, TokenView, UserView, type CreateTokenRequest, type CreateUserRequest } from '@lemniscate/contracts';
 import { api } from '../client';
 import { routes } from '../routes';
 
@@ -10,13 +10,14 @@ export const usersQuery = () =>
     queryFn: ({ signal }) => api.json(z.array(UserView), routes.users, { signal }),
   });
 
-export const userTokensQuery = (userId: string) =>
+/** The signed-in person's own tokens: the gateway lists no one else's (revoking a user revokes theirs). */
+export const myTokensQuery = () =>
   queryOptions({
-    queryKey: ['users', userId, 'tokens'],
-    queryFn: ({ signal }) => api.json(z.array(TokenView), routes.userTokens(userId), { signal }),
+    queryKey: ['tokens'],
+    queryFn: ({ signal }) => api.json(z.array(TokenView), routes.tokens, { signal }),
   });
 
 export const createUser = (body: CreateUserRequest) => api.json(UserView, routes.users, { method: 'POST', body });
 export const revokeUser = (id: string) => api.json(RevokeUserResponse, routes.revokeUser(id), { method: 'POST', body: {} });
 export const createToken = (body: CreateTokenRequest) => api.json(CreatedToken, routes.tokens, { method: 'POST', body });
-export const revokeToken = (id: string) => api.json(OkResponse, routes.revokeToken(id), { method: 'POST', body: {} });
+export const revokeToken = (id: string) => api.json(TokenView, routes.token(id), { method: 'DELETE' });

@@ -1,0 +1,34 @@
+import { expect, test } from '@playwright/test';
+import { fileURLToPath } from 'node:url';
+import { openView } from './helpers';
+
+const outDir = fileURLToPath(new URL('../../../artifacts/console/views/', import.meta.url));
+
+// One picture of each page with sample data, for reviewing the design (artifacts/console/views).
+const SHOTS: [string, Record<string, string>][] = [
+  ['signin', { view: 'signin' }],
+  ['dashboard', { view: 'dashboard' }],
+  ['approvals-command', { view: 'approvals', role: 'developer' }],
+  ['approvals-diff', { view: 'approvals', role: 'developer', selected: 'apr_2' }],
+  ['approvals-third-party', { view: 'approvals', role: 'developer', selected: 'apr_3' }],
+  ['sessions', { view: 'sessions' }],
+  ['session-running', { view: 'session' }],
+  ['session-completed', { view: 'session', variant: 'completed' }],
+  ['policies-edit', { view: 'policies' }],
+  ['policies-invalid', { view: 'policies', variant: 'invalid' }],
+  ['policies-history', { view: 'policies', tab: 'history' }],
+  ['users', { view: 'users', selected: 'usr_dev' }],
+  ['audit', { view: 'audit', role: 'security_officer' }],
+  ['audit-broken', { view: 'audit', variant: 'broken' }],
+  ['error-state', { view: 'sessions', state: 'error' }],
+  ['diff-split', { view: 'diff' }],
+];
+
+for (const [name, query] of SHOTS) {
+  test(`screenshot: ${name}`, async ({ page }) => {
+    await openView(page, query);
+    if (name === 'diff-split') await page.getByRole('button', { name: 'Side by side' }).click();
+    if (name === 'policies-invalid') await expect(page.locator('.cm-lintRange-error')).toHaveCount(2);
+    await page.screenshot({ path: `${outDir}${name}.png`, fullPage: true });
+  });
+}
