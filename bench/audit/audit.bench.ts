@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
-import { openDatabase, type Database } from '../../apps/gateway/src/db/database';
+import { openDatabase, redactUrl, type Database } from '../../apps/gateway/src/db/database';
 import { AuditLogRepository } from '../../apps/gateway/src/db/repositories/audit-log.repository';
 import { AuditService } from '../../apps/gateway/src/audit/audit.service';
 
@@ -46,7 +46,11 @@ async function pgliteTarget(): Promise<Target> {
 async function postgresTarget(): Promise<Target> {
   const name = `lemniscate_bench_${randomBytes(5).toString('hex')}`;
   const admin = new Client({ connectionString: PG_URL });
-  await admin.connect();
+  try {
+    await admin.connect();
+  } catch (error) {
+    throw new Error(`PostgreSQL at ${redactUrl(PG_URL)} could not be reached (${(error as Error).message}); set LEMNISCATE_TEST_PG_URL, or pass "pglite" to measure PGlite alone.`);
+  }
   await admin.query(`CREATE DATABASE ${name}`);
   await admin.end();
   const url = PG_URL.replace(/^(postgres(?:ql)?:\/\/[^/?]*)(?:\/[^?]*)?/, `$1/${name}`);
@@ -128,13 +132,13 @@ async function run(target: Target) {
 
 async function main() {
   const all = [];
-  for (const make of [pgliteTarget, postgresTarget]) {
-    const target = await make();
-    if (only && only !== target.name) {
-      await target.dispose();
-      continue;
-    }
-    all.push(await run(target));
+  const targets = [
+    ['pglite', pgliteTarget],
+    ['postgres', postgresTarget],
+  ] as const;
+  for (const [name, make] of targets) {
+    if (only && only !== name) continue;
+    all.push(await run(await make()));
   }
   if (json) {
     process.stdout.write(`${JSON.stringify({ node: process.version, appends: APPENDS, clients: CLIENTS, results: all })}\n`);
