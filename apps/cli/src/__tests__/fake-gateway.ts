@@ -202,6 +202,10 @@ export class FakeGateway {
       const user = { id: 'u1', email: b.email, displayName: 'Dev', role: 'developer', projectIds: ['p1'], disabledAt: null, revokedAt: null, createdAt: now() };
       return this.send(res, 200, { user, csrfToken: 'csrf-1' }, { 'set-cookie': 'lemni_session=cookie-1; HttpOnly; SameSite=Strict; Path=/' });
     }
+    if (req.headers.authorization !== undefined && req.headers.authorization !== `Bearer ${GOOD_TOKEN}`) {
+      // As the gateway does: a malformed or unknown Authorization header is refused even beside a cookie.
+      return this.error(res, 401, 'unauthenticated', 'The Authorization header must be "Bearer <token>".');
+    }
     if (route === 'POST /auth/tokens') {
       if (req.headers.cookie !== 'lemni_session=cookie-1' || req.headers['x-csrf-token'] !== 'csrf-1') return this.error(res, 401, 'unauthenticated', 'You need to sign in.');
       return this.send(res, 201, { id: 't1', name: (body as { name: string }).name, prefix: 'lmn_good', expiresAt: '2027-02-27T00:00:00.000Z', revokedAt: null, lastUsedAt: null, createdAt: now(), token: GOOD_TOKEN });

@@ -90,8 +90,13 @@ export class GatewayClient {
   async raw(method: string, path: string, init: { body?: unknown; query?: Record<string, string | number | undefined>; headers?: Record<string, string> } = {}): Promise<Response> {
     const url = new URL(`${this.baseUrl}${API}${path}`);
     for (const [k, v] of Object.entries(init.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
-    const headers: Record<string, string> = { accept: 'application/json', ...init.headers };
-    if (this.hasToken && headers.authorization === undefined) headers.authorization = `Bearer ${this.token}`;
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (this.hasToken) headers.authorization = `Bearer ${this.token}`;
+    // An empty value removes a header: a cookie-authenticated call must not also send a token.
+    for (const [k, v] of Object.entries(init.headers ?? {})) {
+      if (v === '') delete headers[k];
+      else headers[k] = v;
+    }
     if (init.body !== undefined) headers['content-type'] = 'application/json';
     try {
       return await this.fetchImpl(url, { method, headers, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
@@ -192,7 +197,7 @@ export class GatewayClient {
     if (!found) {
       const names = projects.map((p) => p.name);
       throw new CliError(
-        `Unknown project "${name}": ${names.length > 0 ? `the projects you can use are ${names.join(', ')}` : 'you are not a member of any project'} (\`lemni projects\` lists them).`,
+        `Unknown project "${name}": ${names.length > 0 ? `the projects you can use are ${names.join(', ')}` : 'no project is visible to you yet'} (\`lemni projects\` lists them).`,
         'unknown_project',
       );
     }
