@@ -112,6 +112,14 @@ withTestDatabases((database, kind) => {
       await expect(auditOf(database()).append(input)).rejects.toThrow(message);
     });
 
+    it('records a proposed write of a few megabytes, and it verifies', async () => {
+      const audit = auditOf(database());
+      const content = '{"lockfileVersion":3}\n'.repeat(150_000);
+      const entry = await audit.append({ actor: 'agent:general', kind: 'tool_call.proposed', payload: { name: 'Write', arguments: { path: 'package-lock.json', content } } });
+      expect((entry.payload as { arguments: { content: string } }).arguments.content).toBe(content);
+      await expect(audit.verify()).resolves.toMatchObject({ ok: true, lastSeq: entry.seq });
+    });
+
     it('writes appends that arrive together in one transaction, in call order', async () => {
       const repository = new AuditLogRepository(database().db);
       const audit = new AuditService(repository);

@@ -35,8 +35,11 @@ export type AuditVerification =
   | { ok: true; checked: number; lastSeq: number; lastHash: string }
   | { ok: false; checked: number; seq: number; problem: ChainProblem; message: string };
 
-/** Payloads are digests, not archives (T1: "bounded output digest"); this guards the table. */
-export const MAX_PAYLOAD_BYTES = 1024 * 1024;
+/**
+ * A guard for the table, not a format: command output should arrive as a bounded digest (T1), but a
+ * proposed Write carries the whole file, and a lock file of a few megabytes must still be recorded.
+ */
+export const MAX_PAYLOAD_BYTES = 16 * 1024 * 1024;
 const KIND = /^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$/;
 const VERIFY_PAGE = 5000;
 const MAX_BATCH_ENTRIES = 500;
