@@ -1,12 +1,19 @@
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { BrowserRouter } from 'react-router';
-import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
+import { MutationCache, QueryCache, QueryClient, QueryClientProvider } from '@tanstack/react-query';
 import { isApiError } from './api/client';
 import { App } from './App';
 import './styles.css';
 
-const queryClient = new QueryClient({
+// A sign-in that expired or was revoked shows the sign-in page again, whichever call noticed it.
+const onError = (error: unknown) => {
+  if (isApiError(error) && error.status === 401) void queryClient.invalidateQueries({ queryKey: ['me'] });
+};
+
+const queryClient: QueryClient = new QueryClient({
+  queryCache: new QueryCache({ onError }),
+  mutationCache: new MutationCache({ onError }),
   defaultOptions: {
     queries: {
       // A refusal or a missing resource will not change on a second try; a dropped connection may.

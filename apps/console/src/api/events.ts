@@ -66,9 +66,10 @@ export function useLiveEvents(
         lastSeq.set(k, e.seq);
         handler.current(e);
       };
-      socket.onclose = () => {
+      socket.onclose = (ev) => {
         setConnected(false);
-        if (closed) return;
+        // 4401: the gateway does not accept these credentials; retrying cannot help.
+        if (closed || ev.code === 4401) return;
         // Back off up to 15 s so a restarting gateway is not hammered by every open console.
         const delay = Math.min(15_000, 500 * 2 ** attempt++);
         timer = setTimeout(connect, delay);
