@@ -19,6 +19,7 @@ import {
   unique,
   uniqueIndex,
 } from 'drizzle-orm/pg-core';
+import { storableJsonb } from './json-column';
 
 const id = () =>
   text('id')
@@ -171,9 +172,9 @@ export const toolCalls = pgTable(
       .references(() => sessions.id, { onDelete: 'cascade' }),
     seq: integer('seq').notNull(),
     name: text('name').notNull(),
-    arguments: jsonb('arguments').$type<Record<string, unknown>>().notNull(),
+    arguments: storableJsonb('arguments').$type<Record<string, unknown>>().notNull(),
     decision: jsonb('decision').$type<unknown>(),
-    result: jsonb('result').$type<unknown>(),
+    result: storableJsonb('result').$type<unknown>(),
     agent: text('agent').notNull(),
     createdAt: createdAt(),
   },
@@ -194,7 +195,7 @@ export const approvals = pgTable(
       .references(() => sessions.id, { onDelete: 'cascade' }),
     toolCallId: text('tool_call_id').references(() => toolCalls.id, { onDelete: 'set null' }),
     kind: text('kind', { enum: APPROVAL_KINDS }).notNull(),
-    payload: jsonb('payload').$type<unknown>().notNull(),
+    payload: storableJsonb('payload').$type<unknown>().notNull(),
     flags: jsonb('flags').$type<unknown>().notNull().default({}),
     agent: text('agent').notNull(),
     state: text('state', { enum: APPROVAL_STATES }).notNull().default('pending'),
@@ -262,7 +263,7 @@ export const events = pgTable(
     sessionId: text('session_id'),
     projectId: text('project_id'),
     type: text('type').notNull(),
-    payload: jsonb('payload').$type<unknown>().notNull(),
+    payload: storableJsonb('payload').$type<unknown>().notNull(),
     at: at('at').notNull().defaultNow(),
   },
   (t) => [index('events_session_idx').on(t.sessionId, t.seq), index('events_project_idx').on(t.projectId, t.seq)],

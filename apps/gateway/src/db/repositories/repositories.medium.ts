@@ -224,6 +224,16 @@ withTestDatabases((database) => {
       await expectViolation(toolCalls.create({ sessionId: session.id, seq: 1, name: 'Bash', arguments: {}, agent: 'general' }), 'tool_calls_session_seq_key');
     });
 
+    it('records output jsonb cannot hold (U+0000, lone surrogates) with the replacement character', async () => {
+      const { toolCalls, events } = r();
+      const { session } = await fixture();
+      const call = await toolCalls.create({ sessionId: session.id, name: 'Bash', arguments: { command: 'printf "a\\0b"', note: 'x\u0000' }, agent: 'general' });
+      await toolCalls.update(call.id, { result: { exit_code: 0, stdout: 'a\u0000b\uD800' } });
+      await expect(toolCalls.findById(call.id)).resolves.toMatchObject({ arguments: { note: 'x\uFFFD' }, result: { stdout: 'a\uFFFDb\uFFFD' } });
+      await expect(toolCalls.update(call.id, { result: null })).resolves.toMatchObject({ result: null });
+      await expect(events.append({ sessionId: session.id, projectId: null, type: 'tool_output', payload: { chunk: '\u0000' } })).resolves.toMatchObject({ payload: { chunk: '\uFFFD' } });
+    });
+
     it('answers an approval once; the second answer learns it lost', async () => {
       const { approvals, toolCalls } = r();
       const { session, user, project } = await fixture();
