@@ -25,10 +25,11 @@ export function readConfig(ctx: CliContext): CliConfig {
   return loadConfig(configFile(ctx), (line) => ctx.stderr(`${line}\n`));
 }
 
-export function connect(ctx: CliContext, flags: ConnectionFlags): { connection: Connection; client: GatewayClient } {
+export function connect(ctx: CliContext, flags: ConnectionFlags): { connection: Connection; client: GatewayClient; config: CliConfig } {
   const path = configFile(ctx);
-  const connection = resolveConnection(flags, ctx.env, loadConfig(path, (line) => ctx.stderr(`${line}\n`)), path);
-  return { connection, client: new GatewayClient(connection.gateway, connection.token, ctx.fetch) };
+  const config = loadConfig(path, (line) => ctx.stderr(`${line}\n`));
+  const connection = resolveConnection(flags, ctx.env, config, path);
+  return { connection, client: new GatewayClient(connection.gateway, connection.token, ctx.fetch), config };
 }
 
 export function globalFlags(opts: Record<string, unknown>): ConnectionFlags {

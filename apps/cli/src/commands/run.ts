@@ -1,5 +1,6 @@
 import { Command, Option } from 'commander';
 import { connect, globalFlags, type CliContext } from '../context';
+import { developerContext } from '../session/developer-context';
 import { CliError, EXIT_FAILURE } from '../errors';
 import { runInteractive } from '../interactive/interactive';
 import { terminalSpinner } from '../interactive/terminal-prompter';
@@ -34,13 +35,14 @@ export function addRunOptions(program: Command): Command {
 }
 
 export async function runRoot(ctx: CliContext, flags: RunFlags): Promise<number> {
-  const { connection, client } = connect(ctx, globalFlags(flags as unknown as Record<string, unknown>));
+  const { connection, client, config } = connect(ctx, globalFlags(flags as unknown as Record<string, unknown>));
   const projectName = connection.project;
   if (!projectName) throw new CliError('Name a project with --project NAME (or add `project:` to your profile); `lemni projects` lists them.', 'usage');
   if (!client.hasToken) throw new CliError(`The gateway at ${connection.gateway} needs an API token: run \`lemni login\`, pass --token, or set LEMNISCATE_TOKEN.`, 'unauthenticated');
   const project = await client.projectByName(projectName);
   const api = gatewaySessionApi(client, (attempt) => ctx.stderr(`Live events interrupted; reconnecting (attempt ${attempt})…\n`));
-  const common = { project, agent: flags.agent, model: flags.model, apply: flags.apply, includeUncommitted: flags.includeUncommitted === true, cwd: ctx.cwd };
+  const developer = await developerContext(ctx.env, config, (line) => ctx.stderr(`${line}\n`));
+  const common = { project, agent: flags.agent, model: flags.model, apply: flags.apply, includeUncommitted: flags.includeUncommitted === true, cwd: ctx.cwd, developer };
   if (flags.print !== undefined) {
     if (flags.print.trim() === '') throw new CliError('The instruction given to -p is empty.', 'usage');
     return runHeadless(api, { ...common, instruction: flags.print, outputFormat: flags.outputFormat }, ctx);

@@ -20,6 +20,8 @@ export const CliConfig = z
   .object({
     profiles: z.record(ProfileName, Profile).default({}),
     defaultProfile: ProfileName.optional(),
+    /** The developer's `execution:` settings (L5), sent with each session; the gateway validates them. */
+    execution: z.record(z.string(), z.unknown()).optional(),
   })
   .strict()
   .refine((c) => c.defaultProfile === undefined || c.profiles[c.defaultProfile] !== undefined, {
@@ -140,5 +142,5 @@ export function resolveConnection(flags: ConnectionFlags, env: Env, config: CliC
 export function withProfile(config: CliConfig, name: string, profile: Profile, makeDefault: boolean): CliConfig {
   const profiles = { ...config.profiles, [name]: Profile.parse(profile) };
   const defaultProfile = makeDefault || config.defaultProfile === undefined ? name : config.defaultProfile;
-  return { profiles, defaultProfile };
+  return { ...config, profiles, defaultProfile };
 }

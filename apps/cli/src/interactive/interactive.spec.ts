@@ -139,7 +139,7 @@ describe('interactive sessions', () => {
     const api = new MemoryApi();
     api.onStart = (id) => {
       api.push(id, started());
-      api.push(id, { type: 'approval_requested', approvalId: 'a2', callId: null, agent: 'general', kind: 'diff', thirdParty: true, subject: diff, thirdPartyFiles: ['.github/workflows/ci.yml'] });
+      api.push(id, { type: 'approval_requested', approvalId: 'a2', callId: null, agent: 'general', kind: 'diff', thirdParty: true, subject: diff, thirdPartyFiles: [{ path: '.github/workflows/ci.yml', class: 'ci' }] });
     };
     api.afterAnswer = () => [completed('Left CI alone.')];
     const prompter = new ScriptedPrompter(['touch ci', null], ['reject']);
@@ -149,6 +149,7 @@ describe('interactive sessions', () => {
     expect(q.thirdParty).toEqual(['.github/workflows/ci.yml']);
     expect(q.shown).toContain('+new');
     expect(q.shown).toContain('THIRD-PARTY FILE');
+    expect(q.shown).toContain('.github/workflows/ci.yml (ci)');
     expect(api.answers).toEqual([{ id: 'a2', answer: 'reject', body: { rememberCommand: false } }]);
   });
 

@@ -1,10 +1,11 @@
-import type { GatewayEvent, ProjectView, SessionEventOf } from '@lemniscate/contracts';
+import type { ProjectView, SessionEventOf } from '@lemniscate/contracts';
 import pc from 'picocolors';
 import { EXIT_OK } from '../errors';
 import { applyPatch, inspectCheckout, isCheckoutOf } from '../git/git';
 import { colourDiff, describeEvent } from '../output/render';
 import { buildStartRequest } from '../session/headless';
 import { ResultCollector } from '../session/result';
+import type { DeveloperContext } from '../session/developer-context';
 import type { SessionRunApi } from '../session/session-api';
 import { isTerminal } from '../gateway/event-stream';
 import type { ApprovalAnswer, ApprovalQuestion, Prompter, Spinner } from './prompter';
@@ -16,6 +17,7 @@ export interface InteractiveOptions {
   includeUncommitted: boolean;
   apply?: boolean | undefined;
   cwd: string;
+  developer?: DeveloperContext;
 }
 
 export interface InteractiveIo {
@@ -102,24 +104,23 @@ export class ApprovalDesk {
   }
 }
 
-function questionFor(event: SessionEventOf<'approval_requested'>, raw: GatewayEvent): ApprovalQuestion {
-  const rawThirdParty = (raw as Record<string, unknown>).thirdPartyFiles;
-  // Each entry is `{ path, class }` (the gateway's shape) or a bare path.
-  const thirdParty = Array.isArray(rawThirdParty)
-    ? rawThirdParty.map((p: unknown) => (typeof p === 'string' ? p : typeof (p as { path?: unknown })?.path === 'string' ? (p as { path: string }).path : null)).filter((p): p is string => p !== null)
-    : [];
+function questionFor(event: SessionEventOf<'approval_requested'>): ApprovalQuestion {
+  const thirdParty = (event.thirdPartyFiles ?? []).map((f) => f.path);
   let shown: string;
   if (event.kind === 'command') shown = `${pc.bold('$')} ${event.subject}`;
   else if (event.kind === 'extension') shown = event.subject;
   else shown = colourDiff(event.subject, new Set(thirdParty));
-  if (event.thirdParty) shown += `\n${pc.bgRed(pc.white(' THIRD-PARTY FILES '))} ${thirdParty.length > 0 ? thirdParty.join(', ') : 'this change touches files executed by third parties (CI, build scripts, manifests, hooks)'}`;
+  if (event.thirdParty) {
+    const named = (event.thirdPartyFiles ?? []).map((f) => `${f.path} (${f.class})`).join(', ');
+    shown += `\n${pc.bgRed(pc.white(' THIRD-PARTY FILES '))} ${named || 'this change touches files executed by third parties (CI, build scripts, manifests, hooks)'}`;
+  }
   return {
     approvalId: event.approvalId,
     agent: event.agent,
     kind: event.kind,
     shown,
     thirdParty,
-    offerIdentical: event.kind === 'command' && (raw as Record<string, unknown>).reapprovalExempt === true,
+    offerIdentical: event.kind === 'command' && event.reapprovalExempt === true,
   };
 }
 
@@ -140,7 +141,7 @@ export async function followInteractive(api: SessionRunApi, sessionId: string, d
     if (!event) continue;
     if (event.type === 'approval_requested') {
       io.spinner.stop();
-      const question = questionFor(event, raw);
+      const question = questionFor(event);
       answering.push(
         desk.ask(question).then(async (answer) => {
           if (answer === null) return;

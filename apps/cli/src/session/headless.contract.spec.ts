@@ -1,4 +1,5 @@
-import { readFileSync, writeFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { FakeGateway, GOOD_TOKEN } from '../__tests__/fake-gateway';
 import { bashCall, completed, failed, result, started, stopped } from '../__tests__/events';
@@ -178,6 +179,28 @@ describe('lemni -p (headless, through the real bin)', () => {
     expect(body.startingPatch).not.toContain('API_KEY');
     expect(r.stderr).toContain('Not uploaded (they look like secrets): .env.');
     expect(gitIn(dir, 'diff', '--cached', '--name-only')).toBe(indexBefore);
+  });
+});
+
+describe('lemni -p sends what only the developer\'s machine knows', () => {
+  it('LEMNISCATE_SESSION_* variables, the execution settings and the personal agents', async () => {
+    const home = mkdtempSync(path.join(os.tmpdir(), 'lemni-devctx-'));
+    dirs.push(home);
+    mkdirSync(path.join(home, '.lemniscate', 'agents'), { recursive: true });
+    writeFileSync(path.join(home, '.lemniscate', 'config.yaml'), 'profiles: {}\nexecution:\n  sessionMaxActions: 40\n', { mode: 0o600 });
+    writeFileSync(path.join(home, '.lemniscate', 'agents', 'reviewer.md'), '---\ndescription: Reviews\n---\nReview.\n');
+    writeFileSync(path.join(home, '.lemniscate', 'agents', 'bad name.md'), 'x');
+    gateway.scenario = { events: [started(), completed()], final: {} };
+    const r = await lemni(['-p', 'go', '--project', 'demo', '--model', 'scripted:/tmp/s.json'], { env: env({ HOME: home, LEMNISCATE_SESSION_MAX_MINUTES: '5', LEMNISCATE_OTHER: 'x' }) });
+    expect(r.code).toBe(0);
+    expect(gateway.hits('POST', '/sessions')[0]!.body).toMatchObject({
+      model: 'scripted:/tmp/s.json',
+      environment: { LEMNISCATE_SESSION_MAX_MINUTES: '5' },
+      userConfig: { execution: { sessionMaxActions: 40 } },
+      userAgents: [{ fileName: 'reviewer.md', text: '---\ndescription: Reviews\n---\nReview.\n' }],
+    });
+    expect((gateway.hits('POST', '/sessions')[0]!.body as { environment: object }).environment).toEqual({ LEMNISCATE_SESSION_MAX_MINUTES: '5' });
+    expect(r.stderr).toContain('bad name.md: an agent file name is letters');
   });
 });
 

@@ -4,6 +4,7 @@ import { applyPatch, inspectCheckout, isCheckoutOf, uncommittedPatch, type Check
 import type { StartSessionRequest } from '../gateway/gateway-client';
 import { describeEvent, stopSentence } from '../output/render';
 import { ResultCollector, type HeadlessResult } from './result';
+import type { DeveloperContext } from './developer-context';
 import type { SessionRunApi } from './session-api';
 
 export type OutputFormat = 'text' | 'json' | 'stream-json';
@@ -18,6 +19,8 @@ export interface HeadlessOptions {
   apply?: boolean | undefined;
   includeUncommitted: boolean;
   cwd: string;
+  /** Developer-side settings sent with every session (see developer-context.ts). */
+  developer?: DeveloperContext;
 }
 
 export interface HeadlessIo {
@@ -29,7 +32,7 @@ export interface HeadlessIo {
 
 /** Builds the session request: the base commit is sent only when the gateway can find it. */
 export async function buildStartRequest(options: HeadlessOptions, checkout: Checkout | null, inProjectCheckout: boolean, io: Pick<HeadlessIo, 'stderr'>, headless: boolean): Promise<StartSessionRequest> {
-  const request: StartSessionRequest = { projectId: options.project.id, instruction: options.instruction, headless, includedUncommitted: false };
+  const request: StartSessionRequest = { ...options.developer, projectId: options.project.id, instruction: options.instruction, headless, includedUncommitted: false };
   if (options.agent) request.agent = options.agent;
   if (options.model) request.model = options.model;
   if (options.includeUncommitted) {
