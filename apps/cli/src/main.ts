@@ -48,11 +48,6 @@ export function buildProgram(ctx: CliContext, done: (code: Promise<number>) => v
   return program;
 }
 
-function wantsJson(argv: string[]): boolean {
-  const i = argv.indexOf('--output-format');
-  return (i >= 0 && argv[i + 1] === 'json') || argv.includes('--output-format=json');
-}
-
 /** Runs the CLI and returns its exit code; never calls process.exit, so it can be tested in-process. */
 export async function main(argv: string[], ctx: CliContext): Promise<number> {
   try {
@@ -69,8 +64,8 @@ export async function main(argv: string[], ctx: CliContext): Promise<number> {
     return pending ? await pending : EXIT_OK;
   } catch (error) {
     if (isCliError(error)) {
+      // No session, so no result: stdout stays empty and the sentence goes to stderr.
       ctx.stderr(`${error.message}\n`);
-      if (wantsJson(argv)) ctx.stdout(`${JSON.stringify({ session_id: null, status: 'failed', stop_reason: null, exit_code: error.exitCode, class: error.errorClass, classes: [error.errorClass], error: error.message })}\n`);
       return error.exitCode;
     }
     const message = error instanceof Error ? error.message : String(error);

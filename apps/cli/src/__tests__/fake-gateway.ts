@@ -229,15 +229,16 @@ export class FakeGateway {
       return this.send(res, 201, s);
     }
     if (route === 'GET /sessions') return this.send(res, 200, [...this.sessions.values()]);
-    m = /^\/sessions\/([^/]+)(\/tool-calls|\/stop)?$/.exec(path);
+    m = /^\/sessions\/([^/]+)(\/tool-calls|\/stop|\/revoke)?$/.exec(path);
     if (m) {
       const s = this.sessions.get(m[1] as string);
       if (!s) return this.error(res, 404, 'not_found', `There is no session ${m[1]}.`);
       if (m[2] === '/tool-calls') return this.send(res, 200, [{ id: 'c1', sessionId: s.id, seq: 1, name: 'Bash', arguments: { command: 'npm test' }, decision: { effect: 'allow', rule: 'commands.free[0]', reason: 'free' }, result: null, agent: 'general', createdAt: now() }]);
-      if (m[2] === '/stop') {
-        this.onStop();
-        this.emit({ type: 'session_stopped', status: 'stopped', stopReason: 'stopped', class: 'stopped', summary: null, exitCode: 3 });
-        this.finish({ type: 'session_stopped', stopReason: 'stopped' }, s.id);
+      if (m[2] === '/stop' || m[2] === '/revoke') {
+        const reason = m[2] === '/stop' ? 'stopped' : 'revoked';
+        if (reason === 'stopped') this.onStop();
+        this.emit({ type: 'session_stopped', status: 'stopped', stopReason: reason, class: reason, summary: null, exitCode: 3 });
+        this.finish({ type: 'session_stopped', stopReason: reason }, s.id);
         return this.send(res, 200, { session: this.sessions.get(s.id), approvalsRejected: 1, sandboxDestroyed: true, sandboxNote: null });
       }
       return this.send(res, 200, s);

@@ -121,6 +121,16 @@ describe('sessions, session show, stop', () => {
   });
 });
 
+describe('sessions revoke', () => {
+  it('revokes through the gateway; a developer gets the gateway\'s refusal', async () => {
+    gateway.sessions.set('s9', sessionView('s9'));
+    const r = await lemni(['sessions', 'revoke', 's9', '--reason', 'left'], { env: env() });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe('Session s9 is stopped (revoked): 1 pending approval(s) rejected, sandbox destroyed.\n');
+    expect(gateway.hits('POST', '/sessions/s9/revoke')[0]?.body).toEqual({ reason: 'left' });
+  });
+});
+
 describe('approvals', () => {
   beforeEach(() => {
     gateway.approvals = [
@@ -240,7 +250,7 @@ describe('lemni policy publish', () => {
 });
 
 describe('help and completion', () => {
-  const commands = [[], ['login'], ['projects'], ['sessions'], ['session', 'show'], ['stop'], ['approvals'], ['approvals', 'approve'], ['approvals', 'reject'], ['approvals', 'show'], ['apply'], ['audit', 'verify'], ['audit', 'export'], ['policy', 'init'], ['policy', 'check'], ['policy', 'explain'], ['policy', 'publish'], ['agents'], ['completion']];
+  const commands = [[], ['login'], ['projects'], ['sessions'], ['sessions', 'revoke'], ['session', 'show'], ['stop'], ['approvals'], ['approvals', 'approve'], ['approvals', 'reject'], ['approvals', 'show'], ['apply'], ['audit', 'verify'], ['audit', 'export'], ['policy', 'init'], ['policy', 'check'], ['policy', 'explain'], ['policy', 'publish'], ['agents'], ['completion']];
   it.each(commands.map((c) => [c.join(' ') || 'lemni', c]))('%s --help shows an example', async (_name, args) => {
     const r = await lemni([...(args as string[]), '--help']);
     expect(r.code).toBe(0);

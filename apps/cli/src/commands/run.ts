@@ -16,6 +16,7 @@ export interface RunFlags {
   outputFormat: OutputFormat;
   apply?: boolean;
   includeUncommitted?: boolean;
+  waitForApprovals?: boolean;
   profile?: string;
   gateway?: string;
   token?: string;
@@ -31,7 +32,8 @@ export function addRunOptions(program: Command): Command {
     .addOption(new Option('--output-format <format>', 'with -p: text (the summary), json (one object at the end) or stream-json (one event per line, live)').choices(['text', 'json', 'stream-json']).default('text'))
     .option('--apply', 'apply the approved patch with `git apply --3way` (default inside a checkout of the project\'s repository)')
     .option('--no-apply', 'never apply the approved patch; it stays in the session (`lemni apply ID`)')
-    .option('--include-uncommitted', 'upload your uncommitted changes (`git diff HEAD --binary` and untracked files) as the starting patch');
+    .option('--include-uncommitted', 'upload your uncommitted changes (`git diff HEAD --binary` and untracked files) as the starting patch')
+    .option('--wait-for-approvals', 'with -p: approvals wait for a person (console or `lemni approvals approve ID`) instead of being refused');
 }
 
 export async function runRoot(ctx: CliContext, flags: RunFlags): Promise<number> {
@@ -45,7 +47,10 @@ export async function runRoot(ctx: CliContext, flags: RunFlags): Promise<number>
   const common = { project, agent: flags.agent, model: flags.model, apply: flags.apply, includeUncommitted: flags.includeUncommitted === true, cwd: ctx.cwd, developer };
   if (flags.print !== undefined) {
     if (flags.print.trim() === '') throw new CliError('The instruction given to -p is empty.', 'usage');
-    return runHeadless(api, { ...common, instruction: flags.print, outputFormat: flags.outputFormat }, ctx);
+    return runHeadless(api, { ...common, instruction: flags.print, outputFormat: flags.outputFormat, waitForApprovals: flags.waitForApprovals === true }, ctx);
+  }
+  if (flags.waitForApprovals) {
+    throw new CliError('--wait-for-approvals goes with -p; interactive mode asks you directly.', 'usage');
   }
   if (!ctx.isTTY) {
     throw new CliError('Interactive mode needs a terminal; in scripts and CI use `lemni -p "INSTRUCTION"`.', 'usage', EXIT_FAILURE);

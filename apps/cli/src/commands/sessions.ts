@@ -39,7 +39,7 @@ export function describeSession(s: SessionView, calls: ToolCallView[]): string {
 }
 
 export function registerSessions(program: Command, ctx: CliContext, done: Done): void {
-  program
+  const sessions = program
     .command('sessions')
     .description('list recent sessions you can see, newest first')
     .option('--json', 'print the sessions as a JSON array')
@@ -58,6 +58,22 @@ export function registerSessions(program: Command, ctx: CliContext, done: Done):
           if (opts.json) ctx.stdout(`${JSON.stringify(sessions)}\n`);
           else if (sessions.length === 0) ctx.stdout('No sessions.\n');
           else ctx.stdout(table(['ID', 'STATUS', 'AGENT', 'ACTIONS', 'STARTED', 'INSTRUCTION'], sessions.map((s) => [s.id, statusOf(s), s.agent, String(s.actionsUsed), s.startedAt.slice(0, 19).replace('T', ' '), shorten(s.instruction, 60)])));
+          return EXIT_OK;
+        })(),
+      ),
+    );
+
+  sessions
+    .command('revoke <id>')
+    .description('revoke a session (administrators): stopped within a second, audited, exit 3 for its headless run')
+    .option('--reason <text>', 'recorded in the audit log')
+    .addHelpText('after', '\nExample:\n  $ lemni --profile admin sessions revoke 01JD3W7Q8Z --reason "left the company"')
+    .action((id: string, opts: { reason?: string }, cmd: Command) =>
+      done(
+        (async () => {
+          const { client } = connect(ctx, globalFlags(cmd.optsWithGlobals()));
+          const r = await client.revokeSession(id, opts.reason);
+          ctx.stdout(`Session ${r.session.id} is ${statusOf(r.session)}: ${r.approvalsRejected} pending approval(s) rejected, ${r.sandboxDestroyed ? 'sandbox destroyed' : `sandbox not destroyed yet${r.sandboxNote ? ` (${r.sandboxNote})` : ''}`}.\n`);
           return EXIT_OK;
         })(),
       ),

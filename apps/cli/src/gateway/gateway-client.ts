@@ -237,6 +237,14 @@ export class GatewayClient {
     });
   }
 
+  revokeSession(id: string, reason?: string): Promise<StopSessionResponse> {
+    return this.request('POST', `/sessions/${encodeURIComponent(id)}/revoke`, {
+      schema: StopSessionResponse,
+      body: reason === undefined ? {} : { reason },
+      notFound: `No session ${id} is visible to you (\`lemni sessions\` lists them).`,
+    });
+  }
+
   /** `@general …` / `@explore …`: a background subagent under a running session (NEEDS.md). */
   startSubagent(parentSessionId: string, agent: string, instruction: string): Promise<SessionView> {
     return this.request('POST', `/sessions/${encodeURIComponent(parentSessionId)}/subagents`, {

@@ -100,6 +100,23 @@ describe('lemni -p (headless, through the real bin)', () => {
     expect(gateway.requests.filter((q) => q.path.startsWith('/approvals'))).toEqual([]);
   });
 
+  it('--wait-for-approvals asks the gateway to keep approvals for a person and says where to answer', async () => {
+    gateway.scenario = {
+      events: [
+        started(),
+        { type: 'approval_requested', approvalId: 'ap7', callId: null, agent: 'general', kind: 'diff', thirdParty: false, subject: 'diff --git a/x b/x\n' },
+        { type: 'approval_answered', approvalId: 'ap7', answer: 'approved', by: { kind: 'user', userId: 'u1' } },
+        completed(),
+      ],
+      final: {},
+    };
+    const r = await lemni(['-p', 'go', '--project', 'demo', '--wait-for-approvals'], { env: env() });
+    expect(r.code).toBe(0);
+    expect(gateway.hits('POST', '/sessions')[0]!.body).toMatchObject({ headless: true, waitForApprovals: true });
+    expect(r.stderr).toContain('Waiting for a person: general asks to apply a diff; approve or reject it in the console or with `lemni approvals approve|reject ap7`.');
+    expect(r.stderr).not.toContain('Refused');
+  });
+
   it('stream-json prints each event on its own line while the session is still running', async () => {
     gateway.scenario = { events: [started(), ...bashCall('c1', 'npm test'), result('c1', 'ok'), completed()], gateAt: 3, final: {} };
     const lines: string[] = [];
@@ -220,11 +237,11 @@ describe('lemni -p refuses unusable invocations with one sentence and exit 1', (
     expect(r.stderr).toBe(`The gateway at ${gateway.url} refused the API token (unknown, expired or revoked): run \`lemni login\` or pass a valid --token.\n`);
   });
 
-  it('unknown project, with a JSON error object when JSON was asked for', async () => {
+  it('unknown project; with no session there is no result, so stdout stays empty even in JSON mode', async () => {
     const r = await lemni(['-p', 'go', '--project', 'nope', '--output-format', 'json'], { env: env() });
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain('Unknown project "nope": the projects you can use are demo');
-    expect(JSON.parse(r.stdout)).toMatchObject({ session_id: null, exit_code: 1, class: 'unknown_project' });
+    expect(r.stderr).toBe('Unknown project "nope": the projects you can use are demo (`lemni projects` lists them).\n');
+    expect(r.stdout).toBe('');
   });
 
   it('no project at all', async () => {

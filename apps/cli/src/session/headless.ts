@@ -21,6 +21,8 @@ export interface HeadlessOptions {
   cwd: string;
   /** Developer-side settings sent with every session (see developer-context.ts). */
   developer?: DeveloperContext;
+  /** Approvals wait for a person elsewhere instead of being refused at once. */
+  waitForApprovals?: boolean;
 }
 
 export interface HeadlessIo {
@@ -60,6 +62,7 @@ export async function runHeadless(api: SessionRunApi, options: HeadlessOptions, 
   const checkout = await inspectCheckout(options.cwd);
   const inProjectCheckout = checkout ? await isCheckoutOf(checkout, options.project.repositorySource) : false;
   const request = await buildStartRequest(options, checkout, inProjectCheckout, io, true);
+  if (options.waitForApprovals) request.waitForApprovals = true;
   const session = await api.startSession(request);
   const agent = session.agent;
   io.stderr(`Session ${session.id} started on project ${options.project.name}.\n`);
@@ -77,7 +80,9 @@ export async function runHeadless(api: SessionRunApi, options: HeadlessOptions, 
     for await (const raw of api.follow(session.id, {})) {
       if (options.outputFormat === 'stream-json') io.stdout(`${JSON.stringify(raw)}\n`);
       const event = collector.add(raw);
-      if (event?.type === 'approval_requested') {
+      if (event?.type === 'approval_requested' && options.waitForApprovals) {
+        io.stderr(`Waiting for a person: ${event.agent} asks to ${event.kind === 'command' ? `run \`${event.subject}\`` : `apply a ${event.kind}`}; approve or reject it in the console or with \`lemni approvals approve|reject ${event.approvalId}\`.\n`);
+      } else if (event?.type === 'approval_requested') {
         io.stderr(`Refused: ${event.agent} needs a person to approve ${event.kind === 'command' ? `\`${event.subject}\`` : `a ${event.kind}`}, and nobody can approve in a headless run; the gateway records the refusal and the run goes on.\n`);
       } else if (event && options.outputFormat !== 'stream-json') {
         const line = describeEvent(event, calls);
