@@ -248,6 +248,10 @@ export class SandboxService {
     const release = await this.acquire(rec);
     let cleanupNeeded = true;
     try {
+      if (rec.info.state === 'lost') {
+        cleanupNeeded = false;
+        throw new ExecHostError('sandbox_lost', 'This sandbox stopped on its own; destroy it and create a new one.');
+      }
       const limitMs = rec.info.limits.commandTimeoutSeconds * 1000;
       const timeoutMs = Math.min(req.timeoutMs ?? limitMs, limitMs);
       const before = await this.driver.counters(rec.containerId);
@@ -260,9 +264,11 @@ export class SandboxService {
       const onClientGone = () => abort.abort();
       signal?.addEventListener('abort', onClientGone, { once: true });
       let sawNoSpace = false;
+      let sawForkRefused = false;
       const capper = new OutputCapper(rec.info.limits.outputCapBytes, (stream, text) => observer.onOutput(stream, text));
       const watch = (stream: Stream) => (b: Buffer) => {
         if (!sawNoSpace && b.includes('No space left on device')) sawNoSpace = true;
+        if (!sawForkRefused && b.includes('fork: ') && b.includes('Resource temporarily unavailable')) sawForkRefused = true;
         capper.push(stream, b);
       };
       const started = Date.now();
@@ -282,12 +288,13 @@ export class SandboxService {
         const st = await this.driver.status(rec.containerId).catch(() => null);
         if (outcome.oomEvent || st?.oomKilled) classes.push('oom');
         if (timedOut) classes.push('timeout');
+        if (sawForkRefused) classes.push('pids_limit');
         classes.push('sandbox_lost');
       } else {
         const after = await this.driver.counters(rec.containerId);
         if (outcome.oomEvent || (after.oomKills !== null && before.oomKills !== null && after.oomKills > before.oomKills)) classes.push('oom');
         if (timedOut) classes.push('timeout');
-        if (after.pidsLimitHits !== null && before.pidsLimitHits !== null && after.pidsLimitHits > before.pidsLimitHits) classes.push('pids_limit');
+        if (sawForkRefused || (after.pidsLimitHits !== null && before.pidsLimitHits !== null && after.pidsLimitHits > before.pidsLimitHits)) classes.push('pids_limit');
         if (sawNoSpace || (await this.diskNearlyFull(rec))) classes.push('disk_full');
         if (outcome.exitCode === SIGXFSZ_EXIT) classes.push('file_size_limit');
       }
@@ -318,7 +325,11 @@ export class SandboxService {
       if (cleanupNeeded) {
         void this.driver
           .killAllUserProcesses(rec.containerId)
-          .catch(() => undefined)
+          .catch(async () => {
+            // Processes that cannot be killed from inside (gVisor out of tasks) end with the container.
+            rec.info.state = 'lost';
+            await this.driver.stop(rec.containerId).catch(() => undefined);
+          })
           .finally(release);
       } else {
         release();

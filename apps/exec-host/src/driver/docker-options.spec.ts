@@ -1,4 +1,4 @@
-import { KEEPER_SCRIPT, SANDBOX_ENV, toDockerCreateOptions } from './docker-options';
+import { KEEPER_SCRIPT, RUNSC_PIDS_BACKSTOP, SANDBOX_ENV, toDockerCreateOptions } from './docker-options';
 import type { SandboxContainerSpec } from './sandbox.driver';
 
 const spec: SandboxContainerSpec = {
@@ -49,15 +49,25 @@ describe('toDockerCreateOptions', () => {
     expect(without.SecurityOpt).toContain('no-new-privileges:true');
   });
 
-  it('caps processes, memory with swap equal, CPU, open files and file size (S4)', () => {
-    expect(h.PidsLimit).toBe(256);
+  it('caps memory with swap equal, CPU, open files and file size (S4)', () => {
     expect(h.Memory).toBe(512 * 1024 * 1024);
     expect(h.MemorySwap).toBe(h.Memory);
     expect(h.NanoCpus).toBe(1_500_000_000);
-    expect(h.Ulimits).toEqual([
+    expect(h.Ulimits).toEqual(expect.arrayContaining([
       { Name: 'nofile', Soft: 4096, Hard: 4096 },
       { Name: 'fsize', Soft: 1024 * 1024 * 1024, Hard: 1024 * 1024 * 1024 },
-    ]);
+    ]));
+  });
+
+  it('caps processes with the pids cgroup under runc', () => {
+    const runc = toDockerCreateOptions({ ...spec, runtime: 'runc' }).HostConfig!;
+    expect(runc.PidsLimit).toBe(256);
+    expect(runc.Ulimits!.some((u) => u.Name === 'nproc')).toBe(false);
+  });
+
+  it('caps processes inside gVisor with RLIMIT_NPROC, keeping the cgroup as a backstop for the sentry', () => {
+    expect(h.Ulimits).toContainEqual({ Name: 'nproc', Soft: 256, Hard: 256 });
+    expect(h.PidsLimit).toBe(RUNSC_PIDS_BACKSTOP);
   });
 
   it('mounts the working copy as the only volume, and nothing else from the host (S2, S6)', () => {

@@ -11,6 +11,14 @@ export const KEEPER_SCRIPT = 'trap "" TERM INT HUP; while :; do sleep 3600 & wai
 /** The only environment a sandbox gets: nothing from the host (S6). */
 export const SANDBOX_ENV = ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', 'HOME=/tmp', 'LANG=C.UTF-8'];
 
+/**
+ * Under gVisor the pids cgroup counts the sentry's host threads, not the sandbox's processes: a tight
+ * cgroup cap crashes the sentry. There the process cap is RLIMIT_NPROC, enforced by gVisor's own
+ * kernel (private to the sandbox), and the cgroup keeps a generous backstop for the host's sake.
+ * Under runc RLIMIT_NPROC would count every sandbox's uid 10001 on the host, so the cgroup is the cap.
+ */
+export const RUNSC_PIDS_BACKSTOP = 16_384;
+
 /** The hardened container definition (G04, G05, S1–S4, S6). Pure, so a unit test can check every flag. */
 export function toDockerCreateOptions(spec: SandboxContainerSpec): Docker.ContainerCreateOptions {
   const securityOpt = ['no-new-privileges:true', `seccomp=${spec.seccompProfile}`];
@@ -40,13 +48,14 @@ export function toDockerCreateOptions(spec: SandboxContainerSpec): Docker.Contai
       CapAdd: [],
       Privileged: false,
       SecurityOpt: securityOpt,
-      PidsLimit: spec.pids,
+      PidsLimit: spec.runtime === 'runsc' ? Math.max(RUNSC_PIDS_BACKSTOP, spec.pids) : spec.pids,
       Memory: spec.memoryBytes,
       MemorySwap: spec.memoryBytes,
       NanoCpus: Math.round(spec.cpus * 1e9),
       Ulimits: [
         { Name: 'nofile', Soft: spec.openFiles, Hard: spec.openFiles },
         { Name: 'fsize', Soft: spec.fileSizeBytes, Hard: spec.fileSizeBytes },
+        ...(spec.runtime === 'runsc' ? [{ Name: 'nproc', Soft: spec.pids, Hard: spec.pids }] : []),
       ],
       // pid 1 is KEEPER_SCRIPT, which reaps orphans itself (see above).
       Init: false,

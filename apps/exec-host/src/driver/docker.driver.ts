@@ -115,7 +115,7 @@ export class DockerSandboxDriver implements SandboxDriver {
       });
       const onAbort = () => {
         // The kill ends the command's stream; if the sandbox is wedged the stream is cut after a grace period.
-        void this.killAllUserProcesses(containerId).catch(() => undefined);
+        void this.killAllUserProcesses(containerId).catch(() => this.stop(containerId));
         setTimeout(() => stream.destroy(), 5_000).unref();
       };
       if (spec.signal.aborted) onAbort();
@@ -159,6 +159,19 @@ export class DockerSandboxDriver implements SandboxDriver {
       stream.once('close', resolve);
       stream.once('error', () => resolve());
     });
+    // 0: processes were killed; 1: none was left. Anything else: the kill itself could not run.
+    const { ExitCode } = await exec.inspect();
+    if (ExitCode !== 0 && ExitCode !== 1) throw new Error(`kill -1 could not run in the sandbox (exit ${String(ExitCode)}).`);
+  }
+
+  async stop(containerId: string): Promise<void> {
+    try {
+      await this.docker.getContainer(containerId).kill({ signal: 'SIGKILL' });
+    } catch (e) {
+      const code = statusCode(e);
+      if (code === 404 || code === 304 || code === 409) return;
+      throw e;
+    }
   }
 
   async counters(containerId: string): Promise<ResourceCounters> {

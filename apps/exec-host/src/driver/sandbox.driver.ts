@@ -84,6 +84,8 @@ export interface SandboxDriver {
   exec(containerId: string, spec: ExecSpec): Promise<ExecOutcome>;
   /** Sends SIGKILL to every process of the sandbox user; the container's pid 1 survives. */
   killAllUserProcesses(containerId: string): Promise<void>;
+  /** Stops the container at once (the sandbox is then lost); used when its processes cannot be killed from inside. */
+  stop(containerId: string): Promise<void>;
   counters(containerId: string): Promise<ResourceCounters>;
   /** Removes the container; a container already gone (404) or already stopped (304) is success. */
   remove(containerId: string): Promise<void>;

@@ -35,6 +35,7 @@ export class OutputCapper {
     const room = this.capBytes - this.used;
     if (room <= 0) {
       this.dropped += chunk.length;
+      this.mark(stream);
       return;
     }
     const kept = chunk.length <= room ? chunk : chunk.subarray(0, room);

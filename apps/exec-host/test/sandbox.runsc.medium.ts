@@ -1,0 +1,3 @@
+import { sandboxSuite } from './sandbox-suite';
+
+sandboxSuite('runsc');
