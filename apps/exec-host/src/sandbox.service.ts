@@ -248,7 +248,8 @@ export class SandboxService {
     const release = await this.acquire(rec);
     let cleanupNeeded = true;
     try {
-      if (rec.info.state === 'lost') {
+      // The clean-up after the previous command may have found the sandbox dead while we waited.
+      if ((rec.info.state as SandboxInfo['state']) === 'lost') {
         cleanupNeeded = false;
         throw new ExecHostError('sandbox_lost', 'This sandbox stopped on its own; destroy it and create a new one.');
       }
