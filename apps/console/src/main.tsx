@@ -7,13 +7,14 @@ import { App } from './App';
 import './styles.css';
 
 // A sign-in that expired or was revoked shows the sign-in page again, whichever call noticed it.
-const onError = (error: unknown) => {
-  if (isApiError(error) && error.status === 401) void queryClient.invalidateQueries({ queryKey: ['me'] });
-};
+// The `me` query itself is left out: its own 401 is what shows the sign-in page, and re-asking
+// it from here would loop.
+const signedOut = (error: unknown) => isApiError(error) && error.status === 401 && queryClient.getQueryState(['me'])?.status === 'success';
+const expire = () => void queryClient.invalidateQueries({ queryKey: ['me'] });
 
 const queryClient: QueryClient = new QueryClient({
-  queryCache: new QueryCache({ onError }),
-  mutationCache: new MutationCache({ onError }),
+  queryCache: new QueryCache({ onError: (error, query) => query.queryKey[0] !== 'me' && signedOut(error) && expire() }),
+  mutationCache: new MutationCache({ onError: (error) => signedOut(error) && expire() }),
   defaultOptions: {
     queries: {
       // A refusal or a missing resource will not change on a second try; a dropped connection may.

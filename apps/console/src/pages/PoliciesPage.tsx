@@ -2,6 +2,7 @@ import { useCallback, useEffect, useMemo, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { stringify } from 'yaml';
 import validate, { policySchema } from 'virtual:policy-validator';
+import { capabilitiesQuery } from '../api/queries/capabilities';
 import { projectsQuery } from '../api/queries/projects';
 import { dryRunPolicy, policyDiffQuery, policyVersionQuery, policyVersionsQuery, publishPolicy, rollbackPolicy } from '../api/queries/policies';
 import { fromQuery, Query, type QueryState } from '../components/Query';
@@ -38,6 +39,10 @@ function PoliciesForProjects({ projects }: { projects: { id: string; name: strin
   const [compare, setCompare] = useState<{ from: number; to: number } | null>(null);
 
   const versions = useQuery(policyVersionsQuery(projectId));
+  const capabilities = useQuery(capabilitiesQuery());
+  // Offered unless the gateway's OpenAPI document says it has no dry run; if that document cannot be
+  // read, the tab stays and a failed run explains itself.
+  const offersDryRun = capabilities.data?.offers('post', '/api/v1/projects/{projectId}/policy/dry-run') ?? !capabilities.isSuccess;
   const latest = useMemo(() => (versions.data?.length ? Math.max(...versions.data.map((v) => v.version)) : null), [versions.data]);
   const current = useQuery({ ...policyVersionQuery(projectId, latest ?? 0), enabled: latest !== null });
 
@@ -100,6 +105,7 @@ function PoliciesForProjects({ projects }: { projects: { id: string; name: strin
       }}
       tab={tab}
       onTabChange={setTab}
+      dryRunUnavailable={!offersDryRun}
       draft={draft ?? ''}
       onDraftChange={setDraft}
       diagnose={diagnose}
@@ -116,7 +122,7 @@ function PoliciesForProjects({ projects }: { projects: { id: string; name: strin
       onRollback={(v) => rollback.mutate(v)}
       rollingBack={rollback.isPending ? (rollback.variables ?? null) : null}
       rollbackError={rollback.error}
-      dryRun={{ result: dryState, onRun: (n) => dry.mutate(n), running: dry.isPending }}
+      dryRun={offersDryRun ? { result: dryState, onRun: (n) => dry.mutate(n), running: dry.isPending } : null}
     />
   );
 }

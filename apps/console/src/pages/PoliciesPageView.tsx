@@ -35,6 +35,8 @@ export interface PoliciesPageViewProps {
   rollingBack: number | null;
   rollbackError: unknown;
 
+  /** True when the gateway says it has no dry run: a sentence replaces the tab. */
+  dryRunUnavailable?: boolean;
   /** Null when the gateway does not offer dry runs. */
   dryRun: { result: QueryState<DryRunResponse> | null; onRun: (sessions: number) => void; running: boolean } | null;
 }
@@ -67,6 +69,7 @@ export function PoliciesPageView(p: PoliciesPageViewProps) {
           </button>
         ))}
       </div>
+      {p.dryRunUnavailable && p.tab === 'edit' && <p className="muted small">This gateway does not offer dry runs of a draft policy yet; check a draft with the version history after publishing, or with <code>lemni policy explain</code>.</p>}
       <div role="tabpanel" id={`panel-${p.tab}`} aria-labelledby={`tab-${p.tab}`}>
         {p.tab === 'edit' && <EditTab {...p} />}
         {p.tab === 'history' && <HistoryTab {...p} />}
@@ -308,7 +311,7 @@ function HistoryTab({ versions, compare, onCompare, diff, onLoadVersion, onRollb
                 <p className="muted">Pick two different versions.</p>
               ) : diff ? (
                 <Query state={diff} what="the difference">
-                  {(d) => (d.patch.trim() ? <DiffViewer patch={d.patch} initialMode="split" label={`Policy v${d.from} to v${d.to}`} /> : <p className="muted">These versions are identical.</p>)}
+                  {(d) => (d.patch.trim() ? <DiffViewer patch={d.patch} initialMode="split" label={`Policy v${d.from} to v${d.to}`} language="yaml" oneDocument /> : <p className="muted">These versions are identical.</p>)}
                 </Query>
               ) : null}
             </section>

@@ -87,7 +87,8 @@ export function UsersPageView(p: UsersPageViewProps) {
                   </tbody>
                 </table>
               </section>
-              {selected ? <UserDetail user={selected} {...p} /> : <NewUser {...p} />}
+              {/* A new notice means the person was added: the form starts empty again. */}
+              {selected ? <UserDetail user={selected} {...p} /> : <NewUser key={p.notice ?? ''} {...p} />}
             </div>
           );
         }}

@@ -11,20 +11,24 @@ export interface DiffViewerProps {
   /** Files the policy classes as executed by third parties (P5): shown apart and flagged. */
   thirdParty?: ThirdPartyFlag[];
   initialMode?: 'unified' | 'split';
+  /** Forces the highlighting language (a policy diff names its sides `policy v2`, not a file). */
+  language?: string;
+  /** Two versions of one document: different names on each side are not a rename. */
+  oneDocument?: boolean;
   /** Labels the region for screen readers when several viewers share a page. */
   label?: string;
 }
 
 const CHANGE_LABEL: Record<DiffFile['change'], string> = { added: 'added', deleted: 'deleted', modified: 'modified', renamed: 'renamed' };
 
-export function DiffViewer({ patch, thirdParty = [], initialMode = 'unified', label = 'Proposed changes' }: DiffViewerProps) {
+export function DiffViewer({ patch, thirdParty = [], initialMode = 'unified', label = 'Proposed changes', language, oneDocument = false }: DiffViewerProps) {
   const parsed = useMemo(() => {
     try {
-      return { files: parseUnifiedDiff(patch), error: null };
+      return { files: parseUnifiedDiff(patch, { language, oneDocument }), error: null };
     } catch (e) {
       return { files: [], error: e instanceof Error ? e.message : String(e) };
     }
-  }, [patch]);
+  }, [patch, language, oneDocument]);
   const files = parsed.files;
   const [mode, setMode] = useState(initialMode);
   const [current, setCurrent] = useState(0);

@@ -56,6 +56,12 @@ describe('parseUnifiedDiff', () => {
     expect(file).toMatchObject({ path: 'logo.png', binary: true, hunks: [] });
   });
 
+  it('reads two versions of one document as a change, not a rename, in the language asked for', () => {
+    const [file] = parseUnifiedDiff('--- policy v2\n+++ policy v3\n@@ -1 +1 @@\n-default: ask\n+default: deny\n', { language: 'yaml', oneDocument: true });
+    expect(file).toMatchObject({ change: 'modified', language: 'yaml' });
+    expect(file!.hunks[0]!.lines[0]!.html).toContain('hljs-attr');
+  });
+
   it('returns nothing for an empty patch', () => {
     expect(parseUnifiedDiff('')).toEqual([]);
   });

@@ -43,7 +43,7 @@ function stripPrefix(name: string | undefined): string | null {
  * Parses a unified diff (what the gateway stores and the CLI applies) into files and highlighted
  * lines. Each side of a hunk is highlighted as one block so multi-line tokens keep their colour.
  */
-export function parseUnifiedDiff(patch: string): DiffFile[] {
+export function parseUnifiedDiff(patch: string, opts: { language?: string; oneDocument?: boolean } = {}): DiffFile[] {
   if (patch.trim() === '') return [];
   const binaryPaths = [...patch.matchAll(/^Binary files (?:a\/)?(\S+) and (?:b\/)?(\S+) differ$/gm)];
   const files: DiffFile[] = parsePatch(patch)
@@ -52,7 +52,7 @@ export function parseUnifiedDiff(patch: string): DiffFile[] {
       const oldPath = stripPrefix(p.oldFileName);
       const newPath = stripPrefix(p.newFileName);
       const path = newPath ?? oldPath ?? '(unnamed)';
-      const language = languageFor(path);
+      const language = opts.language ?? languageFor(path);
       let additions = 0;
       let deletions = 0;
       const hunks = p.hunks.map((h) => {
@@ -80,7 +80,7 @@ export function parseUnifiedDiff(patch: string): DiffFile[] {
         });
         return { header: `@@ -${h.oldStart},${h.oldLines} +${h.newStart},${h.newLines} @@`, lines };
       });
-      const change: DiffFile['change'] = oldPath === null ? 'added' : newPath === null ? 'deleted' : oldPath !== newPath ? 'renamed' : 'modified';
+      const change: DiffFile['change'] = oldPath === null ? 'added' : newPath === null ? 'deleted' : oldPath !== newPath && !opts.oneDocument ? 'renamed' : 'modified';
       return { path, oldPath, newPath, change, additions, deletions, hunks, binary: false, language };
     });
   for (const m of binaryPaths) {
