@@ -48,7 +48,8 @@ export const ExecHostErrorCode = z.enum([
   'invalid_request', // 400: malformed body; the message names the field
   'repository_not_found', // 400: the repository source does not exist or cannot be read
   'repository_ref_not_found', // 400: the ref does not exist in the repository
-  'patch_does_not_apply', // 400 on create (uncommittedPatch), 409 on apply
+  'uncommitted_patch_does_not_apply', // 400: the developer's uncommitted patch does not apply on the base commit
+  'patch_does_not_apply', // 409: an approved diff no longer applies to the working copy
   'sandbox_not_found', // 404
   'sandbox_busy', // 409: a command is already running in this sandbox
   'sandbox_lost', // 410: the container disappeared or stopped on its own

@@ -12,6 +12,7 @@ export function statusFor(code: ExecHostErrorCode): number {
     case 'not_a_file':
     case 'invalid_pattern':
     case 'runtime_unavailable':
+    case 'uncommitted_patch_does_not_apply':
       return HttpStatus.BAD_REQUEST;
     case 'unauthorized':
       return HttpStatus.UNAUTHORIZED;

@@ -152,7 +152,14 @@ export class WorkspaceFs {
             throw this.openError(e2 as NodeJS.ErrnoException, next, true);
           }
         } else {
+          let isLink = false;
+          try {
+            isLink = fs.lstatSync(at).isSymbolicLink();
+          } catch {
+            // gone again: report the original error
+          }
           fs.closeSync(dirFd);
+          if (isLink) throw new ExecHostError('outside_working_copy', `${displayPath(next)} is a symbolic link; writes never go through links, so ${displayPath(rel)} is refused.`);
           throw this.openError(err, next, true);
         }
       }

@@ -124,7 +124,7 @@ export class WorkingCopy {
     if (o.uncommittedPatch && o.uncommittedPatch.trim() !== '') {
       const applied = await runGit(repo, ['apply', '--cached', '--binary', '--whitespace=nowarn', '-'], { input: o.uncommittedPatch, allowFailure: true });
       if (applied.code !== 0) {
-        throw new ExecHostError('patch_does_not_apply', `The uncommitted changes do not apply on ${baseCommit.slice(0, 12)}: ${applied.stderr.trim().split('\n')[0] ?? ''}`);
+        throw new ExecHostError('uncommitted_patch_does_not_apply', `The uncommitted changes do not apply on ${baseCommit.slice(0, 12)}: ${applied.stderr.trim().split('\n')[0] ?? ''}`);
       }
       includedUncommitted = true;
     }

@@ -34,13 +34,13 @@ function stateTree(): string[] {
 }
 
 describe('authentication', () => {
-  const routes: [string, string, unknown?][] = [
-    ['GET', ExecHostRoutes.health()],
-    ['GET', ExecHostRoutes.sandboxes()],
+  const routes: [string, string, unknown][] = [
+    ['GET', ExecHostRoutes.health(), undefined],
+    ['GET', ExecHostRoutes.sandboxes(), undefined],
     ['POST', ExecHostRoutes.sandboxes(), { sessionId: 'x', repository: { source: '/' } }],
     ['POST', ExecHostRoutes.exec('any'), { command: 'id' }],
     ['POST', ExecHostRoutes.file('any', 'read'), { path: 'README.md' }],
-    ['DELETE', ExecHostRoutes.sandbox('any')],
+    ['DELETE', ExecHostRoutes.sandbox('any'), undefined],
   ];
 
   it.each(routes)('refuses %s %s without a token, with a wrong one, and with a wrong scheme: 401 and no detail', async (method, route, body) => {
