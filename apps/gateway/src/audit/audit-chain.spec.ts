@@ -104,8 +104,8 @@ function chain(n: number): StoredEntry[] {
   return entries;
 }
 
-function walk(entries: StoredEntry[], head = { seq: entries.length, hash: entries[entries.length - 1]?.hash ?? GENESIS_HASH }) {
-  const verifier = new ChainVerifier();
+function walk(entries: StoredEntry[], head = { seq: entries.length, hash: entries[entries.length - 1]?.hash ?? GENESIS_HASH }, anchor?: { seq: number; hash: string }) {
+  const verifier = new ChainVerifier(anchor);
   for (const entry of entries) {
     const problem = verifier.check(entry);
     if (problem) return problem;
@@ -165,5 +165,44 @@ describe('ChainVerifier', () => {
     forged.hash = chainHash(forged.prevHash, forged);
     entries[9] = forged;
     expect(walk(entries, head)).toMatchObject({ seq: 10, problem: 'altered' });
+  });
+
+  describe('with an anchor kept outside the database', () => {
+    /** Rewrites entry `at` and re-hashes everything after it: what a database superuser could do. */
+    function rewrite(entries: StoredEntry[], at: number): StoredEntry[] {
+      let prev = GENESIS_HASH;
+      return entries.map((e) => {
+        const entry = e.seq === at ? { ...e, actor: 'mallory' } : { ...e };
+        entry.prevHash = prev;
+        entry.hash = chainHash(prev, entry);
+        prev = entry.hash;
+        return entry;
+      });
+    }
+
+    it('a rewritten, re-hashed chain passes without one and is named with one', () => {
+      const original = chain(10);
+      const anchor = { seq: 8, hash: (original[7] as StoredEntry).hash };
+      const forged = rewrite(original, 3);
+      expect(walk(forged)).toBeUndefined();
+      expect(walk(forged, undefined, anchor)).toMatchObject({ seq: 8, problem: 'altered', message: expect.stringMatching(/^Entry 8 is not the entry your anchor recorded/) });
+      expect(walk(original, undefined, anchor)).toBeUndefined();
+    });
+
+    it('a log cut back below the anchor, head moved back too', () => {
+      const original = chain(10);
+      const anchor = { seq: 9, hash: (original[8] as StoredEntry).hash };
+      const cut = original.slice(0, 6);
+      expect(walk(cut)).toBeUndefined();
+      expect(walk(cut, undefined, anchor)).toMatchObject({ seq: 7, problem: 'truncated' });
+    });
+
+    it.each([
+      [{ seq: 0, hash: GENESIS_HASH }],
+      [{ seq: 1.5, hash: GENESIS_HASH }],
+      [{ seq: 1, hash: 'nothex' }],
+    ])('refuses a malformed anchor %p', (anchor) => {
+      expect(() => new ChainVerifier(anchor)).toThrow('An anchor is a positive seq and the 64-hex-digit hash of that entry.');
+    });
   });
 });

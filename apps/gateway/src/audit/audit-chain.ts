@@ -94,6 +94,11 @@ export function chainHash(prevHash: string, entry: ChainEntry): string {
   return createHash('sha256').update(prevHash, 'utf8').update(entryText(entry), 'utf8').digest('hex');
 }
 
+export interface ChainAnchor {
+  seq: number;
+  hash: string;
+}
+
 export type ChainProblem = 'removed' | 'reordered' | 'altered' | 'truncated' | 'inserted';
 
 export interface ChainBreak {
@@ -112,6 +117,17 @@ export class ChainVerifier {
   private expectedSeq = 1;
   private previousHash = GENESIS_HASH;
   private count = 0;
+
+  /**
+   * `anchor`: a {seq, hash} pair kept outside the database (a past `verify()` result). Someone able
+   * to rewrite the whole table can re-hash every entry and the head; only a hash they cannot reach
+   * shows that the entry at that seq is no longer the one that was written.
+   */
+  constructor(private readonly anchor?: ChainAnchor) {
+    if (anchor && (!Number.isSafeInteger(anchor.seq) || anchor.seq < 1 || !/^[0-9a-f]{64}$/.test(anchor.hash))) {
+      throw new RangeError('An anchor is a positive seq and the 64-hex-digit hash of that entry.');
+    }
+  }
 
   get checked(): number {
     return this.count;
@@ -146,6 +162,13 @@ export class ChainVerifier {
     if (chainHash(entry.prevHash, entry) !== entry.hash) {
       return { seq, problem: 'altered', message: `Entry ${seq} was altered: its content no longer matches the hash recorded when it was written.` };
     }
+    if (this.anchor && entry.seq === this.anchor.seq && entry.hash !== this.anchor.hash) {
+      return {
+        seq,
+        problem: 'altered',
+        message: `Entry ${seq} is not the entry your anchor recorded: the log was rewritten at or before entry ${seq}, and every hash after it was recomputed.`,
+      };
+    }
     this.previousHash = entry.hash;
     this.expectedSeq += 1;
     this.count += 1;
@@ -155,6 +178,13 @@ export class ChainVerifier {
   /** After the last entry: the walk must have reached the head the appends recorded. */
   finish(head: { seq: number; hash: string }): ChainBreak | undefined {
     const last = this.lastSeq;
+    if (this.anchor && last < this.anchor.seq && head.seq < this.anchor.seq) {
+      return {
+        seq: last + 1,
+        problem: 'truncated',
+        message: `Entry ${last + 1} was removed: the log ends at ${last} but your anchor records entry ${this.anchor.seq}, so the end of the log was cut off and the head moved back.`,
+      };
+    }
     if (last < head.seq) {
       const span = last + 1 === head.seq ? `entry ${head.seq} is` : `entries ${last + 1} to ${head.seq} are`;
       return { seq: last + 1, problem: 'truncated', message: `Entry ${last + 1} was removed: the log ends at ${last} but ${head.seq} entries were written, so ${span} missing.` };

@@ -220,6 +220,30 @@ withTestDatabases((database, kind) => {
       await expect(audit.verify()).resolves.toMatchObject({ ok: false, checked: 5, seq: 6, problem: 'reordered' });
     });
 
+    it('a log rewritten and re-hashed end to end, caught with an anchor kept elsewhere', async () => {
+      const anchor = await audit.verify();
+      if (!anchor.ok) throw new Error(anchor.message);
+      const rows = await tampered.superuser<{ seq: string; at: Date; actor: string; kind: string; project_id: string | null; session_id: string | null; payload: string }>(
+        'SELECT * FROM audit_log ORDER BY seq',
+      );
+      let prev = GENESIS_HASH;
+      const statements: string[] = [];
+      for (const row of rows) {
+        const entry = { seq: Number(row.seq), at: new Date(row.at), actor: Number(row.seq) === 3 ? 'mallory' : row.actor, kind: row.kind, projectId: row.project_id, sessionId: row.session_id, payload: row.payload };
+        const hash = chainHash(prev, entry);
+        statements.push(`UPDATE audit_log SET actor = '${entry.actor}', prev_hash = '${prev}', hash = '${hash}' WHERE seq = ${entry.seq}`);
+        prev = hash;
+      }
+      await tamper(tampered, statements);
+      await tampered.superuser(`UPDATE audit_chain_head SET hash = '${prev}'`);
+      await expect(audit.verify()).resolves.toMatchObject({ ok: true });
+      await expect(audit.verify({ seq: anchor.lastSeq, hash: anchor.lastHash })).resolves.toMatchObject({ ok: false, seq: 10, problem: 'altered' });
+    });
+
+    it('refuses a malformed anchor with a sentence', async () => {
+      await expect(audit.verify({ seq: 1, hash: 'abc' })).rejects.toThrow('An anchor is a positive seq and the 64-hex-digit hash of that entry.');
+    });
+
     it('the last rows deleted', async () => {
       await tamper(tampered, ['DELETE FROM audit_log WHERE seq >= 9']);
       await expect(audit.verify()).resolves.toMatchObject({ ok: false, seq: 9, problem: 'truncated' });

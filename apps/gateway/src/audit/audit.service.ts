@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import { AppError, ErrorCode } from '../common/errors';
 import { AuditLogRepository, type AuditFilter, type AuditPageRequest } from '../db/repositories/audit-log.repository';
 import type { AuditLogRow } from '../db/schema';
-import { CanonicalJsonError, canonicalJson, chainHash, ChainVerifier, type ChainBreak, type ChainEntry, type ChainProblem } from './audit-chain';
+import { CanonicalJsonError, canonicalJson, chainHash, ChainVerifier, type ChainAnchor, type ChainBreak, type ChainEntry, type ChainProblem } from './audit-chain';
 import { CSV_HEADER, csvLine, jsonlLine, type AuditExportFormat } from './audit-export';
 
 export type { AuditFilter, AuditPageRequest } from '../db/repositories/audit-log.repository';
@@ -110,11 +110,18 @@ export class AuditService implements BeforeApplicationShutdown {
 
   /**
    * Walks the whole chain in pages, in constant memory, and names the first entry at which it stops
-   * holding: altered, removed, reordered, cut off at the end, or written around the chain.
+   * holding: altered, removed, reordered, cut off at the end, or written around the chain. With an
+   * anchor (the `lastSeq`/`lastHash` of an earlier verification, kept outside the database), it also
+   * catches a log rewritten and re-hashed from end to end by someone holding the database.
    */
-  async verify(): Promise<AuditVerification> {
+  async verify(anchor?: ChainAnchor): Promise<AuditVerification> {
+    let verifier: ChainVerifier;
+    try {
+      verifier = new ChainVerifier(anchor);
+    } catch (error) {
+      throw new AppError(ErrorCode.ValidationFailed, (error as Error).message, { field: 'anchor' });
+    }
     const head = await this.log.head();
-    const verifier = new ChainVerifier();
     let after = 0;
     while (after < head.seq) {
       const rows = await this.log.range(after, head.seq, VERIFY_PAGE);
