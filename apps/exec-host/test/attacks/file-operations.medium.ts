@@ -74,7 +74,7 @@ describe.each(RUNTIMES)('file operations under %s', (runtime) => {
     }
   });
 
-  it('answers a link to a host path that does not exist like one that does: no oracle on the host's files', async () => {
+  it('answers a link to a host path that does not exist like one that does: no oracle on the host files', async () => {
     for (const [path, op] of [
       ['ghost-link', 'read'],
       ['ghost-link/x', 'read'],
