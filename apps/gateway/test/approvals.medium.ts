@@ -1,0 +1,201 @@
+import { withTestDatabases } from '../src/db/testing';
+import { SessionsRepository } from '../src/db/repositories/sessions.repository';
+import { ApprovalsService } from '../src/sessions/approvals.service';
+import { SessionRunRegistry } from '../src/sessions/session-run.registry';
+import { startExecHostDouble, type ExecHostDouble } from './exec-host-double';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, auditKinds, bearer, createProject, createUser, login, PASSWORD, startGateway, tokenFor, type Gateway } from './harness';
+
+jest.setTimeout(60_000);
+
+withTestDatabases((db) => {
+  let gw: Gateway;
+  let execHost: ExecHostDouble;
+  let admin: string;
+  let project: string;
+  let dev: { token: string; userId: string };
+
+  beforeAll(async () => {
+    execHost = await startExecHostDouble();
+    gw = await startGateway(db(), { LEMNISCATE_EXEC_HOST_URL: execHost.url, LEMNISCATE_EXEC_HOST_TOKEN: execHost.token });
+    admin = (await tokenFor(gw, ADMIN_EMAIL, ADMIN_PASSWORD)).token;
+    project = await createProject(gw, admin, 'approvals');
+    dev = await createUser(gw, admin, 'dev@example.test', 'developer', [project]);
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await execHost?.close();
+  });
+
+  async function newSession(token = dev.token, extra: Record<string, unknown> = {}): Promise<string> {
+    const res = await gw.http().post('/api/v1/sessions').set(bearer(token)).send({ projectId: project, instruction: 'make the build green', ...extra });
+    expect(res.status).toBe(201);
+    return res.body.id as string;
+  }
+  const ask = (sessionId: string, command = 'npm install left-pad') =>
+    gw.app.get(ApprovalsService).request({ sessionId, kind: 'command', payload: { command }, agent: 'general' });
+
+  it('records the instruction with the policy version in force, audited', async () => {
+    const id = await newSession();
+    const res = await gw.http().get(`/api/v1/sessions/${id}`).set(bearer(dev.token));
+    expect(res.body).toMatchObject({ status: 'running', instruction: 'make the build green', projectId: project, userId: dev.userId, depth: 0 });
+    expect(res.body.policyVersionId).toEqual(expect.any(String));
+    expect((await auditKinds(gw, ['session.instruction'])).at(-1)).toMatchObject({ sessionId: id, payload: { instruction: 'make the build green', policyVersion: 1 } });
+  });
+
+  it("is answered by the session's developer once; a second answer is a 409 with a sentence", async () => {
+    const approval = await ask(await newSession());
+    const ok = await gw.http().post(`/api/v1/approvals/${approval.id}/approve`).set(bearer(dev.token)).send({});
+    expect(ok.status).toBe(200);
+    expect(ok.body).toMatchObject({ state: 'approved', decidedBy: dev.userId });
+    const again = await gw.http().post(`/api/v1/approvals/${approval.id}/reject`).set(bearer(dev.token)).send({});
+    expect(again.status).toBe(409);
+    expect(again.body.code).toBe('approval_already_answered');
+    expect(again.body.message).toMatch(/^This approval was already answered: it is approved at /);
+    expect((await auditKinds(gw, ['approval.answer'])).at(-1)).toMatchObject({ actor: `user:${dev.userId}`, payload: { approvalId: approval.id, answer: 'approved' } });
+  });
+
+  it('lets exactly one of two simultaneous answers win', async () => {
+    const approval = await ask(await newSession());
+    const [a, b] = await Promise.all([
+      gw.http().post(`/api/v1/approvals/${approval.id}/approve`).set(bearer(dev.token)).send({}),
+      gw.http().post(`/api/v1/approvals/${approval.id}/reject`).set(bearer(admin)).send({}),
+    ]);
+    expect([a.status, b.status].sort()).toEqual([200, 409]);
+  });
+
+  it('remembers an identical command only when the policy says reapproval: exempt', async () => {
+    const sessionId = await newSession();
+    const first = await ask(sessionId, 'make lint');
+    const refused = await gw.http().post(`/api/v1/approvals/${first.id}/approve`).set(bearer(dev.token)).send({ rememberCommand: true });
+    expect(refused.status).toBe(400);
+    expect(refused.body.message).toBe("This project's policy requires approving every command again (commands.reapproval: always).");
+    expect((await gw.http().get(`/api/v1/approvals/${first.id}`).set(bearer(dev.token))).body.state).toBe('pending');
+
+    const published = await gw.http().post(`/api/v1/projects/${project}/policy`).set(bearer(admin)).send({ document: { version: 1, commands: { reapproval: 'exempt' } } });
+    expect(published.status).toBe(201);
+    const ok = await gw.http().post(`/api/v1/approvals/${first.id}/approve`).set(bearer(dev.token)).send({ rememberCommand: true });
+    expect(ok.status).toBe(200);
+    const approvals = gw.app.get(ApprovalsService);
+    await expect(approvals.isCommandApproved(sessionId, 'make lint')).resolves.toBe(true);
+    await expect(approvals.isCommandApproved(sessionId, 'make lint ')).resolves.toBe(false);
+
+    const write = await approvals.request({ sessionId, kind: 'write', payload: { diff: '--- a/x\n+++ b/x\n' }, agent: 'general' });
+    const notCommand = await gw.http().post(`/api/v1/approvals/${write.id}/approve`).set(bearer(dev.token)).send({ rememberCommand: true });
+    expect(notCommand.status).toBe(400);
+  });
+
+  it('refuses approval requests of a headless session at once, attributed to the process', async () => {
+    const approval = await ask(await newSession(dev.token, { headless: true }));
+    expect(approval.state).toBe('refused_headless');
+    const answer = await gw.http().post(`/api/v1/approvals/${approval.id}/approve`).set(bearer(dev.token)).send({});
+    expect(answer.status).toBe(409);
+  });
+
+  it('stop: within a second the loop is cancelled, pending approvals rejected, the sandbox destroyed, all audited', async () => {
+    const sessionId = await newSession();
+    await gw.app.get(SessionsRepository).update(sessionId, { sandboxId: `sbx-${sessionId}` });
+    const run = gw.app.get(SessionRunRegistry).register(sessionId);
+    const aborted = new Promise((resolve) => run.signal.addEventListener('abort', () => resolve(run.signal.reason)));
+    const [a1, a2] = [await ask(sessionId, 'rm -rf build'), await ask(sessionId, 'make')];
+
+    const started = Date.now();
+    const res = await gw.http().post(`/api/v1/sessions/${sessionId}/stop`).set(bearer(dev.token)).send({ reason: 'wrong direction' });
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ session: { status: 'stopped', stopReason: 'stopped' }, approvalsRejected: 2, sandboxDestroyed: true, sandboxNote: null });
+    await expect(aborted).resolves.toBe('stopped');
+    expect(execHost.destroyed).toContain(`sbx-${sessionId}`);
+    for (const a of [a1, a2]) expect((await gw.http().get(`/api/v1/approvals/${a.id}`).set(bearer(dev.token))).body.state).toBe('rejected');
+    expect((await auditKinds(gw, ['session.stop'])).at(-1)).toMatchObject({ sessionId, actor: `user:${dev.userId}`, payload: { reason: 'wrong direction', sandboxDestroyed: true } });
+
+    const late = await gw.http().post(`/api/v1/approvals/${a1.id}/approve`).set(bearer(dev.token)).send({});
+    expect(late.status).toBe(409);
+    const twice = await gw.http().post(`/api/v1/sessions/${sessionId}/stop`).set(bearer(dev.token)).send({});
+    expect(twice.status).toBe(409);
+    expect(twice.body).toMatchObject({ code: 'session_ended', message: `Session ${sessionId} has already ended (stopped, stopped).` });
+  });
+
+  it('an answer to an approval of an ended session is a 409 saying so', async () => {
+    const sessionId = await newSession();
+    const approval = await ask(sessionId);
+    await gw.app.get(SessionsRepository).end(sessionId, { status: 'completed' });
+    const res = await gw.http().post(`/api/v1/approvals/${approval.id}/approve`).set(bearer(dev.token)).send({});
+    expect(res.status).toBe(409);
+    expect(res.body).toMatchObject({ code: 'session_ended', message: `Session ${sessionId} has ended (completed); its approvals can no longer be answered.` });
+  });
+
+  it('an administrator revokes a session: stop reason revoked', async () => {
+    const sessionId = await newSession();
+    const res = await gw.http().post(`/api/v1/sessions/${sessionId}/revoke`).set(bearer(admin)).send({});
+    expect(res.status).toBe(200);
+    expect(res.body.session).toMatchObject({ status: 'stopped', stopReason: 'revoked' });
+    expect((await auditKinds(gw, ['session.revoke'])).at(-1)).toMatchObject({ sessionId });
+  });
+
+  it('revoking a user ends their tokens, console sessions and running sessions within a second', async () => {
+    const victim = await createUser(gw, admin, 'leaver@example.test', 'developer', [project]);
+    const cookie = await login(gw, 'leaver@example.test', PASSWORD);
+    const s1 = await newSession(victim.token);
+    const s2 = await newSession(victim.token);
+    const pending = await ask(s1);
+    const run = gw.app.get(SessionRunRegistry).register(s2);
+
+    const started = Date.now();
+    const res = await gw.http().post(`/api/v1/users/${victim.userId}/revoke`).set(bearer(admin)).send({});
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ userId: victim.userId, tokensRevoked: 1, webSessionsRevoked: 2 });
+    expect([...res.body.sessionsRevoked].sort()).toEqual([s1, s2].sort());
+    expect(run.signal.aborted).toBe(true);
+
+    const tokenAfter = await gw.http().get('/api/v1/auth/me').set(bearer(victim.token));
+    expect(tokenAfter.status).toBe(401);
+    expect((await gw.http().get('/api/v1/auth/me').set('cookie', cookie.cookie)).status).toBe(401);
+    const relogin = await gw.http().post('/api/v1/auth/login').send({ email: 'leaver@example.test', password: PASSWORD });
+    expect(relogin.status).toBe(401);
+    expect(relogin.body.message).toBe('This account has been revoked by an administrator.');
+    expect((await gw.http().get(`/api/v1/approvals/${pending.id}`).set(bearer(admin))).body.state).toBe('rejected');
+    expect((await gw.http().get(`/api/v1/sessions/${s1}`).set(bearer(admin))).body.stopReason).toBe('revoked');
+    expect((await auditKinds(gw, ['user.revoke'])).at(-1)).toMatchObject({ payload: { userId: victim.userId, tokensRevoked: 1 } });
+
+    const again = await gw.http().post(`/api/v1/users/${victim.userId}/revoke`).set(bearer(admin)).send({});
+    expect(again.status).toBe(409);
+    const self = await gw.http().post(`/api/v1/users/${(await gw.http().get('/api/v1/auth/me').set(bearer(admin))).body.user.id}/revoke`).set(bearer(admin)).send({});
+    expect(self.status).toBe(409);
+    expect(self.body.message).toBe('You cannot revoke your own account; ask another administrator.');
+  });
+
+  it('readyz reports the database and the exec-host', async () => {
+    const res = await gw.http().get('/readyz');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ status: 'ready', checks: { database: { ok: true }, execHost: { ok: true } } });
+    const metrics = await gw.http().get('/metrics');
+    expect(metrics.text).toContain('lemniscate_sessions_ended_total{reason="stopped"}');
+  });
+});
+
+describe('when the exec-host is gone', () => {
+  withTestDatabases((db) => {
+    let gw: Gateway;
+    beforeAll(async () => {
+      gw = await startGateway(db(), { LEMNISCATE_EXEC_HOST_URL: 'http://127.0.0.1:9' });
+    });
+    afterAll(async () => {
+      await gw?.close();
+    });
+
+    it('a stop still ends the session and says the sandbox is left to the reaper; readyz says not ready', async () => {
+      const admin = (await tokenFor(gw, ADMIN_EMAIL, ADMIN_PASSWORD)).token;
+      const project = await createProject(gw, admin, 'offline');
+      const created = await gw.http().post('/api/v1/sessions').set(bearer(admin)).send({ projectId: project, instruction: 'x' });
+      await gw.app.get(SessionsRepository).update(created.body.id, { sandboxId: 'sbx-lost' });
+      const res = await gw.http().post(`/api/v1/sessions/${created.body.id}/stop`).set(bearer(admin)).send({});
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ session: { status: 'stopped' }, sandboxDestroyed: false });
+      expect(res.body.sandboxNote).toMatch(/could not be reached\. The exec-host's reaper removes it by its session label\.$/);
+      const ready = await gw.http().get('/readyz');
+      expect(ready.status).toBe(503);
+      expect(ready.body.checks.execHost.ok).toBe(false);
+    });
+  }, ['pglite']);
+});
