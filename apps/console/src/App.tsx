@@ -1,4 +1,4 @@
-import type { ReactNode } from 'react';
+import { lazy, Suspense, type ReactNode } from 'react';
 import { Link, Navigate, Route, Routes, useLocation } from 'react-router';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { isApiError } from './api/client';
@@ -8,14 +8,17 @@ import { canOpen, PAGES, type PageKey } from './auth/access';
 import { AuthProvider, useAuth } from './auth/AuthContext';
 import { ErrorPanel, Loading } from './components/States';
 import { Layout } from './layout/Layout';
-import { ApprovalsPage } from './pages/ApprovalsPage';
-import { AuditPage } from './pages/AuditPage';
 import { DashboardPage } from './pages/DashboardPage';
-import { PoliciesPage } from './pages/PoliciesPage';
-import { SessionPage } from './pages/SessionPage';
-import { SessionsPage } from './pages/SessionsPage';
 import { SignInPage } from './pages/SignInPage';
-import { UsersPage } from './pages/UsersPage';
+
+// Pages load on first visit: the policy editor (CodeMirror, the schema validator) and the diff
+// viewer (highlight.js) stay out of the first download.
+const ApprovalsPage = lazy(() => import('./pages/ApprovalsPage').then((m) => ({ default: m.ApprovalsPage })));
+const AuditPage = lazy(() => import('./pages/AuditPage').then((m) => ({ default: m.AuditPage })));
+const PoliciesPage = lazy(() => import('./pages/PoliciesPage').then((m) => ({ default: m.PoliciesPage })));
+const SessionPage = lazy(() => import('./pages/SessionPage').then((m) => ({ default: m.SessionPage })));
+const SessionsPage = lazy(() => import('./pages/SessionsPage').then((m) => ({ default: m.SessionsPage })));
+const UsersPage = lazy(() => import('./pages/UsersPage').then((m) => ({ default: m.UsersPage })));
 
 export function App() {
   const qc = useQueryClient();
@@ -80,7 +83,7 @@ function Shell() {
 /** A page the role cannot use says so instead of rendering; the gateway would refuse its calls anyway. */
 function Guard({ page, children }: { page: PageKey; children: ReactNode }) {
   const { me } = useAuth();
-  if (canOpen(me.user.role, page)) return <>{children}</>;
+  if (canOpen(me.user.role, page)) return <Suspense fallback={<Loading what="the page" />}>{children}</Suspense>;
   const label = PAGES.find((p) => p.key === page)?.label ?? page;
   return (
     <div className="page">
