@@ -12,6 +12,10 @@ export async function main(): Promise<void> {
   const engine = await driver.info();
   if (!engine.reachable) throw new StartupError(`The exec-host will not start: ${engine.message ?? 'the container engine does not answer.'}`);
   const host = await createExecHost(config, driver);
+  // Longer than any client's idle keep-alive, so a client never reuses a socket the server just closed.
+  const server = host.app.getHttpServer() as import('node:http').Server;
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
   if (config.listen.kind === 'socket') {
     fs.rmSync(config.listen.path, { force: true });
     const previous = process.umask(0o177);

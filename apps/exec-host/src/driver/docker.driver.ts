@@ -28,6 +28,7 @@ function statusCode(e: unknown): number | undefined {
 export class DockerSandboxDriver implements SandboxDriver {
   private readonly docker: Docker;
   private readonly listeners = new Map<string, Set<(e: ContainerEvent) => void>>();
+  private readonly cgroups = new Map<string, { mem?: string; pids?: string }>();
   private events: Readable | null = null;
   private eventsStarting: Promise<void> | null = null;
   private closed = false;
@@ -176,28 +177,9 @@ export class DockerSandboxDriver implements SandboxDriver {
 
   async counters(containerId: string): Promise<ResourceCounters> {
     const result: ResourceCounters = { oomKills: null, pidsLimitHits: null };
-    let pid: number;
-    try {
-      pid = (await this.docker.getContainer(containerId).inspect()).State.Pid;
-    } catch {
-      return result;
-    }
-    if (!pid) return result;
-    let cgroups: string;
-    try {
-      cgroups = await fs.readFile(`/proc/${pid}/cgroup`, 'utf8');
-    } catch {
-      return result;
-    }
-    const pathOf = (controller: string) => {
-      for (const line of cgroups.split('\n')) {
-        const [, controllers, p] = line.split(':');
-        if (controllers?.split(',').includes(controller) && p !== undefined) return p;
-      }
-      return undefined;
-    };
-    const mem = pathOf('memory');
-    const pids = pathOf('pids');
+    const paths = await this.cgroupPaths(containerId);
+    if (!paths) return result;
+    const { mem, pids } = paths;
     if (mem !== undefined) {
       const text = await fs.readFile(`/sys/fs/cgroup/memory${mem}/memory.oom_control`, 'utf8').catch(() => '');
       const m = /^oom_kill (\d+)$/m.exec(text);
@@ -211,7 +193,37 @@ export class DockerSandboxDriver implements SandboxDriver {
     return result;
   }
 
+  /** cgroup v1 paths of a container, read once from its init process and kept while it lives. */
+  private async cgroupPaths(containerId: string): Promise<{ mem?: string; pids?: string } | null> {
+    const cached = this.cgroups.get(containerId);
+    if (cached) return cached;
+    let pid: number;
+    try {
+      pid = (await this.docker.getContainer(containerId).inspect()).State.Pid;
+    } catch {
+      return null;
+    }
+    if (!pid) return null;
+    let cgroups: string;
+    try {
+      cgroups = await fs.readFile(`/proc/${pid}/cgroup`, 'utf8');
+    } catch {
+      return null;
+    }
+    const pathOf = (controller: string) => {
+      for (const line of cgroups.split('\n')) {
+        const [, controllers, p] = line.split(':');
+        if (controllers?.split(',').includes(controller) && p !== undefined) return p;
+      }
+      return undefined;
+    };
+    const paths = { mem: pathOf('memory'), pids: pathOf('pids') };
+    this.cgroups.set(containerId, paths);
+    return paths;
+  }
+
   async remove(containerId: string): Promise<void> {
+    this.cgroups.delete(containerId);
     try {
       await this.docker.getContainer(containerId).remove({ force: true, v: true });
     } catch (e) {
