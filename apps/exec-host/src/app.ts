@@ -6,7 +6,7 @@ import { EXEC_HOST_CONFIG, type ExecHostConfig } from './config';
 import { SANDBOX_DRIVER, type SandboxDriver } from './driver/sandbox.driver';
 import { requireToken } from './http/auth.middleware';
 import { ErrorFilter } from './http/error.filter';
-import { SandboxesController } from './http/sandboxes.controller';
+import { LivenessController, SandboxesController } from './http/sandboxes.controller';
 import { Reaper } from './reaper';
 import { SandboxService } from './sandbox.service';
 
@@ -15,7 +15,7 @@ export class ExecHostModule {
   static forRoot(config: ExecHostConfig, driver: SandboxDriver, sandboxes: SandboxService): DynamicModule {
     return {
       module: ExecHostModule,
-      controllers: [SandboxesController],
+      controllers: [SandboxesController, LivenessController],
       providers: [
         { provide: EXEC_HOST_CONFIG, useValue: config },
         { provide: SANDBOX_DRIVER, useValue: driver },

@@ -42,6 +42,11 @@ describe('exec-host API: authentication, bad input and leftovers (runc)', () => 
     }
   });
 
+  it('answers liveness on /healthz (token required like everything else)', async () => {
+    expect((await t.api().get('/healthz')).body).toEqual({ status: 'ok' });
+    expect((await request(server()).get('/healthz')).status).toBe(401);
+  });
+
   it('reports its health', async () => {
     const res = await t.api().get('/v1/health');
     expect(res.status).toBe(200);

@@ -7,6 +7,7 @@ import { SessionId } from './common';
  * ExecHostErrorCode as `code`.
  *
  * Routes (all under the exec-host's base URL):
+ *   GET    /healthz                                → { status: 'ok' } (liveness)
  *   GET    /v1/health                              → ExecHostHealth
  *   POST   /v1/sandboxes                           CreateSandboxRequest → SandboxInfo (201)
  *   GET    /v1/sandboxes                           → SandboxList

@@ -132,3 +132,12 @@ export class SandboxesController {
     return this.sandboxes.patch(id);
   }
 }
+
+/** Liveness for process supervisors and the gateway's readiness check; the full report is /v1/health. */
+@Controller()
+export class LivenessController {
+  @Get('healthz')
+  healthz() {
+    return { status: 'ok' };
+  }
+}

@@ -316,7 +316,14 @@ export async function startExecHost(extraEnv: Record<string, string> = {}): Prom
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
   let exitCode: number | null | undefined;
-  const exitedPromise = new Promise<void>((res) => child.once('exit', (code, signal) => ((exitCode = code ?? (signal ? -1 : null)), res())));
+  let exitReason = '';
+  const exitedPromise = new Promise<void>((res) =>
+    child.once('exit', (code, signal) => {
+      exitCode = code ?? (signal ? -1 : null);
+      exitReason = signal ? `signal ${signal}` : `exit code ${code}`;
+      res();
+    }),
+  );
 
   const baseUrl = `http://127.0.0.1:${port}`;
   const client = new ExecHostClient(baseUrl, token);
@@ -358,6 +365,7 @@ export async function startExecHost(extraEnv: Record<string, string> = {}): Prom
     exited: () => exitCode !== undefined,
     async stop() {
       const problems: string[] = [];
+      if (exitCode !== undefined) problems.push(`the exec-host ended on its own during the tests (${exitReason})`);
       if (exitCode === undefined) {
         for (const id of sandboxIds) {
           try {
