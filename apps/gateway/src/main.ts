@@ -1,21 +1,29 @@
 import 'reflect-metadata';
+import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module';
-import { ConfigError, loadConfig } from './config/config';
+import { ConfigError, loadConfig, type GatewayConfig } from './config/config';
 import { DatabaseError, migrate, redactUrl } from './db/database';
 import { MigrationError } from './db/migrate';
 import { configureApp } from './setup';
 
 const USAGE = 'Usage: lemni-gateway [serve] | lemni-gateway migrate';
 
-export async function serve(): Promise<void> {
-  const config = loadConfig();
+/** The gateway as `serve` runs it, not yet listening. */
+export async function createGatewayApp(config: GatewayConfig): Promise<INestApplication> {
   const app = await NestFactory.create(AppModule.forRoot({ config }), { bodyParser: false, bufferLogs: true });
   configureApp(app, config);
   app.enableShutdownHooks();
+  return app;
+}
+
+export async function serve(): Promise<INestApplication> {
+  const config = loadConfig();
+  const app = await createGatewayApp(config);
   await app.listen(config.port, config.host);
   const where = config.databaseUrl ? redactUrl(config.databaseUrl) : `PGlite in ${config.dataDir}`;
   process.stdout.write(`Lemniscate gateway listening on ${await app.getUrl()} (database: ${where})\n`);
+  return app;
 }
 
 export async function runMigrations(): Promise<void> {

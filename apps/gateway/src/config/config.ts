@@ -2,7 +2,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 
-const Port = z.coerce.number().int().min(0).max(65535);
+const Port = z.coerce.number({ error: 'must be a port number (0–65535)' }).int('must be a whole port number').min(0, 'must be a port number (0–65535)').max(65535, 'must be a port number (0–65535)');
 
 const EnvSchema = z.object({
   LEMNISCATE_GATEWAY_PORT: Port.default(7070),
