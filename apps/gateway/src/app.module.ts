@@ -1,6 +1,8 @@
 import { DynamicModule, Module, type Provider } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, DiscoveryModule } from '@nestjs/core';
 import { LoggerModule } from 'nestjs-pino';
+import { AuditApiController } from './audit-api/audit-api.controller';
+import { AuditApiService } from './audit-api/audit-api.service';
 import { AuditModule } from './audit/audit.module';
 import { AccessService } from './auth/access.service';
 import { AuthController } from './auth/auth.controller';
@@ -41,7 +43,7 @@ export interface AppModuleOptions {
   credentialsOutput?: CredentialsOutput;
 }
 
-export const CONTROLLERS = [AuthController, UsersController, ProjectsController, PoliciesController, SessionsController, ApprovalsController, HealthController, OpenApiController];
+export const CONTROLLERS = [AuthController, UsersController, ProjectsController, PoliciesController, SessionsController, ApprovalsController, AuditApiController, HealthController, OpenApiController];
 
 @Module({})
 export class AppModule {
@@ -59,6 +61,7 @@ export class AppModule {
       { provide: APP_GUARD, useClass: AuthGuard },
       { provide: APP_FILTER, useClass: AppErrorFilter },
       MetricsService,
+      AuditApiService,
       ExecHostClient,
       AuthService,
       AccessService,

@@ -6,3 +6,4 @@ export * from './sessions';
 export * from './approvals';
 export * from './events';
 export * from './health';
+export * from './audit';

@@ -1,0 +1,61 @@
+import { z } from 'zod';
+import { Id, IsoTimestamp } from './common';
+
+export const AuditEntryView = z.object({
+  seq: z.number().int().positive(),
+  at: IsoTimestamp,
+  actor: z.string(),
+  kind: z.string(),
+  projectId: Id.nullable(),
+  sessionId: Id.nullable(),
+  payload: z.unknown(),
+  prevHash: z.string(),
+  hash: z.string(),
+});
+export type AuditEntryView = z.infer<typeof AuditEntryView>;
+
+/** T3 filters: project, user (actor `user:<id>`), session, kind (comma-separated), time range. */
+export const AuditFilterQuery = z
+  .object({
+    projectId: Id.optional(),
+    actor: z.string().min(1).max(200).optional(),
+    sessionId: Id.optional(),
+    kind: z
+      .string()
+      .regex(/^[a-z][a-z0-9_.]*(,[a-z][a-z0-9_.]*)*$/, 'must be audit kinds like "session.stop", separated by commas')
+      .optional(),
+    from: IsoTimestamp.optional(),
+    to: IsoTimestamp.optional(),
+  })
+  .strict();
+export type AuditFilterQuery = z.infer<typeof AuditFilterQuery>;
+
+export const AuditListQuery = AuditFilterQuery.extend({
+  order: z.enum(['asc', 'desc']).default('desc'),
+  /** Keyset cursor: entries after this seq in the chosen order. */
+  after: z.coerce.number().int().positive().optional(),
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+}).strict();
+export type AuditListQuery = z.infer<typeof AuditListQuery>;
+
+export const AuditExportQuery = AuditFilterQuery.extend({ format: z.enum(['jsonl', 'csv']).default('jsonl') }).strict();
+export type AuditExportQuery = z.infer<typeof AuditExportQuery>;
+
+/** An anchor kept outside the database (a previous `lastSeq`/`lastHash`) also catches a rewritten tail. */
+export const AuditVerifyQuery = z
+  .object({ anchorSeq: z.coerce.number().int().positive().optional(), anchorHash: z.string().regex(/^[0-9a-f]{64}$/, 'must be a SHA-256 hex digest').optional() })
+  .strict()
+  .refine((q) => (q.anchorSeq === undefined) === (q.anchorHash === undefined), { message: 'give both "anchorSeq" and "anchorHash", or neither', path: ['anchorSeq'] });
+export type AuditVerifyQuery = z.infer<typeof AuditVerifyQuery>;
+
+export const AuditVerificationView = z.discriminatedUnion('ok', [
+  z.object({ ok: z.literal(true), checked: z.number().int().nonnegative(), lastSeq: z.number().int(), lastHash: z.string() }),
+  z.object({
+    ok: z.literal(false),
+    checked: z.number().int().nonnegative(),
+    seq: z.number().int(),
+    problem: z.enum(['removed', 'reordered', 'altered', 'truncated', 'inserted']),
+    message: z.string(),
+  }),
+]);
+export type AuditVerificationView = z.infer<typeof AuditVerificationView>;
