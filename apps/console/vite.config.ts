@@ -39,6 +39,9 @@ export default defineConfig({
       '@lemniscate/policy': here('../../libs/policy/src/index.ts'),
     },
   },
+  // Both pages are crawled for dependencies before the first request: a dependency found later
+  // makes the dev server reload the page, which a browser test would see as a navigation.
+  optimizeDeps: { entries: ['index.html', 'harness/index.html'] },
   server: {
     proxy: {
       '/api': { target: gateway, changeOrigin: false, ws: true },

@@ -152,9 +152,17 @@ test.describe('users', () => {
   test('an administrator revokes their own tokens but not their own account', async ({ page }) => {
     await openView(page, { view: 'users', selected: 'usr_ada' });
     await page.getByRole('button', { name: 'Revoke token CI pipeline' }).click();
+    await page.getByLabel('New token name').fill('Laptop 2');
+    await page.getByLabel('Valid for (days)').fill('30');
+    await page.getByRole('button', { name: 'Create token' }).click();
+    await expect(page.getByRole('status').filter({ hasText: 'it is not shown again' })).toContainText('lmn_4f2a_secret_shown_once');
     await expect(page.getByText('You cannot revoke your own account')).toBeVisible();
     await expect(page.getByRole('button', { name: /Revoke this user/ })).toHaveCount(0);
-    expect((await calls(page)).map((c) => [c.name, ...c.args])).toEqual([['revokeToken', 'tok_ci']]);
+    expect((await calls(page)).map((c) => [c.name, ...c.args])).toEqual([
+      ['revokeToken', 'tok_ci'],
+      ['createToken', 'Laptop 2', 30],
+    ]);
+    await expectAccessible(page);
   });
 
   test('revoking a user asks for confirmation; memberships can be changed', async ({ page }) => {

@@ -152,6 +152,7 @@ function Policies() {
 
 function Users() {
   const [selected, setSelected] = useState<string | null>(params.get('selected'));
+  const [created, setCreated] = useState<string | null>(null);
   return (
     <Shell page="users">
       <UsersPageView
@@ -166,6 +167,11 @@ function Users() {
         onRevokeUser={record('revokeUser')}
         onSetMembership={record('membership')}
         onRevokeToken={record('revokeToken')}
+        onCreateToken={(name, days) => {
+          record('createToken')(name, days);
+          setCreated('lmn_4f2a_secret_shown_once');
+        }}
+        createdToken={created}
         actionError={null}
         notice={null}
       />

@@ -2,7 +2,7 @@ import { useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import type { CreateUserRequest } from '@lemniscate/contracts';
 import { addMember, projectsQuery, removeMember } from '../api/queries/projects';
-import { createUser, myTokensQuery, revokeToken, revokeUser, usersQuery } from '../api/queries/users';
+import { createToken, createUser, myTokensQuery, revokeToken, revokeUser, usersQuery } from '../api/queries/users';
 import { useAuth } from '../auth/AuthContext';
 import { fromQuery } from '../components/Query';
 import { UsersPageView } from './UsersPageView';
@@ -36,6 +36,10 @@ export function UsersPage() {
     onSuccess: refresh,
   });
   const token = useMutation({ mutationFn: revokeToken, onSuccess: () => qc.invalidateQueries({ queryKey: ['tokens'] }) });
+  const newToken = useMutation({
+    mutationFn: ({ name, expiresInDays }: { name: string; expiresInDays: number }) => createToken({ name, expiresInDays }),
+    onSuccess: () => qc.invalidateQueries({ queryKey: ['tokens'] }),
+  });
 
   return (
     <UsersPageView
@@ -50,7 +54,9 @@ export function UsersPage() {
       onRevokeUser={(id) => revoke.mutate(id)}
       onSetMembership={(userId, projectId, member) => membership.mutate({ userId, projectId, member })}
       onRevokeToken={(id) => token.mutate(id)}
-      actionError={create.error ?? revoke.error ?? membership.error ?? token.error ?? projects.error}
+      onCreateToken={(name, expiresInDays) => newToken.mutate({ name, expiresInDays })}
+      createdToken={newToken.data?.token ?? null}
+      actionError={create.error ?? revoke.error ?? membership.error ?? token.error ?? newToken.error ?? projects.error}
       notice={notice}
     />
   );

@@ -17,6 +17,9 @@ export interface UsersPageViewProps {
   onRevokeUser: (id: string) => void;
   onSetMembership: (userId: string, projectId: string, member: boolean) => void;
   onRevokeToken: (id: string) => void;
+  onCreateToken: (name: string, expiresInDays: number) => void;
+  /** The secret of the token just created: shown once, never again. */
+  createdToken: string | null;
   actionError: unknown;
   notice: string | null;
 }
@@ -97,7 +100,7 @@ export function UsersPageView(p: UsersPageViewProps) {
   );
 }
 
-function UserDetail({ user, projects, myUserId, myTokens, onRevokeUser, onSetMembership, onRevokeToken }: UsersPageViewProps & { user: UserView }) {
+function UserDetail({ user, projects, myUserId, myTokens, onRevokeUser, onSetMembership, onRevokeToken, onCreateToken, createdToken }: UsersPageViewProps & { user: UserView }) {
   const self = user.id === myUserId;
   const [confirm, setConfirm] = useState(false);
   return (
@@ -143,6 +146,7 @@ function UserDetail({ user, projects, myUserId, myTokens, onRevokeUser, onSetMem
           }
         </Query>
       )}
+      {self && <NewToken onCreate={onCreateToken} created={createdToken} />}
       <h3>Revoke access</h3>
       {self ? (
         <p className="muted small">You cannot revoke your own account; another administrator can.</p>
@@ -233,5 +237,36 @@ function NewUser({ projects, onCreateUser, creating }: UsersPageViewProps) {
         </button>
       </form>
     </section>
+  );
+}
+
+function NewToken({ onCreate, created }: { onCreate: (name: string, days: number) => void; created: string | null }) {
+  const [name, setName] = useState('');
+  const [days, setDays] = useState(90);
+  return (
+    <form
+      className="new-token"
+      onSubmit={(e) => {
+        e.preventDefault();
+        if (name.trim()) onCreate(name.trim(), days);
+      }}
+    >
+      <div className="field grow">
+        <label htmlFor="token-name">New token name</label>
+        <input id="token-name" value={name} onChange={(e) => setName(e.target.value)} maxLength={100} placeholder="CI pipeline" />
+      </div>
+      <div className="field">
+        <label htmlFor="token-days">Valid for (days)</label>
+        <input id="token-days" type="number" min={1} max={366} value={days} onChange={(e) => setDays(Math.max(1, Math.min(366, Number(e.target.value) || 1)))} />
+      </div>
+      <button type="submit" disabled={!name.trim()}>
+        Create token
+      </button>
+      {created && (
+        <p className="notice token-secret" role="status">
+          Copy this token now; it is not shown again: <code>{created}</code>
+        </p>
+      )}
+    </form>
   );
 }
