@@ -122,6 +122,20 @@ withTestDatabases((db) => {
     expect(nowhere.body.code).toBe('route_not_found');
   });
 
+  it('changes a password only with the current one, and ends console sessions', async () => {
+    const { token } = await tokenFor(gw, ADMIN_EMAIL, ADMIN_PASSWORD);
+    const s = await login(gw, ADMIN_EMAIL, ADMIN_PASSWORD);
+    const wrong = await gw.http().post('/api/v1/auth/password').set(bearer(token)).send({ currentPassword: 'nope', newPassword: 'another long password' });
+    expect(wrong.status).toBe(403);
+    expect(wrong.body.message).toBe('The current password is wrong; the password was not changed.');
+    const ok = await gw.http().post('/api/v1/auth/password').set(bearer(token)).send({ currentPassword: ADMIN_PASSWORD, newPassword: 'another long password' });
+    expect(ok.status).toBe(200);
+    expect((await gw.http().get('/api/v1/auth/me').set('cookie', s.cookie)).status).toBe(401);
+    await login(gw, ADMIN_EMAIL, 'another long password');
+    const back = await gw.http().post('/api/v1/auth/password').set(bearer(token)).send({ currentPassword: 'another long password', newPassword: ADMIN_PASSWORD });
+    expect(back.status).toBe(200);
+  });
+
   it('keeps a harmless caller request id and replaces a hostile one', async () => {
     const kept = await gw.http().get('/api/v1/projects').set('x-request-id', 'trace-123');
     expect(kept.body.requestId).toBe('trace-123');

@@ -31,6 +31,7 @@ const MATRIX: Record<string, Case> = {
   'POST /auth/login': { forbidden: [] },
   'POST /auth/logout': { forbidden: [] },
   'GET /auth/me': { forbidden: [] },
+  'POST /auth/password': { forbidden: [] },
   'POST /auth/tokens': { forbidden: [] },
   'GET /auth/tokens': { forbidden: [] },
   'DELETE /auth/tokens/:id': { forbidden: [] },

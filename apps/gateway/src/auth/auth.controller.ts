@@ -1,5 +1,5 @@
 import { Controller, Delete, Get, HttpCode, Post } from '@nestjs/common';
-import { CreatedToken, CreateTokenRequest, IdParams, LoginRequest, LoginResponse, MeResponse, OkResponse, TokenView } from '@lemniscate/contracts';
+import { ChangePasswordRequest, CreatedToken, CreateTokenRequest, IdParams, LoginRequest, LoginResponse, MeResponse, OkResponse, TokenView } from '@lemniscate/contracts';
 import { z } from 'zod';
 import { Returns, ZBody, ZParams } from '../common/zod-validation';
 import { AuthService, type CookieJar } from './auth.service';
@@ -32,6 +32,14 @@ export class AuthController {
   @Returns(MeResponse, 'Who is signed in')
   me(@CurrentPrincipal() principal: Principal) {
     return this.auth.me(principal);
+  }
+
+  @Post('password')
+  @HttpCode(200)
+  @Authenticated()
+  @Returns(OkResponse, 'Change your password (ends your console sessions)')
+  changePassword(@CurrentPrincipal() principal: Principal, @ZBody(ChangePasswordRequest) body: ChangePasswordRequest) {
+    return this.auth.changePassword(principal, body);
   }
 
   @Post('tokens')

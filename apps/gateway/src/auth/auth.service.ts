@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { CreatedToken, CreateTokenRequest, LoginRequest, LoginResponse, MeResponse, OkResponse, TokenView } from '@lemniscate/contracts';
+import type { ChangePasswordRequest, CreatedToken, CreateTokenRequest, LoginRequest, LoginResponse, MeResponse, OkResponse, TokenView } from '@lemniscate/contracts';
 import { defineAbilitiesFor } from '@lemniscate/policy';
 import { AuditService } from '../audit/audit.service';
 import { AppError, ErrorCode } from '../common/errors';
@@ -11,7 +11,7 @@ import { WebSessionsRepository } from '../db/repositories/web-sessions.repositor
 import type { UserRow } from '../db/schema';
 import { MetricsService } from '../health/metrics.service';
 import { LoginRateLimiter } from './login-rate-limiter';
-import { hashSecret, newSecret, safeEqual, verifyPassword } from './password';
+import { hashPassword, hashSecret, newSecret, safeEqual, verifyPassword } from './password';
 import { actorOf, type Principal } from './principal';
 import { toTokenView, toUserView } from './views';
 
@@ -88,6 +88,19 @@ export class AuthService {
     if (principal.webSessionId) await this.webSessions.revoke(principal.webSessionId);
     jar.clear();
     await this.audit.append({ actor: actorOf(principal), kind: 'auth.logout', payload: { via: principal.via } });
+    return { ok: true };
+  }
+
+  /** How the generated first-start password is replaced; other console sessions of the person end. */
+  async changePassword(principal: Principal, input: ChangePasswordRequest): Promise<OkResponse> {
+    const user = await this.users.findById(principal.userId);
+    if (!user || !(await verifyPassword(input.currentPassword, user.passwordHash))) {
+      await this.audit.append({ actor: actorOf(principal), kind: 'auth.password_change_failed', payload: { reason: 'wrong_current_password' } });
+      throw new AppError(ErrorCode.Forbidden, 'The current password is wrong; the password was not changed.');
+    }
+    await this.users.update(user.id, { passwordHash: await hashPassword(input.newPassword) });
+    const ended = await this.webSessions.revokeAllForUser(user.id);
+    await this.audit.append({ actor: actorOf(principal), kind: 'auth.password_changed', payload: { webSessionsEnded: ended } });
     return { ok: true };
   }
 

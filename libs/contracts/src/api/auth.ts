@@ -50,3 +50,12 @@ export type TokenView = z.infer<typeof TokenView>;
 /** The secret appears in this response only; the gateway keeps a hash. */
 export const CreatedToken = TokenView.extend({ token: z.string() });
 export type CreatedToken = z.infer<typeof CreatedToken>;
+
+export const ChangePasswordRequest = z
+  .object({
+    currentPassword: z.string().min(1, 'must not be empty').max(1024),
+    newPassword: z.string().min(12, 'must be at least 12 characters').max(1024),
+  })
+  .strict()
+  .refine((b) => b.currentPassword !== b.newPassword, { message: 'must differ from the current password', path: ['newPassword'] });
+export type ChangePasswordRequest = z.infer<typeof ChangePasswordRequest>;
