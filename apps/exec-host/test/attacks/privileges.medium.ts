@@ -43,6 +43,23 @@ probe("AF_PACKET raw socket", lambda: socket.socket(socket.AF_PACKET, socket.SOC
 probe("AF_INET SOCK_RAW icmp", lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP))
 probe("AF_INET6 SOCK_RAW", lambda: socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_RAW))
 probe("netlink route socket", lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0))
+def netlink_newlink():
+    # RTM_NEWLINK for a "dummy" interface, as "ip link add evil0 type dummy" would send it.
+    s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)
+    def rta(t, payload):
+        l = 4 + len(payload)
+        return struct.pack("HH", l, t) + payload + b"\0" * ((4 - l % 4) % 4)
+    attrs = rta(3, b"evil0\0") + rta(18, rta(1, b"dummy\0"))  # IFLA_IFNAME, IFLA_LINKINFO/IFLA_INFO_KIND
+    body = struct.pack("BxHiII", 0, 0, 0, 0, 0) + attrs
+    s.send(struct.pack("IHHII", 16 + len(body), 16, 1 | 4 | 0x400 | 0x200, 1, 0) + body)  # REQUEST|ACK|CREATE|EXCL
+    resp = s.recv(4096)
+    if struct.unpack("IH", resp[:6])[1] == 2:  # NLMSG_ERROR
+        err = struct.unpack("i", resp[16:20])[0]
+        if err < 0:
+            raise OSError(-err, os.strerror(-err))
+        return "created"
+    return "unexpected reply"
+probe("netlink RTM_NEWLINK", netlink_newlink)
 def tun():
     fd = os.open("/dev/net/tun", os.O_RDWR)
     ifr = struct.pack("16sH22s", b"evil0", 0x0001 | 0x1000, b"\0" * 22)  # IFF_TUN | IFF_NO_PI
@@ -119,7 +136,8 @@ probe("apparmor label", apparmor)
 
   it('refuses creating or reconfiguring an interface', () => {
     expect(r['ip command']).toMatchObject({ ok: true, value: null });
-    expectRefused(r, 'netlink route socket', 'EPERM');
+    // runc: the seccomp profile refuses the netlink socket itself; gVisor refuses the request without CAP_NET_ADMIN.
+    expectRefused(r, 'netlink RTM_NEWLINK', runtime === 'runc' ? 'EPERM' : 'EACCES');
     // runc: the device node is absent; gVisor emulates /dev/net/tun but TUNSETIFF needs CAP_NET_ADMIN.
     expectRefused(r, 'tun interface', runtime === 'runc' ? 'ENOENT' : 'EPERM');
     // gVisor does not implement the ioctl at all; Linux refuses it without CAP_NET_ADMIN.
@@ -156,7 +174,7 @@ probe("apparmor label", apparmor)
 
   it('denies the system calls a coding sandbox never needs (seccomp profile, not only missing capabilities)', () => {
     // Allowed, these would fail with EFAULT/EINVAL on the null arguments; EPERM is the filter's answer.
-    for (const name of ['add_key', 'keyctl', 'bpf', 'userfaultfd', 'perf_event_open', 'kexec_load', 'swapon']) expectRefused(r, name, 'EPERM');
+    for (const name of ['add_key', 'keyctl', 'bpf', 'userfaultfd', 'perf_event_open', 'kexec_load', 'swapon', 'netlink route socket']) expectRefused(r, name, 'EPERM');
     expect(r['status']?.value).toMatchObject({ Seccomp: '2' });
   });
 
