@@ -23,6 +23,8 @@ export interface HeadlessOptions {
   developer?: DeveloperContext;
   /** Approvals wait for a person elsewhere instead of being refused at once. */
   waitForApprovals?: boolean;
+  /** After this long without an event, say on stderr that the run is still being followed. */
+  quietNoticeMs?: number;
 }
 
 export interface HeadlessIo {
@@ -76,8 +78,17 @@ export async function runHeadless(api: SessionRunApi, options: HeadlessOptions, 
     api.stopSession(session.id, 'interrupted from the terminal').catch((error: unknown) => io.stderr(`Could not stop session ${session.id}: ${(error as Error).message}\n`));
   });
   let streamError: unknown = null;
+  // A CI log that goes silent for minutes looks like a hang; say what is going on instead.
+  let lastEventAt = Date.now();
+  const quietMs = options.quietNoticeMs ?? 60_000;
+  const quiet = setInterval(() => {
+    const idle = Date.now() - lastEventAt;
+    if (idle >= quietMs) io.stderr(`No event from session ${session.id} for ${Math.round(idle / 1000)} s; still following it (Ctrl-C stops it).\n`);
+  }, quietMs);
+  quiet.unref();
   try {
     for await (const raw of api.follow(session.id, {})) {
+      lastEventAt = Date.now();
       if (options.outputFormat === 'stream-json') io.stdout(`${JSON.stringify(raw)}\n`);
       const event = collector.add(raw);
       if (event?.type === 'approval_requested' && options.waitForApprovals) {
@@ -94,6 +105,7 @@ export async function runHeadless(api: SessionRunApi, options: HeadlessOptions, 
   } catch (error) {
     streamError = error;
   } finally {
+    clearInterval(quiet);
     unregister();
   }
   let final: SessionView | null = null;
