@@ -128,6 +128,33 @@ describe.each(RUNTIMES)('file operations under %s', (runtime) => {
     expect(inside.stdout).toContain('none');
   });
 
+  it('host-side git never runs what a command planted (nested repository with fsmonitor, hooks, filters)', async () => {
+    const marker = join(tmpdir(), `lemniscate-pwned-${randomBytes(6).toString('hex')}`);
+    const planted = await host.client.exec(id, {
+      command: [
+        'set -e',
+        'mkdir -p nested/hooks && cd nested && git init -q',
+        `git config core.fsmonitor 'touch ${marker}-fsmonitor; false'`,
+        'git config core.hooksPath /workspace/nested/hooks',
+        `printf '#!/bin/sh\ntouch ${marker}-hook\n' > hooks/post-index-change && chmod +x hooks/post-index-change`,
+        `git config filter.evil.clean 'touch ${marker}-filter; cat'`,
+        "echo '* filter=evil' > .gitattributes && echo x > f && cd ..",
+        "echo '* filter=evil diff=evil' > .gitattributes",
+        'echo changed >> README.md',
+        'echo planted',
+      ].join('\n'),
+      timeoutMs: 30_000,
+    });
+    expect(planted).toMatchObject({ exitCode: 0, stdout: 'planted\n' });
+    const changes = await host.client.changes(id);
+    expect(changes.files.map((f) => f.path)).toContain('README.md');
+    await host.client.patch(id);
+    const ran = ['fsmonitor', 'hook', 'filter'].filter((what) => existsSync(`${marker}-${what}`));
+    expect({ 'planted git programs that ran on the host': ran }).toEqual({ 'planted git programs that ran on the host': [] });
+    const reverted = await host.client.exec(id, { command: 'rm -rf nested .gitattributes && git -C /workspace status --short >/dev/null 2>&1; echo cleaned', timeoutMs: 20_000 });
+    expect(reverted.stdout).toContain('cleaned');
+  });
+
   describe('a FIFO planted by a command', () => {
     /** Finds the FIFO on the host side of the working copy, where the exec-host reads it. */
     function hostFifo(name: string): string | undefined {

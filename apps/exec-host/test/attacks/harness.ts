@@ -11,6 +11,7 @@ import {
   ExecResult,
   ExecStreamChunk,
   ListFilesResponse,
+  PatchResponse,
   ProposedChange,
   ReadFileResponse,
   SandboxInfo,
@@ -181,6 +182,9 @@ export class ExecHostClient {
   }
   changes(id: string) {
     return this.call(ChangesResponse, 'GET', ExecHostRoutes.changes(id));
+  }
+  patch(id: string) {
+    return this.call(PatchResponse, 'GET', ExecHostRoutes.patch(id));
   }
 
   /**
