@@ -82,7 +82,9 @@ export function describeEvent(event: SessionEvent, calls: Map<string, string>): 
     case 'subagent_finished':
       return pc.dim(`Subagent ${event.agent} ${event.report.replace('_', ' ')} (${event.childSessionId}).`);
     case 'question':
-      return event.class === 'question_default_headless' ? pc.yellow(`Question answered with its default in a headless run: ${event.question} → ${event.answer ?? ''}`) : null;
+      if (event.class === 'question_default_headless') return pc.yellow(`Question answered with its default in a headless run: ${event.question} → ${event.answer ?? ''}`);
+      if (event.answer !== null) return pc.dim(`Answered: ${event.question} → ${event.answer}`);
+      return pc.bold(`Question: ${event.question}${event.options.length > 0 ? ` (${event.options.join(' / ')})` : ''}`);
     case 'model_text':
       return event.text.trim() === '' ? null : `${who}${event.text.trim()}`;
     case 'compaction':
