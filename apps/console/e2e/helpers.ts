@@ -7,9 +7,15 @@ export type Call = { name: string; args: unknown[] };
 export async function openView(page: Page, query: Record<string, string>): Promise<void> {
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message));
+  // The harness page carries a Content-Security-Policy without 'unsafe-eval' or inline scripts.
+  await page.addInitScript(() => {
+    (window as unknown as { __csp: string[] }).__csp = [];
+    document.addEventListener('securitypolicyviolation', (e) => (window as unknown as { __csp: string[] }).__csp.push(`${e.violatedDirective}: ${e.blockedURI}`));
+  });
   await page.goto(`/harness/index.html?${new URLSearchParams(query).toString()}`);
   await expect(page.locator('#root > *').first()).toBeVisible();
   expect(errors, 'the view threw while rendering').toEqual([]);
+  expect(await page.evaluate(() => (window as unknown as { __csp: string[] }).__csp), 'Content-Security-Policy violations').toEqual([]);
 }
 
 export async function calls(page: Page, name?: string): Promise<Call[]> {

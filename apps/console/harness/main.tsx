@@ -1,3 +1,4 @@
+import '../src/zod-config';
 import { useState, type ReactNode } from 'react';
 import { createRoot } from 'react-dom/client';
 import validate, { policySchema } from 'virtual:policy-validator';
