@@ -1,4 +1,4 @@
-import { lazy, Suspense, type ReactNode } from 'react';
+import { lazy, Suspense, useEffect, useRef, type ReactNode } from 'react';
 import { Link, Navigate, Route, Routes, useLocation } from 'react-router';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { isApiError } from './api/client';
@@ -54,6 +54,16 @@ function Shell() {
   const { me, signOut } = useAuth();
   const location = useLocation();
   const pending = useQuery({ ...approvalsQuery({ state: 'pending' }), enabled: canOpen(me.user.role, 'approvals'), refetchInterval: 30_000 });
+  // After a client-side navigation, focus goes to the new page as it would on a page load, so a
+  // screen reader announces it and the next Tab starts from its top.
+  const first = useRef(true);
+  useEffect(() => {
+    if (first.current) {
+      first.current = false;
+      return;
+    }
+    document.getElementById('main')?.focus({ preventScroll: false });
+  }, [location.pathname]);
   return (
     <Layout
       user={me.user}

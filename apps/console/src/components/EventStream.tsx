@@ -1,3 +1,4 @@
+import { useEffect, useRef } from 'react';
 import type { GatewayEvent } from '@lemniscate/contracts';
 
 type Tone = 'info' | 'good' | 'warn' | 'bad' | 'muted';
@@ -58,6 +59,13 @@ function toolSubject(args: unknown): string {
 }
 
 export function EventStream({ events, live }: { events: GatewayEvent[]; live: boolean }) {
+  const list = useRef<HTMLOListElement>(null);
+  const atBottom = useRef(true);
+  // Follow new events while the reader is at the end of the list; leave the scroll alone otherwise.
+  useEffect(() => {
+    const el = list.current;
+    if (el && atBottom.current) el.scrollTop = el.scrollHeight;
+  }, [events.length]);
   return (
     <section className="event-stream" aria-label="Session events">
       <p className="muted small stream-status">
@@ -67,7 +75,18 @@ export function EventStream({ events, live }: { events: GatewayEvent[]; live: bo
         <p className="muted">No events yet.</p>
       ) : (
         // Focusable so keyboard users can scroll a long stream.
-        <ol className="events" aria-live="polite" aria-relevant="additions" tabIndex={0} aria-label="Events, oldest first">
+        <ol
+          ref={list}
+          className="events"
+          aria-live="polite"
+          aria-relevant="additions"
+          tabIndex={0}
+          aria-label="Events, oldest first"
+          onScroll={(e) => {
+            const el = e.currentTarget;
+            atBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 24;
+          }}
+        >
           {events.map((e) => {
             const d = describeEvent(e);
             return (
