@@ -85,13 +85,14 @@ export class FakeGateway {
   private server!: Server;
   private wss!: WebSocketServer;
   private emitted: Record<string, unknown>[] = [];
-  private subscribers = new Set<WebSocket>();
+  private subscribers = new Map<WebSocket, string>();
   private releaseGate: (() => void) | null = null;
   private gateReached: Promise<void> = Promise.resolve();
   private signalGateReached: () => void = () => undefined;
   private nextId = 1;
   private seq = 0;
   private sessionId = '';
+  private playing = false;
   /** Resolves on each stop request, for tests that press Ctrl-C. */
   stopRequested: Promise<void>;
   private onStop: () => void = () => undefined;
@@ -144,9 +145,13 @@ export class FakeGateway {
       const msg = JSON.parse(String(data)) as { type: string; sessionId?: string; sinceSeq?: number };
       if (msg.type !== 'subscribe') return;
       ws.send(JSON.stringify({ type: 'subscribed', sessionId: msg.sessionId ?? null, projectId: null, replayed: 0 }));
-      for (const e of this.emitted) if ((e.seq as number) > (msg.sinceSeq ?? 0)) ws.send(JSON.stringify({ type: 'event', event: e }));
-      this.subscribers.add(ws);
-      if (this.emitted.length === 0) void this.play();
+      const wanted = msg.sessionId ?? '';
+      for (const e of this.emitted) if ((e.seq as number) > (msg.sinceSeq ?? 0) && e.sessionId === wanted) ws.send(JSON.stringify({ type: 'event', event: e }));
+      this.subscribers.set(ws, wanted);
+      if (wanted === this.sessionId && !this.playing) {
+        this.playing = true;
+        void this.play();
+      }
     });
     ws.on('close', () => this.subscribers.delete(ws));
   }
@@ -154,7 +159,7 @@ export class FakeGateway {
   private emit(partial: Record<string, unknown>): void {
     const event = { seq: ++this.seq, sessionId: this.sessionId, projectId: 'p1', at: now(), ...partial };
     this.emitted.push(event);
-    for (const ws of this.subscribers) ws.send(JSON.stringify({ type: 'event', event }));
+    for (const [ws, wanted] of this.subscribers) if (wanted === event.sessionId) ws.send(JSON.stringify({ type: 'event', event }));
   }
 
   private async play(): Promise<void> {
@@ -224,11 +229,18 @@ export class FakeGateway {
       this.sessionId = `s${this.nextId++}`;
       const s = sessionView(this.sessionId, { instruction: b.instruction, agent: b.agent ?? 'general', headless: b.headless, includedUncommitted: b.includedUncommitted ?? false, baseCommit: b.baseCommit ?? null });
       this.sessions.set(s.id, s);
-      this.emitted = [];
+      this.playing = false;
       this.gateReached = new Promise((resolve) => (this.signalGateReached = resolve));
       return this.send(res, 201, s);
     }
     if (route === 'GET /sessions') return this.send(res, 200, [...this.sessions.values()]);
+    m = /^\/sessions\/([^/]+)\/subagents$/.exec(path);
+    if (m && req.method === 'POST') {
+      const b = body as { agent: string; instruction: string };
+      const child = sessionView(`s${this.nextId++}`, { parentSessionId: m[1] as string, depth: 1, agent: b.agent, instruction: b.instruction, headless: false });
+      this.sessions.set(child.id, child);
+      return this.send(res, 201, child);
+    }
     m = /^\/sessions\/([^/]+)(\/tool-calls|\/stop|\/revoke)?$/.exec(path);
     if (m) {
       const s = this.sessions.get(m[1] as string);

@@ -73,6 +73,8 @@ class MemoryApi implements SessionRunApi {
 
 class ScriptedPrompter implements Prompter {
   questions: ApprovalQuestion[] = [];
+  mention?: Prompter['mention'];
+  watchKeys?: Prompter['watchKeys'];
   constructor(
     private readonly instructions: (string | null)[],
     private readonly answers: ApprovalAnswer[],
@@ -197,16 +199,68 @@ describe('interactive sessions', () => {
     expect(t.out.join('')).toContain('Extension granted: +50 actions (1 used).');
   });
 
-  it('@explore starts a background session with that agent and the prompt comes back at once', async () => {
+  it('a mention at the idle prompt explains that it needs a running session', async () => {
     const api = new MemoryApi();
-    api.onStart = (id) => {
-      api.push(id, started());
-      api.push(id, completed('Found it in src/parser.ts.'));
-    };
     const t = io();
     await runInteractive(api, new ScriptedPrompter(['@explore where is the parser?', null], []), { project, includeUncommitted: false, cwd }, t.io);
-    expect(api.started[0]).toMatchObject({ agent: 'explore', instruction: 'where is the parser?' });
-    expect(t.out.join('')).toContain('Background explore session s1 started.');
+    expect(api.started).toEqual([]);
+    expect(t.out.join('')).toContain('A mention starts a subagent of a running session');
+  });
+
+  it('@ while a session runs starts a background subagent of it, labelled with its name', async () => {
+    const api = new MemoryApi();
+    const prompter = new ScriptedPrompter(['long job', null], []);
+    let keys: { onMention: () => void; onInterrupt: () => void } | null = null;
+    prompter.watchKeys = (h) => {
+      keys = h;
+      return () => (keys = null);
+    };
+    let typed!: () => void;
+    const mentionAnswered = new Promise<void>((r) => (typed = r));
+    prompter.mention = async () => {
+      typed();
+      return 'explore where is the parser?';
+    };
+    api.onStart = (id) => {
+      if (id === 's1') {
+        api.push(id, started());
+        setImmediate(() => keys?.onMention());
+        void mentionAnswered.then(() => setImmediate(() => api.push('s1', completed('Parent done.'))));
+      } else {
+        api.push(id, { type: 'model_text', text: 'Found it in src/parser.ts.' });
+        api.push(id, completed('Found it.'));
+      }
+    };
+    const t = io();
+    await runInteractive(api, prompter, { project, includeUncommitted: false, cwd }, t.io);
+    expect(api.subagents).toEqual([{ parent: 's1', agent: 'explore', instruction: 'where is the parser?' }]);
+    const text = t.out.join('');
+    expect(text).toContain('Background explore session s2 started.');
+    expect(text).toContain('[explore] Found it in src/parser.ts.');
+    expect(keys).toBeNull();
+  });
+
+  it('Ctrl-C read as a key (raw terminal) stops the session too', async () => {
+    const api = new MemoryApi();
+    const prompter = new ScriptedPrompter(['wait', null], []);
+    prompter.watchKeys = (h) => {
+      setImmediate(() => h.onInterrupt());
+      return () => undefined;
+    };
+    api.onStart = (id) => api.push(id, started());
+    await runInteractive(api, prompter, { project, includeUncommitted: false, cwd }, io().io);
+    expect(api.stops).toEqual(['s1']);
+  });
+
+  it('a session the gateway refuses to start is reported and the prompt comes back', async () => {
+    const api = new MemoryApi();
+    api.startSession = async () => {
+      throw new Error('Agent "explore" is reserved for delegation (mode: subagent); it cannot drive a session itself.');
+    };
+    const t = io();
+    const code = await runInteractive(api, new ScriptedPrompter(['go', null], []), { project, includeUncommitted: false, cwd }, t.io);
+    expect(code).toBe(0);
+    expect(t.out.join('')).toContain('reserved for delegation');
   });
 });
 

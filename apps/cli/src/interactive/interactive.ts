@@ -1,6 +1,6 @@
 import type { ProjectView, SessionEventOf } from '@lemniscate/contracts';
 import pc from 'picocolors';
-import { EXIT_OK } from '../errors';
+import { EXIT_FAILURE, EXIT_OK } from '../errors';
 import { applyPatch, inspectCheckout, isCheckoutOf } from '../git/git';
 import { colourDiff, describeEvent } from '../output/render';
 import { buildStartRequest } from '../session/headless';
@@ -128,7 +128,7 @@ function questionFor(event: SessionEventOf<'approval_requested'>): ApprovalQuest
  * Follows one session, rendering its events and sending its approval questions to the desk. Returns
  * the session's exit code.
  */
-export async function followInteractive(api: SessionRunApi, sessionId: string, desk: ApprovalDesk, io: InteractiveIo, label: string | null, collector: ResultCollector): Promise<number> {
+export async function followInteractive(api: SessionRunApi, sessionId: string, desk: ApprovalDesk, io: InteractiveIo, label: string | null, collector: ResultCollector, signal?: AbortSignal): Promise<number> {
   const calls = new Map<string, string>();
   const prefix = label ? pc.magenta(`[${label}] `) : '';
   const write = (line: string) => {
@@ -136,7 +136,7 @@ export async function followInteractive(api: SessionRunApi, sessionId: string, d
     io.stdout(`${prefix}${line}\n`);
   };
   const answering: Promise<void>[] = [];
-  for await (const raw of api.follow(sessionId, {})) {
+  for await (const raw of api.follow(sessionId, signal ? { signal } : {})) {
     const event = collector.add(raw);
     if (!event) continue;
     if (event.type === 'approval_requested') {
@@ -167,21 +167,51 @@ export async function followInteractive(api: SessionRunApi, sessionId: string, d
   }
   io.spinner.stop();
   await Promise.all(answering);
+  if (signal?.aborted) return EXIT_OK;
   return collector.ending?.exit_code ?? (await api.getSession(sessionId).then((s) => (s.status === 'completed' ? 0 : s.status === 'stopped' ? 3 : 1)));
+}
+
+/** Holds output while a prompt owns the terminal, then prints it in order. */
+function outputGate(write: (text: string) => void) {
+  let held: string[] | null = null;
+  return {
+    write: (text: string) => (held ? held.push(text) : write(text)),
+    hold: () => (held ??= []),
+    release: () => {
+      const lines = held ?? [];
+      held = null;
+      lines.forEach(write);
+    },
+  };
 }
 
 /**
  * `lemni` without `-p`: asks for an instruction, runs it as a session with approvals in the
- * terminal, and asks again. Ctrl-C during a session stops it (A3); at the prompt it leaves.
+ * terminal, and asks again. While a session runs, Ctrl-C stops it (A3) and `@` opens a mention
+ * (`explore …`, `general …`) that starts a background subagent of it; at the prompt, Ctrl-C leaves.
  */
 export async function runInteractive(api: SessionRunApi, prompter: Prompter, options: InteractiveOptions, io: InteractiveIo): Promise<number> {
   const desk = new ApprovalDesk(prompter);
   const checkout = await inspectCheckout(options.cwd);
   const inProjectCheckout = checkout ? await isCheckoutOf(checkout, options.project.repositorySource) : false;
-  const background = new Set<Promise<unknown>>();
+  const gate = outputGate(io.stdout);
+  const out: InteractiveIo = { ...io, stdout: gate.write };
+  const background = new Map<string, Promise<unknown>>();
+  const leaving = new AbortController();
   let lastExit = EXIT_OK;
-  let foreground: string | null = null;
-  io.stdout(pc.dim(`Project ${options.project.name}. Type an instruction, @general … or @explore … for a background subagent; Ctrl-C stops a running session, an empty line or Ctrl-D leaves.\n`));
+  const report = (error: unknown) => io.stderr(`${pc.red(error instanceof Error ? error.message : String(error))}\n`);
+
+  const startMention = async (parentId: string, text: string) => {
+    const mention = parseMention(text.trim().startsWith('@') ? text : `@${text.trim()}`);
+    if (!mention) return io.stdout(pc.yellow('A mention is an agent name and an instruction, e.g. `explore where is the parser?`.\n'));
+    const child = await api.startSubagent(parentId, mention.agent, mention.instruction);
+    gate.write(pc.dim(`Background ${mention.agent} session ${child.id} started.\n`));
+    const run = followInteractive(api, child.id, desk, out, mention.agent, new ResultCollector(child.id), leaving.signal).catch(report);
+    background.set(child.id, run);
+    void run.finally(() => background.delete(child.id));
+  };
+
+  io.stdout(pc.dim(`Project ${options.project.name}. Type an instruction. While it runs: @ starts a background subagent (@explore …, @general …), Ctrl-C stops the session. An empty line or Ctrl-D leaves.\n`));
   for (;;) {
     await desk.idle();
     const abort = new AbortController();
@@ -190,36 +220,63 @@ export async function runInteractive(api: SessionRunApi, prompter: Prompter, opt
     off();
     if (abort.signal.aborted) continue;
     if (instruction === null || instruction.trim() === '') break;
-    const mention = parseMention(instruction);
-    if (mention) {
-      const request = await buildStartRequest({ ...options, instruction: mention.instruction, agent: mention.agent, outputFormat: 'text' }, checkout, inProjectCheckout, io, false);
-      const child = foreground ? await api.startSubagent(foreground, mention.agent, mention.instruction) : await api.startSession(request);
-      io.stdout(pc.dim(`Background ${mention.agent} session ${child.id} started.\n`));
-      const run = followInteractive(api, child.id, desk, io, mention.agent, new ResultCollector(child.id)).catch((e: unknown) => io.stderr(`${(e as Error).message}\n`));
-      background.add(run);
-      void run.finally(() => background.delete(run));
+    if (parseMention(instruction)) {
+      io.stdout(pc.yellow('A mention starts a subagent of a running session: give an instruction first, then press @ while it runs.\n'));
       continue;
     }
-    const request = await buildStartRequest({ ...options, instruction, outputFormat: 'text' }, checkout, inProjectCheckout, io, false);
-    const session = await api.startSession(request);
-    foreground = session.id;
+    let session;
+    try {
+      const request = await buildStartRequest({ ...options, instruction, outputFormat: 'text' }, checkout, inProjectCheckout, io, false);
+      session = { request, view: await api.startSession(request) };
+    } catch (error) {
+      report(error);
+      continue;
+    }
+    const { request, view } = session;
     let stopping = false;
-    const unregister = io.onInterrupt(() => {
+    const stop = () => {
       if (stopping) return;
       stopping = true;
       io.spinner.stop();
+      gate.release();
       io.stdout(pc.yellow('Stopping the session (unapproved writes rejected, sandbox destroyed)…\n'));
-      api.stopSession(session.id, 'Ctrl-C in the terminal').catch((e: unknown) => io.stderr(`Could not stop session ${session.id}: ${(e as Error).message}\n`));
-    });
-    const collector = new ResultCollector(session.id);
+      api.stopSession(view.id, 'Ctrl-C in the terminal').catch(report);
+    };
+    let mentionOpen = false;
+    const openMention = async () => {
+      if (mentionOpen || stopping) return;
+      mentionOpen = true;
+      io.spinner.stop();
+      gate.hold();
+      const ask = new AbortController();
+      const offQuestion = desk.onQuestion(() => ask.abort());
+      try {
+        const text = await prompter.mention?.(ask.signal);
+        gate.release();
+        if (text && !ask.signal.aborted) await startMention(view.id, text);
+      } catch (error) {
+        report(error);
+      } finally {
+        offQuestion();
+        gate.release();
+        mentionOpen = false;
+      }
+    };
+    const unregister = io.onInterrupt(stop);
+    const unwatch = prompter.watchKeys?.({ onInterrupt: stop, onMention: () => void openMention() });
+    const collector = new ResultCollector(view.id);
     try {
-      lastExit = await followInteractive(api, session.id, desk, io, null, collector);
+      lastExit = await followInteractive(api, view.id, desk, out, null, collector);
+    } catch (error) {
+      report(error);
+      lastExit = EXIT_FAILURE;
     } finally {
+      unwatch?.();
       unregister();
-      foreground = null;
+      gate.release();
     }
-    const final = await api.getSession(session.id).catch(() => null);
-    const result = collector.result(final, options.project.name, session.agent, request.includedUncommitted ?? false);
+    const final = await api.getSession(view.id).catch(() => null);
+    const result = collector.result(final, options.project.name, view.agent, request.includedUncommitted ?? false);
     if (result.summary) io.stdout(`${result.summary}\n`);
     if (result.status === 'completed' && result.patch.trim() !== '' && checkout && options.apply !== false) {
       const mine = inProjectCheckout || (await isCheckoutOf(checkout, options.project.repositorySource, result.base_commit));
@@ -230,6 +287,8 @@ export async function runInteractive(api: SessionRunApi, prompter: Prompter, opt
       }
     }
   }
-  await Promise.all(background);
+  if (background.size > 0) io.stdout(pc.dim(`Still running in the background: ${[...background.keys()].join(', ')} (\`lemni sessions\` shows them).\n`));
+  leaving.abort();
+  await Promise.all(background.values());
   return lastExit;
 }

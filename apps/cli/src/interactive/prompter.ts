@@ -23,6 +23,13 @@ export interface Prompter {
   extension(description: string, signal: AbortSignal): Promise<'grant' | 'decline' | null>;
   text(message: string, options?: { default?: string; secret?: boolean }): Promise<string>;
   confirm(message: string, defaultAnswer: boolean): Promise<boolean>;
+  /** While a session runs: the mention typed after pressing `@` (`explore where is x?`); null if withdrawn. */
+  mention?(signal: AbortSignal): Promise<string | null>;
+  /**
+   * While a session runs, reacts to single keys (`@`, Ctrl-C) without a prompt; returns a function
+   * that stops. Absent where there is no terminal.
+   */
+  watchKeys?(handlers: { onMention: () => void; onInterrupt: () => void }): () => void;
 }
 
 /** Shown while a command runs, so a long build does not look like a hang. */

@@ -1,8 +1,13 @@
-import ora from 'ora';
-import pc from 'picocolors';
-import type { ApprovalAnswer, ApprovalQuestion, Prompter, Spinner } from './prompter';
+import ora from "ora";
+import pc from "picocolors";
+import type {
+  ApprovalAnswer,
+  ApprovalQuestion,
+  Prompter,
+  Spinner,
+} from "./prompter";
 
-type Inquirer = typeof import('@inquirer/prompts');
+type Inquirer = typeof import("@inquirer/prompts");
 
 function isNamed(error: unknown, name: string): boolean {
   return error instanceof Error && error.name === name;
@@ -12,62 +17,179 @@ function isNamed(error: unknown, name: string): boolean {
  * The terminal implementation of the prompts, on @inquirer/prompts. Ctrl-C inside an approval
  * question means "stop the session" (A3), as it does everywhere else while a session runs.
  */
-export function terminalPrompter(write: (text: string) => void): Prompter {
+export function terminalPrompter(
+  write: (text: string) => void,
+  stdin: NodeJS.ReadStream = process.stdin,
+): Prompter {
   let loaded: Promise<Inquirer> | null = null;
   // Loaded on first use: scripted runs (`lemni -p`) never pay for the prompt library.
-  const inquirer = (): Promise<Inquirer> => (loaded ??= import('@inquirer/prompts'));
+  const load = (): Promise<Inquirer> =>
+    (loaded ??= import("@inquirer/prompts"));
+
+  // Single keys while a session runs. In raw mode Ctrl-C arrives as a byte, not as SIGINT.
+  let watching: { onMention: () => void; onInterrupt: () => void } | null =
+    null;
+  let attached = false;
+  let prompts = 0;
+  const onData = (data: Buffer) => {
+    const keys = data.toString("utf8");
+    if (keys.includes("\u0003")) watching?.onInterrupt();
+    else if (keys.includes("@")) watching?.onMention();
+  };
+  const attach = () => {
+    if (attached || !watching || prompts > 0 || !stdin.isTTY) return;
+    attached = true;
+    stdin.setRawMode(true);
+    stdin.on("data", onData);
+    stdin.resume();
+  };
+  const detach = () => {
+    if (!attached) return;
+    attached = false;
+    stdin.off("data", onData);
+    stdin.setRawMode(false);
+    stdin.pause();
+  };
+  // A prompt owns the keyboard while it is open; the key watch resumes after it.
+  const inquirer = load;
+  // One prompt at a time: a question that arrives while another closes waits for it to be gone.
+  let queue: Promise<unknown> = Promise.resolve();
+  const exclusive = <T>(run: () => Promise<T>): Promise<T> => {
+    const next = queue.then(async () => {
+      prompts += 1;
+      detach();
+      try {
+        return await run();
+      } finally {
+        prompts -= 1;
+        attach();
+      }
+    });
+    queue = next.catch(() => undefined);
+    return next;
+  };
   return {
-    async instruction(signal) {
-      try {
-        return await (await inquirer()).input({ message: pc.bold('lemni ›') }, { signal, clearPromptOnDone: false });
-      } catch (error) {
-        if (isNamed(error, 'AbortPromptError') || isNamed(error, 'ExitPromptError')) return null;
-        throw error;
-      }
+    watchKeys(handlers) {
+      watching = handlers;
+      attach();
+      return () => {
+        detach();
+        watching = null;
+      };
     },
-    async approval(question: ApprovalQuestion, signal): Promise<ApprovalAnswer | null> {
-      const what = question.kind === 'command' ? 'run this command' : question.kind === 'diff' ? 'write this change' : 'keep these changes';
-      write(`\n${pc.bold(pc.yellow(`${question.agent} asks to ${what}:`))}\n${question.shown}\n`);
-      const choices: { name: string; value: ApprovalAnswer }[] = [
-        { name: 'Approve', value: 'approve' },
-        { name: 'Reject', value: 'reject' },
-      ];
-      if (question.offerIdentical) choices.push({ name: 'Approve, and identical commands for the rest of this session', value: 'approve_identical' });
-      choices.push({ name: 'Stop the session', value: 'stop' });
-      try {
-        return await (await inquirer()).select({ message: `Approval ${question.approvalId}`, choices }, { signal });
-      } catch (error) {
-        if (isNamed(error, 'AbortPromptError')) {
-          write(pc.dim('  (answered elsewhere)\n'));
-          return null;
+    mention: (signal) =>
+      exclusive(async () => {
+        try {
+          const text = await (
+            await inquirer()
+          ).input({ message: pc.bold("@") }, { signal });
+          return text.trim() === "" ? null : text;
+        } catch (error) {
+          if (
+            isNamed(error, "AbortPromptError") ||
+            isNamed(error, "ExitPromptError")
+          )
+            return null;
+          throw error;
         }
-        if (isNamed(error, 'ExitPromptError')) return 'stop';
-        throw error;
-      }
-    },
-    async extension(description, signal) {
-      write(`\n${pc.bold(pc.yellow('Limit reached.'))} ${description}\n`);
-      try {
-        const grant = await (await inquirer()).confirm({ message: 'Grant the extension?', default: false }, { signal });
-        return grant ? 'grant' : 'decline';
-      } catch (error) {
-        if (isNamed(error, 'AbortPromptError')) return null;
-        if (isNamed(error, 'ExitPromptError')) return 'decline';
-        throw error;
-      }
-    },
-    async text(message, options = {}) {
-      if (options.secret) return (await inquirer()).password({ message, mask: '*' });
-      return (await inquirer()).input({ message, ...(options.default !== undefined ? { default: options.default } : {}) });
-    },
-    async confirm(message, defaultAnswer) {
-      try {
-        return await (await inquirer()).confirm({ message, default: defaultAnswer });
-      } catch (error) {
-        if (isNamed(error, 'ExitPromptError')) return false;
-        throw error;
-      }
-    },
+      }),
+    instruction: (signal) =>
+      exclusive(async () => {
+        try {
+          return await (
+            await inquirer()
+          ).input(
+            { message: pc.bold("lemni ›") },
+            { signal, clearPromptOnDone: false },
+          );
+        } catch (error) {
+          if (
+            isNamed(error, "AbortPromptError") ||
+            isNamed(error, "ExitPromptError")
+          )
+            return null;
+          throw error;
+        }
+      }),
+    approval: (
+      question: ApprovalQuestion,
+      signal,
+    ): Promise<ApprovalAnswer | null> =>
+      exclusive(async () => {
+        const what =
+          question.kind === "command"
+            ? "run this command"
+            : question.kind === "diff"
+              ? "write this change"
+              : "keep these changes";
+        write(
+          `\n${pc.bold(pc.yellow(`${question.agent} asks to ${what}:`))}\n${question.shown}\n`,
+        );
+        const choices: { name: string; value: ApprovalAnswer }[] = [
+          { name: "Approve", value: "approve" },
+          { name: "Reject", value: "reject" },
+        ];
+        if (question.offerIdentical)
+          choices.push({
+            name: "Approve, and identical commands for the rest of this session",
+            value: "approve_identical",
+          });
+        choices.push({ name: "Stop the session", value: "stop" });
+        try {
+          return await (
+            await inquirer()
+          ).select(
+            { message: `Approval ${question.approvalId}`, choices },
+            { signal },
+          );
+        } catch (error) {
+          if (isNamed(error, "AbortPromptError")) {
+            write(pc.dim("  (answered elsewhere)\n"));
+            return null;
+          }
+          if (isNamed(error, "ExitPromptError")) return "stop";
+          throw error;
+        }
+      }),
+    extension: (description, signal) =>
+      exclusive(async () => {
+        write(`\n${pc.bold(pc.yellow("Limit reached."))} ${description}\n`);
+        try {
+          const grant = await (
+            await inquirer()
+          ).confirm(
+            { message: "Grant the extension?", default: false },
+            { signal },
+          );
+          return grant ? "grant" : "decline";
+        } catch (error) {
+          if (isNamed(error, "AbortPromptError")) return null;
+          if (isNamed(error, "ExitPromptError")) return "decline";
+          throw error;
+        }
+      }),
+    text: (message, options = {}) =>
+      exclusive(async () => {
+        if (options.secret)
+          return (await inquirer()).password({ message, mask: "*" });
+        return (await inquirer()).input({
+          message,
+          ...(options.default !== undefined
+            ? { default: options.default }
+            : {}),
+        });
+      }),
+    confirm: (message, defaultAnswer) =>
+      exclusive(async () => {
+        try {
+          return await (
+            await inquirer()
+          ).confirm({ message, default: defaultAnswer });
+        } catch (error) {
+          if (isNamed(error, "ExitPromptError")) return false;
+          throw error;
+        }
+      }),
   };
 }
 

@@ -69,6 +69,13 @@ afterEach(async () => {
   await until('the prompt again', () => screen().split('lemni ›').length > 2);
   tmux('send-keys', '-t', 'cli', 'wait forever', 'Enter');
   await until('the long command', () => screen().includes('Bash sleep 600'));
+  // @ while the session runs: a background subagent of it.
+  tmux('send-keys', '-t', 'cli', '@');
+  await until('the mention prompt', () => /\? @/.test(screen()));
+  tmux('send-keys', '-t', 'cli', 'explore where is the parser?', 'Enter');
+  await until('the subagent request', () => gateway.hits('POST', '/sessions/s2/subagents').length === 1);
+  expect(gateway.hits('POST', '/sessions/s2/subagents')[0]!.body).toEqual({ agent: 'explore', instruction: 'where is the parser?', background: true });
+  await until('the subagent notice', () => screen().includes('Background explore session s3 started.'));
   tmux('send-keys', '-t', 'cli', 'C-c');
   await until('the stop request', () => gateway.hits('POST', '/sessions/s2/stop').length === 1);
   await until('the stop message', () => screen().includes('Session stopped: it was stopped.'));
