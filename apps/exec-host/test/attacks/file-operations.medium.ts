@@ -155,6 +155,35 @@ describe.each(RUNTIMES)('file operations under %s', (runtime) => {
     expect(reverted.stdout).toContain('cleaned');
   });
 
+  describe('changes left by a command, reviewed through the host', () => {
+    let sid: string;
+    beforeAll(async () => {
+      sid = (await host.createSandbox({ repository: { source: repo.dir }, runtime }, `changes-${runtime}`)).sandboxId;
+    });
+
+    it('a tracked file replaced by a link to a host file shows the link, never the host file, in changes and the patch', async () => {
+      const swapped = await host.client.exec(sid, { command: `ln -sf ${hostCanary.path} README.md && ln -sf /etc/passwd test.js && echo swapped`, timeoutMs: 20_000 });
+      expect(swapped).toMatchObject({ exitCode: 0, stdout: 'swapped\n' });
+      const changes = await host.client.changes(sid);
+      expect(changes.files.map((f) => f.path)).toEqual(expect.arrayContaining(['README.md', 'test.js']));
+      for (const f of changes.files) expect({ path: f.path, leaked: leaked(f.diff) }).toEqual({ path: f.path, leaked: false });
+      await host.client.acceptChanges(sid, ['README.md', 'test.js']);
+      const patch = await host.client.patch(sid);
+      expect({ leakedInPatch: leaked(patch.patch) || leaked(patch.sessionPatch) }).toEqual({ leakedInPatch: false });
+    });
+
+    it('reverting files under a directory swapped for a link to a host directory writes nothing there', async () => {
+      const swapped = await host.client.exec(sid, { command: `mv src src.moved && ln -s ${outsideDir} src && echo swapped`, timeoutMs: 20_000 });
+      expect(swapped).toMatchObject({ exitCode: 0, stdout: 'swapped\n' });
+      const reverted = await host.client.revertChanges(sid, ['src/index.js', 'src/util/strings.js', 'src']);
+      expect([...reverted.paths].sort()).toEqual(['src', 'src/index.js', 'src/util/strings.js']);
+      expect({ 'files written into the host directory the link pointed to': readdirSync(outsideDir) }).toEqual({ 'files written into the host directory the link pointed to': [] });
+      // The link is gone and the base files are back inside the working copy.
+      const after = await host.client.exec(sid, { command: 'test ! -L src && cat src/index.js', timeoutMs: 20_000 });
+      expect(after).toMatchObject({ exitCode: 0, stdout: 'module.exports = (a, b) => a + b;\n' });
+    });
+  });
+
   describe('a FIFO planted by a command', () => {
     /** Finds the FIFO on the host side of the working copy, where the exec-host reads it. */
     function hostFifo(name: string): string | undefined {

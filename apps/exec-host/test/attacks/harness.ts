@@ -3,6 +3,7 @@
 // imports the exec-host's sources: the battery attacks the service, not its classes.
 import {
   ApplyDiffResponse,
+  ChangePathsResponse,
   ChangesResponse,
   DestroySandboxResponse,
   ErrorBody,
@@ -182,6 +183,12 @@ export class ExecHostClient {
   }
   changes(id: string) {
     return this.call(ChangesResponse, 'GET', ExecHostRoutes.changes(id));
+  }
+  acceptChanges(id: string, paths: string[]) {
+    return this.call(ChangePathsResponse, 'POST', ExecHostRoutes.acceptChanges(id), { paths });
+  }
+  revertChanges(id: string, paths: string[]) {
+    return this.call(ChangePathsResponse, 'POST', ExecHostRoutes.revertChanges(id), { paths });
   }
   patch(id: string) {
     return this.call(PatchResponse, 'GET', ExecHostRoutes.patch(id));
