@@ -38,8 +38,9 @@ withTestDatabases((db) => {
     const id = await newSession();
     const res = await gw.http().get(`/api/v1/sessions/${id}`).set(bearer(dev.token));
     expect(res.body).toMatchObject({ status: 'running', instruction: 'make the build green', projectId: project, userId: dev.userId, depth: 0 });
-    expect(res.body.policyVersionId).toEqual(expect.any(String));
-    expect((await auditKinds(gw, ['session.instruction'])).at(-1)).toMatchObject({ sessionId: id, payload: { instruction: 'make the build green', policyVersion: 1 } });
+    // No policy published yet: the built-in default applies and the session records no version.
+    expect(res.body.policyVersionId).toBeNull();
+    expect((await auditKinds(gw, ['session.instruction'])).at(-1)).toMatchObject({ sessionId: id, payload: { instruction: 'make the build green', policyVersion: null } });
   });
 
   it("is answered by the session's developer once; a second answer is a 409 with a sentence", async () => {

@@ -19,10 +19,15 @@ withTestDatabases((db) => {
 
   const url = (suffix = '') => `/api/v1/projects/${project}/policy${suffix}`;
 
-  it('starts a project with the default policy as version 1: nothing is free', async () => {
+  it('starts a project under the built-in default policy, nothing free, until one is published', async () => {
     const res = await gw.http().get(url()).set(bearer(admin));
-    expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ version: 1, document: { commands: { default: 'ask', free: [] } } });
+    expect(res.status).toBe(404);
+    expect(res.body.message).toBe('Project "policies" has no published policy; the built-in default applies.');
+    expect(await gw.app.get(PoliciesService).inForce(project)).toMatchObject({ version: null, versionId: null, policy: { commands: { default: 'ask', free: [] } } });
+    const first = await gw.http().post(url()).set(bearer(admin)).send({ document: { version: 1 }, comment: 'start strict' });
+    expect(first.status).toBe(201);
+    expect(first.body).toMatchObject({ version: 1, document: { commands: { default: 'ask', free: [] } } });
+    expect((await auditKinds(gw, ['policy.publish'])).at(-1)).toMatchObject({ payload: { before: null, after: { version: 1 } } });
   });
 
   it('refuses an invalid policy with the path and what is wrong, and keeps the version in force', async () => {

@@ -1,13 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import type { AddMemberRequest, CreateProjectRequest, OkResponse, ProjectView } from '@lemniscate/contracts';
-import { defaultPolicy } from '@lemniscate/policy';
-import { stringify } from 'yaml';
 import { AuditService } from '../audit/audit.service';
 import { AccessService } from '../auth/access.service';
 import { actorOf, type Principal } from '../auth/principal';
 import { isUniqueViolation } from '../common/db-errors';
 import { AppError, ErrorCode } from '../common/errors';
-import { PolicyVersionsRepository } from '../db/repositories/policy-versions.repository';
 import { ProjectMembershipsRepository } from '../db/repositories/project-memberships.repository';
 import { ProjectsRepository } from '../db/repositories/projects.repository';
 import { Transactions } from '../db/repositories/transactions';
@@ -20,7 +17,6 @@ export class ProjectsService {
   constructor(
     private readonly projects: ProjectsRepository,
     private readonly memberships: ProjectMembershipsRepository,
-    private readonly policies: PolicyVersionsRepository,
     private readonly users: UsersRepository,
     private readonly transactions: Transactions,
     private readonly access: AccessService,
@@ -37,15 +33,16 @@ export class ProjectsService {
     return toProjectView(project);
   }
 
-  /** A new project starts with the default policy as version 1 (P2: nothing is free) and its creator as member. */
+  /**
+   * A new project has its creator as member and no published policy: until an administrator
+   * publishes one, the built-in default applies (P2: nothing is free).
+   */
   async create(principal: Principal, input: CreateProjectRequest): Promise<ProjectView> {
-    const sourceText = stringify(defaultPolicy);
     let project: ProjectRow;
     try {
       project = await this.transactions.run(async (tx) => {
         const created = await this.projects.withTx(tx).create({ name: input.name, repositorySource: input.repositorySource, defaultRef: input.defaultRef });
         await this.memberships.withTx(tx).add(principal.userId, created.id);
-        await this.policies.withTx(tx).publish(created.id, { document: defaultPolicy, sourceText, authorId: principal.userId, comment: 'Initial policy: nothing is free until an administrator says so.' });
         return created;
       });
     } catch (error) {
