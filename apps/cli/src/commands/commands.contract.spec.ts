@@ -249,6 +249,15 @@ describe('lemni policy publish', () => {
   });
 });
 
+describe('local policy commands', () => {
+  it('work with global options in front and need no gateway or profile', async () => {
+    const r = await lemni(['--profile', 'nowhere', 'policy', 'init'], { env: { HOME: home } });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('version: 1');
+    expect(gateway.requests).toEqual([]);
+  });
+});
+
 describe('help and completion', () => {
   const commands = [[], ['login'], ['projects'], ['sessions'], ['sessions', 'revoke'], ['session', 'show'], ['stop'], ['approvals'], ['approvals', 'approve'], ['approvals', 'reject'], ['approvals', 'show'], ['apply'], ['audit', 'verify'], ['audit', 'export'], ['policy', 'init'], ['policy', 'check'], ['policy', 'explain'], ['policy', 'publish'], ['agents'], ['completion']];
   it.each(commands.map((c) => [c.join(' ') || 'lemni', c]))('%s --help shows an example', async (_name, args) => {

@@ -178,6 +178,17 @@ describe('lemni -p (headless, through the real bin)', () => {
     expect(readFileSync(path.join(dir, 'a.txt'), 'utf8')).toBe('hello\n');
   });
 
+  it('inside a checkout of another repository, the patch is left alone and that is said', async () => {
+    const { patch, head } = checkoutWithPatch();
+    const other = makeRepo({ 'a.txt': 'hello\n' });
+    dirs.push(other);
+    gateway.scenario = { events: [started(head), completed()], final: { finalPatch: patch } };
+    const r = await lemni(['-p', 'go', '--project', 'demo'], { cwd: other, env: env() });
+    expect(r.code).toBe(0);
+    expect(readFileSync(path.join(other, 'a.txt'), 'utf8')).toBe('hello\n');
+    expect(r.stderr).toContain(`The approved patch was not applied: ${other} is not a checkout of demo's repository`);
+  });
+
   it('--include-uncommitted uploads tracked and untracked changes but no secrets, and records it', async () => {
     const { dir, head } = checkoutWithPatch();
     writeFileSync(path.join(dir, 'b.txt'), 'changed\n');

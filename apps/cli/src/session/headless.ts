@@ -139,7 +139,10 @@ async function maybeApply(result: HeadlessResult, options: HeadlessOptions, chec
     return exitCode;
   }
   const mine = inProjectCheckout || (await isCheckoutOf(checkout, options.project.repositorySource, result.base_commit));
-  if (options.apply === undefined && !mine) return exitCode;
+  if (options.apply === undefined && !mine) {
+    io.stderr(`The approved patch was not applied: ${checkout.root} is not a checkout of ${options.project.name}'s repository (\`lemni apply ${result.session_id}\` in one applies it).\n`);
+    return exitCode;
+  }
   if (result.status !== 'completed') {
     io.stderr(`The session did not complete, so its approved patch was not applied; \`lemni apply ${result.session_id}\` applies it if you want it.\n`);
     return exitCode;
