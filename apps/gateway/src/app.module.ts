@@ -1,6 +1,8 @@
 import { DynamicModule, Module, type Provider } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, DiscoveryModule } from '@nestjs/core';
 import { LoggerModule } from 'nestjs-pino';
+import type { DestinationStream } from 'pino';
+import type { Options as PinoHttpOptions } from 'pino-http';
 import { AuditApiController } from './audit-api/audit-api.controller';
 import { AuditApiService } from './audit-api/audit-api.service';
 import { AuditModule } from './audit/audit.module';
@@ -41,6 +43,8 @@ export interface AppModuleOptions {
   database?: Database;
   /** Where first-start credentials are printed (standard output by default). */
   credentialsOutput?: CredentialsOutput;
+  /** Where log lines go (standard output by default). */
+  logStream?: DestinationStream;
 }
 
 export const CONTROLLERS = [AuthController, UsersController, ProjectsController, PoliciesController, SessionsController, ApprovalsController, AuditApiController, HealthController, OpenApiController];
@@ -49,6 +53,13 @@ export const CONTROLLERS = [AuthController, UsersController, ProjectsController,
 export class AppModule {
   static forRoot(options: AppModuleOptions): DynamicModule {
     const { config } = options;
+    const pinoOptions: PinoHttpOptions = {
+      level: config.logLevel,
+      genReqId: (req, res) => (typeof (req as { id?: unknown }).id === 'string' ? (req as { id: string }).id : requestIdFor(req, res)),
+      // Credentials never reach the logs.
+      redact: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-csrf-token"]', 'res.headers["set-cookie"]'],
+      autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/metrics' },
+    };
     const providers: Provider[] = [
       { provide: GATEWAY_CONFIG, useValue: config },
       { provide: CREDENTIALS_OUTPUT, useValue: options.credentialsOutput ?? ((text: string) => process.stdout.write(`${text}\n`)) },
@@ -81,15 +92,7 @@ export class AppModule {
         options.database ? DatabaseModule.forDatabase(options.database) : DatabaseModule.forRoot({ url: config.databaseUrl, dataDir: config.dataDir }),
         AuditModule,
         DiscoveryModule,
-        LoggerModule.forRoot({
-          pinoHttp: {
-            level: config.logLevel,
-            genReqId: (req, res) => (typeof (req as { id?: unknown }).id === 'string' ? ((req as { id: string }).id) : requestIdFor(req, res)),
-            // Credentials never reach the logs.
-            redact: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-csrf-token"]', 'res.headers["set-cookie"]'],
-            autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/metrics' },
-          },
-        }),
+        LoggerModule.forRoot({ pinoHttp: options.logStream ? [pinoOptions, options.logStream] : pinoOptions }),
       ],
       controllers: CONTROLLERS,
       providers,

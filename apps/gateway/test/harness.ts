@@ -22,7 +22,7 @@ export interface Gateway {
 }
 
 /** A real gateway on a loopback port, over the given database, exactly as main.ts configures it. */
-export async function startGateway(database: Database, env: Record<string, string> = {}): Promise<Gateway> {
+export async function startGateway(database: Database, env: Record<string, string> = {}, logStream?: { write(line: string): void }): Promise<Gateway> {
   const config = loadConfig({
     LEMNISCATE_ADMIN_EMAIL: ADMIN_EMAIL,
     LEMNISCATE_ADMIN_PASSWORD: ADMIN_PASSWORD,
@@ -31,7 +31,7 @@ export async function startGateway(database: Database, env: Record<string, strin
     ...env,
   });
   const printed: string[] = [];
-  const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot({ config, database, credentialsOutput: (t) => printed.push(t) })] }).compile();
+  const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot({ config, database, credentialsOutput: (t) => printed.push(t), logStream })] }).compile();
   const app = moduleRef.createNestApplication({ bodyParser: false, bufferLogs: true });
   configureApp(app, config);
   await app.listen(0, '127.0.0.1');
