@@ -287,7 +287,10 @@ export class SandboxService {
         cleanupNeeded = false;
         rec.info.state = 'lost';
         const st = await this.driver.status(rec.containerId).catch(() => null);
-        if (outcome.oomEvent || st?.oomKilled) classes.push('oom');
+        // Under gVisor the sandbox's kernel is what the host OOM killer ends: no event, no flag, only a
+        // SIGKILL nobody else sent (the exec-host records its own stops).
+        const killedByKernel = st !== null && st.exitCode === 137 && !st.stoppedByHost;
+        if (outcome.oomEvent || st?.oomKilled || killedByKernel) classes.push('oom');
         if (timedOut) classes.push('timeout');
         if (sawForkRefused) classes.push('pids_limit');
         classes.push('sandbox_lost');

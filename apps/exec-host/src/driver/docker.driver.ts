@@ -28,7 +28,9 @@ function statusCode(e: unknown): number | undefined {
 export class DockerSandboxDriver implements SandboxDriver {
   private readonly docker: Docker;
   private readonly listeners = new Map<string, Set<(e: ContainerEvent) => void>>();
-  private readonly cgroups = new Map<string, { mem?: string; pids?: string }>();
+  private readonly cgroups = new Map<string, { mem?: string; pids?: string; freezer?: string; initPid: number; runtime: string }>();
+  /** Containers this driver stopped itself: their death is not an out-of-memory kill. */
+  private readonly stoppedByHost = new Set<string>();
   private events: Readable | null = null;
   private eventsStarting: Promise<void> | null = null;
   private closed = false;
@@ -71,7 +73,7 @@ export class DockerSandboxDriver implements SandboxDriver {
   async status(containerId: string): Promise<ContainerStatus | null> {
     try {
       const s = (await this.docker.getContainer(containerId).inspect()).State;
-      return { running: s.Running, exitCode: s.Running ? null : s.ExitCode, oomKilled: s.OOMKilled };
+      return { running: s.Running, exitCode: s.Running ? null : s.ExitCode, oomKilled: s.OOMKilled, stoppedByHost: this.stoppedByHost.has(containerId) };
     } catch (e) {
       if (statusCode(e) === 404) return null;
       throw e;
@@ -144,6 +146,46 @@ export class DockerSandboxDriver implements SandboxDriver {
   }
 
   async killAllUserProcesses(containerId: string): Promise<void> {
+    const paths = await this.cgroupPaths(containerId);
+    if (paths && paths.runtime !== 'runsc' && paths.freezer && paths.pids) {
+      if (await this.killThroughCgroup(paths.freezer, paths.pids, paths.initPid)) return;
+    }
+    await this.killFromInside(containerId);
+  }
+
+  /**
+   * runc: the container's processes are host processes. Freeze the cgroup so nothing can fork, kill
+   * every process but the container's pid 1, thaw. Works when the pids cap is exhausted, where an exec
+   * into the container could not even start.
+   */
+  private async killThroughCgroup(freezer: string, pids: string, initPid: number): Promise<boolean> {
+    const state = `/sys/fs/cgroup/freezer${freezer}/freezer.state`;
+    try {
+      await fs.writeFile(state, 'FROZEN');
+    } catch {
+      return false;
+    }
+    try {
+      for (let i = 0; i < 200; i++) {
+        if ((await fs.readFile(state, 'utf8')).trim() === 'FROZEN') break;
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      const procs = (await fs.readFile(`/sys/fs/cgroup/pids${pids}/cgroup.procs`, 'utf8')).split('\n').filter(Boolean).map(Number);
+      for (const pid of procs) {
+        if (pid === initPid) continue;
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+      return true;
+    } finally {
+      await fs.writeFile(state, 'THAWED').catch(() => undefined);
+    }
+  }
+
+  private async killFromInside(containerId: string): Promise<void> {
     // kill(-1) runs in one pass over the process table under its lock, so a fork bomb cannot outrun it;
     // it spares pid 1 and the caller, and as the sandbox uid it reaches nothing else.
     const exec = await this.docker.getContainer(containerId).exec({
@@ -166,6 +208,7 @@ export class DockerSandboxDriver implements SandboxDriver {
   }
 
   async stop(containerId: string): Promise<void> {
+    this.stoppedByHost.add(containerId);
     try {
       await this.docker.getContainer(containerId).kill({ signal: 'SIGKILL' });
     } catch (e) {
@@ -194,12 +237,15 @@ export class DockerSandboxDriver implements SandboxDriver {
   }
 
   /** cgroup v1 paths of a container, read once from its init process and kept while it lives. */
-  private async cgroupPaths(containerId: string): Promise<{ mem?: string; pids?: string } | null> {
+  private async cgroupPaths(containerId: string): Promise<{ mem?: string; pids?: string; freezer?: string; initPid: number; runtime: string } | null> {
     const cached = this.cgroups.get(containerId);
     if (cached) return cached;
     let pid: number;
+    let runtime: string;
     try {
-      pid = (await this.docker.getContainer(containerId).inspect()).State.Pid;
+      const info = await this.docker.getContainer(containerId).inspect();
+      pid = info.State.Pid;
+      runtime = info.HostConfig.Runtime ?? 'runc';
     } catch {
       return null;
     }
@@ -217,13 +263,14 @@ export class DockerSandboxDriver implements SandboxDriver {
       }
       return undefined;
     };
-    const paths = { mem: pathOf('memory'), pids: pathOf('pids') };
+    const paths = { mem: pathOf('memory'), pids: pathOf('pids'), freezer: pathOf('freezer'), initPid: pid, runtime };
     this.cgroups.set(containerId, paths);
     return paths;
   }
 
   async remove(containerId: string): Promise<void> {
     this.cgroups.delete(containerId);
+    this.stoppedByHost.delete(containerId);
     try {
       await this.docker.getContainer(containerId).remove({ force: true, v: true });
     } catch (e) {

@@ -44,6 +44,8 @@ export interface ContainerStatus {
   running: boolean;
   exitCode: number | null;
   oomKilled: boolean;
+  /** The exec-host stopped it (a sandbox whose processes could not be killed), so a SIGKILL exit is not an OOM. */
+  stoppedByHost: boolean;
 }
 
 /** Counters of the container's cgroup that tell why a command failed; null where unreadable (gVisor). */

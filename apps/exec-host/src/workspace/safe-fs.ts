@@ -41,27 +41,41 @@ export class WorkspaceFs {
     }
   }
 
-  /** Checks the resolved path before opening, to give the precise reason; the fd check is what holds. */
+  /**
+   * Resolves the path one component at a time, following symbolic links by their text, before
+   * anything is opened: a link that points outside is refused whether or not its target exists, so
+   * the answers never reveal which host paths exist. The descriptor check after the open is what
+   * holds against a swap; this gives the precise reason and closes the oracle.
+   */
   private precheck(rel: string): void {
-    let real: string;
-    try {
-      real = fs.realpathSync(path.join(this.root, rel));
-    } catch {
-      // Missing: judge the deepest existing ancestor.
-      let dir = path.dirname(path.join(this.root, rel));
-      for (;;) {
-        try {
-          real = fs.realpathSync(dir);
-          break;
-        } catch {
-          const up = path.dirname(dir);
-          if (up === dir) return;
-          dir = up;
-        }
+    const outside = () => new ExecHostError('outside_working_copy', `${displayPath(rel)} resolves outside the working copy (through a symbolic link), so it is refused.`);
+    const queue = rel === '.' ? [] : rel.split('/');
+    let cur = this.root;
+    let hops = 0;
+    while (queue.length > 0) {
+      const part = queue.shift()!;
+      if (part === '' || part === '.') continue;
+      if (part === '..') {
+        cur = path.dirname(cur);
+        if (!isInside(this.root, cur)) throw outside();
+        continue;
       }
-    }
-    if (!isInside(this.root, real)) {
-      throw new ExecHostError('outside_working_copy', `${displayPath(rel)} resolves outside the working copy (through a symbolic link), so it is refused.`);
+      const next = path.join(cur, part);
+      let st: fs.Stats;
+      try {
+        st = fs.lstatSync(next);
+      } catch {
+        return; // the rest does not exist: a new path is judged on its path, inside `cur`
+      }
+      if (st.isSymbolicLink()) {
+        if (++hops > 40) throw new ExecHostError('outside_working_copy', `${displayPath(rel)} goes through too many symbolic links.`);
+        const target = path.resolve(cur, fs.readlinkSync(next));
+        if (!isInside(this.root, target)) throw outside();
+        queue.unshift(...path.relative(this.root, target).split('/').filter(Boolean));
+        cur = this.root;
+        continue;
+      }
+      cur = next;
     }
   }
 
