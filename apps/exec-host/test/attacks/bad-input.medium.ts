@@ -152,6 +152,19 @@ describe('malformed requests', () => {
       expect(field(res)).toContain(name);
     });
 
+    it('refuses a second command while one runs, with sandbox_busy', async () => {
+      let started!: () => void;
+      const running = new Promise<void>((r) => (started = r));
+      const first = host.client.execStream(id, { command: 'echo started; sleep 1; echo first' }, (chunk) => {
+        if (chunk.type === 'stdout' && chunk.data.includes('started')) started();
+      });
+      await running;
+      const second = await refusal(host.client.exec(id, { command: 'echo second' }));
+      expect({ status: second.status, code: second.body.code }).toEqual({ status: 409, code: 'sandbox_busy' });
+      expectSentence(second.body.message, 'sandbox_busy');
+      await expect(first).resolves.toMatchObject({ stdout: 'started\nfirst\n', exit: { exitCode: 0 } });
+    });
+
     it('refuses a regular expression that does not compile with invalid_pattern', async () => {
       const refused = await refusal(host.client.search(id, { pattern: '(unclosed', regex: true }));
       expect({ status: refused.status, code: refused.body.code }).toEqual({ status: 400, code: 'invalid_pattern' });

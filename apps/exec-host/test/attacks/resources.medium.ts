@@ -1,14 +1,19 @@
 // S4: time, processes, memory, disk and output are capped; going over a cap ends the command with
 // the class that names it, the host stays responsive and the caps do not leak onto the host.
+import { ExecHostRoutes, type SandboxInfo } from '@lemniscate/contracts';
 import { statfsSync } from 'node:fs';
 import { ExecHostError, RUNTIMES, containersOf, expectSentence, repoFixture, startExecHost, type ExecHostProcess, type RepoFixture } from './harness';
 
 let host: ExecHostProcess;
 let repo: RepoFixture;
 
+/** Sandboxes with the shortest lifetime, created first so that their minute runs while the rest of the file does. */
+const shortLived: Partial<Record<(typeof RUNTIMES)[number], SandboxInfo>> = {};
+
 beforeAll(async () => {
   repo = repoFixture();
   host = await startExecHost();
+  for (const runtime of RUNTIMES) shortLived[runtime] = await host.createSandbox({ repository: { source: repo.dir }, runtime, limits: { lifetimeMinutes: 1 } }, `lifetime-${runtime}`);
 });
 
 afterAll(async () => {
@@ -196,4 +201,27 @@ print(json.dumps({"forked": len(children), "errno": err}))
       expect(cleaned).toMatchObject({ exitCode: 0, stdout: 'ok\n' });
     });
   });
+});
+
+describe('lifetime', () => {
+  it.each(RUNTIMES)(
+    'destroys a sandbox past its lifetime under %s, container included, and not before',
+    async (runtime) => {
+      const info = shortLived[runtime];
+      if (!info) throw new Error('the short-lived sandbox was not created');
+      expect(Date.parse(info.expiresAt) - Date.parse(info.createdAt)).toBe(60_000);
+      const expires = Date.parse(info.expiresAt);
+      // The exec-host announces nothing when its reaper acts; ask once a second, up to two reaper periods late.
+      let res = await host.client.raw('GET', ExecHostRoutes.sandbox(info.sandboxId));
+      while (res.status === 200 && Date.now() < expires + 70_000) {
+        await new Promise((r) => setTimeout(r, 1_000));
+        res = await host.client.raw('GET', ExecHostRoutes.sandbox(info.sandboxId));
+      }
+      const goneAt = Date.now();
+      expect(goneAt).toBeGreaterThanOrEqual(expires);
+      expect({ status: res.status, code: (res.json as { code?: string } | undefined)?.code }).toEqual({ status: 404, code: 'sandbox_not_found' });
+      expect(await containersOf(info.sessionId)).toEqual([]);
+    },
+    150_000,
+  );
 });
