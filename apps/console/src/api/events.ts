@@ -38,7 +38,10 @@ export function useLiveEvents(
 
     const connect = () => {
       socket = new WebSocket(socketUrl());
+      // Events of a socket this effect has let go of (targets changed, page left) are ignored: its
+      // late close must not mark the newer connection as down.
       socket.onopen = () => {
+        if (closed) return;
         attempt = 0;
         setConnected(true);
         setError(null);
@@ -49,6 +52,7 @@ export function useLiveEvents(
         }
       };
       socket.onmessage = (m) => {
+        if (closed) return;
         let raw: unknown;
         try {
           raw = JSON.parse(String(m.data));
@@ -67,9 +71,10 @@ export function useLiveEvents(
         handler.current(e);
       };
       socket.onclose = (ev) => {
+        if (closed) return;
         setConnected(false);
         // 4401: the gateway does not accept these credentials; retrying cannot help.
-        if (closed || ev.code === 4401) return;
+        if (ev.code === 4401) return;
         // Back off up to 15 s so a restarting gateway is not hammered by every open console.
         const delay = Math.min(15_000, 500 * 2 ** attempt++);
         timer = setTimeout(connect, delay);
@@ -80,6 +85,7 @@ export function useLiveEvents(
       closed = true;
       if (timer) clearTimeout(timer);
       socket?.close();
+      setConnected(false);
     };
     // `key` stands for the targets' identity; the array itself is a new object on every render.
   }, [key, replay]);

@@ -1,0 +1,134 @@
+import { expect, test, type Page, type Route } from '@playwright/test';
+import * as f from '../harness/fixtures';
+
+/*
+ * The real application (pages, queries, API client, router, live stream) against a gateway
+ * simulated at the network boundary with the contracts' shapes.
+ */
+type Handler = (route: Route, url: URL) => unknown;
+
+async function gateway(page: Page, role: 'admin' | 'developer' | 'security_officer', handlers: Record<string, Handler> = {}) {
+  const user = { admin: f.users[0]!, developer: f.users[1]!, security_officer: f.users[2]! }[role];
+  let signedIn = false;
+  const writes: { method: string; path: string; csrf: string | undefined; body: unknown }[] = [];
+  await page.route('**/api/v1/**', async (route) => {
+    const url = new URL(route.request().url());
+    const path = url.pathname.replace('/api/v1', '');
+    const method = route.request().method();
+    if (method !== 'GET') writes.push({ method, path, csrf: route.request().headers()['x-csrf-token'], body: route.request().postDataJSON() as unknown });
+    const key = `${method} ${path}`;
+    const handler = Object.entries(handlers).find(([k]) => new RegExp(`^${k}$`).test(key))?.[1];
+    if (handler) return handler(route, url);
+    if (key === 'POST /auth/login') {
+      signedIn = true;
+      return route.fulfill({ json: { user, csrfToken: 'csrf-1' } });
+    }
+    if (key === 'GET /auth/me') return signedIn ? route.fulfill({ json: { user, csrfToken: 'csrf-1', via: 'cookie' } }) : route.fulfill({ status: 401, json: { code: 'unauthenticated', message: 'You need to sign in.', requestId: 'r0' } });
+    if (key === 'GET /projects') return route.fulfill({ json: f.projects });
+    if (key === 'GET /approvals') return route.fulfill({ json: f.approvals });
+    if (key === 'GET /sessions') return route.fulfill({ json: f.sessions });
+    if (/^GET \/sessions\/[^/]+\/tool-calls$/.test(key)) return route.fulfill({ json: [] });
+    return route.fulfill({ status: 404, json: { code: 'route_not_found', message: 'There is no such route on this gateway.', requestId: 'r404' } });
+  });
+  await page.routeWebSocket('**/api/v1/events', (ws) => {
+    // Accepts the connection and stays silent unless a test takes it over.
+  });
+  return {
+    writes,
+    signIn: async () => {
+      await page.goto('/');
+      await page.getByLabel('E-mail').fill(user.email);
+      await page.getByLabel('Password').fill('a password long enough');
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await expect(page.getByRole('banner')).toContainText(user.displayName);
+    },
+  };
+}
+
+test('signing in shows who you are; writes carry the CSRF token from the sign-in', async ({ page }) => {
+  const gw = await gateway(page, 'developer');
+  await gw.signIn();
+  await expect(page.getByRole('banner')).toContainText('Developer');
+  expect(gw.writes[0]).toMatchObject({ method: 'POST', path: '/auth/login', body: { email: 'dev@example.org', password: 'a password long enough' } });
+  await page.getByRole('link', { name: 'Approvals' }).click();
+  await page.getByRole('button', { name: /^Approve/ }).click();
+  await expect.poll(() => gw.writes.find((w) => w.path === '/approvals/apr_1/approve')).toMatchObject({ csrf: 'csrf-1', body: { rememberCommand: false } });
+});
+
+test('a refused sign-in shows the server sentence', async ({ page }) => {
+  await gateway(page, 'developer', {
+    'POST /auth/login': (route) => route.fulfill({ status: 401, json: { code: 'invalid_credentials', message: 'This e-mail and password do not match an account.', requestId: 'r1' } }),
+  });
+  await page.goto('/');
+  await page.getByLabel('E-mail').fill('dev@example.org');
+  await page.getByLabel('Password').fill('wrong');
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await expect(page.getByRole('alert')).toContainText('This e-mail and password do not match an account.');
+  await expect(page.getByRole('alert')).toContainText('request r1');
+});
+
+test('a developer is not offered the policy editor, and opening it by address says why', async ({ page }) => {
+  const gw = await gateway(page, 'developer');
+  await gw.signIn();
+  await expect(page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Policies' })).toHaveCount(0);
+  await page.goto('/policies');
+  await expect(page.getByRole('alert')).toContainText('Not available to your role');
+  expect(gw.writes.filter((w) => w.path.includes('/policy'))).toEqual([]);
+});
+
+test('a sign-in that expires brings the sign-in page back', async ({ page }) => {
+  let expired = false;
+  const gw = await gateway(page, 'admin', {
+    'GET /sessions': (route) => (expired ? route.fulfill({ status: 401, json: { code: 'unauthenticated', message: 'Your sign-in has expired.', requestId: 'r2' } }) : route.fulfill({ json: f.sessions })),
+    'GET /auth/me': (route) => (expired ? route.fulfill({ status: 401, json: { code: 'unauthenticated', message: 'Your sign-in has expired.', requestId: 'r3' } }) : route.fulfill({ json: { user: f.users[0], csrfToken: 'csrf-1', via: 'cookie' } })),
+  });
+  // Already signed in: the console opens on the dashboard.
+  void gw;
+  await page.goto('/');
+  await expect(page.getByRole('banner')).toContainText('Ada Admin');
+  expired = true;
+  // Navigate inside the application (no reload), as following a link does.
+  await page.evaluate(() => {
+    history.pushState({}, '', '/sessions');
+    dispatchEvent(new PopStateEvent('popstate'));
+  });
+  await expect(page.getByRole('button', { name: 'Sign in' })).toBeVisible();
+});
+
+test('an error from the gateway shows its sentence and request id on the page', async ({ page }) => {
+  const gw = await gateway(page, 'admin', {
+    'GET /sessions': (route) => route.fulfill({ status: 503, json: { code: 'exec_host_unavailable', message: 'No exec-host is answering; sessions cannot be listed right now.', requestId: 'req_503' } }),
+  });
+  await gw.signIn();
+  await page.getByRole('link', { name: 'Sessions' }).click();
+  const alert = page.getByRole('alert');
+  await expect(alert).toContainText('No exec-host is answering');
+  await expect(alert).toContainText('req_503');
+});
+
+test('the dashboard is built from sessions and approvals when the gateway has no statistics route', async ({ page }) => {
+  const gw = await gateway(page, 'admin');
+  await gw.signIn();
+  await expect(page.locator('.big-number')).toHaveText('3');
+  await expect(page.getByRole('img', { name: /Sessions per day/ })).toBeVisible();
+});
+
+test('the approvals inbox follows the live stream', async ({ page }) => {
+  let list = f.approvals.slice(0, 1);
+  const gw = await gateway(page, 'developer', { 'GET /approvals': (route) => route.fulfill({ json: list }) });
+  let push: ((msg: unknown) => void) | undefined;
+  const subscribed: unknown[] = [];
+  await page.routeWebSocket('**/api/v1/events', (ws) => {
+    push = (msg) => ws.send(JSON.stringify(msg));
+    ws.onMessage((m) => subscribed.push(JSON.parse(String(m))));
+  });
+  await gw.signIn();
+  await page.getByRole('link', { name: 'Approvals' }).click();
+  await expect(page.getByText('Live: new requests appear here')).toBeVisible();
+  await expect.poll(() => subscribed).toContainEqual({ type: 'subscribe', projectId: 'prj_demo' });
+  const items = page.getByRole('list', { name: 'Pending approvals' }).getByRole('listitem');
+  await expect(items).toHaveCount(1);
+  list = f.approvals;
+  push!({ type: 'event', event: { seq: 7, type: 'approval_requested', sessionId: 'ses_fix_sum', projectId: 'prj_demo', at: new Date().toISOString(), approvalId: 'apr_3' } });
+  await expect(items).toHaveCount(3);
+});
