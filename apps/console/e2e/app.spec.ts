@@ -30,7 +30,7 @@ async function gateway(page: Page, role: 'admin' | 'developer' | 'security_offic
     if (/^GET \/sessions\/[^/]+\/tool-calls$/.test(key)) return route.fulfill({ json: [] });
     return route.fulfill({ status: 404, json: { code: 'route_not_found', message: 'There is no such route on this gateway.', requestId: 'r404' } });
   });
-  await page.routeWebSocket('**/api/v1/events', (ws) => {
+  await page.routeWebSocket('**/api/v1/events', () => {
     // Accepts the connection and stays silent unless a test takes it over.
   });
   return {
