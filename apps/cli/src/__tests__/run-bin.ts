@@ -8,7 +8,12 @@ const bin = path.join(repo, 'apps/cli/bin/lemni.js');
 
 /** The bin runs the compiled CLI, as an installed `lemni` would; build it once per test file. */
 export function buildCli(): void {
-  const build = spawnSync(process.execPath, [path.join(repo, 'node_modules/typescript/bin/tsc'), '-b', 'apps/cli'], { cwd: repo, encoding: 'utf8' });
+  // Test files run in parallel workers: one build at a time, so no bin is spawned from a half-written dist.
+  const tsc = [process.execPath, path.join(repo, 'node_modules/typescript/bin/tsc'), '-b', 'apps/cli'];
+  const lock = path.join(os.tmpdir(), 'lemniscate-cli-build.lock');
+  const hasFlock = spawnSync('flock', ['--version']).status === 0;
+  const [cmd, ...args] = hasFlock ? ['flock', lock, ...tsc] : tsc;
+  const build = spawnSync(cmd as string, args, { cwd: repo, encoding: 'utf8' });
   if (build.status !== 0) throw new Error(`tsc -b apps/cli failed:\n${build.stdout}${build.stderr}`);
 }
 

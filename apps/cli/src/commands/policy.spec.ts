@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parse } from 'yaml';
+import { buildCli } from '../__tests__/run-bin';
 
 const repo = path.resolve(__dirname, '../../../..');
 const bin = path.join(repo, 'apps/cli/bin/lemni.js');
@@ -21,8 +22,7 @@ function file(name: string, content: string): string {
 
 beforeAll(() => {
   // The bin runs the compiled CLI, as an installed `lemni` would.
-  const build = spawnSync(process.execPath, [path.join(repo, 'node_modules/typescript/bin/tsc'), '-b', 'apps/cli'], { cwd: repo, encoding: 'utf8' });
-  if (build.status !== 0) process.stderr.write(`tsc -b apps/cli reported:\n${build.stdout}${build.stderr}`);
+  buildCli();
   dir = mkdtempSync(path.join(os.tmpdir(), 'lemni-policy-cli-'));
 }, 180_000);
 
