@@ -1,9 +1,8 @@
 #!/usr/bin/env node
-// Starts the exec-host from its build (npm run build first).
-const { main } = require('../dist/main.js');
-const { StartupError, ExecHostError } = require('../dist/errors.js');
+// Starts the exec-host from its build (npx tsc -b apps/exec-host first).
+const { main, startupMessage } = require('../dist/main.js');
 
 main().catch((e) => {
-  console.error(e instanceof StartupError || e instanceof ExecHostError ? e.message : `The exec-host failed to start: ${e && e.message}`);
+  console.error(startupMessage(e));
   process.exit(1);
 });

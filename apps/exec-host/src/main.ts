@@ -1,23 +1,33 @@
 import 'reflect-metadata';
 import * as fs from 'node:fs';
-import { createExecHost } from './app';
+import type { Server } from 'node:http';
+import { createExecHost, type ExecHost } from './app';
 import { loadConfig } from './config';
 import { DockerSandboxDriver } from './driver/docker.driver';
 import { ExecHostError, StartupError } from './errors';
 
-/** Starts the exec-host from the environment; any refusal to start is one sentence and exit code 1. */
-export async function main(): Promise<void> {
-  const config = loadConfig(process.env);
+export interface RunningExecHost {
+  host: ExecHost;
+  /** `http://127.0.0.1:PORT` or `unix:/path/to.sock`. */
+  address: string;
+  close(): Promise<void>;
+}
+
+/** Starts the exec-host from environment variables and listens where they say. */
+export async function start(env: NodeJS.ProcessEnv = process.env, options: { logger?: false } = {}): Promise<RunningExecHost> {
+  const config = loadConfig(env);
   const driver = new DockerSandboxDriver();
   const engine = await driver.info();
   if (!engine.reachable) throw new StartupError(`The exec-host will not start: ${engine.message ?? 'the container engine does not answer.'}`);
-  const host = await createExecHost(config, driver);
+  const host = await createExecHost(config, driver, options);
   // Longer than any client's idle keep-alive, so a client never reuses a socket the server just closed.
-  const server = host.app.getHttpServer() as import('node:http').Server;
+  const server = host.app.getHttpServer() as Server;
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
+  let address: string;
   if (config.listen.kind === 'socket') {
     fs.rmSync(config.listen.path, { force: true });
+    // The socket is created 600 from the start: no window in which another user could connect.
     const previous = process.umask(0o177);
     try {
       await host.app.listen(config.listen.path);
@@ -25,22 +35,31 @@ export async function main(): Promise<void> {
       process.umask(previous);
     }
     fs.chmodSync(config.listen.path, 0o600);
-    console.log(`lemniscate exec-host listening on unix:${config.listen.path}`);
+    address = `unix:${config.listen.path}`;
   } else {
     await host.app.listen(config.listen.port, config.listen.host);
-    console.log(`lemniscate exec-host listening on http://${config.listen.host}:${config.listen.port}`);
+    address = `http://${config.listen.host}:${config.listen.port}`;
   }
+  return { host, address, close: () => host.close() };
+}
+
+export async function main(): Promise<void> {
+  const running = await start(process.env);
+  console.log(`lemniscate exec-host listening on ${running.address}`);
   const stop = () => {
-    void host.close().finally(() => process.exit(0));
+    void running.close().finally(() => process.exit(0));
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
 }
 
+export function startupMessage(e: unknown): string {
+  return e instanceof StartupError || e instanceof ExecHostError ? e.message : `The exec-host failed to start: ${(e as Error)?.message ?? String(e)}`;
+}
+
 if (require.main === module) {
   main().catch((e: unknown) => {
-    const message = e instanceof StartupError || e instanceof ExecHostError ? e.message : `The exec-host failed to start: ${(e as Error).message}`;
-    console.error(message);
+    console.error(startupMessage(e));
     process.exit(1);
   });
 }
