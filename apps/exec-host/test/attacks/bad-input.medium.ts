@@ -197,3 +197,19 @@ describe('a repository that does not exist', () => {
     expect((await host.client.list()).sandboxes.filter((s) => s.sessionId === sessionId)).toEqual([]);
   });
 });
+
+describe('more sandboxes than the exec-host allows', () => {
+  it('refuses the one over the limit with 429 sandbox_limit_reached and starts nothing for it', async () => {
+    const small = await startExecHost({ LEMNISCATE_EXEC_HOST_MAX_SANDBOXES: '1' });
+    try {
+      await small.createSandbox({ repository: { source: repo.dir } }, 'first');
+      const sessionId = small.newSessionId('over-limit');
+      const refused = await refusal(small.client.create({ sessionId, repository: { source: repo.dir } }));
+      expect({ status: refused.status, code: refused.body.code }).toEqual({ status: 429, code: 'sandbox_limit_reached' });
+      expectSentence(refused.body.message, 'sandbox_limit_reached');
+      expect(await containersOf(sessionId)).toEqual([]);
+    } finally {
+      await small.stop();
+    }
+  });
+});
