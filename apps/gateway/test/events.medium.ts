@@ -1,3 +1,4 @@
+import { SessionEvent } from '@lemniscate/contracts';
 import { freshDatabase, withTestDatabases } from '../src/db/testing';
 import { ApprovalsService } from '../src/sessions/approvals.service';
 import { SessionRunRegistry } from '../src/sessions/session-run.registry';
@@ -63,6 +64,8 @@ withTestDatabases((db) => {
     expect(seqs[0]).toBeGreaterThan(lastSeq);
     expect(seqs[1]).toBeGreaterThan(seqs[0] as number);
     expect(replay.at(-1)).toMatchObject({ type: 'subscribed', replayed: 2 });
+    // Session events have the shapes the CLI and the console validate against.
+    for (const e of [requested, ...events]) expect(SessionEvent.safeParse(e).error).toBeUndefined();
 
     // Live again after the replay, without duplicates.
     await ask('npm run build');
@@ -137,6 +140,7 @@ describe('two gateway replicas on one PostgreSQL database', () => {
       await expect(aborted).resolves.toBe('stopped');
       const rest = await watcher.until((m) => eventOf(m)?.type === 'session_stopped');
       expect(rest.map((m) => eventOf(m).type)).toEqual(['approval_answered', 'session_stopped']);
+      for (const m of [...seen, ...rest]) expect(SessionEvent.safeParse(eventOf(m)).error).toBeUndefined();
     } finally {
       await Promise.all(clients.map((c) => c.close()));
       await a.close();
