@@ -102,7 +102,6 @@ probe("listening sockets", listening)
   });
 
   it("reaches none of the host's own addresses (docker bridge, non-loopback interfaces) on the exec-host or gateway port", () => {
-    expect(addrs.v4).toContain('172.17.0.1');
     for (const a of addrs.v4) {
       expectRefused(results, `tcp ${a}:${host.port}`, NO_ROUTE[runtime]);
       expectRefused(results, `tcp ${a}:${GATEWAY_PORT}`, NO_ROUTE[runtime]);

@@ -105,9 +105,10 @@ probe("setuid files", setuid_files)
 def chmod_suid():
     shutil.copy("/usr/bin/id", "/workspace/.suid-id")
     os.chmod("/workspace/.suid-id", 0o6755)
+    bits = oct(os.stat("/workspace/.suid-id").st_mode & 0o6000)
     p = subprocess.run(["/workspace/.suid-id", "-u"], capture_output=True, text=True)
     os.unlink("/workspace/.suid-id")
-    return {"code": p.returncode, "stdout": p.stdout.strip(), "stderr": p.stderr.strip()}
+    return {"bits": bits, "code": p.returncode, "stdout": p.stdout.strip(), "stderr": p.stderr.strip()}
 probe("chmod u+s then run", chmod_suid)
 probe("no_new_privs", lambda: call("prctl", 39, 0, 0, 0, 0))  # PR_GET_NO_NEW_PRIVS
 def status():
@@ -195,7 +196,8 @@ probe("apparmor label", apparmor)
   it('has no setuid or setgid file, and a setuid bit set by the user grants nothing (no-new-privileges)', () => {
     expect(r['setuid files']).toMatchObject({ ok: true, value: [] });
     expect(r['no_new_privs']).toMatchObject({ ok: true, value: 1 });
-    expect(r['chmod u+s then run']).toMatchObject({ ok: true, value: { code: 0, stdout: '10001' } });
+    // The bits are really set on the file; running it still gives uid 10001 and nothing more.
+    expect(r['chmod u+s then run']).toMatchObject({ ok: true, value: { bits: '0o6000', code: 0, stdout: '10001' } });
   });
 
   it('reports the seccomp profile valid and the AppArmor state it really has', async () => {
