@@ -2,6 +2,7 @@ import { withTestDatabases } from '../src/db/testing';
 import { SessionsRepository } from '../src/db/repositories/sessions.repository';
 import { ApprovalsService } from '../src/sessions/approvals.service';
 import { SessionRunRegistry } from '../src/sessions/session-run.registry';
+import { SessionsService } from '../src/sessions/sessions.service';
 import { startExecHostDouble, type ExecHostDouble } from './exec-host-double';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, auditKinds, bearer, createProject, createUser, login, PASSWORD, startGateway, tokenFor, type Gateway } from './harness';
 
@@ -41,6 +42,25 @@ withTestDatabases((db) => {
     // No policy published yet: the built-in default applies and the session records no version.
     expect(res.body.policyVersionId).toBeNull();
     expect((await auditKinds(gw, ['session.instruction'])).at(-1)).toMatchObject({ sessionId: id, payload: { instruction: 'make the build green', policyVersion: null } });
+  });
+
+  it('records tool calls with their decision and result, audits a digest of the output, and lists them in order', async () => {
+    const id = await newSession();
+    const sessions = gw.app.get(SessionsService);
+    const decision = { effect: 'ask' as const, rule: 'commands.default', reason: 'No rule names this command; the default is to ask.' };
+    const call = await sessions.recordToolCall(id, { name: 'Bash', arguments: { command: 'npm test' }, decision, agent: 'general' });
+    await sessions.recordToolCall(id, { name: 'Read', arguments: { path: 'README.md' }, decision: { effect: 'allow', rule: 'tools.read', reason: 'Reading is free.' }, agent: 'general' });
+    await sessions.recordToolResult(call.id, { exitCode: 1, stdout: 'FAIL average.test.js\n', stderr: '', truncated: false, durationMs: 812, idleMs: 0 });
+    const res = await gw.http().get(`/api/v1/sessions/${id}/tool-calls`).set(bearer(dev.token));
+    expect(res.body.map((c: { seq: number; name: string }) => [c.seq, c.name])).toEqual([
+      [1, 'Bash'],
+      [2, 'Read'],
+    ]);
+    expect(res.body[0]).toMatchObject({ decision, result: { exitCode: 1, stdout: 'FAIL average.test.js\n' } });
+    const audited = (await auditKinds(gw, ['tool_call.proposed', 'policy.decision', 'tool_call.result'])).filter((e) => e.sessionId === id);
+    expect(audited.map((e) => e.kind)).toEqual(['tool_call.proposed', 'policy.decision', 'tool_call.proposed', 'policy.decision', 'tool_call.result']);
+    expect(JSON.stringify(audited.at(-1)?.payload)).not.toContain('FAIL average');
+    await expect(sessions.recordToolResult('missing', { exitCode: 0, stdout: '', stderr: '', truncated: false, durationMs: 0, idleMs: 0 })).rejects.toThrow('There is no tool call missing.');
   });
 
   it("is answered by the session's developer once; a second answer is a 409 with a sentence", async () => {

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { createHash } from 'node:crypto';
 import type { CreateSessionRequest, PolicyDecision, SessionListQuery, SessionView, ToolCallView } from '@lemniscate/contracts';
 import { AuditService } from '../audit/audit.service';
 import { AccessService } from '../auth/access.service';
@@ -17,6 +18,16 @@ export interface ProposedToolCall {
   arguments: Record<string, unknown>;
   decision: PolicyDecision;
   agent: string;
+}
+
+/** What a tool call produced, as the session loop reports it (output already capped by the exec-host). */
+export interface ToolResult {
+  exitCode: number | null;
+  stdout: string;
+  stderr: string;
+  truncated: boolean;
+  durationMs: number;
+  idleMs: number;
 }
 
 /** Session records: the instruction, who gave it, the policy version it runs under, and its tool calls. */
@@ -100,6 +111,34 @@ export class SessionsService {
     await this.audit.append({ actor: `agent:${call.agent}`, kind: 'tool_call.proposed', projectId: session.projectId, sessionId, payload: { callId: row.id, seq: row.seq, name: call.name, arguments: call.arguments } });
     await this.audit.append({ actor: 'policy', kind: 'policy.decision', projectId: session.projectId, sessionId, payload: { callId: row.id, ...call.decision } });
     await this.events.publish({ type: 'tool_call_proposed', sessionId, projectId: session.projectId, payload: { callId: row.id, agent: call.agent, name: call.name, arguments: call.arguments } });
+    return row;
+  }
+
+  /**
+   * For the session loop: records what a call produced. The audit keeps a bounded digest (T1): exit
+   * code, sizes and a SHA-256 of each stream, never the whole output.
+   */
+  async recordToolResult(toolCallId: string, result: ToolResult): Promise<ToolCallRow> {
+    const call = await this.toolCalls.findById(toolCallId);
+    if (!call) throw new AppError(ErrorCode.NotFound, `There is no tool call ${toolCallId}.`);
+    const session = await this.sessions.findById(call.sessionId);
+    if (!session) throw new AppError(ErrorCode.NotFound, `The session of tool call ${toolCallId} no longer exists.`);
+    const row = await this.toolCalls.update(call.id, { result });
+    if (!row) throw new AppError(ErrorCode.NotFound, `There is no tool call ${toolCallId}.`);
+    const digest = (text: string) => ({ bytes: Buffer.byteLength(text), sha256: createHash('sha256').update(text).digest('hex') });
+    await this.audit.append({
+      actor: `agent:${call.agent}`,
+      kind: 'tool_call.result',
+      projectId: session.projectId,
+      sessionId: session.id,
+      payload: { callId: call.id, exitCode: result.exitCode, durationMs: result.durationMs, truncated: result.truncated, stdout: digest(result.stdout), stderr: digest(result.stderr) },
+    });
+    await this.events.publish({
+      type: 'tool_result',
+      sessionId: session.id,
+      projectId: session.projectId,
+      payload: { callId: call.id, exitCode: result.exitCode, stdout: result.stdout, stderr: result.stderr, truncated: result.truncated, durationMs: result.durationMs, idleMs: result.idleMs },
+    });
     return row;
   }
 
