@@ -569,10 +569,5 @@ export function expectRefused(results: Record<string, ProbeResult>, name: string
   expect({ probe: name, ran: r !== undefined, ok: r?.ok, errno: r?.errno }).toEqual({ probe: name, ran: true, ok: false, errno });
 }
 
-/** Shell-quotes one argument for bash. */
-export function sh(value: string): string {
-  return `'${value.replace(/'/g, `'\\''`)}'`;
-}
-
 // Containers, bombs and races take longer than Jest's five-second default.
 jest.setTimeout(120_000);
