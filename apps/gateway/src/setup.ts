@@ -38,6 +38,14 @@ export function configureApp(app: INestApplication, config: GatewayConfig): void
   express.useBodyParser('json', { limit: BODY_LIMIT });
   express.use(cookieParser());
   express.disable('x-powered-by');
+  express.set('trust proxy', config.trustProxyHops);
+  express.use((_req: Request, res: Response, next: NextFunction) => {
+    // API answers are data, never pages to sniff, frame or leak a referrer from.
+    res.setHeader('x-content-type-options', 'nosniff');
+    res.setHeader('x-frame-options', 'DENY');
+    res.setHeader('referrer-policy', 'no-referrer');
+    next();
+  });
   app.setGlobalPrefix(API_PREFIX, { exclude: UNPREFIXED.map((path) => ({ path, method: RequestMethod.ALL })) });
   app.useWebSocketAdapter(new WsAdapter(app));
 }

@@ -18,6 +18,8 @@ const EnvSchema = z.object({
   LEMNISCATE_WEB_SESSION_HOURS: z.coerce.number().int().min(1).max(24 * 30).default(12),
   LEMNISCATE_LOGIN_MAX_FAILURES: z.coerce.number().int().min(1).max(1000).default(5),
   LEMNISCATE_LOGIN_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(900),
+  /** Reverse proxies in front of the gateway (0: none), so sign-in pacing sees the real client address. */
+  LEMNISCATE_TRUST_PROXY_HOPS: z.coerce.number({ error: 'must be a number of proxy hops' }).int().min(0).max(10).default(0),
   LEMNISCATE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -32,6 +34,7 @@ export interface GatewayConfig {
   webSessionHours: number;
   login: { maxFailures: number; windowSeconds: number };
   logLevel: z.infer<typeof EnvSchema>['LEMNISCATE_LOG_LEVEL'];
+  trustProxyHops: number;
 }
 
 export class ConfigError extends Error {}
@@ -56,6 +59,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
     webSessionHours: e.LEMNISCATE_WEB_SESSION_HOURS,
     login: { maxFailures: e.LEMNISCATE_LOGIN_MAX_FAILURES, windowSeconds: e.LEMNISCATE_LOGIN_WINDOW_SECONDS },
     logLevel: e.LEMNISCATE_LOG_LEVEL,
+    trustProxyHops: e.LEMNISCATE_TRUST_PROXY_HOPS,
   };
 }
 
