@@ -1,9 +1,9 @@
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { defineConfig, type Plugin } from 'vite';
+import { defineConfig, runnerImport, type Plugin } from 'vite';
 import Ajv2020 from 'ajv/dist/2020';
 import standaloneCode from 'ajv/dist/standalone';
-// Build-time only: the console ships a precompiled validator, never the schema compiler.
-import { policyJsonSchema } from '../../libs/policy/src/schema.ts';
 
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 
@@ -18,8 +18,14 @@ function policyValidator(): Plugin {
   return {
     name: 'lemniscate-policy-validator',
     resolveId: (source) => (source === id ? resolved : undefined),
-    load(source) {
+    async load(source) {
       if (source !== resolved) return undefined;
+      // Build-time only: the console ships a precompiled validator, never the schema compiler. The
+      // schema comes from the library's source (found through the workspace package), run by
+      // Vite's module runner, so no prior build of libs/policy is needed.
+      const policyDir = dirname(createRequire(import.meta.url).resolve('@lemniscate/policy/package.json'));
+      const { module } = await runnerImport<{ policyJsonSchema: Record<string, unknown> }>(join(policyDir, 'src/schema.ts'));
+      const { policyJsonSchema } = module;
       const ajv = new Ajv2020({ allErrors: true, strict: false, code: { source: true, esm: true } });
       const validate = ajv.compile(policyJsonSchema);
       // The form reads the enums (tools, effects, modes) from the same schema the validator uses.

@@ -1,4 +1,4 @@
-import { policyJsonSchema } from '@lemniscate/policy/schema';
+import { policyJsonSchema } from '@lemniscate/policy';
 import { commonFields, readFields, writeField } from './form-model';
 
 const fields = commonFields(policyJsonSchema);

@@ -1,5 +1,5 @@
 import Ajv2020 from 'ajv/dist/2020';
-import { policyJsonSchema } from '@lemniscate/policy/schema';
+import { policyJsonSchema } from '@lemniscate/policy';
 import { diagnosePolicy, type SchemaValidator } from './validate';
 
 const validate = new Ajv2020({ allErrors: true, strict: false }).compile(policyJsonSchema) as unknown as SchemaValidator;
