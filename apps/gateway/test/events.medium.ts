@@ -1,5 +1,7 @@
 import { SessionEvent } from '@lemniscate/contracts';
 import { freshDatabase, withTestDatabases } from '../src/db/testing';
+import { EVENT_FAN_OUT } from '../src/events/event-bus';
+import type { PgNotifyFanOut } from '../src/events/pg-notify.fan-out';
 import { ApprovalsService } from '../src/sessions/approvals.service';
 import { SessionRunRegistry } from '../src/sessions/session-run.registry';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, bearer, createProject, createUser, login, startGateway, tokenFor, type Gateway } from './harness';
@@ -141,6 +143,20 @@ describe('two gateway replicas on one PostgreSQL database', () => {
       const rest = await watcher.until((m) => eventOf(m)?.type === 'session_stopped');
       expect(rest.map((m) => eventOf(m).type)).toEqual(['approval_answered', 'session_stopped']);
       for (const m of [...seen, ...rest]) expect(SessionEvent.safeParse(eventOf(m)).error).toBeUndefined();
+      const lastSeq = eventOf(rest.at(-1) ?? {}).seq as number;
+
+      // B's listening connection drops: its clients are told to resume, and replay what they missed.
+      await (b.app.get(EVENT_FAN_OUT) as PgNotifyFanOut).dropListener();
+      const closed = await watcher.closed;
+      expect(closed.code).toBe(1012);
+      const session2 = (await a.http().post('/api/v1/sessions').set(bearer(admin)).send({ projectId: project, instruction: 'y' })).body.id as string;
+      const resumed = await EventsClient.connect(b.baseUrl, { token: admin });
+      clients.push(resumed);
+      resumed.send({ type: 'subscribe', projectId: project, sinceSeq: lastSeq });
+      const caughtUp = await resumed.until((m) => m.type === 'subscribed');
+      expect(caughtUp.filter((m) => m.type === 'event').map((m) => [eventOf(m).type, eventOf(m).sessionId])).toEqual([['instruction', session2]]);
+      await a.app.get(ApprovalsService).request({ sessionId: session2, kind: 'command', payload: { command: 'make again' }, agent: 'general' });
+      expect(eventOf(await resumed.next())).toMatchObject({ type: 'approval_requested', subject: 'make again' });
     } finally {
       await Promise.all(clients.map((c) => c.close()));
       await a.close();

@@ -16,6 +16,8 @@ const REPLAY_PAGE = 1000;
 /** Close codes in the private range, mirroring HTTP: 4401 unauthenticated, 4403 revoked. */
 export const CLOSE_UNAUTHENTICATED = 4401;
 export const CLOSE_REVOKED = 4403;
+/** The standard "service restart" code: reconnect and send your last seq to replay what was missed. */
+export const CLOSE_RESUME = 1012;
 
 interface Subscription {
   sessionId: string | null;
@@ -63,6 +65,7 @@ export class EventsGateway implements OnGatewayConnection, OnGatewayDisconnect, 
   private readonly logger = new Logger('EventsGateway');
   private readonly connections = new Map<WebSocket, Connection>();
   private unsubscribe: (() => void) | undefined;
+  private unsubscribeGap: (() => void) | undefined;
 
   constructor(
     private readonly auth: AuthService,
@@ -74,10 +77,14 @@ export class EventsGateway implements OnGatewayConnection, OnGatewayDisconnect, 
 
   onModuleInit(): void {
     this.unsubscribe = this.events.subscribe((event) => this.dispatch(event));
+    this.unsubscribeGap = this.events.onGap(() => {
+      for (const socket of this.connections.keys()) socket.close(CLOSE_RESUME, 'events may have been missed; reconnect with your last seq');
+    });
   }
 
   onModuleDestroy(): void {
     this.unsubscribe?.();
+    this.unsubscribeGap?.();
     for (const socket of this.connections.keys()) socket.close(1001, 'gateway shutting down');
   }
 

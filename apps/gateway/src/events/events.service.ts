@@ -29,6 +29,7 @@ export function toStoredEvent(row: EventRow): StoredEvent {
 export class EventsService implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger('Events');
   private readonly listeners = new Set<EventListener>();
+  private readonly gapListeners = new Set<() => void>();
   private delivery: Promise<void> = Promise.resolve();
 
   constructor(
@@ -37,14 +38,19 @@ export class EventsService implements OnModuleInit, OnModuleDestroy {
   ) {}
 
   async onModuleInit(): Promise<void> {
-    await this.fanOut.start((seq, event) => {
-      // One delivery at a time, so listeners see events in the order the fan-out announced them.
-      this.delivery = this.delivery
-        .then(async () => {
-          const e = event ?? (await this.fetch(seq));
-          if (e) this.emit(e);
-        })
-        .catch((err: unknown) => this.logger.error({ err, seq }, 'event delivery failed'));
+    await this.fanOut.start({
+      deliver: (seq, event) => {
+        // One delivery at a time, so listeners see events in the order the fan-out announced them.
+        this.delivery = this.delivery
+          .then(async () => {
+            const e = event ?? (await this.fetch(seq));
+            if (e) this.emit(e);
+          })
+          .catch((err: unknown) => this.logger.error({ err, seq }, 'event delivery failed'));
+      },
+      onGap: () => {
+        for (const listener of [...this.gapListeners]) listener();
+      },
     });
   }
 
@@ -63,6 +69,12 @@ export class EventsService implements OnModuleInit, OnModuleDestroy {
   subscribe(listener: EventListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** Called when live delivery may have skipped events; subscribers must replay from their last seq. */
+  onGap(listener: () => void): () => void {
+    this.gapListeners.add(listener);
+    return () => this.gapListeners.delete(listener);
   }
 
   async replay(afterSeq: number, scope: EventScope, limit?: number): Promise<StoredEvent[]> {

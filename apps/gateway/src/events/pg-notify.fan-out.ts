@@ -1,41 +1,85 @@
 import { Logger } from '@nestjs/common';
-import { Client } from 'pg';
-import type { EventFanOut, StoredEvent } from './event-bus';
+import { Client, type Pool } from 'pg';
+import type { EventFanOut, FanOutHandlers, StoredEvent } from './event-bus';
 
 const CHANNEL = 'lemniscate_events';
+const MAX_BACKOFF_MS = 10_000;
 
 /**
- * Fan-out across gateway replicas: every replica LISTENs, the publisher NOTIFYs the seq (a NOTIFY
- * payload is capped at 8000 bytes, so the row is read back rather than sent). PostgreSQL delivers
- * notifications in commit order, including to the session that sent them.
+ * Fan-out across gateway replicas: every replica LISTENs on a dedicated connection, the publisher
+ * NOTIFYs the seq through the pool (a NOTIFY payload is capped at 8000 bytes, so the row is read
+ * back). PostgreSQL delivers notifications in commit order, including to the sending session.
+ * When the listening connection drops it is reopened; notifications sent meanwhile are lost, so
+ * `onGap` tells live clients to reconnect with their last seq and replay what they missed.
  */
 export class PgNotifyFanOut implements EventFanOut {
   private readonly logger = new Logger('EventFanOut');
   private client: Client | undefined;
+  private handlers: FanOutHandlers | undefined;
+  private stopped = false;
+  private retry: NodeJS.Timeout | undefined;
 
-  constructor(private readonly connectionString: string) {}
+  constructor(
+    private readonly connectionString: string,
+    private readonly pool: Pool,
+  ) {}
 
-  async start(deliver: (seq: number, event?: StoredEvent) => void): Promise<void> {
+  async start(handlers: FanOutHandlers): Promise<void> {
+    this.handlers = handlers;
+    this.stopped = false;
+    await this.listen();
+  }
+
+  async announce(event: StoredEvent): Promise<void> {
+    await this.pool.query('SELECT pg_notify($1, $2)', [CHANNEL, String(event.seq)]);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retry);
+    const client = this.client;
+    this.client = undefined;
+    await client?.end().catch(() => undefined);
+  }
+
+  /** For tests and operators: drops the listening connection as a network failure would. */
+  async dropListener(): Promise<void> {
+    const client = this.client as (Client & { connection?: { stream?: { destroy(): void } } }) | undefined;
+    client?.connection?.stream?.destroy();
+  }
+
+  private async listen(): Promise<void> {
     const client = new Client({ connectionString: this.connectionString });
-    client.on('error', (err) => this.logger.error({ err }, 'event listener connection failed'));
     client.on('notification', (msg) => {
       if (msg.channel !== CHANNEL) return;
       const seq = Number(msg.payload);
-      if (Number.isSafeInteger(seq) && seq > 0) deliver(seq);
+      if (Number.isSafeInteger(seq) && seq > 0) this.handlers?.deliver(seq);
     });
+    let lost = false;
+    const onLost = (err?: Error) => {
+      if (lost || this.stopped) return;
+      lost = true;
+      if (this.client === client) this.client = undefined;
+      this.logger.warn({ err }, 'event listener connection lost; reconnecting');
+      this.reconnect(250);
+    };
+    client.on('error', onLost);
+    client.on('end', () => onLost());
     await client.connect();
     await client.query(`LISTEN ${CHANNEL}`);
     this.client = client;
   }
 
-  async announce(event: StoredEvent): Promise<void> {
-    if (!this.client) throw new Error('The event fan-out is not started.');
-    await this.client.query('SELECT pg_notify($1, $2)', [CHANNEL, String(event.seq)]);
-  }
-
-  async stop(): Promise<void> {
-    const client = this.client;
-    this.client = undefined;
-    await client?.end();
+  private reconnect(delayMs: number): void {
+    this.retry = setTimeout(() => {
+      this.listen().then(
+        () => this.handlers?.onGap(),
+        (err: unknown) => {
+          this.logger.warn({ err }, 'event listener could not reconnect; retrying');
+          if (!this.stopped) this.reconnect(Math.min(delayMs * 2, MAX_BACKOFF_MS));
+        },
+      );
+    }, delayMs);
+    this.retry.unref();
   }
 }
