@@ -33,6 +33,7 @@ import { ApprovalsService } from './sessions/approvals.service';
 import { RevocationService } from './sessions/revocation.service';
 import { SessionRunRegistry } from './sessions/session-run.registry';
 import { SessionsController } from './sessions/sessions.controller';
+import { SessionRuntimeService } from './runtime/runtime.service';
 import { SessionsService } from './sessions/sessions.service';
 import { CREDENTIALS_OUTPUT, UsersService, type CredentialsOutput } from './users/users.service';
 import { UsersController } from './users/users.controller';
@@ -82,6 +83,7 @@ export class AppModule {
       SessionsService,
       ApprovalsService,
       RevocationService,
+      SessionRuntimeService,
       SessionRunRegistry,
       EventsService,
       EventsGateway,

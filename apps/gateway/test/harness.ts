@@ -7,6 +7,10 @@ import { loadConfig, type GatewayConfig } from '../src/config/config';
 import type { Database } from '../src/db/database';
 import { configureApp } from '../src/setup';
 
+// These tests exercise the HTTP layer over a real database; the session loop (model, exec-host,
+// Docker) is exercised end to end in test/e2e. Sessions are recorded, no loop starts.
+process.env.LEMNISCATE_SESSION_LOOPS = 'record';
+
 export const ADMIN_EMAIL = 'admin@example.test';
 export const ADMIN_PASSWORD = 'correct horse battery staple';
 export const PASSWORD = 'a long enough password';

@@ -66,6 +66,7 @@ const MATRIX: Record<string, Case> = {
     request: (i) => ({ path: `/api/v1/projects/${i.project}/policy/rollback`, body: { version: 1 } }),
   },
   'POST /sessions': { forbidden: ['security_officer', 'outside_admin'], request: (i) => ({ path: '/api/v1/sessions', body: { projectId: i.project, instruction: 'do it' } }) },
+  'POST /sessions/:id/subagents': { forbidden: ['security_officer', 'outside_admin', 'other_developer'], request: (i) => ({ path: `/api/v1/sessions/${i.session}/subagents`, body: { agent: 'explore', instruction: 'look around' } }) },
   'GET /sessions': { forbidden: [] },
   'GET /sessions/:id': { forbidden: ['other_developer', 'outside_admin'], request: (i) => ({ path: `/api/v1/sessions/${i.session}` }) },
   'GET /sessions/:id/tool-calls': { forbidden: ['other_developer', 'outside_admin'], request: (i) => ({ path: `/api/v1/sessions/${i.session}/tool-calls` }) },

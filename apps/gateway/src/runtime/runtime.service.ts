@@ -4,6 +4,7 @@ import type { CreateSessionRequest, SandboxInfo, SessionView } from '@lemniscate
 import { initPolicyEngine } from '@lemniscate/policy';
 import {
   AgentUnavailableError,
+  BUILTIN_AGENTS,
   ExecutionConfigError,
   SubagentTracker,
   discoverAgents,
@@ -95,6 +96,10 @@ export class SessionRuntimeService implements OnApplicationShutdown {
     } catch (err) {
       if (err instanceof ExecutionConfigError) throw new AppError(ErrorCode.ValidationFailed, err.message, { key: err.key, value: err.value, source: err.source });
       throw err;
+    }
+    if (process.env.LEMNISCATE_SESSION_LOOPS === 'record') {
+      // API-layer tests: the session is recorded as the loop would record it, and no loop starts.
+      return this.sessionsService.create(principal, { ...request, agent: agent.name, includedUncommitted: !!request.startingPatch });
     }
     const model = await this.modelFor(request.model, agent);
 
@@ -227,6 +232,9 @@ export class SessionRuntimeService implements OnApplicationShutdown {
   }
 
   private pickAgent(agents: AgentCatalogue, name: string): AgentDefinition {
+    // No --agent: the developer's session runs with the platform's own persona and every tool the
+    // policy allows. (The built-in `general` agent proper is a delegation target, AG3.)
+    if (name === 'general') return { ...BUILTIN_AGENTS[0]!, mode: 'primary', systemPrompt: '', location: 'the default agent' };
     try {
       return agents.forUser(name);
     } catch (err) {

@@ -4,21 +4,34 @@ import { z } from 'zod';
 import { Can, CurrentPrincipal } from '../auth/permission.decorator';
 import type { Principal } from '../auth/principal';
 import { Returns, ZBody, ZParams, ZQuery } from '../common/zod-validation';
+import { SessionRuntimeService } from '../runtime/runtime.service';
 import { RevocationService } from './revocation.service';
 import { SessionsService } from './sessions.service';
+
+/** `@general …` / `@explore …` in a running session: a background subagent under the session's limits. */
+const StartSubagentRequest = z.object({ agent: z.string().min(1).max(64), instruction: z.string().trim().min(1, 'must not be empty').max(100_000) }).strict();
+type StartSubagentRequest = z.infer<typeof StartSubagentRequest>;
 
 @Controller('sessions')
 export class SessionsController {
   constructor(
     private readonly sessions: SessionsService,
     private readonly revocation: RevocationService,
+    private readonly runtime: SessionRuntimeService,
   ) {}
 
   @Post()
   @Can('create', 'Session')
-  @Returns(SessionView, 'Record an instruction as a new session', 201)
+  @Returns(SessionView, 'Start a session: record the instruction and run the agent in a new sandbox', 201)
   create(@CurrentPrincipal() principal: Principal, @ZBody(CreateSessionRequest) body: CreateSessionRequest) {
-    return this.sessions.create(principal, body);
+    return this.runtime.start(principal, body);
+  }
+
+  @Post(':id/subagents')
+  @Can('create', 'Session')
+  @Returns(SessionView, 'Start a background subagent in a running session (a mention such as @explore)', 201)
+  startSubagent(@CurrentPrincipal() principal: Principal, @ZParams(IdParams) params: IdParams, @ZBody(StartSubagentRequest) body: StartSubagentRequest) {
+    return this.runtime.startSubagent(principal, params.id, body);
   }
 
   @Get()
