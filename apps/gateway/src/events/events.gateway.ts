@@ -163,7 +163,8 @@ export class EventsGateway implements OnGatewayConnection, OnGatewayDisconnect, 
       this.send(connection.socket, { type: 'error', code, message: (error as Error).message });
       return;
     }
-    const sub: Subscription = { sessionId: msg.sessionId ?? null, projectId: msg.projectId ?? null, lastSent: msg.sinceSeq ?? 0 };
+    // Without a seq the stream starts now: nothing this replica already knows of is sent again.
+    const sub: Subscription = { sessionId: msg.sessionId ?? null, projectId: msg.projectId ?? null, lastSent: msg.sinceSeq ?? this.events.latestSeq() };
     let replayed = 0;
     if (msg.sinceSeq !== undefined) {
       const scope = sub.sessionId ? { sessionIds: [sub.sessionId] } : { projectIds: [sub.projectId ?? ''] };

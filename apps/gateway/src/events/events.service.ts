@@ -31,6 +31,8 @@ export class EventsService implements OnModuleInit, OnModuleDestroy {
   private readonly listeners = new Set<EventListener>();
   private readonly gapListeners = new Set<() => void>();
   private delivery: Promise<void> = Promise.resolve();
+  /** The highest seq this replica has stored or received: where a subscription without a seq starts. */
+  private latest = 0;
 
   constructor(
     private readonly repo: EventsRepository,
@@ -62,6 +64,7 @@ export class EventsService implements OnModuleInit, OnModuleDestroy {
   async publish(input: NewGatewayEvent): Promise<StoredEvent> {
     const row = await this.repo.append({ type: input.type, sessionId: input.sessionId ?? null, projectId: input.projectId ?? null, payload: input.payload });
     const event = toStoredEvent(row);
+    this.latest = Math.max(this.latest, event.seq);
     await this.fanOut.announce(event);
     return event;
   }
@@ -91,7 +94,12 @@ export class EventsService implements OnModuleInit, OnModuleDestroy {
     return row ? toStoredEvent(row) : undefined;
   }
 
+  latestSeq(): number {
+    return this.latest;
+  }
+
   private emit(event: StoredEvent): void {
+    this.latest = Math.max(this.latest, event.seq);
     for (const listener of [...this.listeners]) {
       try {
         listener(event);
