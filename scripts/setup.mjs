@@ -10,6 +10,7 @@ import { ensureEngine } from './lib/engine.mjs';
 import { ensureImage } from './lib/image.mjs';
 import { ensurePostgres } from './lib/postgres.mjs';
 import { ensureChromium } from './lib/chromium.mjs';
+import { ensureConsoleBuild } from './lib/console.mjs';
 import { mustRun } from './lib/sh.mjs';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -34,6 +35,7 @@ export async function setup({ forTests = false } = {}) {
     mustRun('npx', ['tsc', '-b', 'tsconfig.build.json'], 'The TypeScript build failed', { cwd: ROOT, quiet: true });
     return 'TypeScript projects up to date';
   });
+  await step('console build', () => ensureConsoleBuild(ROOT));
   if (forTests) {
     await step('PostgreSQL (tests)', (log) => ensurePostgres({ log }));
     await step('Chromium (browser tests)', (log) => ensureChromium({ log }));

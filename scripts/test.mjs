@@ -7,6 +7,40 @@ import * as path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { setup, ROOT } from './setup.mjs';
 import pc from './lib/colors.mjs';
+import { spawn } from 'node:child_process';
+import { freePort } from './lib/ports.mjs';
+
+/** `npm start` on free ports with a temporary home: demo users, project and CLI profiles included. */
+async function startStack() {
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'lemniscate-stack-'));
+  const gatewayPort = await freePort();
+  const child = spawn(process.execPath, [path.join(ROOT, 'scripts/start.mjs')], {
+    cwd: ROOT,
+    env: { ...env, HOME: home, LEMNISCATE_GATEWAY_PORT: String(gatewayPort), LEMNISCATE_EXEC_HOST_PORT: String(await freePort()) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  await new Promise((resolve, reject) => {
+    child.stdout.on('data', (d) => {
+      out += d;
+      if (out.includes('Lemniscate is ready')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`npm start exited with ${code} before it was ready:\n${out}`)));
+  });
+  return {
+    home,
+    url: `http://127.0.0.1:${gatewayPort}`,
+    repo: path.join(home, '.lemniscate/demo-repo'),
+    stop: () =>
+      new Promise((resolve) => {
+        child.once('exit', () => {
+          fs.rmSync(home, { recursive: true, force: true });
+          resolve();
+        });
+        child.kill('SIGINT');
+      }),
+  };
+}
 
 const { image } = await setup({ forTests: true });
 const env = { ...process.env, LEMNISCATE_SANDBOX_IMAGE: image, NX_DAEMON: 'false', NX_NO_CLOUD: 'true', FORCE_COLOR: '0' };
@@ -46,8 +80,15 @@ tier('lint', 'sh', ['-c', 'npx nx show projects > /dev/null && npx eslint . --ma
 jest('unit', 'unit', ['--maxWorkers=2']);
 jest('medium', 'medium', ['--maxWorkers=2']);
 jest('e2e', 'e2e', ['--runInBand']);
-if (fs.existsSync(path.join(ROOT, 'apps/console/playwright.config.ts'))) {
-  tier('browser', 'npx', ['playwright', 'test', '-c', 'apps/console/playwright.config.ts']);
+if (fs.existsSync(path.join(ROOT, 'apps/console/playwright.config.ts')) && (!only.length || only.includes('browser'))) {
+  // The browser tests run against the whole platform as `npm start` runs it, in a home of its own.
+  const stack = await startStack();
+  try {
+    Object.assign(env, { HOME: stack.home, LEMNISCATE_STACK_URL: stack.url, LEMNISCATE_DEMO_REPO: stack.repo });
+    tier('browser', 'npx', ['playwright', 'test', '-c', 'apps/console/playwright.config.ts']);
+  } finally {
+    await stack.stop();
+  }
 }
 
 fs.rmSync(outDir, { recursive: true, force: true });

@@ -6,6 +6,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { Logger } from 'nestjs-pino';
 import { API_PREFIX, UNPREFIXED } from './app.constants';
 import { requestIdFor } from './common/request-id';
+import { serveConsole } from './console-static';
 import type { GatewayConfig } from './config/config';
 import { MetricsService } from './health/metrics.service';
 
@@ -46,6 +47,7 @@ export function configureApp(app: INestApplication, config: GatewayConfig): void
     res.setHeader('referrer-policy', 'no-referrer');
     next();
   });
+  serveConsole(express);
   app.setGlobalPrefix(API_PREFIX, { exclude: UNPREFIXED.map((path) => ({ path, method: RequestMethod.ALL })) });
   app.useWebSocketAdapter(new WsAdapter(app));
 }
