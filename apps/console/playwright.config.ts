@@ -33,10 +33,12 @@ export default defineConfig({
     { name: 'stack', testMatch: /stack\/.*\.spec\.ts/, use: { baseURL: stackUrl ?? 'http://127.0.0.1:9' }, fullyParallel: false },
   ],
   webServer: {
-    command: `npx vite --config vite.config.ts --port ${port} --strictPort --host 127.0.0.1`,
+    // A production build of the app and the harness, served by `vite preview` (see vite.config.ts).
+    command: `npx vite build --config vite.config.ts --logLevel warn && npx vite preview --config vite.config.ts --port ${port} --strictPort --host 127.0.0.1`,
+    env: { LEMNISCATE_CONSOLE_TEST_BUILD: '1' },
     cwd: here,
     url: `http://127.0.0.1:${port}/harness/index.html`,
     reuseExistingServer: !process.env.CI,
-    timeout: 60_000,
+    timeout: 120_000,
   },
 });

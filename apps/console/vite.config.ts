@@ -35,6 +35,10 @@ function policyValidator(): Plugin {
 }
 
 const gateway = process.env.LEMNISCATE_GATEWAY_URL ?? 'http://127.0.0.1:8080';
+// The browser tests serve a production build of the app and of the view harness: far fewer
+// requests per page than the dev server, and the code that ships is the code tested.
+const forTests = process.env.LEMNISCATE_CONSOLE_TEST_BUILD === '1';
+export const testBuildDir = here('../../node_modules/.cache/lemniscate-console-test');
 
 export default defineConfig({
   root: here('.'),
@@ -54,13 +58,13 @@ export default defineConfig({
     },
   },
   build: {
-    outDir: here('dist'),
+    outDir: forTests ? testBuildDir : here('dist'),
     emptyOutDir: true,
     sourcemap: true,
     // The policy editor chunk (CodeMirror, YAML, the validator) is loaded only by administrators.
     chunkSizeWarningLimit: 700,
     rolldownOptions: {
-      input: { main: here('index.html') },
+      input: forTests ? { main: here('index.html'), harness: here('harness/index.html') } : { main: here('index.html') },
       onwarn(warning, handle) {
         // React Server Components markers in client libraries; meaningless in a browser bundle.
         if (warning.code === 'MODULE_LEVEL_DIRECTIVE') return;
