@@ -1,7 +1,8 @@
 import Docker from 'dockerode';
 import * as fs from 'node:fs/promises';
 import { PassThrough, type Readable } from 'node:stream';
-import { toDockerCreateOptions, SANDBOX_ENV } from './docker-options';
+import { randomBytes } from 'node:crypto';
+import { RELAY_UID, RUNSC_RELAY_SCRIPT, toDockerCreateOptions, SANDBOX_ENV } from './docker-options';
 import {
   LABEL_INSTANCE,
   LABEL_MANAGED,
@@ -94,9 +95,11 @@ export class DockerSandboxDriver implements SandboxDriver {
       }
     });
     try {
+      const paths = await this.cgroupPaths(containerId);
+      const viaPid1 = paths?.runtime === 'runsc';
       const exec = await this.docker.getContainer(containerId).exec({
-        Cmd: ['/bin/bash', '-c', spec.command],
-        User: `${SANDBOX_UID}:${SANDBOX_GID}`,
+        Cmd: viaPid1 ? ['/bin/bash', '-c', RUNSC_RELAY_SCRIPT, 'relay', spec.command, randomBytes(16).toString('hex')] : ['/bin/bash', '-c', spec.command],
+        User: viaPid1 ? `${RELAY_UID}:${RELAY_UID}` : `${SANDBOX_UID}:${SANDBOX_GID}`,
         WorkingDir: WORKSPACE_DIR,
         Env: [...SANDBOX_ENV],
         AttachStdin: false,
