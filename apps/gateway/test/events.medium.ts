@@ -82,6 +82,8 @@ withTestDatabases((db) => {
     expect(await c.next()).toMatchObject({ type: 'error', code: 'validation_failed', message: expect.stringContaining('give exactly one of "sessionId" or "projectId"') });
     c.socket.send('not json');
     expect(await c.next()).toEqual({ type: 'error', code: 'validation_failed', message: 'Each message must be one JSON object.' });
+    c.socket.send('x'.repeat(100 * 1024));
+    expect((await c.closed).code).toBe(1009);
   });
 
   it("a project stream shows a developer the project's events but not other people's sessions", async () => {

@@ -26,4 +26,13 @@ describe('LoginRateLimiter', () => {
     limiter.recordSuccess('account:a@x');
     expect(limiter.retryAfterSeconds(['account:a@x'])).toBe(0);
   });
+
+  it('forgets expired failures instead of keeping every key it ever saw', () => {
+    let now = 0;
+    const limiter = new LoginRateLimiter(3, 1000, () => now);
+    for (let i = 0; i <= 50_001; i++) limiter.recordFailure([`account:${i}@x`]);
+    now = 5000;
+    limiter.recordFailure(['account:late@x']);
+    expect(limiter.trackedKeys).toBe(1);
+  });
 });

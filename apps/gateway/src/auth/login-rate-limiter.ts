@@ -3,8 +3,14 @@
  * attempts) keeps a person who types their password right from ever being slowed down, while a
  * guesser is stopped after a handful of tries on any one account or from any one address.
  */
+const MAX_TRACKED_KEYS = 50_000;
+
 export class LoginRateLimiter {
   private readonly failures = new Map<string, number[]>();
+
+  get trackedKeys(): number {
+    return this.failures.size;
+  }
 
   constructor(
     private readonly maxFailures: number,
@@ -30,6 +36,8 @@ export class LoginRateLimiter {
 
   recordFailure(keys: string[]): void {
     const now = this.now();
+    // Guessing with ever-new addresses or emails must not grow memory without bound.
+    if (this.failures.size > MAX_TRACKED_KEYS) for (const key of [...this.failures.keys()]) this.recent(key, now);
     for (const key of keys) this.failures.set(key, [...this.recent(key, now), now]);
   }
 

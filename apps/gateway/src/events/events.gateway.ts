@@ -60,7 +60,8 @@ function toWire(event: StoredEvent): GatewayEvent {
  * `/api/v1/events`: authenticated by API token (Authorization header or `?token=`) or by the console
  * cookie (same origin only); per-session and per-project subscriptions; replay after a last seq.
  */
-@WebSocketGateway({ path: '/api/v1/events' })
+// Client messages are small JSON objects; the ws default of 100 MiB would invite memory exhaustion.
+@WebSocketGateway({ path: '/api/v1/events', maxPayload: 64 * 1024 })
 export class EventsGateway implements OnGatewayConnection, OnGatewayDisconnect, OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger('EventsGateway');
   private readonly connections = new Map<WebSocket, Connection>();
