@@ -11,7 +11,8 @@ import { ensureImage } from './lib/image.mjs';
 import { ensurePostgres } from './lib/postgres.mjs';
 import { ensureChromium } from './lib/chromium.mjs';
 import { ensureConsoleBuild } from './lib/console.mjs';
-import { mustRun } from './lib/sh.mjs';
+import { has, mustRun } from './lib/sh.mjs';
+import { aptInstall } from './lib/engine.mjs';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -39,6 +40,11 @@ export async function setup({ forTests = false } = {}) {
   if (forTests) {
     await step('PostgreSQL (tests)', (log) => ensurePostgres({ log }));
     await step('Chromium (browser tests)', (log) => ensureChromium({ log }));
+    await step('tmux (terminal tests)', () => {
+      if (has('tmux')) return 'present';
+      aptInstall(['tmux'], 'The terminal tests of the CLI');
+      return 'installed from Debian';
+    });
   }
   return { image };
 }
