@@ -26,6 +26,7 @@ import { MetricsService } from './health/metrics.service';
 import { OpenApiController } from './openapi/openapi.controller';
 import { PoliciesController } from './projects/policies.controller';
 import { PoliciesService } from './projects/policies.service';
+import { PolicyDryRunService } from './projects/policy-dry-run.service';
 import { ProjectsController } from './projects/projects.controller';
 import { ProjectsService } from './projects/projects.service';
 import { ApprovalsController } from './sessions/approvals.controller';
@@ -80,6 +81,7 @@ export class AppModule {
       UsersService,
       ProjectsService,
       PoliciesService,
+      PolicyDryRunService,
       SessionsService,
       ApprovalsService,
       RevocationService,

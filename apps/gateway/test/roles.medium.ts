@@ -58,6 +58,10 @@ const MATRIX: Record<string, Case> = {
     forbidden: ['developer', 'security_officer', 'other_developer', 'outside_admin'],
     request: (i) => ({ path: `/api/v1/projects/${i.project}/policy`, body: { document: { version: 1, commands: { default: 'allow' } } } }),
   },
+  'POST /projects/:projectId/policy/dry-run': {
+    forbidden: ['developer', 'security_officer', 'other_developer', 'outside_admin'],
+    request: (i) => ({ path: `/api/v1/projects/${i.project}/policy/dry-run`, body: { sourceText: 'version: 1\n' } }),
+  },
   'GET /projects/:projectId/policy/versions': { forbidden: ['outside_admin'], request: (i) => ({ path: `/api/v1/projects/${i.project}/policy/versions` }) },
   'GET /projects/:projectId/policy/versions/:version': { forbidden: ['outside_admin'], request: (i) => ({ path: `/api/v1/projects/${i.project}/policy/versions/1` }) },
   'GET /projects/:projectId/policy/diff': { forbidden: ['outside_admin'], request: (i) => ({ path: `/api/v1/projects/${i.project}/policy/diff?from=1&to=1` }) },

@@ -1,6 +1,8 @@
-import { Controller, Get, Post } from '@nestjs/common';
+import { Controller, Get, HttpCode, Post } from '@nestjs/common';
 import {
   PolicyDiffQuery,
+  PolicyDryRunRequest,
+  PolicyDryRunResponse,
   PolicyDiffResponse,
   PolicyVersionParams,
   PolicyVersionSummary,
@@ -14,10 +16,22 @@ import { Can, CurrentPrincipal } from '../auth/permission.decorator';
 import type { Principal } from '../auth/principal';
 import { Returns, ZBody, ZParams, ZQuery } from '../common/zod-validation';
 import { PoliciesService } from './policies.service';
+import { PolicyDryRunService } from './policy-dry-run.service';
 
 @Controller('projects/:projectId/policy')
 export class PoliciesController {
-  constructor(private readonly policies: PoliciesService) {}
+  constructor(
+    private readonly policies: PoliciesService,
+    private readonly dryRuns: PolicyDryRunService,
+  ) {}
+
+  @Post('dry-run')
+  @HttpCode(200)
+  @Can('publish', 'Policy')
+  @Returns(PolicyDryRunResponse, "Replay the last sessions' tool calls under a draft and list the decisions that would change")
+  dryRun(@CurrentPrincipal() principal: Principal, @ZParams(ProjectParams) params: ProjectParams, @ZBody(PolicyDryRunRequest) body: PolicyDryRunRequest) {
+    return this.dryRuns.run(principal, params.projectId, body);
+  }
 
   @Get()
   @Can('read', 'Policy')

@@ -7,3 +7,4 @@ export * from './approvals';
 export * from './events';
 export * from './health';
 export * from './audit';
+export * from './policy-dry-run';
