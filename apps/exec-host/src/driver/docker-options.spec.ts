@@ -1,4 +1,4 @@
-import { KEEPER_SCRIPT, RUNSC_KEEPER_SCRIPT, RUNSC_PIDS_BACKSTOP, SANDBOX_ENV, toDockerCreateOptions } from './docker-options';
+import { KEEPER_SCRIPT, RUNSC_PIDS_BACKSTOP, SANDBOX_ENV, toDockerCreateOptions } from './docker-options';
 import type { SandboxContainerSpec } from './sandbox.driver';
 
 const spec: SandboxContainerSpec = {
@@ -94,12 +94,8 @@ describe('toDockerCreateOptions', () => {
 
   it('runs a reaping pid 1 that kill -1 cannot end, instead of docker-init', () => {
     expect(h.Init).toBe(false);
+    expect(o.Cmd).toEqual(['/bin/bash', '-c', KEEPER_SCRIPT]);
     expect(toDockerCreateOptions({ ...spec, runtime: 'runc' }).Cmd).toEqual(['/bin/bash', '-c', KEEPER_SCRIPT]);
     expect(o.Entrypoint).toEqual([]);
-  });
-
-  it('under gVisor, makes pid 1 start every command so each one inherits the seccomp filter', () => {
-    expect(o.Cmd).toEqual(['/bin/bash', '-c', RUNSC_KEEPER_SCRIPT]);
-    expect(RUNSC_KEEPER_SCRIPT).toContain('trap "" TERM INT HUP');
   });
 });

@@ -8,22 +8,6 @@ import { SANDBOX_GID, SANDBOX_UID, WORKSPACE_DIR, type SandboxContainerSpec } fr
  */
 export const KEEPER_SCRIPT = 'trap "" TERM INT HUP; while :; do sleep 3600 & wait; done';
 
-/**
- * gVisor (this release, with --oci-seccomp) applies the seccomp profile to the container's first
- * process only, not to processes started through exec. Under runsc, pid 1 therefore starts every
- * command itself, so each command inherits its filter: a relay started through exec, as a separate
- * uid the sandbox user cannot trace or signal (RELAY_UID), hands the command over through FIFOs in
- * /tmp (command, stdout, stderr, exit status; nothing stays on disk) and copies what comes back. The
- * relay's own programs (mkfifo, cat) are the only unfiltered ones; the sandbox user can at worst make
- * its own next command fail. pid 1 is immune to kill -1 as under runc.
- */
-export const RUNSC_KEEPER_SCRIPT = "trap \"\" TERM INT HUP\nd=/tmp/.lemniscate\nmkdir -m 1777 \"$d\" \"$d/run\"\nwhile :; do\n  if [ ! -p \"$d/requests\" ]; then sleep 0.02; continue; fi\n  id=\n  read -r id < \"$d/requests\" || { sleep 0.1; continue; }\n  case \"$id\" in ''|*[!0-9a-f]*) continue ;; esac\n  r=\"$d/run/$id\"\n  [ -p \"$r/out\" ] && [ -p \"$r/err\" ] && [ -p \"$r/code\" ] && [ -p \"$r/cmd\" ] || continue\n  ( cd /workspace 2>/dev/null || cd /; exec /bin/bash -c \"$(cat \"$r/cmd\")\" ) 1>\"$r/out\" 2>\"$r/err\" </dev/null\n  code=$?\n  { echo \"$code\" >\"$r/code\"; } 2>/dev/null\ndone";
-
-/** Run through exec as RELAY_UID: `bash -c RUNSC_RELAY_SCRIPT relay <command> <hex id>`. */
-export const RUNSC_RELAY_SCRIPT = "d=/tmp/.lemniscate\nid=\"$2\"\nr=\"$d/run/$id\"\n[ -p \"$d/requests\" ] || mkfifo -m 0666 \"$d/requests\" || exit 125\nmkdir -m 0755 \"$r\" || exit 125\nmkfifo -m 0666 \"$r/cmd\" \"$r/out\" \"$r/err\" \"$r/code\" || exit 125\nprintf '%s' \"$1\" > \"$r/cmd\" &\nexec 3<>\"$r/code\"\ncat \"$r/out\" & o=$!\ncat \"$r/err\" >&2 & e=$!\necho \"$id\" > \"$d/requests\"\nread -r code <&3\nwait $o $e\nrm -rf \"$r\"\nexit \"${code:-125}\"";
-
-export const RELAY_UID = 10002;
-
 /** The only environment a sandbox gets: nothing from the host (S6). */
 export const SANDBOX_ENV = ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', 'HOME=/tmp', 'LANG=C.UTF-8'];
 
@@ -42,7 +26,7 @@ export function toDockerCreateOptions(spec: SandboxContainerSpec): Docker.Contai
   return {
     name: spec.name,
     Image: spec.image,
-    Cmd: ['/bin/bash', '-c', spec.runtime === 'runsc' ? RUNSC_KEEPER_SCRIPT : KEEPER_SCRIPT],
+    Cmd: ['/bin/bash', '-c', KEEPER_SCRIPT],
     Entrypoint: [],
     User: `${SANDBOX_UID}:${SANDBOX_GID}`,
     WorkingDir: WORKSPACE_DIR,

@@ -1,14 +1,13 @@
 import Docker from 'dockerode';
 import * as fs from 'node:fs/promises';
 import { PassThrough, type Readable } from 'node:stream';
-import { randomBytes } from 'node:crypto';
-import { RELAY_UID, RUNSC_RELAY_SCRIPT, toDockerCreateOptions, SANDBOX_ENV } from './docker-options';
+import { toDockerCreateOptions } from './docker-options';
+import { seccompProfileOf, toExecOptions } from './seccomp-launcher';
 import {
   LABEL_INSTANCE,
   LABEL_MANAGED,
   SANDBOX_GID,
   SANDBOX_UID,
-  WORKSPACE_DIR,
   type ContainerRef,
   type ContainerStatus,
   type EngineInfo,
@@ -32,6 +31,8 @@ export class DockerSandboxDriver implements SandboxDriver {
   private readonly cgroups = new Map<string, { mem?: string; pids?: string; freezer?: string; initPid: number; runtime: string }>();
   /** Containers this driver stopped itself: their death is not an out-of-memory kill. */
   private readonly stoppedByHost = new Set<string>();
+  /** Each container's runtime and the seccomp profile it was created with, for the launcher. */
+  private readonly execContexts = new Map<string, { runtime: string; profile: string | null }>();
   private events: Readable | null = null;
   private eventsStarting: Promise<void> | null = null;
   private closed = false;
@@ -95,19 +96,8 @@ export class DockerSandboxDriver implements SandboxDriver {
       }
     });
     try {
-      const paths = await this.cgroupPaths(containerId);
-      const viaPid1 = paths?.runtime === 'runsc';
-      const exec = await this.docker.getContainer(containerId).exec({
-        Cmd: viaPid1 ? ['/bin/bash', '-c', RUNSC_RELAY_SCRIPT, 'relay', spec.command, randomBytes(16).toString('hex')] : ['/bin/bash', '-c', spec.command],
-        User: viaPid1 ? `${RELAY_UID}:${RELAY_UID}` : `${SANDBOX_UID}:${SANDBOX_GID}`,
-        WorkingDir: WORKSPACE_DIR,
-        Env: [...SANDBOX_ENV],
-        AttachStdin: false,
-        AttachStdout: true,
-        AttachStderr: true,
-        Tty: false,
-        Privileged: false,
-      });
+      const { runtime, profile } = await this.execContext(containerId);
+      const exec = await this.docker.getContainer(containerId).exec(toExecOptions(spec.command, runtime, profile));
       const stream = (await exec.start({ hijack: true, stdin: false })) as unknown as Readable;
       const out = new PassThrough();
       const err = new PassThrough();
@@ -271,8 +261,19 @@ export class DockerSandboxDriver implements SandboxDriver {
     return paths;
   }
 
+  /** Read from the engine, so a restarted exec-host passes the profile the container really has. */
+  private async execContext(containerId: string): Promise<{ runtime: string; profile: string | null }> {
+    const cached = this.execContexts.get(containerId);
+    if (cached) return cached;
+    const { HostConfig } = await this.docker.getContainer(containerId).inspect();
+    const context = { runtime: HostConfig.Runtime ?? 'runc', profile: seccompProfileOf(HostConfig.SecurityOpt) };
+    this.execContexts.set(containerId, context);
+    return context;
+  }
+
   async remove(containerId: string): Promise<void> {
     this.cgroups.delete(containerId);
+    this.execContexts.delete(containerId);
     this.stoppedByHost.delete(containerId);
     try {
       await this.docker.getContainer(containerId).remove({ force: true, v: true });

@@ -1,0 +1,46 @@
+import { SANDBOX_ENV, toDockerCreateOptions } from './docker-options';
+import { SECCOMP_LAUNCHER, SECCOMP_LAUNCHER_ENV, seccompProfileOf, toExecOptions } from './seccomp-launcher';
+import type { SandboxContainerSpec } from './sandbox.driver';
+
+const profile = '{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["read"],"action":"SCMP_ACT_ALLOW"}]}';
+
+describe('toExecOptions', () => {
+  it('under gVisor, starts the command through the seccomp launcher with the container\'s own profile (S1)', () => {
+    const e = toExecOptions('npm test && echo "done"', 'runsc', profile);
+    expect(e.Cmd).toEqual([SECCOMP_LAUNCHER, 'npm test && echo "done"']);
+    expect(e.Env).toEqual([...SANDBOX_ENV, `${SECCOMP_LAUNCHER_ENV}=${profile}`]);
+  });
+
+  it('under gVisor without a profile, passes none, so the launcher refuses the command', () => {
+    const e = toExecOptions('true', 'runsc', null);
+    expect(e.Cmd).toEqual([SECCOMP_LAUNCHER, 'true']);
+    expect(e.Env).toEqual([...SANDBOX_ENV]);
+  });
+
+  it('under runc, where the engine filters exec itself, runs bash directly and passes no profile', () => {
+    const e = toExecOptions('make', 'runc', profile);
+    expect(e.Cmd).toEqual(['/bin/bash', '-c', 'make']);
+    expect(e.Env).toEqual([...SANDBOX_ENV]);
+  });
+
+  it.each(['runc', 'runsc'])('under %s, runs as the unprivileged sandbox user in the working copy, without a terminal', (runtime) => {
+    const e = toExecOptions('true', runtime, profile);
+    expect(e).toMatchObject({ User: '10001:10001', WorkingDir: '/workspace', Privileged: false, Tty: false, AttachStdin: false });
+  });
+});
+
+describe('seccompProfileOf', () => {
+  it('reads the inline profile back from the security options the container was created with', () => {
+    const spec = { seccompProfile: profile, runtime: 'runsc', labels: {}, pids: 64 } as unknown as SandboxContainerSpec;
+    expect(seccompProfileOf(toDockerCreateOptions(spec).HostConfig!.SecurityOpt)).toBe(profile);
+    expect(seccompProfileOf(['no-new-privileges:true', `seccomp:${profile}`])).toBe(profile);
+  });
+
+  it('finds none without options, without a seccomp option, or with unconfined or a file path', () => {
+    expect(seccompProfileOf(undefined)).toBeNull();
+    expect(seccompProfileOf(null)).toBeNull();
+    expect(seccompProfileOf(['no-new-privileges:true'])).toBeNull();
+    expect(seccompProfileOf(['seccomp=unconfined'])).toBeNull();
+    expect(seccompProfileOf(['seccomp=/etc/docker/seccomp.json'])).toBeNull();
+  });
+});
