@@ -43,7 +43,9 @@ async function startStack() {
 }
 
 const { image } = await setup({ forTests: true });
-const env = { ...process.env, LEMNISCATE_SANDBOX_IMAGE: image, NX_DAEMON: 'false', NX_NO_CLOUD: 'true', FORCE_COLOR: '0' };
+// Plain output for every tier: picocolors turns colours on whenever CI or FORCE_COLOR is set.
+const env = { ...process.env, LEMNISCATE_SANDBOX_IMAGE: image, NX_DAEMON: 'false', NX_NO_CLOUD: 'true', NO_COLOR: '1' };
+delete env.FORCE_COLOR;
 const outDir = fs.mkdtempSync(path.join(os.tmpdir(), 'lemniscate-test-'));
 const only = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 const totals = { passed: 0, failed: 0, skipped: 0 };
