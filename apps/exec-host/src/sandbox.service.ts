@@ -26,6 +26,7 @@ import {
 import { ExecHostError } from './errors';
 import { OutputCapper, type Stream } from './exec/output-cap';
 import { loadSeccompProfile } from './seccomp';
+import { seccompEnforcement } from './driver/seccomp-launcher';
 import { createDisk, destroyDisk, diskToolsAvailable } from './workspace/disk';
 import { FileOperations } from './workspace/file-ops';
 import type { GitRepo } from './workspace/git';
@@ -109,7 +110,7 @@ export class SandboxService {
       engine: { reachable: engine.reachable, version: engine.version, ...(engine.message ? { message: engine.message } : {}) },
       runtimes,
       image: { name: this.config.image, present: image },
-      seccomp: { path: this.config.seccompProfilePath, valid: seccomp.valid, ...(seccomp.valid ? {} : { message: seccomp.message }) },
+      seccomp: { path: this.config.seccompProfilePath, valid: seccomp.valid, message: seccomp.valid ? seccompEnforcement(runtimes.runsc) : seccomp.message },
       apparmor: this.apparmor,
       diskCap: { mechanism: 'ext4-loop', available: disk.available, ...(disk.message ? { message: disk.message } : {}) },
       sandboxes: this.sandboxes.size,

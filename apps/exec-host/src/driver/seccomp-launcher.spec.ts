@@ -1,5 +1,5 @@
 import { SANDBOX_ENV, toDockerCreateOptions } from './docker-options';
-import { SECCOMP_LAUNCHER, SECCOMP_LAUNCHER_ENV, seccompProfileOf, toExecOptions } from './seccomp-launcher';
+import { SECCOMP_LAUNCHER, SECCOMP_LAUNCHER_ENV, seccompEnforcement, seccompProfileOf, toExecOptions } from './seccomp-launcher';
 import type { SandboxContainerSpec } from './sandbox.driver';
 
 const profile = '{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["read"],"action":"SCMP_ACT_ALLOW"}]}';
@@ -42,5 +42,12 @@ describe('seccompProfileOf', () => {
     expect(seccompProfileOf(['no-new-privileges:true'])).toBeNull();
     expect(seccompProfileOf(['seccomp=unconfined'])).toBeNull();
     expect(seccompProfileOf(['seccomp=/etc/docker/seccomp.json'])).toBeNull();
+  });
+});
+
+describe('seccompEnforcement', () => {
+  it('says the engine applies the profile under runc, and names the launcher when runsc is registered', () => {
+    expect(seccompEnforcement(false)).toBe('Under runc the engine applies the profile to every process of the sandbox.');
+    expect(seccompEnforcement(true)).toContain(`every command applies it to itself through the sandbox image's launcher (${SECCOMP_LAUNCHER})`);
   });
 });

@@ -40,3 +40,10 @@ export function toExecOptions(command: string, runtime: string, seccompProfile: 
     Privileged: false,
   };
 }
+
+/** What health says applies the profile, so an operator knows how gVisor sandboxes get it. */
+export function seccompEnforcement(runscRegistered: boolean): string {
+  const runc = 'Under runc the engine applies the profile to every process of the sandbox.';
+  if (!runscRegistered) return runc;
+  return `${runc} Under runsc, whose release here applies it to the first process only, every command applies it to itself through the sandbox image's launcher (${SECCOMP_LAUNCHER}) and is refused if it cannot.`;
+}
