@@ -20,6 +20,7 @@ import { AppError, ErrorCode } from '../common/errors';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config/config';
 import { ApprovedCommandsRepository } from '../db/repositories/approved-commands.repository';
 import { ApprovalsRepository } from '../db/repositories/approvals.repository';
+import { PolicyVersionsRepository } from '../db/repositories/policy-versions.repository';
 import { ProjectsRepository } from '../db/repositories/projects.repository';
 import { SessionsRepository } from '../db/repositories/sessions.repository';
 import { ToolCallsRepository } from '../db/repositories/tool-calls.repository';
@@ -63,8 +64,21 @@ export class SessionRuntimeService implements OnApplicationShutdown {
     private readonly audit: AuditService,
     private readonly events: EventsService,
     private readonly registry: SessionRunRegistry,
+    private readonly policyVersions: PolicyVersionsRepository,
   ) {
     this.execHost = new HttpExecHost({ url: config.execHost.url, token: config.execHost.token ?? '' });
+  }
+
+  /**
+   * The `execution:` keys the administrator wrote in the policy in force. The parsed policy fills
+   * every key with its default, and a default must not hide the developer's environment or
+   * configuration (L5: defaults < environment < configuration < agent).
+   */
+  private async writtenExecution(projectId: string): Promise<unknown> {
+    const row = await this.policyVersions.current(projectId);
+    if (!row) return undefined;
+    const written: unknown = parseYaml(row.sourceText);
+    return written && typeof written === 'object' && !Array.isArray(written) ? (written as { execution?: unknown }).execution : undefined;
   }
 
   /** Records the instruction as a new session and starts its loop; answers as soon as it is recorded. */
@@ -89,7 +103,7 @@ export class SessionRuntimeService implements OnApplicationShutdown {
         env: request.environment ?? pickSessionEnv(process.env),
         config: [
           ...(request.userConfig?.execution !== undefined ? [{ location: '~/.lemniscate/config.yaml', values: request.userConfig.execution }] : []),
-          { location: `the policy of project "${project.name}"${version ? ` (version ${version})` : ' (built-in default)'}`, values: policy.execution },
+          { location: `the policy of project "${project.name}"${version ? ` (version ${version})` : ' (built-in default)'}`, values: await this.writtenExecution(project.id) },
         ],
         agent: Object.keys(agent.execution).length ? { location: agent.location, values: agent.execution } : undefined,
       });
