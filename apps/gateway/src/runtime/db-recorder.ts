@@ -43,6 +43,9 @@ export class DbSessionRecorder implements SessionRecorder {
     if (PUBLISHED_BY_SERVICES.has(event.type)) return;
     // A stop or a revocation already announced the ending (and said why); the loop's copy is redundant.
     if (TERMINAL.has(event.type) && this.endedByOthers) return;
+    // The root's stream ends at a terminal event, so a child's ending must not look like one: its
+    // parent announces it with `subagent_finished`, and the child's own row records it.
+    if (TERMINAL.has(event.type) && this.session.rootId !== this.session.id) return;
     const { type, ...fields } = event;
     const payload: Record<string, unknown> = { ...fields };
     if (this.session.rootId !== this.session.id) payload.subSessionId = this.session.id;
