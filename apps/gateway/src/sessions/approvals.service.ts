@@ -149,7 +149,7 @@ export class ApprovalsService {
       type: 'approval_requested',
       sessionId: session.id,
       projectId: session.projectId,
-      payload: { approvalId: row.id, callId: row.toolCallId, agent: row.agent, kind: EVENT_KIND[row.kind], thirdParty: flags.thirdParty.length > 0, subject: subjectText(input.payload) },
+      payload: { approvalId: row.id, callId: row.toolCallId, agent: row.agent, kind: EVENT_KIND[row.kind], thirdParty: flags.thirdParty.length > 0, ...(flags.thirdParty.length > 0 ? { thirdPartyFiles: flags.thirdParty } : {}), subject: subjectText(input.payload) },
     });
     if (row.state === 'refused_headless') {
       await this.events.publish({
