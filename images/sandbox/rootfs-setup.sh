@@ -94,6 +94,9 @@ def build(profile):
         if key == default_key:
             continue
         args = entry.get("args") or []
+        for a in args:
+            if a["op"] not in OPS:
+                raise ValueError("the comparison " + repr(a["op"]) + " is not one the launcher knows")
         conds = [seccomp.Arg(a["index"], OPS[a["op"]], a["value"], a.get("valueTwo", 0)) for a in args]
         indexes = [a["index"] for a in args]
         # As runc: several conditions on one argument are alternatives (one rule each), otherwise all must hold.

@@ -1,0 +1,120 @@
+// The launcher that applies the seccomp profile to each command under gVisor, exercised directly in
+// a hardened container of the real image: it filters, passes the command's output and status through,
+// and refuses (exit 126, one sentence, command not run) whenever the profile cannot be applied.
+import Docker from 'dockerode';
+import * as path from 'node:path';
+import { PassThrough, type Readable } from 'node:stream';
+import { DEFAULT_IMAGE, repositoryRoot } from '../src/config';
+import { KEEPER_SCRIPT, SANDBOX_ENV } from '../src/driver/docker-options';
+import { SECCOMP_LAUNCHER, SECCOMP_LAUNCHER_ENV } from '../src/driver/seccomp-launcher';
+import { loadSeccompProfile } from '../src/seccomp';
+
+const docker = new Docker();
+const image = process.env.LEMNISCATE_SANDBOX_IMAGE ?? DEFAULT_IMAGE;
+const root = repositoryRoot();
+const checked = loadSeccompProfile(path.join(root, 'images/sandbox/seccomp.json'), path.join(root, 'images/sandbox/seccomp.schema.json'));
+if (!checked.valid) throw new Error(checked.message);
+const profile = checked.profile;
+
+type Run = { code: number | null; stdout: string; stderr: string };
+
+async function run(container: Docker.Container, Cmd: string[], env: string[]): Promise<Run> {
+  const exec = await container.exec({ Cmd, User: '10001:10001', WorkingDir: '/tmp', Env: [...SANDBOX_ENV, ...env], AttachStdout: true, AttachStderr: true, Tty: false });
+  const stream = (await exec.start({ hijack: true, stdin: false })) as unknown as Readable;
+  const out = new PassThrough();
+  const err = new PassThrough();
+  let stdout = '';
+  let stderr = '';
+  out.on('data', (b: Buffer) => (stdout += b.toString('utf8')));
+  err.on('data', (b: Buffer) => (stderr += b.toString('utf8')));
+  docker.modem.demuxStream(stream, out, err);
+  await new Promise<void>((resolve, reject) => {
+    stream.once('end', resolve);
+    stream.once('error', reject);
+  });
+  return { code: (await exec.inspect()).ExitCode, stdout, stderr };
+}
+
+const launch = (container: Docker.Container, command: string, profileText: string | null) =>
+  run(container, [SECCOMP_LAUNCHER, command], profileText === null ? [] : [`${SECCOMP_LAUNCHER_ENV}=${profileText}`]);
+
+function withEntry(extra: object): string {
+  const p = JSON.parse(profile) as { syscalls: object[] };
+  return JSON.stringify({ ...p, syscalls: [...p.syscalls, extra] });
+}
+
+describe.each(['runc', 'runsc'])('seccomp launcher under %s', (runtime) => {
+  let container: Docker.Container;
+
+  beforeAll(async () => {
+    container = await docker.createContainer({
+      Image: image,
+      Cmd: ['/bin/bash', '-c', KEEPER_SCRIPT],
+      Entrypoint: [],
+      User: '10001:10001',
+      Env: [...SANDBOX_ENV],
+      Labels: { 'lemniscate.test': 'seccomp-launcher' },
+      NetworkDisabled: true,
+      HostConfig: {
+        Runtime: runtime,
+        NetworkMode: 'none',
+        ReadonlyRootfs: true,
+        Tmpfs: { '/tmp': 'rw,noexec,nosuid,nodev,size=16m,mode=1777' },
+        CapDrop: ['ALL'],
+        SecurityOpt: ['no-new-privileges:true', `seccomp=${profile}`],
+        AutoRemove: false,
+      },
+    });
+    await container.start();
+  }, 60_000);
+
+  afterAll(async () => {
+    await container?.remove({ force: true });
+  });
+
+  it('is root-owned and not writable by the sandbox user', async () => {
+    const r = await run(container, ['/usr/bin/find', SECCOMP_LAUNCHER, '-printf', '%u %m'], []);
+    expect(r).toEqual({ code: 0, stdout: 'root 755', stderr: '' });
+  });
+
+  it('runs the command under the filter: seccomp mode 2, namespaces and netlink refused', async () => {
+    const r = await launch(
+      container,
+      'grep "^Seccomp:" /proc/self/status; unshare -U true; python3 -c "import socket; socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)" 2>&1 | tail -n 1',
+      profile,
+    );
+    expect(r.stdout).toBe('Seccomp:\t2\nPermissionError: [Errno 1] Operation not permitted\n');
+    expect(r.stderr).toBe('unshare: unshare failed: Operation not permitted\n');
+  });
+
+  it('passes output and exit status through, and keeps the profile out of the command\'s environment', async () => {
+    const r = await launch(container, 'echo out; echo err >&2; env | grep -c ^LEMNISCATE_; printf %s "$HOME"; exit 7', profile);
+    expect(r).toEqual({ code: 7, stdout: 'out\n0\n/tmp', stderr: 'err\n' });
+  });
+
+  it('skips a system call name the architecture does not have, keeping the rest', async () => {
+    const r = await launch(container, 'grep "^Seccomp:" /proc/self/status', withEntry({ names: ['no_such_syscall'], action: 'SCMP_ACT_ALLOW' }));
+    expect(r).toEqual({ code: 0, stdout: 'Seccomp:\t2\n', stderr: '' });
+  });
+
+  it.each([
+    ['no profile at all', null, 'no seccomp profile was passed to the launcher.'],
+    ['an empty profile', '', 'no seccomp profile was passed to the launcher.'],
+    ['a profile that is not JSON', '{"defaultAction":', 'the seccomp profile could not be applied ('],
+    ['a profile that allows by default', JSON.stringify({ ...JSON.parse(profile), defaultAction: 'SCMP_ACT_ALLOW' }), 'its default action does not deny'],
+    ['an action it does not know', withEntry({ names: ['read'], action: 'SCMP_ACT_TRACE' }), "the action 'SCMP_ACT_TRACE' is not one the launcher knows"],
+    ['an unknown comparison', withEntry({ names: ['read'], action: 'SCMP_ACT_ALLOW', args: [{ index: 0, value: 1, op: 'SCMP_CMP_BOGUS' }] }), "the comparison 'SCMP_CMP_BOGUS' is not one the launcher knows"],
+  ])('refuses to run the command given %s (exit 126, one sentence)', async (_case, text, reason) => {
+    const r = await launch(container, 'echo ran', text);
+    expect(r.code).toBe(126);
+    expect(r.stdout).toBe('');
+    expect(r.stderr.startsWith('The command was not run: ')).toBe(true);
+    expect(r.stderr).toContain(reason);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('refuses a call without exactly one command', async () => {
+    const r = await run(container, [SECCOMP_LAUNCHER, 'echo', 'ran'], [`${SECCOMP_LAUNCHER_ENV}=${profile}`]);
+    expect(r).toEqual({ code: 126, stdout: '', stderr: 'The command was not run: the launcher takes exactly one argument, the command.\n' });
+  });
+});
