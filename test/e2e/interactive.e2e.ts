@@ -1,0 +1,189 @@
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT, containersOf, startStack, type Stack } from './harness';
+
+/**
+ * Issue 6 acceptance for interactive mode, in a real terminal: `lemni` runs inside tmux against the
+ * real stack; the test types into it with send-keys and reads the screen with capture-pane, as a
+ * person would.
+ */
+let stack: Stack;
+const socket = `lemni-e2e-${process.pid}-${randomBytes(4).toString('hex')}`;
+
+function tmux(...args: string[]): string {
+  const r = spawnSync('tmux', ['-L', socket, ...args], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`tmux ${args.join(' ')}: ${r.stderr}`);
+  return r.stdout;
+}
+
+/** The visible screen and its scrollback; with `escapes`, colours included. */
+function screen(name: string, escapes = false): string {
+  return tmux('capture-pane', '-p', '-J', '-S', '-200', ...(escapes ? ['-e'] : []), '-t', name);
+}
+
+/** A terminal shows no event to await, so the screen is read every 100 ms until `pattern` appears. */
+async function waitForScreen(name: string, pattern: RegExp, timeoutMs = 30_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const text = screen(name);
+    if (pattern.test(text)) return text;
+    if (Date.now() > deadline) throw new Error(`the terminal never showed ${pattern} within ${timeoutMs / 1000} s; it shows:\n${text}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Waits for the program in the pane to end and returns its exit status. */
+async function waitForExit(name: string, timeoutMs = 10_000): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const [dead, status] = tmux('display-message', '-p', '-t', name, '#{pane_dead} #{pane_dead_status}').trim().split(' ');
+    if (dead === '1') return Number(status);
+    if (Date.now() > deadline) throw new Error(`lemni did not exit within ${timeoutMs / 1000} s; the terminal shows:\n${screen(name)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Opens `lemni --model scripted:…` in a new tmux session of 160×50 with the stack's environment. */
+function openLemni(name: string, script: string): void {
+  const launcher = join(stack.dir, `${name}.sh`);
+  const env: Record<string, string> = {
+    HOME: join(stack.dir, 'home'),
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    TERM: 'xterm-256color',
+    LEMNISCATE_GATEWAY: stack.gatewayUrl,
+    LEMNISCATE_TOKEN: stack.tokens.developer,
+    LEMNISCATE_PROJECT: 'demo',
+  };
+  const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+  writeFileSync(
+    launcher,
+    `#!/bin/sh\ncd ${quote(stack.dir)}\nexec env -i ${Object.entries(env)
+      .map(([k, v]) => `${k}=${quote(v)}`)
+      .join(' ')} ${quote(process.execPath)} ${quote(join(ROOT, 'apps/cli/bin/lemni.js'))} --model ${quote(`scripted:${script}`)} --no-apply\n`,
+    { mode: 0o700 },
+  );
+  chmodSync(launcher, 0o700);
+  tmux('new-session', '-d', '-s', name, '-x', '160', '-y', '50', launcher);
+  tmux('set-option', '-t', name, 'remain-on-exit', 'on');
+}
+
+async function sessionWithInstruction(instruction: string): Promise<{ id: string; status: string; stopReason: string | null; finalPatch: string | null }> {
+  const r = await stack.api(stack.tokens.developer, 'GET', '/sessions');
+  expect(r.status).toBe(200);
+  const found = r.json.find((s: { instruction: string }) => s.instruction === instruction);
+  expect(found).toBeDefined();
+  return found;
+}
+
+beforeAll(async () => {
+  const version = spawnSync('tmux', ['-V'], { encoding: 'utf8' });
+  if (version.status !== 0) throw new Error('These tests need tmux (apt-get install -y tmux); `npm test` installs it when it is missing.');
+  stack = await startStack();
+  await stack.publishPolicy({ version: 1, commands: { free: ['sleep'] } });
+}, 180_000);
+
+afterAll(async () => {
+  spawnSync('tmux', ['-L', socket, 'kill-server']);
+  await stack?.stop();
+});
+
+describe('lemni (interactive) in a real terminal', () => {
+  it('asks for an instruction, shows the exact command and a coloured diff, and applies what the person approves', async () => {
+    const script = stack.script('interactive', [
+      { tool_calls: [{ name: 'Bash', arguments: { command: 'echo hello-from-the-sandbox' } }] },
+      { tool_calls: [{ name: 'Edit', arguments: { path: 'src/calc.js', old_string: '(v.length - 1)', new_string: 'v.length' } }] },
+      { text: 'Fixed the average.' },
+    ]);
+    openLemni('approve', script);
+    await waitForScreen('approve', /lemni ›/);
+    const instruction = 'fix the average in calc';
+    tmux('send-keys', '-t', 'approve', '-l', instruction);
+    tmux('send-keys', '-t', 'approve', 'Enter');
+
+    // The command approval shows the exact command; the first choice is Approve.
+    const asked = await waitForScreen('approve', /asks to run this command:[\s\S]*\$ echo hello-from-the-sandbox[\s\S]*Approve/);
+    expect(asked).toMatch(/Reject/);
+    tmux('send-keys', '-t', 'approve', 'Enter');
+
+    // The diff approval: the removed line in red, the added one in green.
+    await waitForScreen('approve', /asks to write this change:[\s\S]*\+\s+return v\.reduce[\s\S]*Approve/);
+    const coloured = screen('approve', true);
+    expect(coloured).toMatch(/\x1b\[(?:[0-9;]*;)?31m-\s+return v\.reduce\(\(a, b\) => a \+ b, 0\) \/ \(v\.length - 1\);/);
+    expect(coloured).toMatch(/\x1b\[(?:[0-9;]*;)?32m\+\s+return v\.reduce\(\(a, b\) => a \+ b, 0\) \/ v\.length;/);
+    tmux('send-keys', '-t', 'approve', 'Enter');
+
+    const done = await waitForScreen('approve', /Fixed the average\.[\s\S]*lemni ›/);
+    expect(done).toContain('hello-from-the-sandbox');
+    const session = await sessionWithInstruction(instruction);
+    expect(session.status).toBe('completed');
+    expect(session.finalPatch).toContain('+  return v.reduce((a, b) => a + b, 0) / v.length;');
+    const calls = await stack.api(stack.tokens.developer, 'GET', `/sessions/${session.id}/tool-calls`);
+    expect(calls.json.map((c: { name: string; decision: { effect: string } }) => [c.name, c.decision.effect])).toEqual([
+      ['Bash', 'ask'],
+      ['Edit', 'ask'],
+    ]);
+    const approvals = await stack.api(stack.tokens.developer, 'GET', `/approvals?sessionId=${session.id}`);
+    expect(approvals.json.map((a: { state: string }) => a.state)).toEqual(['approved', 'approved']);
+    expect(containersOf(session.id)).toEqual([]);
+
+    // An empty line leaves.
+    tmux('send-keys', '-t', 'approve', 'Enter');
+    expect(await waitForExit('approve')).toBe(0);
+  });
+
+  it('a rejected command does not run', async () => {
+    const script = stack.script('reject', [{ tool_calls: [{ name: 'Bash', arguments: { command: 'echo must-not-run > proof.txt' } }] }, { text: 'It was rejected.' }]);
+    openLemni('reject', script);
+    await waitForScreen('reject', /lemni ›/);
+    const instruction = 'write the proof file';
+    tmux('send-keys', '-t', 'reject', '-l', instruction);
+    tmux('send-keys', '-t', 'reject', 'Enter');
+    await waitForScreen('reject', /asks to run this command:[\s\S]*echo must-not-run > proof\.txt[\s\S]*Approve/);
+    tmux('send-keys', '-t', 'reject', 'Down');
+    await waitForScreen('reject', /❯ Reject|> Reject/);
+    tmux('send-keys', '-t', 'reject', 'Enter');
+    await waitForScreen('reject', /It was rejected\.[\s\S]*lemni ›/);
+    const session = await sessionWithInstruction(instruction);
+    expect(session.status).toBe('completed');
+    expect(session.finalPatch ?? '').toBe('');
+    const approvals = await stack.api(stack.tokens.developer, 'GET', `/approvals?sessionId=${session.id}`);
+    expect(approvals.json.map((a: { state: string }) => a.state)).toEqual(['rejected']);
+    const calls = await stack.api(stack.tokens.developer, 'GET', `/sessions/${session.id}/tool-calls`);
+    expect(calls.json[0].result.ok).toBe(false);
+  });
+
+  it('Ctrl-C while a long command runs stops the session at once and its sandbox is gone', async () => {
+    const script = stack.script('interrupt', [{ tool_calls: [{ name: 'Bash', arguments: { command: 'sleep 60' } }] }, { text: 'never' }]);
+    openLemni('interrupt', script);
+    await waitForScreen('interrupt', /lemni ›/);
+    const instruction = 'wait a minute';
+    tmux('send-keys', '-t', 'interrupt', '-l', instruction);
+    tmux('send-keys', '-t', 'interrupt', 'Enter');
+    await waitForScreen('interrupt', /sleep 60/);
+    const running = await sessionWithInstruction(instruction);
+    expect(running.status).toBe('running');
+    // The command has reached the sandbox once its container exists and the spinner shows it.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(containersOf(running.id)).not.toEqual([]);
+
+    const pressed = Date.now();
+    tmux('send-keys', '-t', 'interrupt', 'C-c');
+    await waitForScreen('interrupt', /Stopping the session/, 5_000);
+    // Both the recorded ending and the sandbox's removal are read until they happen (bounded at 5 s).
+    let session = await sessionWithInstruction(instruction);
+    let stoppedAfter = Infinity;
+    let goneAfter = Infinity;
+    while ((stoppedAfter === Infinity || goneAfter === Infinity) && Date.now() - pressed < 5_000) {
+      if (stoppedAfter === Infinity && session.status !== 'running') stoppedAfter = Date.now() - pressed;
+      if (goneAfter === Infinity && containersOf(session.id).length === 0) goneAfter = Date.now() - pressed;
+      await new Promise((r) => setTimeout(r, 50));
+      session = await sessionWithInstruction(instruction);
+    }
+    expect(session).toMatchObject({ status: 'stopped', stopReason: 'stopped' });
+    expect({ stoppedAfter: stoppedAfter < 1_000, goneAfter: goneAfter < 1_000, ms: { stoppedAfter, goneAfter } }).toMatchObject({ stoppedAfter: true, goneAfter: true });
+    // The terminal is back at the prompt, ready for the next instruction.
+    await waitForScreen('interrupt', /Stopping the session[\s\S]*lemni ›/, 5_000);
+  });
+});
