@@ -44,6 +44,11 @@ export async function start(env: NodeJS.ProcessEnv = process.env, options: { log
 }
 
 export async function main(): Promise<void> {
+  // One sandbox's failure must not take every other session's sandbox down with the process: a stray
+  // rejection is logged loudly, and the reaper and lost-sandbox checks deal with what it left.
+  process.on('unhandledRejection', (reason) => {
+    console.error(`lemniscate exec-host: an operation failed without a handler: ${reason instanceof Error ? (reason.stack ?? reason.message) : String(reason)}`);
+  });
   const running = await start(process.env);
   console.log(`lemniscate exec-host listening on ${running.address}`);
   const stop = () => {

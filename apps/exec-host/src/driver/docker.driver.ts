@@ -111,7 +111,11 @@ export class DockerSandboxDriver implements SandboxDriver {
       });
       const onAbort = () => {
         // The kill ends the command's stream; if the sandbox is wedged the stream is cut after a grace period.
-        void this.killAllUserProcesses(containerId).catch(() => this.stop(containerId));
+        // Never an unhandled rejection: a container the engine cannot kill (a zombie under gVisor after a
+        // fork bomb) is left to the stream cut below and to the reaper; the exec-host itself stays up.
+        void this.killAllUserProcesses(containerId)
+          .catch(() => this.stop(containerId))
+          .catch(() => undefined);
         setTimeout(() => stream.destroy(), 5_000).unref();
       };
       if (spec.signal.aborted) onAbort();
