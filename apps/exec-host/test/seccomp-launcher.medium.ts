@@ -87,6 +87,23 @@ describe.each(['runc', 'runsc'])('seccomp launcher under %s', (runtime) => {
     expect(r.stderr).toBe('unshare: unshare failed: Operation not permitted\n');
   });
 
+  it('translates the argument rules: clone with a namespace flag refused, plain fork allowed, clone3 ENOSYS', async () => {
+    const script = [
+      'import ctypes, os, platform',
+      'libc = ctypes.CDLL(None, use_errno=True)',
+      'nr = {"x86_64": (56, 435), "aarch64": (220, 435)}[platform.machine()]',
+      'r = libc.syscall(nr[0], 0x10000000 | 17, 0, 0, 0, 0)',
+      'print("clone CLONE_NEWUSER", r, os.strerror(ctypes.get_errno()))',
+      'r = libc.syscall(nr[1], 0, 0)',
+      'print("clone3", r, os.strerror(ctypes.get_errno()))',
+      'pid = os.fork()',
+      'if pid == 0: os._exit(3)',
+      'print("fork", os.waitpid(pid, 0)[1] >> 8)',
+    ].join('\n');
+    const r = await launch(container, `python3 -c '${script}'`, profile);
+    expect(r).toEqual({ code: 0, stdout: 'clone CLONE_NEWUSER -1 Operation not permitted\nclone3 -1 Function not implemented\nfork 3\n', stderr: '' });
+  });
+
   it('passes output and exit status through, and keeps the profile out of the command\'s environment', async () => {
     const r = await launch(container, 'echo out; echo err >&2; env | grep -c ^LEMNISCATE_; printf %s "$HOME"; exit 7', profile);
     expect(r).toEqual({ code: 7, stdout: 'out\n0\n/tmp', stderr: 'err\n' });
