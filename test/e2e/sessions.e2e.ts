@@ -300,6 +300,26 @@ describe('subagents with the real loop (AG4-AG6)', () => {
     for (const s of started) expect(containersOf(s.childSessionId)).toEqual([]);
   });
 
+  it('the 201st subagent of a session is refused', async () => {
+    await stack.publishPolicy({ version: 1, tools: { sensitive: [] }, execution: { sessionMaxActions: 400 } });
+    try {
+      // One script for the whole tree: each Task is followed by the child's only (text) turn.
+      const turns = Array.from({ length: 201 }, (_, i) => [{ tool_calls: [{ name: 'Task', arguments: { agent: 'general', instruction: `child ${i}` } }] }, { text: `child ${i} done` }]).flat();
+      turns.splice(turns.length - 1, 1, { text: 'Two hundred children were enough.' });
+      const r = await run(['-p', 'delegate a lot', '--model', `scripted:${stack.script('per-session', turns)}`]);
+      expect(r.code).toBe(0);
+      expect(ofType(r, 'subagent_started')).toHaveLength(200);
+      expect(ofType(r, 'subagent_finished')).toHaveLength(200);
+      const refused = ofType(r, 'subagent_refused');
+      expect(refused).toHaveLength(1);
+      expect(refused[0]).toMatchObject({ class: 'subagent_max_per_session' });
+      expect(refused[0]!.reason).toContain('200');
+      expect(last(r)).toMatchObject({ type: 'session_completed', summary: 'Two hundred children were enough.' });
+    } finally {
+      await stack.publishPolicy({ version: 1, tools: { sensitive: [] } });
+    }
+  }, 120_000);
+
   it('a child stopped by its own action limit reports "cut short"', async () => {
     const script = stack.script('cut', [
       { tool_calls: [{ name: 'Task', arguments: { agent: 'tiny', instruction: 'read two files' } }] },
