@@ -94,7 +94,7 @@ test('an administrator revokes a running session and the CLI exits 3 within a se
   expect(code).toBe(3);
   expect(at - revokedAt).toBeLessThanOrEqual(1000);
   expect(JSON.parse(stdout)).toMatchObject({ status: 'stopped', stop_reason: 'revoked', exit_code: 3 });
-  await expect(page.getByText(/stopped: revoked/)).toBeVisible();
+  await expect(page.getByText('stopped: revoked', { exact: true })).toBeVisible();
 });
 
 test('a security officer filters the audit log, sees it verified and exports it', async ({ page }) => {
