@@ -257,6 +257,7 @@ describe('SessionRunner', () => {
     const r = await runner.run();
     expect(r.exitCode).toBe(1);
     expect(recorder.ofType('session_failed')[0]).toMatchObject({ class: 'model_timeout' });
+    expect(recorder.ofType('stalled')[0]).toMatchObject({ class: 'model_timeout' });
     expect(execHost.destroyed).toHaveLength(1);
   });
 });

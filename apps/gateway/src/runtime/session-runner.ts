@@ -142,6 +142,10 @@ export class SessionRunner {
       summary = await this.converse();
     } catch (err) {
       this.outcome ??= this.outcomeForError(err);
+      if (this.lastErrorClass === 'model_timeout') {
+        // X4: a model that stops answering is reported as a stalled session, with how long it was silent.
+        await this.emit({ type: 'stalled', class: 'model_timeout', idleMs: Math.max(0, Date.now() - this.modelRequestStartedAt) }).catch(() => undefined);
+      }
     }
     const outcome = this.outcome ?? outcomes.completed();
     if (needsSummaryTurn(outcome)) summary = await this.finalSummary(outcome.stopReason);
@@ -247,6 +251,7 @@ export class SessionRunner {
       this.throwIfAborted();
       await this.compactIfNeeded();
       if (this.outcome) return lastText;
+      this.modelRequestStartedAt = Date.now();
       const turn = await this.deps.model.complete({ messages: this.messages, tools: this.catalogue, signal: this.deps.signal, purpose: 'turn' });
       if (turn.text) {
         lastText = turn.text;
@@ -713,6 +718,7 @@ export class SessionRunner {
   }
 
   private lastErrorClass: 'crash' | 'sandbox_lost' | 'model_timeout' | 'model_error' | null = null;
+  private modelRequestStartedAt = Date.now();
 
   private outcomeForError(err: unknown): SessionOutcome {
     if (this.deps.signal.aborted) return outcomes.stopped(this.deps.abortReason());
