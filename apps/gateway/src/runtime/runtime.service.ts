@@ -33,6 +33,7 @@ import { SessionsService } from '../sessions/sessions.service';
 import { repositoryAgentDirectory, uploadedAgentDirectory } from './agent-sources';
 import { DbSessionRecorder, type DbRecorderDeps } from './db-recorder';
 import { HttpExecHost, type ExecHostPort } from './exec-host.port';
+import { writtenExecution } from './policy-execution';
 import { SessionRunner, type DelegationContext } from './session-runner';
 import { sessionCatalogue } from './tool-catalogue';
 import { SubagentService, createLock } from './subagents';
@@ -69,16 +70,9 @@ export class SessionRuntimeService implements OnApplicationShutdown {
     this.execHost = new HttpExecHost({ url: config.execHost.url, token: config.execHost.token ?? '' });
   }
 
-  /**
-   * The `execution:` keys the administrator wrote in the policy in force. The parsed policy fills
-   * every key with its default, and a default must not hide the developer's environment or
-   * configuration (L5: defaults < environment < configuration < agent).
-   */
-  private async writtenExecution(projectId: string): Promise<unknown> {
-    const row = await this.policyVersions.current(projectId);
-    if (!row) return undefined;
-    const written: unknown = parseYaml(row.sourceText);
-    return written && typeof written === 'object' && !Array.isArray(written) ? (written as { execution?: unknown }).execution : undefined;
+  /** The policy's `execution:` keys as written (see writtenExecution). */
+  private async policyExecution(projectId: string): Promise<unknown> {
+    return writtenExecution((await this.policyVersions.current(projectId))?.sourceText);
   }
 
   /** Records the instruction as a new session and starts its loop; answers as soon as it is recorded. */
@@ -103,7 +97,7 @@ export class SessionRuntimeService implements OnApplicationShutdown {
         env: request.environment ?? pickSessionEnv(process.env),
         config: [
           ...(request.userConfig?.execution !== undefined ? [{ location: '~/.lemniscate/config.yaml', values: request.userConfig.execution }] : []),
-          { location: `the policy of project "${project.name}"${version ? ` (version ${version})` : ' (built-in default)'}`, values: await this.writtenExecution(project.id) },
+          { location: `the policy of project "${project.name}"${version ? ` (version ${version})` : ' (built-in default)'}`, values: await this.policyExecution(project.id) },
         ],
         agent: Object.keys(agent.execution).length ? { location: agent.location, values: agent.execution } : undefined,
       });
