@@ -33,9 +33,11 @@ export function App() {
     );
   }
   const signOut = () => {
+    // A full reload after signing out: nothing of the previous person's data stays in memory, and the
+    // sign-in page comes from the server's answer (401), not from client state.
     void logout().finally(() => {
       qc.clear();
-      void qc.resetQueries({ queryKey: ['me'] });
+      window.location.assign('/');
     });
   };
   return (
