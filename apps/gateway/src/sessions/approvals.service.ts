@@ -109,13 +109,30 @@ export class ApprovalsService {
       sessionId: session.id,
       payload: { approvalId: approval.id, kind: approval.kind, answer, rememberCommand: remember, reason: input.reason ?? null },
     });
+    const stream = await this.streamOf(session);
     await this.events.publish({
       type: 'approval_answered',
-      sessionId: session.id,
+      sessionId: stream.sessionId,
       projectId: session.projectId,
-      payload: { approvalId: approval.id, answer, by: { kind: 'user', userId: principal.userId } },
+      payload: { approvalId: approval.id, answer, by: { kind: 'user', userId: principal.userId }, ...stream.extra },
     });
     return toApprovalView(updated, session.projectId);
+  }
+
+  /**
+   * Where a session's approval events go: a subagent's go out on its root session's stream, marked
+   * with the child's id like its other events, so the one approval point following the root sees
+   * every question of the tree (AG5).
+   */
+  private async streamOf(session: { id: string; parentSessionId: string | null }): Promise<{ sessionId: string; extra: { subSessionId?: string } }> {
+    let root = session;
+    // Depth is bounded by subagentMaxDepth (at most 32); the bound also guards against a cycle.
+    for (let hops = 0; root.parentSessionId && hops < 64; hops++) {
+      const parent = await this.sessions.findById(root.parentSessionId);
+      if (!parent) break;
+      root = parent;
+    }
+    return root.id === session.id ? { sessionId: session.id, extra: {} } : { sessionId: root.id, extra: { subSessionId: session.id } };
   }
 
   /**
@@ -145,18 +162,19 @@ export class ApprovalsService {
       sessionId: session.id,
       payload: { approvalId: row.id, kind: row.kind, payload: input.payload, flags, state: row.state },
     });
+    const stream = await this.streamOf(session);
     await this.events.publish({
       type: 'approval_requested',
-      sessionId: session.id,
+      sessionId: stream.sessionId,
       projectId: session.projectId,
-      payload: { approvalId: row.id, callId: row.toolCallId, agent: row.agent, kind: EVENT_KIND[row.kind], thirdParty: flags.thirdParty.length > 0, ...(flags.thirdParty.length > 0 ? { thirdPartyFiles: flags.thirdParty } : {}), subject: subjectText(input.payload) },
+      payload: { ...stream.extra, approvalId: row.id, callId: row.toolCallId, agent: row.agent, kind: EVENT_KIND[row.kind], thirdParty: flags.thirdParty.length > 0, ...(flags.thirdParty.length > 0 ? { thirdPartyFiles: flags.thirdParty } : {}), subject: subjectText(input.payload) },
     });
     if (row.state === 'refused_headless') {
       await this.events.publish({
         type: 'approval_answered',
-        sessionId: session.id,
+        sessionId: stream.sessionId,
         projectId: session.projectId,
-        payload: { approvalId: row.id, answer: 'rejected', by: { kind: 'process', description: 'headless session' }, class: 'approval_refused_headless' },
+        payload: { ...stream.extra, approvalId: row.id, answer: 'rejected', by: { kind: 'process', description: 'headless session' }, class: 'approval_refused_headless' },
       });
     }
     return toApprovalView(row, session.projectId);
