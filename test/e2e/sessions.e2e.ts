@@ -300,6 +300,22 @@ describe('subagents with the real loop (AG4-AG6)', () => {
     for (const s of started) expect(containersOf(s.childSessionId)).toEqual([]);
   });
 
+  it("a child's approval reaches the root's approval point, labelled with the child's agent", async () => {
+    const script = stack.script('child-approval', [
+      { tool_calls: [{ name: 'Task', arguments: { agent: 'general', instruction: 'say hello' } }] },
+      { tool_calls: [{ name: 'Bash', arguments: { command: 'echo hello-from-a-child' } }] },
+      { text: 'child said hello' },
+      { text: 'The child said hello.' },
+    ]);
+    const r = await run(['-p', 'delegate a command', '--model', `scripted:${script}`], { answer: () => 'approve' });
+    expect(r.code).toBe(0);
+    const asked = ofType(r, 'approval_requested');
+    expect(asked).toHaveLength(1);
+    expect(asked[0]).toMatchObject({ kind: 'command', agent: 'general', subject: 'echo hello-from-a-child', subSessionId: ofType(r, 'subagent_started')[0]!.childSessionId });
+    expect(ofType(r, 'tool_result').map((e) => e.stdout)).toEqual(['hello-from-a-child\n']);
+    expect(ofType(r, 'subagent_finished')[0]).toMatchObject({ report: 'finished' });
+  });
+
   it('the 201st subagent of a session is refused', async () => {
     await stack.publishPolicy({ version: 1, tools: { sensitive: [] }, execution: { sessionMaxActions: 400 } });
     try {
