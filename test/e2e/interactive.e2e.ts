@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT, containersOf, startStack, type Stack } from './harness';
 
@@ -34,12 +34,12 @@ async function waitForScreen(name: string, pattern: RegExp, timeoutMs = 30_000):
   }
 }
 
-/** Waits for the program in the pane to end and returns its exit status. */
+/** Waits for lemni in the pane to end and returns its exit status (the launcher writes it to a file). */
 async function waitForExit(name: string, timeoutMs = 10_000): Promise<number> {
+  const file = join(stack.dir, `${name}.exit`);
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const [dead, status] = tmux('display-message', '-p', '-t', name, '#{pane_dead} #{pane_dead_status}').trim().split(' ');
-    if (dead === '1') return Number(status);
+    if (existsSync(file)) return Number(readFileSync(file, 'utf8').trim());
     if (Date.now() > deadline) throw new Error(`lemni did not exit within ${timeoutMs / 1000} s; the terminal shows:\n${screen(name)}`);
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -59,9 +59,9 @@ function openLemni(name: string, script: string): void {
   const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
   writeFileSync(
     launcher,
-    `#!/bin/sh\ncd ${quote(stack.dir)}\nexec env -i ${Object.entries(env)
+    `#!/bin/sh\ncd ${quote(stack.dir)}\nenv -i ${Object.entries(env)
       .map(([k, v]) => `${k}=${quote(v)}`)
-      .join(' ')} ${quote(process.execPath)} ${quote(join(ROOT, 'apps/cli/bin/lemni.js'))} --model ${quote(`scripted:${script}`)} --no-apply\n`,
+      .join(' ')} ${quote(process.execPath)} ${quote(join(ROOT, 'apps/cli/bin/lemni.js'))} --model ${quote(`scripted:${script}`)} --no-apply\necho $? > ${quote(join(stack.dir, `${name}.exit`))}\n`,
     { mode: 0o700 },
   );
   chmodSync(launcher, 0o700);
