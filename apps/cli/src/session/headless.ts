@@ -7,6 +7,18 @@ import { ResultCollector, type HeadlessResult } from './result';
 import type { DeveloperContext } from './developer-context';
 import type { SessionRunApi } from './session-api';
 
+
+/** What a person is asked to approve, in words (the event's `kind` is for machines). */
+const APPROVAL_WORDING: Record<'diff' | 'changes' | 'extension', string> = {
+  diff: 'apply a diff',
+  changes: 'keep the changes a command made',
+  extension: 'extend the session',
+};
+const APPROVAL_OBJECT: Record<'diff' | 'changes' | 'extension', string> = {
+  diff: 'a diff',
+  changes: 'the changes a command made',
+  extension: 'an extension of the session',
+};
 export type OutputFormat = 'text' | 'json' | 'stream-json';
 
 export interface HeadlessOptions {
@@ -92,9 +104,9 @@ export async function runHeadless(api: SessionRunApi, options: HeadlessOptions, 
       if (options.outputFormat === 'stream-json') io.stdout(`${JSON.stringify(raw)}\n`);
       const event = collector.add(raw);
       if (event?.type === 'approval_requested' && options.waitForApprovals) {
-        io.stderr(`Waiting for a person: ${event.agent} asks to ${event.kind === 'command' ? `run \`${event.subject}\`` : `apply a ${event.kind}`}; approve or reject it in the console or with \`lemni approvals approve|reject ${event.approvalId}\`.\n`);
+        io.stderr(`Waiting for a person: ${event.agent} asks to ${event.kind === 'command' ? `run \`${event.subject}\`` : APPROVAL_WORDING[event.kind]}; approve or reject it in the console or with \`lemni approvals approve|reject ${event.approvalId}\`.\n`);
       } else if (event?.type === 'approval_requested') {
-        io.stderr(`Refused: ${event.agent} needs a person to approve ${event.kind === 'command' ? `\`${event.subject}\`` : `a ${event.kind}`}, and nobody can approve in a headless run; the gateway records the refusal and the run goes on.\n`);
+        io.stderr(`Refused: ${event.agent} needs a person to approve ${event.kind === 'command' ? `\`${event.subject}\`` : APPROVAL_OBJECT[event.kind]}, and nobody can approve in a headless run; the gateway records the refusal and the run goes on.\n`);
       } else if (event && options.outputFormat !== 'stream-json') {
         const line = describeEvent(event, calls);
         if (line !== null) io.stderr(`${line}\n`);
