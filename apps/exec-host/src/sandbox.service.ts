@@ -302,6 +302,13 @@ export class SandboxService {
         if (sawForkRefused || (after.pidsLimitHits !== null && before.pidsLimitHits !== null && after.pidsLimitHits > before.pidsLimitHits)) classes.push('pids_limit');
         if (sawNoSpace || (await this.diskNearlyFull(rec))) classes.push('disk_full');
         if (outcome.exitCode === SIGXFSZ_EXIT) classes.push('file_size_limit');
+        // Under gVisor an out-of-memory kill may take the sandbox's kernel down a moment after the
+        // command's stream ended: look again briefly, so the report matches what is left.
+        if (classes.includes('oom') && rec.info.runtime === 'runsc' && (await this.diedShortly(rec.containerId))) {
+          cleanupNeeded = false;
+          rec.info.state = 'lost';
+          classes.push('sandbox_lost');
+        }
       }
       if (capper.truncated) classes.push('output_truncated');
       const cls = classes[0] ?? null;
@@ -415,6 +422,17 @@ export class SandboxService {
   private view(rec: SandboxRecord): SandboxInfo {
     const state = rec.info.state === 'lost' ? 'lost' : rec.commandRunning ? 'busy' : 'ready';
     return { ...rec.info, state, excluded: [...rec.info.excluded] };
+  }
+
+  /** True when the container stops within a short grace period (polled; there is no event to await here). */
+  private async diedShortly(containerId: string, graceMs = 2_000): Promise<boolean> {
+    const deadline = Date.now() + graceMs;
+    for (;;) {
+      const st = await this.driver.status(containerId).catch(() => null);
+      if (!st?.running) return true;
+      if (Date.now() > deadline) return false;
+      await new Promise((r) => setTimeout(r, 100));
+    }
   }
 
   private async diskNearlyFull(rec: SandboxRecord): Promise<boolean> {
