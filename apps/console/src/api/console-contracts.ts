@@ -1,10 +1,9 @@
 import { z } from 'zod';
-import { Id, IsoTimestamp, PolicyDecision } from '@lemniscate/contracts';
+import { AuditEntryView, AuditVerificationView, PolicyDryRunChange, PolicyDryRunRequest, PolicyDryRunResponse } from '@lemniscate/contracts';
 
 /*
- * Response shapes the console needs and libs/contracts does not define yet (dashboard statistics,
- * audit entries and verification, policy dry run). They belong in libs/contracts next to the
- * gateway routes that produce them; until then the console validates against these.
+ * Names the console's pages use for shapes the gateway defines in libs/contracts, and the one shape
+ * the gateway has no route for (dashboard statistics, computed in the console from sessions).
  */
 
 export const DashboardStats = z.object({
@@ -16,18 +15,9 @@ export const DashboardStats = z.object({
 });
 export type DashboardStats = z.infer<typeof DashboardStats>;
 
-export const AuditEntry = z.object({
-  seq: z.number().int().positive(),
-  at: IsoTimestamp,
-  actor: z.string(),
-  kind: z.string(),
-  projectId: Id.nullable(),
-  sessionId: Id.nullable(),
-  payload: z.unknown(),
-  prevHash: z.string(),
-  hash: z.string(),
-});
-export type AuditEntry = z.infer<typeof AuditEntry>;
+// One definition per message (STYLE.md §3): the audit and dry-run shapes come from libs/contracts.
+export const AuditEntry = AuditEntryView;
+export type AuditEntry = AuditEntryView;
 
 /** The same filters as `lemni audit export` (actor is `user:<id>`, `policy`, …). */
 export const AuditQuery = z.object({
@@ -41,35 +31,12 @@ export const AuditQuery = z.object({
 });
 export type AuditQuery = z.infer<typeof AuditQuery>;
 
-/** What the gateway's audit service returns from verify (apps/gateway/src/audit/audit.service.ts). */
-export const AuditVerification = z.discriminatedUnion('ok', [
-  z.object({ ok: z.literal(true), checked: z.number().int().nonnegative(), lastSeq: z.number().int(), lastHash: z.string() }),
-  z.object({
-    ok: z.literal(false),
-    checked: z.number().int().nonnegative(),
-    seq: z.number().int(),
-    problem: z.enum(['removed', 'reordered', 'altered', 'truncated', 'inserted']),
-    message: z.string(),
-  }),
-]);
-export type AuditVerification = z.infer<typeof AuditVerification>;
+export const AuditVerification = AuditVerificationView;
+export type AuditVerification = AuditVerificationView;
 
-export const DryRunRequest = z.object({ sourceText: z.string(), sessions: z.number().int().min(1).max(100) });
-export type DryRunRequest = z.infer<typeof DryRunRequest>;
-
-export const DryRunChange = z.object({
-  sessionId: Id,
-  toolCallId: Id,
-  tool: z.string(),
-  subject: z.string(),
-  before: PolicyDecision,
-  after: PolicyDecision,
-});
-export type DryRunChange = z.infer<typeof DryRunChange>;
-
-export const DryRunResponse = z.object({
-  sessionsReplayed: z.number().int().nonnegative(),
-  toolCallsReplayed: z.number().int().nonnegative(),
-  changes: z.array(DryRunChange),
-});
-export type DryRunResponse = z.infer<typeof DryRunResponse>;
+export const DryRunRequest = PolicyDryRunRequest;
+export type DryRunRequest = z.input<typeof PolicyDryRunRequest>;
+export const DryRunChange = PolicyDryRunChange;
+export type DryRunChange = PolicyDryRunChange;
+export const DryRunResponse = PolicyDryRunResponse;
+export type DryRunResponse = PolicyDryRunResponse;
