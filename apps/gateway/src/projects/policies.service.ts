@@ -38,9 +38,24 @@ export class PoliciesService {
   async inForce(projectId: string): Promise<PolicyInForce> {
     const row = await this.versions.current(projectId);
     if (!row) return { policy: defaultPolicy, versionId: null, version: null };
-    // Stored versions were validated when published; parsing again fills defaults added since.
-    return { policy: parsePolicy(row.document), versionId: row.id, version: row.version };
+    return { policy: this.parsedVersion(row.id, row.document), versionId: row.id, version: row.version };
   }
+
+  /**
+   * Versions are immutable, so each is parsed once: the session loop reads the version in force
+   * before every decision (P3), and the decision engine's rule index is kept per policy object.
+   * Stored versions were validated when published; parsing again fills defaults added since.
+   */
+  private parsedVersion(versionId: string, document: unknown): Policy {
+    const cached = this.parsed.get(versionId);
+    if (cached) return cached;
+    const policy = parsePolicy(document);
+    if (this.parsed.size >= 256) this.parsed.delete(this.parsed.keys().next().value as string);
+    this.parsed.set(versionId, policy);
+    return policy;
+  }
+
+  private readonly parsed = new Map<string, Policy>();
 
   async current(principal: Principal, projectId: string): Promise<PolicyVersionView> {
     const project = await this.readable(principal, projectId);

@@ -491,13 +491,12 @@ export class SessionRunner {
     if (files.length === 0) return null;
     const forbidden: FileChange[] = [];
     const reviewable: FileChange[] = [];
+    const thirdPartyPaths = new Set<string>();
     for (const f of files) {
       const d = classifyChanges([{ path: f.path, binary: f.binary, diffBytes: f.diffBytes }], policy);
       (d.effect === 'deny' ? forbidden : reviewable).push(f);
+      if ((d.thirdParty?.length ?? 0) > 0) thirdPartyPaths.add(f.path);
     }
-    const thirdPartyPaths = new Set(
-      files.filter((f) => (classifyChanges([{ path: f.path, binary: f.binary, diffBytes: f.diffBytes }], policy).thirdParty?.length ?? 0) > 0).map((f) => f.path),
-    );
     await this.emit({
       type: 'changes_detected',
       callId,
