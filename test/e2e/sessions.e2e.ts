@@ -41,9 +41,10 @@ function commit(repository: string, files: Record<string, string>, message: stri
  */
 function run(
   args: string[],
-  options: { answer?: (event: Event) => 'approve' | 'reject'; env?: Record<string, string>; onEvent?: (event: Event, run: Run) => void } = {},
+  options: { answer?: (event: Event) => 'approve' | 'reject'; waitForApprovals?: boolean; env?: Record<string, string>; onEvent?: (event: Event, run: Run) => void } = {},
 ): Promise<Run> {
-  const child = stack.spawnCli(['--output-format', 'stream-json', '--no-apply', ...(options.answer ? ['--wait-for-approvals'] : []), ...args], { env: options.env });
+  const wait = options.answer || options.waitForApprovals;
+  const child = stack.spawnCli(['--output-format', 'stream-json', '--no-apply', ...(wait ? ['--wait-for-approvals'] : []), ...args], { env: options.env });
   child.stdin!.end();
   const result: Run = { code: null, events: [], stderr: '', sessionId: '', closedAt: 0 };
   const answers: Promise<unknown>[] = [];
@@ -334,6 +335,44 @@ describe('subagents with the real loop (AG4-AG6)', () => {
     } finally {
       await stack.publishPolicy({ version: 1, tools: { sensitive: [] } });
     }
+  }, 120_000);
+
+  it('the 21st concurrent subagent is refused while twenty are still running', async () => {
+    // One turn of the main session delegates 21 background tasks; the loop runs them in order. Each
+    // child's work is a Write, which waits for a person's approval that never comes here, so all
+    // twenty started children are still running when the 21st is asked for, whatever turn of the
+    // shared script each child happens to draw.
+    const tasks = Array.from({ length: 21 }, (_, i) => ({ name: 'Task', arguments: { agent: 'general', instruction: `background job ${i}`, background: true } }));
+    const script = stack.script('concurrent', [{ tool_calls: tasks }, { repeat: 40, tool_calls: [{ name: 'Write', arguments: { path: 'notes/{{i}}.txt', content: 'waiting\n' } }] }]);
+    let stopping: Promise<void> | undefined;
+    const r = await run(['-p', 'delegate in parallel', '--model', `scripted:${script}`], {
+      waitForApprovals: true,
+      onEvent: (event, current) => {
+        if (event.type !== 'subagent_refused' || stopping) return;
+        stopping = (async () => {
+          const res = await stack.api(stack.tokens.developer, 'POST', `/sessions/${current.sessionId}/stop`, {});
+          expect(res.status).toBe(200);
+        })();
+      },
+    });
+    await stopping;
+    const refused = ofType(r, 'subagent_refused');
+    expect(refused).toHaveLength(1);
+    expect(refused[0]).toMatchObject({ class: 'subagent_max_concurrent', agent: 'general' });
+    expect(refused[0]!.reason).toContain('20');
+    const started = ofType(r, 'subagent_started');
+    expect(started).toHaveLength(20);
+    // The refusal came after the twentieth start, and no child had finished by then.
+    const refusedAt = r.events.indexOf(refused[0]!);
+    expect(r.events.findIndex((e) => e.type === 'subagent_finished')).not.toBeLessThan(refusedAt);
+    expect(started.every((e) => r.events.indexOf(e) < refusedAt)).toBe(true);
+    expect(r.code).toBe(3);
+    expect(last(r)).toMatchObject({ type: 'session_stopped', stopReason: 'stopped' });
+    for (const s of started) {
+      const child = await stack.api(stack.tokens.developer, 'GET', `/sessions/${s.childSessionId}`);
+      expect(child.json).toMatchObject({ status: 'stopped' });
+    }
+    expect(containersOf(r.sessionId)).toEqual([]);
   }, 120_000);
 
   it('a child stopped by its own action limit reports "cut short"', async () => {
