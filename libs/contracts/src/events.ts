@@ -62,6 +62,11 @@ const base = {
   seq: z.int().nonnegative(),
   sessionId: SessionId,
   at: IsoTimestamp,
+  /**
+   * Set on a subagent's events: they travel on the root session's stream (one stream and one
+   * approval point for the whole tree, AG5), and this names the child session they belong to.
+   */
+  subSessionId: SessionId.optional(),
 };
 
 /** Who took a decision or answered an approval: a person, or the automated process when headless. */

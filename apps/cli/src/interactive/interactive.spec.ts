@@ -37,7 +37,10 @@ class MemoryApi implements SessionRunApi {
     s.wake?.();
   }
 
+  followed: string[] = [];
+
   async *follow(id: string): AsyncIterable<GatewayEvent> {
+    this.followed.push(id);
     const s = this.streams.get(id)!;
     for (;;) {
       while (s.queue.length === 0) await new Promise<void>((r) => (s.wake = r));
@@ -226,17 +229,25 @@ describe('interactive sessions', () => {
         api.push(id, started());
         setImmediate(() => keys?.onMention());
         void mentionAnswered.then(() => setImmediate(() => api.push('s1', completed('Parent done.'))));
-      } else {
-        api.push(id, { type: 'model_text', text: 'Found it in src/parser.ts.' });
-        api.push(id, completed('Found it.'));
       }
+    };
+    // The gateway publishes a mentioned child's events on its root session's stream (AG5).
+    api.startSubagent = async (parent, agent, instruction) => {
+      api.subagents.push({ parent, agent, instruction });
+      api.push(parent, { type: 'subagent_started', childSessionId: 's2', agent, depth: 1, background: true });
+      api.push(parent, { type: 'model_text', text: 'Found it in src/parser.ts.', subSessionId: 's2' });
+      api.push(parent, { type: 'subagent_finished', childSessionId: 's2', agent, report: 'finished', stopReason: null });
+      return sessionView('s2', { agent, headless: false });
     };
     const t = io();
     await runInteractive(api, prompter, { project, includeUncommitted: false, cwd }, t.io);
     expect(api.subagents).toEqual([{ parent: 's1', agent: 'explore', instruction: 'where is the parser?' }]);
     const text = t.out.join('');
-    expect(text).toContain('Background explore session s2 started.');
+    expect(text).toContain('Background explore session s2 started; its work is shown here marked [explore].');
     expect(text).toContain('[explore] Found it in src/parser.ts.');
+    expect(text).toContain('Subagent explore finished (s2).');
+    // Nothing follows the child's own stream: the root's stream carries its work.
+    expect(api.followed).toEqual(['s1']);
     expect(keys).toBeNull();
   });
 

@@ -130,6 +130,7 @@ function questionFor(event: SessionEventOf<'approval_requested'>): ApprovalQuest
  */
 export async function followInteractive(api: SessionRunApi, sessionId: string, desk: ApprovalDesk, io: InteractiveIo, label: string | null, collector: ResultCollector, signal?: AbortSignal): Promise<number> {
   const calls = new Map<string, string>();
+  const subagents = new Map<string, string>();
   const prefix = label ? pc.magenta(`[${label}] `) : '';
   const write = (line: string) => {
     io.spinner.stop();
@@ -159,7 +160,8 @@ export async function followInteractive(api: SessionRunApi, sessionId: string, d
       continue;
     }
     if (event.type === 'approval_answered') desk.withdraw(event.approvalId);
-    const line = describeEvent(event, calls);
+    if (event.type === 'subagent_started') subagents.set(event.childSessionId, event.agent);
+    const line = describeEvent(event, calls, subagents);
     if (line !== null) write(line);
     if (event.type === 'decision' && event.effect === 'allow') io.spinner.start(`${prefix}${calls.get(event.callId) ?? 'running'}`);
     if (event.type === 'approval_answered' && event.answer === 'approved') io.spinner.start(`${prefix}running`);
@@ -196,19 +198,16 @@ export async function runInteractive(api: SessionRunApi, prompter: Prompter, opt
   const inProjectCheckout = checkout ? await isCheckoutOf(checkout, options.project.repositorySource) : false;
   const gate = outputGate(io.stdout);
   const out: InteractiveIo = { ...io, stdout: gate.write };
-  const background = new Map<string, Promise<unknown>>();
-  const leaving = new AbortController();
   let lastExit = EXIT_OK;
   const report = (error: unknown) => io.stderr(`${pc.red(error instanceof Error ? error.message : String(error))}\n`);
 
   const startMention = async (parentId: string, text: string) => {
     const mention = parseMention(text.trim().startsWith('@') ? text : `@${text.trim()}`);
     if (!mention) return io.stdout(pc.yellow('A mention is an agent name and an instruction, e.g. `explore where is the parser?`.\n'));
+    // The child's events and approvals arrive on this session's stream, marked with its name; its
+    // report reaches the agent, and it ends with the session at the latest.
     const child = await api.startSubagent(parentId, mention.agent, mention.instruction);
-    gate.write(pc.dim(`Background ${mention.agent} session ${child.id} started.\n`));
-    const run = followInteractive(api, child.id, desk, out, mention.agent, new ResultCollector(child.id), leaving.signal).catch(report);
-    background.set(child.id, run);
-    void run.finally(() => background.delete(child.id));
+    gate.write(pc.dim(`Background ${mention.agent} session ${child.id} started; its work is shown here marked [${mention.agent}].\n`));
   };
 
   io.stdout(pc.dim(`Project ${options.project.name}. Type an instruction. While it runs: @ starts a background subagent (@explore …, @general …), Ctrl-C stops the session. An empty line or Ctrl-D leaves.\n`));
@@ -287,8 +286,5 @@ export async function runInteractive(api: SessionRunApi, prompter: Prompter, opt
       }
     }
   }
-  if (background.size > 0) io.stdout(pc.dim(`Still running in the background: ${[...background.keys()].join(', ')} (\`lemni sessions\` shows them).\n`));
-  leaving.abort();
-  await Promise.all(background.values());
   return lastExit;
 }

@@ -36,8 +36,10 @@ export function colourDiff(diff: string, thirdParty: ReadonlySet<string> = new S
 }
 
 /** One line describing an event for a person, or null for events that need no line. */
-export function describeEvent(event: SessionEvent, calls: Map<string, string>): string | null {
-  const who = 'agent' in event && typeof event.agent === 'string' && event.agent !== 'main' ? pc.dim(`[${event.agent}] `) : '';
+export function describeEvent(event: SessionEvent, calls: Map<string, string>, subagents?: ReadonlyMap<string, string>): string | null {
+  // A subagent's events carry its session id; its name is known from the `subagent_started` before them.
+  const agent = 'agent' in event && typeof event.agent === 'string' ? event.agent : event.subSessionId ? (subagents?.get(event.subSessionId) ?? 'subagent') : null;
+  const who = agent && agent !== 'main' && event.type !== 'subagent_started' && event.type !== 'subagent_refused' && event.type !== 'subagent_finished' ? pc.dim(`[${agent}] `) : '';
   switch (event.type) {
     case 'session_started':
       return pc.dim(`Session ${event.sessionId} started on ${event.project} (agent ${event.agent ?? 'default'}, model ${event.model}, base ${event.workingCopy.baseCommit.slice(0, 12)}${event.workingCopy.includesUncommitted ? ', with your uncommitted changes' : ''}).`);
