@@ -91,18 +91,18 @@ export const approvals: ApprovalView[] = [
   {
     id: 'apr_1', sessionId: 'ses_fix_sum', projectId: 'prj_demo', toolCallId: 'tc_1', kind: 'command',
     payload: { command: "npm install --save-dev jest@30 && rm -rf node_modules/.cache && echo \"$(date)\" > build.log" },
-    flags: { thirdParty: [] }, agent: 'general', state: 'pending', decidedBy: null, decidedAt: null, createdAt: t(4),
+    flags: { thirdParty: [] }, agent: 'general', state: 'pending', decidedBy: null, decidedAt: null, response: null, createdAt: t(4),
   },
   {
     id: 'apr_2', sessionId: 'ses_fix_sum', projectId: 'prj_demo', toolCallId: 'tc_2', kind: 'write',
     payload: { diff: sourcePatch, files: ['src/sum.ts', 'test/sum.test.ts'] },
-    flags: { thirdParty: [] }, agent: 'general', state: 'pending', decidedBy: null, decidedAt: null, createdAt: t(3),
+    flags: { thirdParty: [] }, agent: 'general', state: 'pending', decidedBy: null, decidedAt: null, response: null, createdAt: t(3),
   },
   {
     id: 'apr_3', sessionId: 'ses_fix_sum', projectId: 'prj_demo', toolCallId: 'tc_3', kind: 'third_party',
     payload: { diff: thirdPartyPatch, files: ['package.json', '.github/workflows/ci.yml'] },
     flags: { thirdParty: [{ path: 'package.json', class: 'dependencies' }, { path: '.github/workflows/ci.yml', class: 'ci' }] },
-    agent: 'general', state: 'pending', decidedBy: null, decidedAt: null, createdAt: t(2),
+    agent: 'general', state: 'pending', decidedBy: null, decidedAt: null, response: null, createdAt: t(2),
   },
 ];
 

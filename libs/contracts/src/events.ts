@@ -33,6 +33,7 @@ export const EventClass = z.enum([
   // approvals and questions
   'approval_refused_headless',
   'question_default_headless',
+  'question_declined',
   'extension_refused',
   // changes
   'change_reverted',
@@ -137,10 +138,12 @@ export const ApprovalRequestedEvent = z.object({
   approvalId: z.string().min(1),
   callId: z.string().min(1).nullable(),
   agent: z.string().min(1),
-  kind: z.enum(['command', 'diff', 'changes', 'extension']),
+  kind: z.enum(['command', 'diff', 'changes', 'extension', 'question']),
   thirdParty: z.boolean(),
-  /** The exact command or unified diff shown to the person (A1). */
+  /** The exact command or unified diff shown to the person (A1); for a question, the question. */
   subject: z.string(),
+  /** A question's suggested answers (the person may also answer in their own words). */
+  options: z.array(z.string()).optional(),
   /** The third-party files the change touches, each flagged with its class (P5, A1). */
   thirdPartyFiles: z.array(z.object({ path: z.string(), class: z.string() })).optional(),
   /** True when the policy lets the person approve identical commands for the rest of the session. */
@@ -153,6 +156,8 @@ export const ApprovalAnsweredEvent = z.object({
   approvalId: z.string().min(1),
   answer: z.enum(['approved', 'rejected']),
   by: Actor,
+  /** A question's answer, when the person answered it. */
+  response: z.string().optional(),
   class: classes('approval_refused_headless').optional(),
 });
 
@@ -256,9 +261,9 @@ export const QuestionEvent = z.object({
   questionId: z.string().min(1),
   question: z.string().min(1),
   options: z.array(z.string()),
-  /** null while unanswered; the announced default when nobody can answer. */
+  /** null while unanswered; the announced default when nobody can answer or the person declined. */
   answer: z.string().nullable(),
-  class: classes('question_default_headless').optional(),
+  class: classes('question_default_headless', 'question_declined').optional(),
 });
 
 export const ModelTextEvent = z.object({

@@ -69,6 +69,7 @@ export function approvalView(id: string, over: Partial<ApprovalView> = {}): Appr
     state: 'pending',
     decidedBy: null,
     decidedAt: null,
+    response: null,
     createdAt: now(),
     ...over,
   };

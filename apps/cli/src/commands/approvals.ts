@@ -11,6 +11,7 @@ export function subjectOf(a: ApprovalView): string {
   const p = a.payload;
   if ('command' in p) return p.command;
   if ('diff' in p) return p.files && p.files.length > 0 ? p.files.join(', ') : `diff of ${p.diff.split('\n').length} lines`;
+  if ('question' in p) return `? ${p.question}`;
   return `+${p.amount} ${p.extension}`;
 }
 
@@ -20,7 +21,12 @@ export function showApproval(a: ApprovalView): string {
   const lines = [`Approval ${a.id} (${a.kind}) from ${a.agent} in session ${a.sessionId}: ${a.state}`];
   if ('command' in p) lines.push(`$ ${p.command}`);
   else if ('diff' in p) lines.push(colourDiff(p.diff, new Set(third.map((t) => t.path))));
-  else lines.push(`Extension: +${p.amount} ${p.extension}`);
+  else if ('question' in p) {
+    lines.push(`Question: ${p.question}`);
+    if (p.options.length > 0) lines.push(...p.options.map((o, i) => `  ${i + 1}. ${o}`));
+    if (a.response !== null) lines.push(`Answer: ${a.response}`);
+    else if (a.state === 'pending') lines.push(`Answer with \`lemni approvals approve ${a.id} --answer TEXT\` (an option's number picks it); \`reject\` declines.`);
+  } else lines.push(`Extension: +${p.amount} ${p.extension}`);
   if (third.length > 0) lines.push(`THIRD-PARTY FILES: ${third.map((t) => `${t.path} (${t.class})`).join(', ')}`);
   return `${lines.join('\n')}\n`;
 }
@@ -65,22 +71,31 @@ export function registerApprovals(program: Command, ctx: CliContext, done: Done)
     );
   approvals
     .command('approve <id>')
-    .description('approve a pending command, write or extension')
+    .description("approve a pending command, write or extension, or answer an agent's question")
     .option('--remember', 'for a command: approve identical commands for the rest of the session (only if the policy allows it)')
-    .addHelpText('after', '\nExample:\n  $ lemni approvals approve 01JD3X0B2C --remember')
-    .action((id: string, opts: { remember?: boolean }, cmd: Command) =>
+    .option('--answer <text>', "for a question: the answer (an option's number picks that option)")
+    .addHelpText('after', '\nExamples:\n  $ lemni approvals approve 01JD3X0B2C --remember\n  $ lemni approvals approve 01JD3X0B2D --answer "keep the old API"')
+    .action((id: string, opts: { remember?: boolean; answer?: string }, cmd: Command) =>
       done(
         (async () => {
           const { client } = connect(ctx, globalFlags(cmd.optsWithGlobals()));
-          const a = await client.answerApproval(id, 'approve', { rememberCommand: opts.remember === true });
-          ctx.stdout(`Approved ${a.id} (${a.kind}: ${shorten(subjectOf(a), 80)}).\n`);
+          let response = opts.answer;
+          if (response !== undefined && /^\d+$/.test(response.trim())) {
+            // `--answer 2` picks the second option of the question, as `approvals show` numbers them.
+            const asked = await client.getApproval(id);
+            const options = 'question' in asked.payload ? asked.payload.options : [];
+            const picked = options[Number(response.trim()) - 1];
+            if (picked !== undefined) response = picked;
+          }
+          const a = await client.answerApproval(id, 'approve', { rememberCommand: opts.remember === true, ...(response !== undefined ? { response } : {}) });
+          ctx.stdout(a.kind === 'question' ? `Answered ${a.id} (${shorten(subjectOf(a), 60)}): ${a.response ?? ''}\n` : `Approved ${a.id} (${a.kind}: ${shorten(subjectOf(a), 80)}).\n`);
           return EXIT_OK;
         })(),
       ),
     );
   approvals
     .command('reject <id>')
-    .description('reject a pending command, write or extension; rejected writes never reach the working copy')
+    .description("reject a pending command, write or extension (rejected writes never reach the working copy), or decline a question (the agent states its assumption)")
     .option('--reason <text>', 'told to the agent and recorded in the audit log')
     .addHelpText('after', '\nExample:\n  $ lemni approvals reject 01JD3X0B2C --reason "no changes to the CI configuration"')
     .action((id: string, opts: { reason?: string }, cmd: Command) =>

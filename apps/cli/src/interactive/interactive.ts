@@ -8,7 +8,7 @@ import { ResultCollector } from '../session/result';
 import type { DeveloperContext } from '../session/developer-context';
 import type { SessionRunApi } from '../session/session-api';
 import { isTerminal } from '../gateway/event-stream';
-import type { ApprovalAnswer, ApprovalQuestion, Prompter, Spinner } from './prompter';
+import type { ApprovalAnswer, ApprovalQuestion, Prompter, QuestionAnswer, Spinner } from './prompter';
 
 export interface InteractiveOptions {
   project: ProjectView;
@@ -34,10 +34,12 @@ export function parseMention(text: string): { agent: string; instruction: string
   return { agent: m[1], instruction: m[2].trim() };
 }
 
+type DeskAnswer = ApprovalAnswer | QuestionAnswer | 'grant' | 'decline' | null;
+
 interface PendingApproval {
   question: ApprovalQuestion;
   abort: AbortController;
-  resolve: (answer: ApprovalAnswer | 'grant' | 'decline' | null) => void;
+  resolve: (answer: DeskAnswer) => void;
 }
 
 /**
@@ -67,7 +69,7 @@ export class ApprovalDesk {
     return () => this.listeners.delete(listener);
   }
 
-  ask(question: ApprovalQuestion): Promise<ApprovalAnswer | 'grant' | 'decline' | null> {
+  ask(question: ApprovalQuestion): Promise<DeskAnswer> {
     return new Promise((resolve) => {
       this.queue.push({ question, abort: new AbortController(), resolve });
       this.listeners.forEach((l) => l());
@@ -90,10 +92,13 @@ export class ApprovalDesk {
     }
     this.current = next;
     try {
+      const q = next.question;
       const answer =
-        next.question.kind === 'extension'
-          ? await this.prompter.extension(next.question.shown, next.abort.signal)
-          : await this.prompter.approval(next.question, next.abort.signal);
+        q.kind === 'extension'
+          ? await this.prompter.extension(q.shown, next.abort.signal)
+          : q.kind === 'question'
+            ? await this.prompter.question({ approvalId: q.approvalId, agent: q.agent, question: q.shown, options: q.options ?? [] }, next.abort.signal)
+            : await this.prompter.approval(q, next.abort.signal);
       next.resolve(next.abort.signal.aborted ? null : answer);
     } catch {
       next.resolve(null);
@@ -108,7 +113,7 @@ function questionFor(event: SessionEventOf<'approval_requested'>): ApprovalQuest
   const thirdParty = (event.thirdPartyFiles ?? []).map((f) => f.path);
   let shown: string;
   if (event.kind === 'command') shown = `${pc.bold('$')} ${event.subject}`;
-  else if (event.kind === 'extension') shown = event.subject;
+  else if (event.kind === 'extension' || event.kind === 'question') shown = event.subject;
   else shown = colourDiff(event.subject, new Set(thirdParty));
   if (event.thirdParty) {
     const named = (event.thirdPartyFiles ?? []).map((f) => `${f.path} (${f.class})`).join(', ');
@@ -121,6 +126,7 @@ function questionFor(event: SessionEventOf<'approval_requested'>): ApprovalQuest
     shown,
     thirdParty,
     offerIdentical: event.kind === 'command' && event.reapprovalExempt === true,
+    ...(event.kind === 'question' ? { options: event.options ?? [] } : {}),
   };
 }
 
@@ -149,6 +155,10 @@ export async function followInteractive(api: SessionRunApi, sessionId: string, d
           if (answer === 'stop') {
             write(pc.yellow('Stopping the session…'));
             await api.stopSession(sessionId, 'stopped from the terminal').catch((e: unknown) => write(pc.red(`Could not stop: ${(e as Error).message}`)));
+            return;
+          }
+          if (typeof answer === 'object') {
+            await api.answerApproval(event.approvalId, 'approve', { response: answer.answer }).catch((e: unknown) => write(pc.red(`Could not answer question ${event.approvalId}: ${(e as Error).message}`)));
             return;
           }
           const approve = answer === 'approve' || answer === 'approve_identical' || answer === 'grant';

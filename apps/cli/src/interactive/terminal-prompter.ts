@@ -1,11 +1,17 @@
 import ora from "ora";
 import pc from "picocolors";
 import type {
+  AgentQuestion,
   ApprovalAnswer,
   ApprovalQuestion,
   Prompter,
+  QuestionAnswer,
   Spinner,
 } from "./prompter";
+
+const OWN_WORDS = "\u0000own";
+const DECLINE = "\u0000decline";
+const STOP = "\u0000stop";
 
 type Inquirer = typeof import("@inquirer/prompts");
 
@@ -149,6 +155,68 @@ export function terminalPrompter(
           }
           if (isNamed(error, "ExitPromptError")) return "stop";
           throw error;
+        }
+      }),
+    question: (
+      question: AgentQuestion,
+      signal,
+    ): Promise<QuestionAnswer | null> =>
+      exclusive(async () => {
+        write(
+          `\n${pc.bold(pc.yellow(`${question.agent} asks:`))} ${question.question}\n${pc.dim("(Esc declines: the agent states its assumption and continues.)")}\n`,
+        );
+        // Escape alone (not the start of an arrow key's sequence) declines the question.
+        const escape = new AbortController();
+        const onEscape = (data: Buffer) => {
+          if (data.toString("utf8") === "\u001b") escape.abort();
+        };
+        stdin.on("data", onEscape);
+        const both = AbortSignal.any([signal, escape.signal]);
+        const ask = async (): Promise<QuestionAnswer> => {
+          const prompts = await inquirer();
+          let picked: string = OWN_WORDS;
+          if (question.options.length > 0) {
+            picked = await prompts.select(
+              {
+                message: `Question ${question.approvalId}`,
+                choices: [
+                  ...question.options.map((o) => ({ name: o, value: o })),
+                  { name: "Answer in my own words", value: OWN_WORDS },
+                  { name: "Decline (the agent states its assumption)", value: DECLINE },
+                  { name: "Stop the session", value: STOP },
+                ],
+              },
+              { signal: both },
+            );
+          }
+          if (picked === DECLINE) return "decline";
+          if (picked === STOP) return "stop";
+          if (picked !== OWN_WORDS) return { answer: picked };
+          const text = await prompts.input(
+            {
+              message: "Your answer",
+              validate: (v) =>
+                v.trim() !== "" || "Type an answer, or press Esc to decline.",
+            },
+            { signal: both },
+          );
+          return { answer: text.trim() };
+        };
+        try {
+          return await ask();
+        } catch (error) {
+          if (isNamed(error, "AbortPromptError")) {
+            if (escape.signal.aborted && !signal.aborted) {
+              write(pc.dim("  (declined)\n"));
+              return "decline";
+            }
+            write(pc.dim("  (answered elsewhere)\n"));
+            return null;
+          }
+          if (isNamed(error, "ExitPromptError")) return "stop";
+          throw error;
+        } finally {
+          stdin.off("data", onEscape);
         }
       }),
     extension: (description, signal) =>

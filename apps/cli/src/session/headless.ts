@@ -14,10 +14,11 @@ const APPROVAL_WORDING: Record<'diff' | 'changes' | 'extension', string> = {
   changes: 'keep the changes a command made',
   extension: 'extend the session',
 };
-const APPROVAL_OBJECT: Record<'diff' | 'changes' | 'extension', string> = {
+const APPROVAL_OBJECT: Record<'diff' | 'changes' | 'extension' | 'question', string> = {
   diff: 'a diff',
   changes: 'the changes a command made',
   extension: 'an extension of the session',
+  question: 'an answer to its question',
 };
 export type OutputFormat = 'text' | 'json' | 'stream-json';
 
@@ -82,6 +83,7 @@ export async function runHeadless(api: SessionRunApi, options: HeadlessOptions, 
   io.stderr(`Session ${session.id} started on project ${options.project.name}.\n`);
   const collector = new ResultCollector(session.id);
   const calls = new Map<string, string>();
+  const subagents = new Map<string, string>();
   let stopping = false;
   const unregister = io.onInterrupt(() => {
     if (stopping) return;
@@ -103,12 +105,15 @@ export async function runHeadless(api: SessionRunApi, options: HeadlessOptions, 
       lastEventAt = Date.now();
       if (options.outputFormat === 'stream-json') io.stdout(`${JSON.stringify(raw)}\n`);
       const event = collector.add(raw);
-      if (event?.type === 'approval_requested' && options.waitForApprovals) {
+      if (event?.type === 'approval_requested' && options.waitForApprovals && event.kind === 'question') {
+        io.stderr(`Waiting for a person: ${event.agent} asks "${event.subject}"${event.options?.length ? ` (${event.options.join(' / ')})` : ''}; answer it in the console or with \`lemni approvals approve ${event.approvalId} --answer TEXT\`, or decline it with \`lemni approvals reject ${event.approvalId}\`.\n`);
+      } else if (event?.type === 'approval_requested' && options.waitForApprovals && event.kind !== 'question') {
         io.stderr(`Waiting for a person: ${event.agent} asks to ${event.kind === 'command' ? `run \`${event.subject}\`` : APPROVAL_WORDING[event.kind]}; approve or reject it in the console or with \`lemni approvals approve|reject ${event.approvalId}\`.\n`);
       } else if (event?.type === 'approval_requested') {
         io.stderr(`Refused: ${event.agent} needs a person to approve ${event.kind === 'command' ? `\`${event.subject}\`` : APPROVAL_OBJECT[event.kind]}, and nobody can approve in a headless run; the gateway records the refusal and the run goes on.\n`);
       } else if (event && options.outputFormat !== 'stream-json') {
-        const line = describeEvent(event, calls);
+        if (event.type === 'subagent_started') subagents.set(event.childSessionId, event.agent);
+        const line = describeEvent(event, calls, subagents);
         if (line !== null) io.stderr(`${line}\n`);
       } else if (!event) {
         noteUnknown(raw, io);

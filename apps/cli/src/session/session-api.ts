@@ -11,7 +11,7 @@ export interface SessionRunApi {
   follow(sessionId: string, options: { signal?: AbortSignal; sinceSeq?: number }): AsyncIterable<GatewayEvent>;
   getSession(id: string): Promise<SessionView>;
   stopSession(id: string, reason?: string): Promise<unknown>;
-  answerApproval(id: string, answer: 'approve' | 'reject', body: { rememberCommand?: boolean; reason?: string }): Promise<unknown>;
+  answerApproval(id: string, answer: 'approve' | 'reject', body: { rememberCommand?: boolean; reason?: string; response?: string }): Promise<unknown>;
   startSubagent(parentSessionId: string, agent: string, instruction: string): Promise<SessionView>;
 }
 

@@ -23,6 +23,7 @@ const KIND_LABEL: Record<ApprovalView['kind'], string> = {
   changes: 'Changes left by a command',
   third_party: 'Third-party files',
   extension: 'Budget extension',
+  question: 'Question',
 };
 
 function isThirdParty(a: ApprovalView): boolean {
@@ -33,6 +34,7 @@ function summary(a: ApprovalView): string {
   const p = a.payload;
   if ('command' in p) return p.command;
   if ('diff' in p) return (p.files ?? []).join(', ') || 'a change';
+  if ('question' in p) return p.question;
   return `+${p.amount} ${p.extension}`;
 }
 
@@ -150,6 +152,7 @@ function ApprovalSubject({ approval }: { approval: ApprovalView }) {
   const p = approval.payload;
   if ('command' in p) return <CommandView command={p.command} label="The exact command" />;
   if ('diff' in p) return <DiffViewer patch={p.diff} thirdParty={approval.flags.thirdParty} />;
+  if ('question' in p) return <p>{p.question}</p>;
   return (
     <p>
       The session reached a limit and asks for <strong>{p.amount} more {p.extension}</strong>.

@@ -181,7 +181,7 @@ export const toolCalls = pgTable(
   (t) => [unique('tool_calls_session_seq_key').on(t.sessionId, t.seq)],
 );
 
-export const APPROVAL_KINDS = ['command', 'write', 'changes', 'third_party', 'extension'] as const;
+export const APPROVAL_KINDS = ['command', 'write', 'changes', 'third_party', 'extension', 'question'] as const;
 export type ApprovalKind = (typeof APPROVAL_KINDS)[number];
 export const APPROVAL_STATES = ['pending', 'approved', 'rejected', 'expired', 'refused_headless'] as const;
 export type ApprovalState = (typeof APPROVAL_STATES)[number];
@@ -202,6 +202,7 @@ export const approvals = pgTable(
     decidedBy: text('decided_by').references(() => users.id, { onDelete: 'set null' }),
     decidedAt: at('decided_at'),
     reason: text('reason'),
+    response: text('response'),
     createdAt: createdAt(),
   },
   (t) => [index('approvals_session_state_idx').on(t.sessionId, t.state), index('approvals_state_idx').on(t.state, t.createdAt)],

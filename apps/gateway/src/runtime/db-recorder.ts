@@ -85,7 +85,7 @@ export class DbSessionRecorder implements SessionRecorder {
       if (!row || row.state === 'pending') return;
       if (row.state === 'approved') {
         const remembered = draft.kind === 'command' && 'command' in draft.payload ? await this.deps.approvedCommands.has(this.session.id, draft.payload.command) : false;
-        settle({ state: 'approved', approvalId, decidedBy: row.decidedBy ?? 'unknown', rememberCommand: remembered });
+        settle({ state: 'approved', approvalId, decidedBy: row.decidedBy ?? 'unknown', rememberCommand: remembered, response: row.response });
       } else if (row.state === 'refused_headless') {
         settle({ state: 'refused_headless', approvalId });
       } else {

@@ -14,7 +14,7 @@ export interface ApprovalDraft {
 }
 
 export type ApprovalOutcome =
-  | { state: 'approved'; approvalId: string; decidedBy: string; rememberCommand: boolean }
+  | { state: 'approved'; approvalId: string; decidedBy: string; rememberCommand: boolean; /** A question's answer. */ response?: string | null }
   | { state: 'rejected' | 'expired'; approvalId: string; decidedBy: string | null }
   /** Headless: nobody can answer; refused at once and recorded as the automated process's refusal. */
   | { state: 'refused_headless'; approvalId: string };

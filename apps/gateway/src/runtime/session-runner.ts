@@ -20,7 +20,7 @@ import {
 import type { FileChange, SandboxInfo } from '@lemniscate/contracts';
 import type { ChatMessage, ModelProvider, ToolCall, ToolDefinition, TurnResult } from '../model/model.types';
 import { ExecHostError, type ExecHostPort } from './exec-host.port';
-import type { ApprovalOutcome, EventDraft, SessionRecorder } from './ports';
+import type { ApprovalDraft, ApprovalOutcome, EventDraft, SessionRecorder } from './ports';
 import { sessionCatalogue } from './tool-catalogue';
 
 /** What a subagent launcher needs to know about the session that delegates (AG3–AG6). */
@@ -45,11 +45,6 @@ export type TaskAnswer = { ok: true; text: string; childSessionId?: string } | {
 export interface SubagentLauncher {
   start(parent: DelegationContext, task: TaskStart): Promise<TaskAnswer>;
   result(parent: DelegationContext, taskId: string): Promise<TaskAnswer>;
-}
-
-export interface QuestionPort {
-  /** Asks the developer; resolves with the answer. Only interactive main sessions call it. */
-  ask(question: string, options: string[], signal: AbortSignal): Promise<string>;
 }
 
 export interface SessionRunInput {
@@ -81,7 +76,6 @@ export interface SessionRunDeps {
   /** Why the signal was aborted. */
   abortReason: () => 'stopped' | 'revoked';
   subagents?: SubagentLauncher;
-  questions?: QuestionPort;
   /**
    * Serialises what changes the working copy (a command and the review of what it left, a write)
    * across the sessions of one tree that share a sandbox.
@@ -102,6 +96,7 @@ export interface SessionRunResult {
 
 const MAX_RESULT_CHARS = 30_000;
 const HEADLESS_QUESTION_DEFAULT = 'Nobody can answer in a headless run: state your assumption and continue.';
+const DECLINED_QUESTION_DEFAULT = 'The developer declined to answer: state your assumption and continue.';
 
 class SessionAborted extends Error {}
 
@@ -404,7 +399,7 @@ export class SessionRunner {
       case 'TaskResult':
         return this.delegate(call, callId, decision);
       case 'Question':
-        return this.question(call);
+        return this.question(call, callId);
       default:
         return { control: `Refused: ${call.name} is not a tool of this platform.`, isError: true };
     }
@@ -563,17 +558,26 @@ export class SessionRunner {
     return answer.ok ? { control: 'Subagent report follows.', data: { source: 'subagent report', content: answer.text }, isError: false } : { control: answer.text, isError: true, class: answer.class ?? null };
   }
 
-  private async question(call: ToolCall): Promise<ExecutedCall> {
-    const question = typeof call.arguments.question === 'string' ? call.arguments.question : '';
-    const options = Array.isArray(call.arguments.options) ? call.arguments.options.filter((o): o is string => typeof o === 'string') : [];
-    const questionId = `q_${Date.now().toString(36)}`;
-    if (this.input.headless || this.input.role === 'child' || !this.deps.questions) {
-      await this.emit({ type: 'question', questionId, question: question || '(empty)', options, answer: HEADLESS_QUESTION_DEFAULT, class: 'question_default_headless' });
+  /**
+   * AG5: the interactive main session asks the developer at the approval point, with the options it
+   * suggests; the person answers in words or declines, and a declined question gets the same
+   * announced default as a headless one. Nobody is asked in a headless run or by a subagent.
+   */
+  private async question(call: ToolCall, callId: string): Promise<ExecutedCall> {
+    const question = (typeof call.arguments.question === 'string' ? call.arguments.question.trim() : '') || '(empty)';
+    const options = Array.isArray(call.arguments.options) ? call.arguments.options.filter((o): o is string => typeof o === 'string' && o.trim() !== '').map((o) => bound(o, 1_000)).slice(0, 20) : [];
+    if (this.input.headless || this.input.role === 'child') {
+      await this.emit({ type: 'question', questionId: callId, question, options, answer: HEADLESS_QUESTION_DEFAULT, class: 'question_default_headless' });
       return { control: HEADLESS_QUESTION_DEFAULT, isError: false };
     }
-    await this.emit({ type: 'question', questionId, question: question || '(empty)', options, answer: null });
-    const answer = await this.deps.questions.ask(question, options, this.deps.signal);
-    return { control: 'The developer answered.', data: { source: 'developer answer', content: answer }, isError: false };
+    const answer = await this.approval(callId, { kind: 'question', payload: { question: bound(question, 10_000), options }, flags: { thirdParty: [] } }, 'question', question);
+    if (answer.state === 'approved' && answer.response) {
+      await this.emit({ type: 'question', questionId: answer.approvalId, question, options, answer: answer.response });
+      await this.deps.recorder.audit('question.answered', { approvalId: answer.approvalId, question, response: answer.response, by: answer.decidedBy });
+      return { control: 'The developer answered your question.', data: { source: 'developer answer', content: answer.response }, isError: false };
+    }
+    await this.emit({ type: 'question', questionId: answer.approvalId, question, options, answer: DECLINED_QUESTION_DEFAULT, class: 'question_declined' });
+    return { control: DECLINED_QUESTION_DEFAULT, isError: false };
   }
 
   // ───────────────────────────── approvals, limits
@@ -586,17 +590,19 @@ export class SessionRunner {
 
   private async approval(
     callId: string | null,
-    draft: { kind: 'command' | 'write' | 'changes' | 'third_party' | 'extension'; payload: { command: string } | { diff: string; files?: string[] } | { extension: 'actions' | 'minutes'; amount: number }; flags: { thirdParty: { path: string; class: string }[] } },
-    eventKind: 'command' | 'diff' | 'changes' | 'extension',
+    draft: Omit<ApprovalDraft, 'agent' | 'toolCallId'>,
+    eventKind: 'command' | 'diff' | 'changes' | 'extension' | 'question',
     subject: string,
   ): Promise<ApprovalOutcome> {
     const answer = await this.deps.recorder.requestApproval({ ...draft, agent: this.input.agent.name, toolCallId: callId }, this.deps.signal);
     this.throwIfAborted();
-    await this.emit({ type: 'approval_requested', approvalId: answer.approvalId, callId, agent: this.input.agent.name, kind: eventKind, thirdParty: draft.flags.thirdParty.length > 0, subject: bound(subject, 100_000) });
+    const options = 'question' in draft.payload ? { options: draft.payload.options } : {};
+    await this.emit({ type: 'approval_requested', approvalId: answer.approvalId, callId, agent: this.input.agent.name, kind: eventKind, thirdParty: draft.flags.thirdParty.length > 0, subject: bound(subject, 100_000), ...options });
     if (answer.state === 'refused_headless') {
       await this.emit({ type: 'approval_answered', approvalId: answer.approvalId, answer: 'rejected', by: { kind: 'process', description: 'headless run: nobody can approve' }, class: 'approval_refused_headless' });
     } else {
-      await this.emit({ type: 'approval_answered', approvalId: answer.approvalId, answer: answer.state === 'approved' ? 'approved' : 'rejected', by: answer.decidedBy ? { kind: 'user', userId: answer.decidedBy } : { kind: 'process', description: 'expired' } });
+      const response = answer.state === 'approved' && answer.response ? { response: answer.response } : {};
+      await this.emit({ type: 'approval_answered', approvalId: answer.approvalId, answer: answer.state === 'approved' ? 'approved' : 'rejected', by: answer.decidedBy ? { kind: 'user', userId: answer.decidedBy } : { kind: 'process', description: 'expired' }, ...response });
     }
     return answer;
   }

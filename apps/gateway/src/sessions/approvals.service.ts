@@ -26,18 +26,37 @@ export interface ApprovalRequest {
 type Answer = 'approved' | 'rejected';
 
 /** The event stream's kinds: a write is shown as a diff, a third-party change as flagged changes. */
-const EVENT_KIND: Record<ApprovalKind, 'command' | 'diff' | 'changes' | 'extension'> = {
+const EVENT_KIND: Record<ApprovalKind, 'command' | 'diff' | 'changes' | 'extension' | 'question'> = {
   command: 'command',
   write: 'diff',
   changes: 'changes',
   third_party: 'changes',
   extension: 'extension',
+  question: 'question',
 };
 
 function subjectText(payload: ApprovalPayload): string {
   if ('command' in payload) return payload.command;
   if ('diff' in payload) return payload.diff;
+  if ('question' in payload) return payload.question;
   return `+${payload.amount} ${payload.extension}`;
+}
+
+/**
+ * A question (AG5) is answered with text and declined by rejecting it; every other approval is a
+ * yes or a no and takes no text. Both mistakes are refused with what to send instead.
+ */
+function checkResponse(kind: ApprovalKind, answer: Answer, response: string | undefined): void {
+  if (kind === 'question') {
+    if (answer === 'approved' && response === undefined) {
+      throw new AppError(ErrorCode.ValidationFailed, 'response: a question is answered with text — one of its options or your own words; reject it to let the agent state its assumption and continue.');
+    }
+    if (answer === 'rejected' && response !== undefined) {
+      throw new AppError(ErrorCode.ValidationFailed, 'response: rejecting a question declines it and takes no answer; approve it with the response instead.');
+    }
+  } else if (response !== undefined) {
+    throw new AppError(ErrorCode.ValidationFailed, `response: only a question takes an answer in words; this approval is a ${kind === 'third_party' ? 'third-party change' : kind}, approved or rejected as it is.`);
+  }
 }
 
 /**
@@ -80,6 +99,7 @@ export class ApprovalsService {
     const { approval, session } = await this.load(approvalId);
     await this.access.require(principal, 'answer', 'Approval', { projectId: session.projectId, sessionUserId: session.userId });
     if (approval.state !== 'pending') throw alreadyAnswered(approval);
+    checkResponse(approval.kind, answer, input.response);
     if (session.status !== 'running') {
       throw new AppError(ErrorCode.SessionEnded, `Session ${session.id} has ended (${session.status}${session.stopReason ? `, ${session.stopReason}` : ''}); its approvals can no longer be answered.`);
     }
@@ -95,7 +115,7 @@ export class ApprovalsService {
       }
     }
     const updated = await this.transactions.run(async (tx) => {
-      const row = await this.approvals.withTx(tx).answer(approval.id, { state: answer, decidedBy: principal.userId, reason: input.reason ?? null });
+      const row = await this.approvals.withTx(tx).answer(approval.id, { state: answer, decidedBy: principal.userId, reason: input.reason ?? null, response: input.response ?? null });
       if (row && remember && command !== undefined) await this.approvedCommands.withTx(tx).remember(session.id, command, principal.userId);
       return row;
     });
@@ -107,14 +127,14 @@ export class ApprovalsService {
       kind: 'approval.answer',
       projectId: session.projectId,
       sessionId: session.id,
-      payload: { approvalId: approval.id, kind: approval.kind, answer, rememberCommand: remember, reason: input.reason ?? null },
+      payload: { approvalId: approval.id, kind: approval.kind, answer, rememberCommand: remember, reason: input.reason ?? null, ...(input.response !== undefined ? { response: input.response } : {}) },
     });
     const stream = await this.streamOf(session);
     await this.events.publish({
       type: 'approval_answered',
       sessionId: stream.sessionId,
       projectId: session.projectId,
-      payload: { approvalId: approval.id, answer, by: { kind: 'user', userId: principal.userId }, ...stream.extra },
+      payload: { approvalId: approval.id, answer, by: { kind: 'user', userId: principal.userId }, ...(input.response !== undefined ? { response: input.response } : {}), ...stream.extra },
     });
     return toApprovalView(updated, session.projectId);
   }
@@ -167,7 +187,7 @@ export class ApprovalsService {
       type: 'approval_requested',
       sessionId: stream.sessionId,
       projectId: session.projectId,
-      payload: { ...stream.extra, approvalId: row.id, callId: row.toolCallId, agent: row.agent, kind: EVENT_KIND[row.kind], thirdParty: flags.thirdParty.length > 0, ...(flags.thirdParty.length > 0 ? { thirdPartyFiles: flags.thirdParty } : {}), subject: subjectText(input.payload) },
+      payload: { ...stream.extra, approvalId: row.id, callId: row.toolCallId, agent: row.agent, kind: EVENT_KIND[row.kind], thirdParty: flags.thirdParty.length > 0, ...(flags.thirdParty.length > 0 ? { thirdPartyFiles: flags.thirdParty } : {}), subject: subjectText(input.payload), ...('question' in input.payload ? { options: input.payload.options } : {}) },
     });
     if (row.state === 'refused_headless') {
       await this.events.publish({

@@ -60,6 +60,7 @@ export function toApprovalView(a: ApprovalRow, projectId: string): ApprovalView 
     state: a.state,
     decidedBy: a.decidedBy,
     decidedAt: iso(a.decidedAt),
+    response: a.response,
     createdAt: a.createdAt.toISOString(),
   };
 }

@@ -1,17 +1,21 @@
 import { z } from 'zod';
 import { Id, IsoTimestamp } from './common';
 
-export const ApprovalKind = z.enum(['command', 'write', 'changes', 'third_party', 'extension']);
+export const ApprovalKind = z.enum(['command', 'write', 'changes', 'third_party', 'extension', 'question']);
 export type ApprovalKind = z.infer<typeof ApprovalKind>;
 
 export const ApprovalState = z.enum(['pending', 'approved', 'rejected', 'expired', 'refused_headless']);
 export type ApprovalState = z.infer<typeof ApprovalState>;
 
-/** What the human sees (A1): the exact command, or the unified diff and the files it touches. */
+/**
+ * What the human sees (A1): the exact command, or the unified diff and the files it touches; an
+ * extension of a limit; or the main agent's question with the options it suggests (AG5).
+ */
 export const ApprovalPayload = z.union([
   z.object({ command: z.string() }),
   z.object({ diff: z.string(), files: z.array(z.string()).optional() }),
   z.object({ extension: z.enum(['actions', 'minutes']), amount: z.number().int().positive() }),
+  z.object({ question: z.string(), options: z.array(z.string()) }),
 ]);
 export type ApprovalPayload = z.infer<typeof ApprovalPayload>;
 
@@ -32,6 +36,8 @@ export const ApprovalView = z.object({
   state: ApprovalState,
   decidedBy: Id.nullable(),
   decidedAt: IsoTimestamp.nullable(),
+  /** The developer's answer when a question was answered; null otherwise. */
+  response: z.string().nullable(),
   createdAt: IsoTimestamp,
 });
 export type ApprovalView = z.infer<typeof ApprovalView>;
@@ -51,6 +57,11 @@ export const AnswerApprovalRequest = z
     /** Only for commands, and only when the policy's `reapproval: exempt` allows it. */
     rememberCommand: z.boolean().default(false),
     reason: z.string().max(1000).optional(),
+    /**
+     * The answer to a question (kind `question`): required to approve one, refused for any other
+     * kind. Rejecting a question declines it; the agent then states its assumption and continues.
+     */
+    response: z.string().trim().min(1, 'An answer cannot be empty; reject the question to decline it.').max(4000).optional(),
   })
   .strict();
 export type AnswerApprovalRequest = z.infer<typeof AnswerApprovalRequest>;

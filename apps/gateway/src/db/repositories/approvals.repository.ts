@@ -20,6 +20,8 @@ export interface ApprovalAnswer {
   state: Exclude<ApprovalState, 'pending'>;
   decidedBy: string | null;
   reason?: string | null;
+  /** The developer's answer to a question (kind `question`, approved only). */
+  response?: string | null;
   at?: Date;
 }
 
@@ -71,7 +73,7 @@ export class ApprovalsRepository extends Repository {
   async answer(id: string, answer: ApprovalAnswer): Promise<ApprovalRow | undefined> {
     const [row] = await this.db
       .update(approvals)
-      .set({ state: answer.state, decidedBy: answer.decidedBy, decidedAt: answer.at ?? new Date(), reason: answer.reason ?? null })
+      .set({ state: answer.state, decidedBy: answer.decidedBy, decidedAt: answer.at ?? new Date(), reason: answer.reason ?? null, response: answer.response ?? null })
       .where(and(eq(approvals.id, id), eq(approvals.state, 'pending')))
       .returning();
     return row;

@@ -122,7 +122,8 @@ export class RecordingRecorder implements SessionRecorder {
   end: SessionEnd | null = null;
   private nextCall = 0;
 
-  constructor(private readonly answer: (draft: ApprovalDraft) => ApprovalOutcome['state'] = () => 'refused_headless') {}
+  /** `answer` decides each approval; a question is answered with `{ state: 'approved', response }`. */
+  constructor(private readonly answer: (draft: ApprovalDraft) => ApprovalOutcome['state'] | { state: 'approved'; response: string } = () => 'refused_headless') {}
 
   async emit(event: EventDraft) {
     this.events.push(event);
@@ -139,9 +140,10 @@ export class RecordingRecorder implements SessionRecorder {
   }
   async requestApproval(draft: ApprovalDraft): Promise<ApprovalOutcome> {
     this.approvals.push(draft);
-    const state = this.answer(draft);
+    const decided = this.answer(draft);
+    const state = typeof decided === 'string' ? decided : decided.state;
     const approvalId = `apr_${this.approvals.length}`;
-    if (state === 'approved') return { state, approvalId, decidedBy: 'usr_dev', rememberCommand: false };
+    if (state === 'approved') return { state, approvalId, decidedBy: 'usr_dev', rememberCommand: false, ...(typeof decided === 'string' ? {} : { response: decided.response }) };
     if (state === 'refused_headless') return { state, approvalId };
     return { state, approvalId, decidedBy: 'usr_dev' };
   }
