@@ -1,4 +1,6 @@
-import { expect, test } from '@playwright/test';
+import { expect, test, type Page, type Route } from '@playwright/test';
+import type { ApprovalView } from '@lemniscate/contracts';
+import * as f from '../harness/fixtures';
 import { calls, expectAccessible, openView } from './helpers';
 
 test.describe('Approvals inbox', () => {
@@ -74,5 +76,208 @@ test.describe('Approvals inbox', () => {
   test('is accessible', async ({ page }) => {
     await openView(page, { view: 'approvals', role: 'developer', selected: 'apr_3' });
     await expectAccessible(page);
+  });
+});
+
+/*
+ * A question from the agent (AG5), in the real application against a gateway simulated at the
+ * network boundary: what the browser sends is what the gateway would receive.
+ */
+type Write = { path: string; body: unknown };
+
+async function questionGateway(page: Page, opts: { refuse?: { status: number; code: string; message: string } } = {}) {
+  let pending: ApprovalView[] = [f.questionApproval, f.approvals[0]!];
+  const writes: Write[] = [];
+  await page.route('**/api/v1/**', async (route: Route) => {
+    const req = route.request();
+    const path = new URL(req.url()).pathname.replace('/api/v1', '');
+    const key = `${req.method()} ${path}`;
+    if (key === 'GET /auth/me') return route.fulfill({ json: { user: f.users[1], csrfToken: 'csrf-1', via: 'cookie' } });
+    if (key === 'GET /projects') return route.fulfill({ json: f.projects });
+    if (key === 'GET /approvals') return route.fulfill({ json: pending });
+    if (key === 'GET /sessions/ses_fix_sum') return route.fulfill({ json: f.sessions[0] });
+    if (key === 'GET /sessions/ses_fix_sum/tool-calls') return route.fulfill({ json: [] });
+    const answer = /^POST \/approvals\/([^/]+)\/(approve|reject)$/.exec(key);
+    if (answer) {
+      const body = req.postDataJSON() as { response?: string };
+      writes.push({ path, body });
+      if (opts.refuse) return route.fulfill({ status: opts.refuse.status, json: { ...opts.refuse, requestId: 'req_q1' } });
+      const asked = pending.find((a) => a.id === answer[1]);
+      if (!asked) return route.fulfill({ status: 404, json: { code: 'not_found', message: 'There is no such approval.', requestId: 'req_q2' } });
+      pending = pending.filter((a) => a !== asked);
+      const decided = { ...asked, state: answer[2] === 'approve' ? 'approved' : 'rejected', decidedBy: 'usr_dev', decidedAt: new Date().toISOString(), response: body.response ?? null };
+      return route.fulfill({ json: decided });
+    }
+    return route.fulfill({ status: 404, json: { code: 'route_not_found', message: 'There is no such route on this gateway.', requestId: 'r404' } });
+  });
+  // The session page replays the session's stream; the inbox only listens.
+  await page.routeWebSocket('**/api/v1/events', (ws) => {
+    ws.onMessage((m) => {
+      const msg = JSON.parse(String(m)) as { type: string; sessionId?: string };
+      if (msg.type !== 'subscribe' || msg.sessionId !== 'ses_fix_sum') return;
+      for (const event of [...f.events, ...f.questionEvents]) ws.send(JSON.stringify({ type: 'event', event }));
+    });
+  });
+  return { writes };
+}
+
+async function openQuestion(page: Page, opts: Parameters<typeof questionGateway>[1] = {}) {
+  const gw = await questionGateway(page, opts);
+  await page.goto('/approvals');
+  const form = page.getByRole('form', { name: QUESTION });
+  await expect(form).toBeVisible();
+  return { ...gw, form };
+}
+
+const QUESTION = 'test/sum.test.ts also has a skipped test that adds 0.1 and 0.2. Should sum() round its result?';
+
+test.describe('A question from the agent', () => {
+  test('the inbox shows the question in words; the detail offers its options, your own words, and declining', async ({ page }) => {
+    const { form, writes } = await openQuestion(page);
+    const item = page.getByRole('list', { name: 'Pending approvals' }).locator('[aria-current="true"]');
+    await expect(item).toContainText('Question');
+    await expect(item).toContainText(QUESTION);
+    await expect(page.getByRole('heading', { name: 'Question' })).toBeVisible();
+    await expect(page.locator('.approval-header')).toContainText('asked by general');
+    await expect(form.getByRole('group', { name: 'Suggested by general' }).getByRole('radio')).toHaveCount(2);
+    await expect(form.getByRole('radio', { name: 'Keep exact floating-point results' })).not.toBeChecked();
+    await expect(form.getByRole('textbox', { name: 'Your answer' })).toBeEmpty();
+    await expect(page.getByRole('checkbox', { name: /Do not ask again/ })).toHaveCount(0);
+    await expect(page.getByRole('button', { name: 'Answer' })).toBeDisabled();
+    await expect(page.getByRole('button', { name: /^Decline/ })).toHaveAccessibleDescription(/general .*states its assumption and continues/);
+    // Whitespace is not an answer.
+    await form.getByRole('textbox', { name: 'Your answer' }).fill('   ');
+    await expect(page.getByRole('button', { name: 'Answer' })).toBeDisabled();
+    expect(writes).toEqual([]);
+  });
+
+  test('picking an option and answering sends that option, then the inbox moves on', async ({ page }) => {
+    const { form, writes } = await openQuestion(page);
+    await form.getByText('Round to two decimals').click();
+    await expect(form.getByRole('radio', { name: 'Round to two decimals' })).toBeChecked();
+    await expect(form).toContainText('Will send: “Round to two decimals”');
+    await page.getByRole('button', { name: 'Answer' }).click();
+    await expect.poll(() => writes).toEqual([{ path: '/approvals/apr_q/approve', body: { response: 'Round to two decimals' } }]);
+    await expect(page.locator('.command-view')).toContainText('npm install --save-dev jest@30');
+  });
+
+  test('your own words are sent trimmed, and replace a picked option', async ({ page }) => {
+    const { form, writes } = await openQuestion(page);
+    await form.getByRole('radio', { name: 'Keep exact floating-point results' }).check();
+    await form.getByRole('textbox', { name: 'Your answer' }).fill('  Round only when printing;\nsum() stays exact.  ');
+    await expect(form.getByRole('radio', { name: 'Keep exact floating-point results' })).not.toBeChecked();
+    await page.getByRole('button', { name: 'Answer' }).click();
+    await expect.poll(() => writes).toEqual([{ path: '/approvals/apr_q/approve', body: { response: 'Round only when printing;\nsum() stays exact.' } }]);
+  });
+
+  test('Decline rejects the question and sends no answer', async ({ page }) => {
+    const { form, writes } = await openQuestion(page);
+    await form.getByRole('textbox', { name: 'Your answer' }).fill('not sure');
+    await page.getByRole('button', { name: /^Decline/ }).click();
+    await expect.poll(() => writes).toEqual([{ path: '/approvals/apr_q/reject', body: { rememberCommand: false } }]);
+  });
+
+  test('a moves to the answer and never sends one; arrows pick an option and Enter sends it', async ({ page }) => {
+    const { form, writes } = await openQuestion(page);
+    await page.keyboard.press('a');
+    await expect(form.getByRole('radio', { name: 'Keep exact floating-point results' })).toBeFocused();
+    await expect(form.getByRole('radio', { name: 'Keep exact floating-point results' })).not.toBeChecked();
+    expect(writes).toEqual([]);
+    await page.keyboard.press('ArrowDown');
+    await expect(form.getByRole('radio', { name: 'Round to two decimals' })).toBeChecked();
+    await page.keyboard.press('Enter');
+    await expect.poll(() => writes).toEqual([{ path: '/approvals/apr_q/approve', body: { response: 'Round to two decimals' } }]);
+  });
+
+  test('typing an answer: a is a letter, Ctrl+Enter sends', async ({ page }) => {
+    const { form, writes } = await openQuestion(page);
+    await form.getByRole('textbox', { name: 'Your answer' }).focus();
+    await page.keyboard.type('a round answer');
+    await expect(form.getByRole('textbox', { name: 'Your answer' })).toHaveValue('a round answer');
+    expect(writes).toEqual([]);
+    await page.keyboard.press('Control+Enter');
+    await expect.poll(() => writes).toEqual([{ path: '/approvals/apr_q/approve', body: { response: 'a round answer' } }]);
+  });
+
+  test('Escape in an answer being written only leaves the field, keeping the text', async ({ page }) => {
+    const { form, writes } = await openQuestion(page);
+    const text = form.getByRole('textbox', { name: 'Your answer' });
+    await text.focus();
+    await page.keyboard.type('Round, but');
+    await page.keyboard.press('Escape');
+    await expect(text).not.toBeFocused();
+    await expect(text).toHaveValue('Round, but');
+    // Still the same question, still answerable: had Escape declined it, the rejection would be here.
+    await text.focus();
+    await page.keyboard.type(' only when printing');
+    await page.keyboard.press('Control+Enter');
+    await expect.poll(() => writes).toEqual([{ path: '/approvals/apr_q/approve', body: { response: 'Round, but only when printing' } }]);
+  });
+
+  test('a second Escape, outside the field, declines', async ({ page }) => {
+    const { form, writes } = await openQuestion(page);
+    await form.getByRole('textbox', { name: 'Your answer' }).fill('Round, but');
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('Escape');
+    await expect.poll(() => writes).toEqual([{ path: '/approvals/apr_q/reject', body: { rememberCommand: false } }]);
+  });
+
+  test('Escape declines a question nobody started answering, and does nothing on other requests', async ({ page }) => {
+    const { writes } = await openQuestion(page);
+    await page.keyboard.press('Escape');
+    await expect.poll(() => writes).toEqual([{ path: '/approvals/apr_q/reject', body: { rememberCommand: false } }]);
+    // The command now selected is not rejected by Escape: a then approves it, and nothing else is sent.
+    await expect(page.locator('.command-view')).toBeVisible();
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('a');
+    await expect.poll(() => writes.map((w) => w.path)).toEqual(['/approvals/apr_q/reject', '/approvals/apr_1/approve']);
+  });
+
+  test('r declines the question', async ({ page }) => {
+    const { writes } = await openQuestion(page);
+    await page.keyboard.press('r');
+    await expect.poll(() => writes).toEqual([{ path: '/approvals/apr_q/reject', body: { rememberCommand: false } }]);
+  });
+
+  test('an answer is kept while moving through the inbox', async ({ page }) => {
+    const { form } = await openQuestion(page);
+    await form.getByRole('textbox', { name: 'Your answer' }).fill('exact, please');
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('j');
+    await expect(page.locator('.command-view')).toBeVisible();
+    await page.keyboard.press('k');
+    await expect(form.getByRole('textbox', { name: 'Your answer' })).toHaveValue('exact, please');
+  });
+
+  test('an answer the gateway refuses shows its sentence and keeps what was typed', async ({ page }) => {
+    const message = 'response: a question is answered with text — one of its options or your own words; reject it to let the agent state its assumption and continue.';
+    const { form, writes } = await openQuestion(page, { refuse: { status: 400, code: 'validation_failed', message } });
+    await form.getByRole('textbox', { name: 'Your answer' }).fill('Round to cents');
+    await page.getByRole('button', { name: 'Answer' }).click();
+    await expect(page.getByRole('alert')).toContainText(message);
+    await expect(page.getByRole('alert')).toContainText('req_q1');
+    await expect(form.getByRole('textbox', { name: 'Your answer' })).toHaveValue('Round to cents');
+    expect(writes).toHaveLength(1);
+  });
+
+  test('the question view is accessible', async ({ page }) => {
+    const { form } = await openQuestion(page);
+    await expectAccessible(page);
+    await form.getByRole('radio', { name: 'Round to two decimals' }).check();
+    await expectAccessible(page);
+  });
+
+  test("the session's event stream tells the question, its answer and what became of the others", async ({ page }) => {
+    await questionGateway(page);
+    await page.goto('/sessions/ses_fix_sum');
+    const stream = page.getByRole('region', { name: 'Session events' });
+    await expect(stream.getByRole('listitem')).toHaveCount(f.events.length + f.questionEvents.length);
+    const asked = stream.getByRole('listitem').filter({ hasText: 'Question asked by general' }).first();
+    await expect(asked).toContainText(QUESTION);
+    await expect(asked).toContainText('Suggested: Keep exact floating-point results · Round to two decimals');
+    await expect(stream.getByRole('listitem').filter({ hasText: 'Question answered: Round to two decimals' })).toHaveCount(1);
+    await expect(stream.getByRole('listitem').filter({ hasText: 'The agent has its answer: Round to two decimals' })).toHaveCount(1);
+    await expect(stream.getByRole('listitem').filter({ hasText: 'Question declined: the agent states its assumption and continues' })).toContainText('May I rename sum() to add()?');
+    await expect(stream.getByRole('listitem').filter({ hasText: 'Question not asked (headless run or subagent)' })).toContainText('Which test runner should I look for?');
   });
 });

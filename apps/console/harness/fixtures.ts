@@ -106,6 +106,15 @@ export const approvals: ApprovalView[] = [
   },
 ];
 
+const asked = { question: 'test/sum.test.ts also has a skipped test that adds 0.1 and 0.2. Should sum() round its result?', options: ['Keep exact floating-point results', 'Round to two decimals'] };
+
+/** A question from the main agent (AG5), answered with one of its options or in the person's own words. */
+export const questionApproval: ApprovalView = {
+  id: 'apr_q', sessionId: 'ses_fix_sum', projectId: 'prj_demo', toolCallId: 'tc_q', kind: 'question',
+  payload: asked,
+  flags: { thirdParty: [] }, agent: 'general', state: 'pending', decidedBy: null, decidedAt: null, response: null, createdAt: t(1),
+};
+
 const baseSession: SessionView = {
   id: 'ses_fix_sum', projectId: 'prj_demo', userId: 'usr_dev', parentSessionId: null, depth: 0, agent: 'general',
   instruction: 'Make the failing test in test/sum.test.ts pass without changing the test.', policyVersionId: 'pv_3',
@@ -138,6 +147,20 @@ export const events: GatewayEvent[] = [
   ev('decision', 4.5, { effect: 'deny', rule: 'commands.forbidden[0]', reason: '`curl` is forbidden by the policy' }),
   ev('approval_requested', 4, { kind: 'command', thirdParty: false, subject: 'npm install --save-dev jest@30' }),
   ev('approval_requested', 3, { kind: 'diff', thirdParty: false, subject: 'src/sum.ts' }),
+];
+
+/**
+ * What the session stream records around questions: one answered, one declined, and one a subagent
+ * asked, which nobody is asked (the same class as a headless run). Sequence numbers follow `events`.
+ */
+export const questionEvents: GatewayEvent[] = [
+  ev('approval_requested', 1, { approvalId: 'apr_q', callId: 'tc_q', agent: 'general', kind: 'question', thirdParty: false, subject: asked.question, options: asked.options }),
+  ev('approval_answered', 0.9, { approvalId: 'apr_q', answer: 'approved', by: { kind: 'user', userId: 'usr_dev' }, response: 'Round to two decimals' }),
+  ev('question', 0.9, { questionId: 'apr_q', question: asked.question, options: asked.options, answer: 'Round to two decimals' }),
+  ev('approval_requested', 0.8, { approvalId: 'apr_q2', callId: 'tc_q2', agent: 'general', kind: 'question', thirdParty: false, subject: 'May I rename sum() to add()?', options: [] }),
+  ev('approval_answered', 0.7, { approvalId: 'apr_q2', answer: 'rejected', by: { kind: 'user', userId: 'usr_dev' } }),
+  ev('question', 0.7, { questionId: 'apr_q2', question: 'May I rename sum() to add()?', options: [], answer: 'The developer declined to answer: state your assumption and continue.', class: 'question_declined' }),
+  ev('question', 0.5, { subSessionId: 'ses_explore', questionId: 'tc_q3', question: 'Which test runner should I look for?', options: ['jest', 'vitest'], answer: 'Nobody can answer in a headless run: state your assumption and continue.', class: 'question_default_headless' }),
 ];
 
 export const versions: PolicyVersionSummary[] = [

@@ -26,9 +26,15 @@ export function describeEvent(e: GatewayEvent): Described {
     case 'decision':
       return { title: `Policy: ${str(f.effect)}`, detail: `${str(f.reason)} (rule ${str(f.rule)})`, tone: f.effect === 'deny' ? 'bad' : f.effect === 'ask' ? 'warn' : 'good' };
     case 'approval_requested':
+      if (f.kind === 'question') return { title: `Question asked${f.agent ? ` by ${str(f.agent)}` : ''}`, detail: withOptions(str(f.subject), f.options), tone: 'warn' };
       return { title: `Approval requested${f.thirdParty ? ' — third-party files' : ''}`, detail: str(f.subject).split('\n')[0], tone: 'warn' };
     case 'approval_answered':
+      // Only a question's answer carries words; a declined question reads as a rejection here and
+      // is told in words by the `question` event that follows.
+      if (typeof f.response === 'string') return { title: `Question answered: ${oneLine(f.response)}`, detail: f.response.includes('\n') || f.response.length > 120 ? f.response : undefined, tone: 'good' };
       return { title: `Approval ${str(f.answer)}`, tone: f.answer === 'approved' ? 'good' : 'bad' };
+    case 'question':
+      return describeQuestion(f);
     case 'tool_result':
       return { title: `Result: exit ${f.exitCode === null ? '—' : str(f.exitCode)}`, detail: `${f.durationMs ? `${str(f.durationMs)} ms` : ''}${f.truncated ? ', output truncated' : ''}`, tone: f.exitCode === 0 ? 'good' : 'bad' };
     case 'changes_detected':
@@ -50,6 +56,26 @@ export function describeEvent(e: GatewayEvent): Described {
     default:
       return { title: e.type.replace(/_/g, ' '), tone: 'muted' };
   }
+}
+
+function oneLine(text: string, max = 120): string {
+  const first = text.split('\n')[0]!.trim();
+  return first.length > max || first !== text.trim() ? `${first.slice(0, max)}…` : first;
+}
+
+function withOptions(question: string, options: unknown): string {
+  const list = Array.isArray(options) ? options.map(str).filter((o) => o !== '') : [];
+  return list.length > 0 ? `${question}\nSuggested: ${list.join(' · ')}` : question;
+}
+
+/** The outcome of the agent's question (AG5): answered, declined, or left to the agent in a headless run. */
+function describeQuestion(f: Record<string, unknown>): Described {
+  const question = str(f.question);
+  // Nobody is asked in a headless run or by a subagent (the gateway uses the same class for both).
+  if (f.class === 'question_default_headless') return { title: 'Question not asked (headless run or subagent): the agent states its assumption and continues', detail: question, tone: 'warn' };
+  if (f.class === 'question_declined') return { title: 'Question declined: the agent states its assumption and continues', detail: question, tone: 'warn' };
+  if (typeof f.answer === 'string') return { title: `The agent has its answer: ${oneLine(f.answer)}`, detail: question, tone: 'good' };
+  return { title: 'Question waiting for an answer', detail: withOptions(question, f.options), tone: 'warn' };
 }
 
 function toolSubject(args: unknown): string {

@@ -1,7 +1,7 @@
 import { useCallback, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useLiveEvents } from '../api/events';
-import { answerApproval, approvalsQuery, type ApprovalAnswer } from '../api/queries/approvals';
+import { answerApproval, approvalsQuery, type AnswerOptions, type ApprovalAnswer } from '../api/queries/approvals';
 import { useAuth } from '../auth/AuthContext';
 import { fromQuery } from '../components/Query';
 import { ApprovalsPageView } from './ApprovalsPageView';
@@ -14,7 +14,7 @@ export function ApprovalsPage() {
   const [selectedId, setSelectedId] = useState<string | null>(null);
 
   const answer = useMutation({
-    mutationFn: ({ id, verdict, rememberCommand }: { id: string; verdict: ApprovalAnswer; rememberCommand: boolean }) => answerApproval(id, verdict, { rememberCommand }),
+    mutationFn: ({ id, verdict, ...opts }: { id: string; verdict: ApprovalAnswer } & AnswerOptions) => answerApproval(id, verdict, opts),
     onSuccess: (_res, { id }) => {
       // Move on to the next request, as a reviewer working through the inbox expects.
       const list = approvals.data?.filter((a) => a.state === 'pending') ?? [];
@@ -32,7 +32,7 @@ export function ApprovalsPage() {
   );
   const live = useLiveEvents(me.user.projectIds.map((projectId) => ({ projectId })), onEvent);
 
-  const onAnswer = useCallback((id: string, verdict: ApprovalAnswer, opts: { rememberCommand: boolean }) => answer.mutate({ id, verdict, ...opts }), [answer]);
+  const onAnswer = useCallback((id: string, verdict: ApprovalAnswer, opts: AnswerOptions) => answer.mutate({ id, verdict, ...opts }), [answer]);
 
   return (
     <ApprovalsPageView

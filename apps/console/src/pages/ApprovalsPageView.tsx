@@ -1,6 +1,6 @@
-import { useEffect, useState } from 'react';
+import { useEffect, useId, useRef, useState, type KeyboardEvent as ReactKeyboardEvent, type RefObject } from 'react';
 import type { ApprovalView } from '@lemniscate/contracts';
-import type { ApprovalAnswer } from '../api/queries/approvals';
+import type { AnswerOptions, ApprovalAnswer } from '../api/queries/approvals';
 import { CommandView } from '../components/CommandView';
 import { DiffViewer } from '../components/diff/DiffViewer';
 import { Query, type QueryState } from '../components/Query';
@@ -10,7 +10,8 @@ export interface ApprovalsPageViewProps {
   approvals: QueryState<ApprovalView[]>;
   selectedId: string | null;
   onSelect: (id: string) => void;
-  onAnswer: (id: string, answer: ApprovalAnswer, opts: { rememberCommand: boolean }) => void;
+  /** `opts.response` answers a question (with 'approve'); rejecting a question declines it. */
+  onAnswer: (id: string, answer: ApprovalAnswer, opts: AnswerOptions) => void;
   /** The approval whose answer is on its way to the gateway. */
   busyId: string | null;
   answerError: unknown;
@@ -38,6 +39,33 @@ function summary(a: ApprovalView): string {
   return `+${p.amount} ${p.extension}`;
 }
 
+type QuestionPayload = { question: string; options: string[] };
+
+function questionOf(a: ApprovalView): QuestionPayload | null {
+  return 'question' in a.payload ? a.payload : null;
+}
+
+/** The gateway trims an answer and refuses one longer than this. */
+const MAX_ANSWER = 4000;
+
+/**
+ * A reply to a question being written: one of the suggested options, or the person's own words.
+ * Kept per request so moving through the inbox does not throw away what was typed.
+ */
+interface Draft {
+  /** Index of the picked option; null when the answer is the text. */
+  option: number | null;
+  text: string;
+}
+const EMPTY_DRAFT: Draft = { option: null, text: '' };
+
+/** What "Answer" would send, or null while there is nothing to send. */
+function responseOf(q: QuestionPayload, d: Draft): string | null {
+  if (d.option !== null) return q.options[d.option] ?? null;
+  const t = d.text.trim();
+  return t === '' ? null : t.slice(0, MAX_ANSWER);
+}
+
 function typingIn(target: EventTarget | null): boolean {
   if (!(target instanceof HTMLElement)) return false;
   return target.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(target.tagName);
@@ -54,7 +82,8 @@ export function ApprovalsPageView(props: ApprovalsPageViewProps) {
         </p>
       </div>
       <p className="muted small shortcuts" id="shortcuts">
-        Keyboard: <kbd>j</kbd> / <kbd>k</kbd> next and previous, <kbd>a</kbd> approve, <kbd>r</kbd> reject.
+        Keyboard: <kbd>j</kbd> / <kbd>k</kbd> next and previous, <kbd>a</kbd> approve, <kbd>r</kbd> reject. For a question, <kbd>a</kbd> moves to the answer (it never
+        sends one) and <kbd>Esc</kbd> or <kbd>r</kbd> declines; <kbd>Esc</kbd> in an answer you have started only leaves it.
       </p>
       <Query state={approvals} what="the approvals">
         {(list) => <Inbox {...props} list={list} />}
@@ -67,23 +96,29 @@ function Inbox({ list, selectedId, onSelect, onAnswer, busyId, answerError }: Ap
   const pending = list.filter((a) => a.state === 'pending');
   const selected = pending.find((a) => a.id === selectedId) ?? pending[0] ?? null;
   const [remember, setRemember] = useState(false);
+  const [drafts, setDrafts] = useState<Record<string, Draft>>({});
+  const answerForm = useRef<HTMLFormElement>(null);
+  const question = selected ? questionOf(selected) : null;
 
   useEffect(() => setRemember(false), [selected?.id]);
 
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
-      if (e.altKey || e.ctrlKey || e.metaKey || typingIn(e.target) || !selected) return;
+      // Inside a field the keys are the person's text; a key the answer form already handled is done.
+      if (e.defaultPrevented || e.altKey || e.ctrlKey || e.metaKey || typingIn(e.target) || !selected) return;
       const i = pending.findIndex((a) => a.id === selected.id);
       if (e.key === 'j' && i < pending.length - 1) onSelect(pending[i + 1]!.id);
       else if (e.key === 'k' && i > 0) onSelect(pending[i - 1]!.id);
+      // A question is answered in words: `a` cannot know which, so it only takes the person there.
+      else if (e.key === 'a' && question) focusAnswer(answerForm.current);
       else if (e.key === 'a' && busyId === null) onAnswer(selected.id, 'approve', { rememberCommand: remember });
-      else if (e.key === 'r' && busyId === null) onAnswer(selected.id, 'reject', { rememberCommand: false });
+      else if ((e.key === 'r' || (e.key === 'Escape' && question)) && busyId === null) onAnswer(selected.id, 'reject', { rememberCommand: false });
       else return;
       e.preventDefault();
     };
     window.addEventListener('keydown', onKey);
     return () => window.removeEventListener('keydown', onKey);
-  }, [pending, selected, onSelect, onAnswer, busyId, remember]);
+  }, [pending, selected, question, onSelect, onAnswer, busyId, remember]);
 
   if (pending.length === 0) return <Empty>No request is waiting for you. New ones appear here as sessions ask.</Empty>;
 
@@ -97,7 +132,7 @@ function Inbox({ list, selectedId, onSelect, onAnswer, busyId, answerError }: Ap
                 {KIND_LABEL[a.kind]}
                 {isThirdParty(a) && <span className="badge danger">third-party</span>}
               </span>
-              <code className="inbox-summary">{summary(a)}</code>
+              {a.kind === 'question' ? <span className="inbox-summary question">{summary(a)}</span> : <code className="inbox-summary">{summary(a)}</code>}
               <span className="muted small">
                 {a.agent} · session {a.sessionId} · {new Date(a.createdAt).toLocaleTimeString()}
               </span>
@@ -110,7 +145,7 @@ function Inbox({ list, selectedId, onSelect, onAnswer, busyId, answerError }: Ap
           <header className="approval-header">
             <h2 id="approval-title">{KIND_LABEL[selected.kind]}</h2>
             <span className="muted small">
-              proposed by <strong>{selected.agent}</strong> in session <code>{selected.sessionId}</code>
+              {question ? 'asked' : 'proposed'} by <strong>{selected.agent}</strong> in session <code>{selected.sessionId}</code>
             </span>
           </header>
           {isThirdParty(selected) && (
@@ -126,33 +161,156 @@ function Inbox({ list, selectedId, onSelect, onAnswer, busyId, answerError }: Ap
               </ul>
             </div>
           )}
-          <ApprovalSubject approval={selected} />
-          <InlineError error={answerError} />
-          <div className="actions">
-            {'command' in selected.payload && (
-              <label className="checkbox">
-                <input type="checkbox" checked={remember} onChange={(e) => setRemember(e.target.checked)} />
-                Do not ask again for this exact command in this session (if the policy allows it)
-              </label>
-            )}
-            <button type="button" className="danger" disabled={busyId !== null} onClick={() => onAnswer(selected.id, 'reject', { rememberCommand: false })}>
-              Reject <kbd aria-hidden="true">r</kbd>
-            </button>
-            <button type="button" className="primary" disabled={busyId !== null} onClick={() => onAnswer(selected.id, 'approve', { rememberCommand: remember })}>
-              {busyId === selected.id ? 'Sending…' : 'Approve'} <kbd aria-hidden="true">a</kbd>
-            </button>
-          </div>
+          {question ? (
+            <QuestionForm
+              key={selected.id}
+              formRef={answerForm}
+              approval={selected}
+              question={question}
+              draft={drafts[selected.id] ?? EMPTY_DRAFT}
+              onDraft={(d) => setDrafts((all) => ({ ...all, [selected.id]: d }))}
+              busy={busyId !== null}
+              sending={busyId === selected.id}
+              answerError={answerError}
+              onAnswer={(response) => onAnswer(selected.id, 'approve', { rememberCommand: false, response })}
+              onDecline={() => onAnswer(selected.id, 'reject', { rememberCommand: false })}
+            />
+          ) : (
+            <>
+              <ApprovalSubject approval={selected} />
+              <InlineError error={answerError} />
+              <div className="actions">
+                {'command' in selected.payload && (
+                  <label className="checkbox">
+                    <input type="checkbox" checked={remember} onChange={(e) => setRemember(e.target.checked)} />
+                    Do not ask again for this exact command in this session (if the policy allows it)
+                  </label>
+                )}
+                <button type="button" className="danger" disabled={busyId !== null} onClick={() => onAnswer(selected.id, 'reject', { rememberCommand: false })}>
+                  Reject <kbd aria-hidden="true">r</kbd>
+                </button>
+                <button type="button" className="primary" disabled={busyId !== null} onClick={() => onAnswer(selected.id, 'approve', { rememberCommand: remember })}>
+                  {busyId === selected.id ? 'Sending…' : 'Approve'} <kbd aria-hidden="true">a</kbd>
+                </button>
+              </div>
+            </>
+          )}
         </section>
       )}
     </div>
   );
 }
 
+/** The picked option when there is one, else the first option, else the text field. */
+function focusAnswer(form: HTMLFormElement | null) {
+  form?.querySelector<HTMLElement>('input[type="radio"]:checked, input[type="radio"], textarea')?.focus();
+}
+
+interface QuestionFormProps {
+  formRef: RefObject<HTMLFormElement | null>;
+  approval: ApprovalView;
+  question: QuestionPayload;
+  draft: Draft;
+  onDraft: (d: Draft) => void;
+  busy: boolean;
+  sending: boolean;
+  answerError: unknown;
+  onAnswer: (response: string) => void;
+  onDecline: () => void;
+}
+
+/**
+ * The agent's question (AG5): pick one of its suggested answers or write your own, or decline and
+ * let the agent state its assumption and continue.
+ */
+function QuestionForm({ formRef, approval, question, draft, onDraft, busy, sending, answerError, onAnswer, onDecline }: QuestionFormProps) {
+  const ids = useId();
+  const response = responseOf(question, draft);
+  const started = draft.option !== null || draft.text.trim() !== '';
+  const send = () => {
+    if (response !== null && !busy) onAnswer(response);
+  };
+  const onKeyDown = (e: ReactKeyboardEvent<HTMLFormElement>) => {
+    if (e.nativeEvent.isComposing) return;
+    if (e.key === 'Escape') {
+      e.preventDefault();
+      // Escape declines, as the product promises, but never throws away an answer being written:
+      // with something picked or typed it only leaves the field, and a second Escape declines.
+      if (started) (e.target as HTMLElement).blur();
+      else if (!busy) onDecline();
+    } else if (e.key === 'Enter' && (e.target instanceof HTMLInputElement || e.ctrlKey || e.metaKey)) {
+      // Enter on an option, or Ctrl/⌘+Enter in the text, sends; plain Enter in the text is a new line.
+      e.preventDefault();
+      send();
+    }
+  };
+  return (
+    <form
+      ref={formRef}
+      className="question-form"
+      aria-labelledby={`${ids}-q`}
+      onKeyDown={onKeyDown}
+      onSubmit={(e) => {
+        e.preventDefault();
+        send();
+      }}
+    >
+      <p className="question-text" id={`${ids}-q`}>
+        {question.question}
+      </p>
+      {question.options.length > 0 && (
+        <fieldset className="question-options">
+          <legend>Suggested by {approval.agent}</legend>
+          {question.options.map((o, i) => (
+            <label key={i} className={`question-option${draft.option === i ? ' picked' : ''}`}>
+              <input type="radio" name={`${ids}-option`} value={i} checked={draft.option === i} disabled={busy} onChange={() => onDraft({ ...draft, option: i })} />
+              <span>{o}</span>
+            </label>
+          ))}
+        </fieldset>
+      )}
+      <div className="field">
+        <label htmlFor={`${ids}-text`}>Your answer</label>
+        <textarea
+          id={`${ids}-text`}
+          rows={3}
+          maxLength={MAX_ANSWER}
+          value={draft.text}
+          disabled={busy}
+          aria-describedby={`${ids}-text-help`}
+          onChange={(e) => onDraft({ option: null, text: e.target.value })}
+          // Going back to words already written makes them the answer again, instead of the option.
+          onFocus={() => draft.option !== null && draft.text.trim() !== '' && onDraft({ ...draft, option: null })}
+        />
+        <p className="help" id={`${ids}-text-help`}>
+          {question.options.length > 0 ? 'Or answer in your own words; typing here replaces the option picked above. ' : ''}
+          <kbd>Ctrl</kbd>+<kbd>Enter</kbd> sends.
+        </p>
+      </div>
+      <InlineError error={answerError} />
+      <div className="actions">
+        <p className="help decline-help" id={`${ids}-decline`}>
+          Declining tells {approval.agent} you will not answer: it states its assumption and continues.
+        </p>
+        <button type="button" disabled={busy} aria-describedby={`${ids}-decline`} onClick={onDecline}>
+          Decline <kbd aria-hidden="true">Esc</kbd>
+        </button>
+        <button type="submit" className="primary" disabled={busy || response === null}>
+          {sending ? 'Sending…' : 'Answer'}
+        </button>
+      </div>
+      <p className="muted small will-send">
+        {response === null ? 'Pick an option or write an answer to send one.' : <>Will send: “{response.length > 200 ? `${response.slice(0, 200)}…` : response}”</>}
+      </p>
+    </form>
+  );
+}
+
 function ApprovalSubject({ approval }: { approval: ApprovalView }) {
   const p = approval.payload;
+  if ('question' in p) return <p className="question-text">{p.question}</p>;
   if ('command' in p) return <CommandView command={p.command} label="The exact command" />;
   if ('diff' in p) return <DiffViewer patch={p.diff} thirdParty={approval.flags.thirdParty} />;
-  if ('question' in p) return <p>{p.question}</p>;
   return (
     <p>
       The session reached a limit and asks for <strong>{p.amount} more {p.extension}</strong>.

@@ -12,5 +12,18 @@ export const approvalsQuery = (filter: { state?: ApprovalState; sessionId?: stri
 
 export type ApprovalAnswer = 'approve' | 'reject';
 
-export const answerApproval = (id: string, answer: ApprovalAnswer, body: Partial<AnswerApprovalRequest> = {}) =>
-  api.json(ApprovalView, answer === 'approve' ? routes.approve(id) : routes.reject(id), { method: 'POST', body });
+/** What goes with a verdict: "do not ask again" for a command, the answer in words for a question. */
+export interface AnswerOptions {
+  rememberCommand: boolean;
+  /** Only when answering (approving) a question; the gateway refuses it anywhere else. */
+  response?: string;
+}
+
+/**
+ * Approves or rejects a request. A question is answered with `response` alone; a rejection never
+ * carries text, since rejecting a question declines it and the gateway refuses an answer with that.
+ */
+export const answerApproval = (id: string, answer: ApprovalAnswer, { rememberCommand, response }: AnswerOptions) => {
+  const body: Partial<AnswerApprovalRequest> = answer === 'approve' && response !== undefined ? { response } : { rememberCommand: answer === 'approve' && rememberCommand };
+  return api.json(ApprovalView, answer === 'approve' ? routes.approve(id) : routes.reject(id), { method: 'POST', body });
+};
