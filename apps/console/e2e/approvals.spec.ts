@@ -258,6 +258,11 @@ test.describe('A question from the agent', () => {
     await expect(page.getByRole('alert')).toContainText('req_q1');
     await expect(form.getByRole('textbox', { name: 'Your answer' })).toHaveValue('Round to cents');
     expect(writes).toHaveLength(1);
+    // The refusal concerns this question only: the next request opens without it.
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('j');
+    await expect(page.locator('.command-view')).toBeVisible();
+    await expect(page.getByRole('alert')).toHaveCount(0);
   });
 
   test('the question view is accessible', async ({ page }) => {

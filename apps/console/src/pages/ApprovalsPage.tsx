@@ -32,13 +32,22 @@ export function ApprovalsPage() {
   );
   const live = useLiveEvents(me.user.projectIds.map((projectId) => ({ projectId })), onEvent);
 
+  // A refusal belongs to the request it answered, not to the next one opened.
+  const { reset, isPending } = answer;
+  const onSelect = useCallback(
+    (id: string) => {
+      setSelectedId(id);
+      if (!isPending) reset();
+    },
+    [reset, isPending],
+  );
   const onAnswer = useCallback((id: string, verdict: ApprovalAnswer, opts: AnswerOptions) => answer.mutate({ id, verdict, ...opts }), [answer]);
 
   return (
     <ApprovalsPageView
       approvals={fromQuery(approvals)}
       selectedId={selectedId}
-      onSelect={setSelectedId}
+      onSelect={onSelect}
       onAnswer={onAnswer}
       busyId={answer.isPending ? (answer.variables?.id ?? null) : null}
       answerError={answer.error}
