@@ -1,5 +1,7 @@
 import { withTestDatabases } from '../src/db/testing';
+import { ApprovalsRepository } from '../src/db/repositories/approvals.repository';
 import { SessionsRepository } from '../src/db/repositories/sessions.repository';
+import { EventsService } from '../src/events/events.service';
 import { ApprovalsService } from '../src/sessions/approvals.service';
 import { SessionRunRegistry } from '../src/sessions/session-run.registry';
 import { SessionsService } from '../src/sessions/sessions.service';
@@ -110,6 +112,63 @@ withTestDatabases((db) => {
     expect(approval.state).toBe('refused_headless');
     const answer = await gw.http().post(`/api/v1/approvals/${approval.id}/approve`).set(bearer(dev.token)).send({});
     expect(answer.status).toBe(409);
+  });
+
+  describe('questions (AG5): asked at the approval point, answered in words or declined', () => {
+    const question = (sessionId: string) =>
+      gw.app.get(ApprovalsService).request({ sessionId, kind: 'question', payload: { question: 'Keep the old API or break it?', options: ['keep it', 'break it'] }, agent: 'general' });
+
+    it('is answered with text: the view, the audit entry and the event carry the answer', async () => {
+      const sessionId = await newSession();
+      const events = gw.app.get(EventsService);
+      const seen: { type: string; payload: Record<string, unknown> }[] = [];
+      const unsubscribe = events.subscribe((e) => void (e.sessionId === sessionId && seen.push(e)));
+      try {
+        const asked = await question(sessionId);
+        expect(asked).toMatchObject({ kind: 'question', state: 'pending', response: null, payload: { question: 'Keep the old API or break it?', options: ['keep it', 'break it'] } });
+        const ok = await gw.http().post(`/api/v1/approvals/${asked.id}/approve`).set(bearer(dev.token)).send({ response: '  keep it, and deprecate  ' });
+        expect(ok.status).toBe(200);
+        expect(ok.body).toMatchObject({ state: 'approved', response: 'keep it, and deprecate', decidedBy: dev.userId });
+        expect((await gw.http().get(`/api/v1/approvals/${asked.id}`).set(bearer(dev.token))).body.response).toBe('keep it, and deprecate');
+        expect((await auditKinds(gw, ['approval.answer'])).at(-1)).toMatchObject({ payload: { approvalId: asked.id, kind: 'question', answer: 'approved', response: 'keep it, and deprecate' } });
+        const requested = seen.find((e) => e.type === 'approval_requested');
+        expect(requested?.payload).toMatchObject({ kind: 'question', subject: 'Keep the old API or break it?', options: ['keep it', 'break it'] });
+        expect(seen.find((e) => e.type === 'approval_answered')?.payload).toMatchObject({ approvalId: asked.id, answer: 'approved', response: 'keep it, and deprecate' });
+      } finally {
+        unsubscribe();
+      }
+    });
+
+    it('is declined by rejecting it; the answer stays empty', async () => {
+      const asked = await question(await newSession());
+      const res = await gw.http().post(`/api/v1/approvals/${asked.id}/reject`).set(bearer(dev.token)).send({});
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ state: 'rejected', response: null });
+    });
+
+    it.each([
+      ['approving a question without an answer', 'question', 'approve', {}, /response: a question is answered with text/],
+      ['an empty answer', 'question', 'approve', { response: '   ' }, /An answer cannot be empty; reject the question to decline it\./],
+      ['declining a question with an answer', 'question', 'reject', { response: 'keep it' }, /response: rejecting a question declines it and takes no answer/],
+      ['an answer to a command', 'command', 'approve', { response: 'yes' }, /response: only a question takes an answer in words; this approval is a command/],
+    ])('refuses %s with a sentence and leaves it pending', async (_what, kind, verdict, body, message) => {
+      const sessionId = await newSession();
+      const asked = kind === 'question' ? await question(sessionId) : await ask(sessionId);
+      const res = await gw.http().post(`/api/v1/approvals/${asked.id}/${verdict}`).set(bearer(dev.token)).send(body);
+      expect(res.status).toBe(400);
+      expect(JSON.stringify(res.body)).toMatch(message);
+      expect((await gw.http().get(`/api/v1/approvals/${asked.id}`).set(bearer(dev.token))).body).toMatchObject({ state: 'pending', response: null });
+    });
+
+    it('the database itself refuses an answer in words on anything but an approved question', async () => {
+      const command = await ask(await newSession());
+      const repository = gw.app.get(ApprovalsRepository);
+      const refusal = (p: Promise<unknown>) => p.then(() => 'accepted', (e: { cause?: { message?: string } }) => e.cause?.message ?? String(e));
+      await expect(refusal(repository.answer(command.id, { state: 'approved', decidedBy: dev.userId, response: 'sneaked in' }))).resolves.toMatch(/violates check constraint "approvals_response_answers_a_question"/);
+      const asked = await question(await newSession());
+      await expect(refusal(repository.answer(asked.id, { state: 'rejected', decidedBy: dev.userId, response: 'sneaked in' }))).resolves.toMatch(/violates check constraint "approvals_response_answers_a_question"/);
+      await expect(refusal(repository.answer(asked.id, { state: 'approved', decidedBy: dev.userId, response: 'keep it' }))).resolves.toBe('accepted');
+    });
   });
 
   it('stop: within a second the loop is cancelled, pending approvals rejected, the sandbox destroyed, all audited', async () => {

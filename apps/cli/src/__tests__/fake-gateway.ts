@@ -264,6 +264,8 @@ export class FakeGateway {
       if (!m[2]) return this.send(res, 200, a);
       if (a.state !== 'pending') return this.error(res, 409, 'approval_already_answered', `Approval ${a.id} was already answered (${a.state}).`);
       a.state = m[2] === '/approve' ? 'approved' : 'rejected';
+      const response = (body as { response?: string } | undefined)?.response;
+      if (a.state === 'approved' && response !== undefined) a.response = response;
       return this.send(res, 200, a);
     }
     if (route === 'GET /audit/verify') return this.send(res, 200, this.auditVerify);

@@ -163,6 +163,37 @@ describe('approvals', () => {
     expect(r.stdout).toContain('THIRD-PARTY FILE');
     expect(r.stdout).toContain('THIRD-PARTY FILES: .github/ci.yml (ci)');
   });
+
+  describe("an agent's question", () => {
+    beforeEach(() => {
+      gateway.approvals.push(approvalView('q1', { kind: 'question', payload: { question: 'Keep the old API or break it?', options: ['keep it', 'break it'] } }));
+    });
+
+    it('is listed and shown with its numbered options and how to answer', async () => {
+      const list = await lemni(['approvals'], { env: env() });
+      expect(list.stdout).toMatch(/q1\s+question\s+general\s+s1\s+\? Keep the old API or break it\?/);
+      const r = await lemni(['approvals', 'show', 'q1'], { env: env() });
+      expect(r.stdout).toContain('Question: Keep the old API or break it?\n  1. keep it\n  2. break it\n');
+      expect(r.stdout).toContain('Answer with `lemni approvals approve q1 --answer TEXT`');
+    });
+
+    it('--answer N picks the Nth option; other text is sent as written', async () => {
+      const picked = await lemni(['approvals', 'approve', 'q1', '--answer', '2'], { env: env() });
+      expect(picked.code).toBe(0);
+      expect(gateway.hits('POST', '/approvals/q1/approve')[0]?.body).toEqual({ rememberCommand: false, response: 'break it' });
+      expect(picked.stdout).toBe('Answered q1 (? Keep the old API or break it?): break it\n');
+      gateway.approvals.push(approvalView('q2', { kind: 'question', payload: { question: 'Name?', options: [] } }));
+      await lemni(['approvals', 'approve', 'q2', '--answer', 'fast path'], { env: env() });
+      expect(gateway.hits('POST', '/approvals/q2/approve')[0]?.body).toEqual({ rememberCommand: false, response: 'fast path' });
+    });
+
+    it('an empty answer is refused before anything is sent', async () => {
+      const r = await lemni(['approvals', 'approve', 'q1', '--answer', '  '], { env: env() });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain('An answer cannot be empty; reject the question to decline it.');
+      expect(gateway.hits('POST', '/approvals/q1/approve')).toEqual([]);
+    });
+  });
 });
 
 describe('lemni apply SESSION', () => {

@@ -7,7 +7,7 @@ import { sessionView } from '../__tests__/fake-gateway';
 import type { SessionRunApi } from '../session/session-api';
 import type { StartSessionRequest } from '../gateway/gateway-client';
 import { ApprovalDesk, parseMention, runInteractive } from './interactive';
-import type { ApprovalAnswer, ApprovalQuestion, Prompter } from './prompter';
+import type { AgentQuestion, ApprovalAnswer, ApprovalQuestion, Prompter, QuestionAnswer } from './prompter';
 
 const project: ProjectView = { id: 'p1', name: 'demo', repositorySource: '/nowhere/demo.git', defaultRef: 'main', createdAt: new Date().toISOString() };
 
@@ -76,6 +76,8 @@ class MemoryApi implements SessionRunApi {
 
 class ScriptedPrompter implements Prompter {
   questions: ApprovalQuestion[] = [];
+  asked: AgentQuestion[] = [];
+  replies: QuestionAnswer[] = [];
   mention?: Prompter['mention'];
   watchKeys?: Prompter['watchKeys'];
   constructor(
@@ -91,6 +93,10 @@ class ScriptedPrompter implements Prompter {
   }
   async extension(): Promise<'grant' | 'decline' | null> {
     return 'grant';
+  }
+  async question(q: AgentQuestion): Promise<QuestionAnswer | null> {
+    this.asked.push(q);
+    return this.replies.shift() ?? 'decline';
   }
   async text(): Promise<string> {
     return '';
@@ -185,6 +191,47 @@ describe('interactive sessions', () => {
     await runInteractive(api, new ScriptedPrompter(['clean', null], ['stop']), { project, includeUncommitted: false, cwd }, io().io);
     expect(api.stops).toEqual(['s1']);
     expect(api.answers).toEqual([]);
+  });
+
+  describe("the agent's question (AG5)", () => {
+    const asking = (api: MemoryApi) => (id: string) => {
+      api.push(id, started());
+      api.push(id, { type: 'approval_requested', approvalId: 'q1', callId: 'c9', agent: 'general', kind: 'question', thirdParty: false, subject: 'Keep the old API or break it?', options: ['keep it', 'break it'] });
+    };
+
+    it('is asked with its options and answered in words through the approval', async () => {
+      const api = new MemoryApi();
+      api.onStart = asking(api);
+      api.afterAnswer = () => [{ type: 'question', questionId: 'q1', question: 'Keep the old API or break it?', options: ['keep it', 'break it'], answer: 'keep it' }, completed('Kept it.')];
+      const prompter = new ScriptedPrompter(['refactor the API', null], []);
+      prompter.replies = [{ answer: 'keep it' }];
+      const t = io();
+      await runInteractive(api, prompter, { project, includeUncommitted: false, cwd }, t.io);
+      expect(prompter.asked).toEqual([{ approvalId: 'q1', agent: 'general', question: 'Keep the old API or break it?', options: ['keep it', 'break it'] }]);
+      expect(prompter.questions).toEqual([]);
+      expect(api.answers).toEqual([{ id: 'q1', answer: 'approve', body: { response: 'keep it' } }]);
+      expect(t.out.join('')).toContain('Answered: Keep the old API or break it? → keep it');
+    });
+
+    it('declined (Escape), it is rejected so the agent states its assumption', async () => {
+      const api = new MemoryApi();
+      api.onStart = asking(api);
+      api.afterAnswer = () => [completed('Assumed.')];
+      const prompter = new ScriptedPrompter(['refactor the API', null], []);
+      prompter.replies = ['decline'];
+      await runInteractive(api, prompter, { project, includeUncommitted: false, cwd }, io().io);
+      expect(api.answers).toEqual([{ id: 'q1', answer: 'reject', body: { rememberCommand: false } }]);
+    });
+
+    it('"Stop the session" from the question stops it', async () => {
+      const api = new MemoryApi();
+      api.onStart = asking(api);
+      const prompter = new ScriptedPrompter(['refactor the API', null], []);
+      prompter.replies = ['stop'];
+      await runInteractive(api, prompter, { project, includeUncommitted: false, cwd }, io().io);
+      expect(api.stops).toEqual(['s1']);
+      expect(api.answers).toEqual([]);
+    });
   });
 
   it('at a limit, the extension prompt grants through the approval', async () => {

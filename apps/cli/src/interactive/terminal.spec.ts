@@ -80,3 +80,41 @@ afterEach(async () => {
   await until('the stop request', () => gateway.hits('POST', '/sessions/s2/stop').length === 1);
   await until('the stop message', () => screen().includes('Session stopped: it was stopped.'));
 }, 60_000);
+
+(hasTmux ? it : it.skip)("answers the agent's question by picking an option, in its own words, and declines one with Esc", async () => {
+  const question = (id: string, subject: string, options: string[]) => ({ type: 'approval_requested', approvalId: id, callId: null, agent: 'general', kind: 'question', thirdParty: false, subject, options });
+  gateway.approvals = ['q1', 'q2', 'q3'].map((id) => approvalView(id, { kind: 'question', payload: { question: 'which?', options: [] } }));
+  gateway.scenario = {
+    events: [
+      started(),
+      question('q1', 'Keep the old API or break it?', ['keep it', 'break it']),
+      question('q2', 'What should the new flag be called?', []),
+      question('q3', 'Run the slow tests too?', ['yes', 'no']),
+      completed('Done asking.'),
+    ],
+    gateAt: 4,
+    final: {},
+  };
+  const env = [`HOME=${home}`, `LEMNISCATE_GATEWAY=${gateway.url}`, `LEMNISCATE_TOKEN=${GOOD_TOKEN}`, `PATH=${process.env.PATH ?? ''}`, 'TERM=xterm-256color'];
+  tmux('new-session', '-d', '-s', 'cli', '-x', '160', '-y', '50', 'env', '-i', ...env, process.execPath, path.join(repo, 'apps/cli/bin/lemni.js'), '--project', 'demo');
+  await until('the instruction prompt', () => screen().includes('lemni ›'));
+  tmux('send-keys', '-t', 'cli', 'refactor the API', 'Enter');
+  await until('the first question', () => screen().includes('Question q1'));
+  expect(screen()).toContain('general asks: Keep the old API or break it?');
+  expect(screen()).toContain('Answer in my own words');
+  tmux('send-keys', '-t', 'cli', 'Down', 'Enter');
+  await until('the first answer', () => gateway.hits('POST', '/approvals/q1/approve').length === 1);
+  expect(gateway.hits('POST', '/approvals/q1/approve')[0]!.body).toEqual({ rememberCommand: false, response: 'break it' });
+  // No options: the answer is typed.
+  await until('the second question', () => screen().includes('What should the new flag be called?') && screen().includes('Your answer'));
+  tmux('send-keys', '-t', 'cli', '  --fast-path ', 'Enter');
+  await until('the second answer', () => gateway.hits('POST', '/approvals/q2/approve').length === 1);
+  expect(gateway.hits('POST', '/approvals/q2/approve')[0]!.body).toEqual({ rememberCommand: false, response: '--fast-path' });
+  await until('the third question', () => screen().includes('Question q3'));
+  tmux('send-keys', '-t', 'cli', 'Escape');
+  await until('the decline', () => gateway.hits('POST', '/approvals/q3/reject').length === 1);
+  expect(gateway.hits('POST', '/approvals/q3/approve')).toEqual([]);
+  await until('the declined note', () => screen().includes('(declined)'));
+  gateway.release();
+  await until('the summary', () => screen().includes('Done asking.'));
+}, 60_000);

@@ -25,6 +25,16 @@ describe('render', () => {
     expect(describeEvent(q, new Map())).toContain('Question: Which database? (pg / sqlite)');
     const d = { ...q, answer: 'assume', class: 'question_default_headless' } as SessionEvent;
     expect(describeEvent(d, new Map())).toContain('answered with its default in a headless run');
+    const declined = { ...q, answer: 'state your assumption', class: 'question_declined' } as SessionEvent;
+    expect(describeEvent(declined, new Map())).toContain('Question declined: Which database? → the agent states its assumption and continues.');
+    expect(describeEvent({ ...q, answer: 'pg' } as SessionEvent, new Map())).toContain('Answered: Which database? → pg');
+  });
+
+  it("labels a subagent's lines with its name, learnt from subagent_started", () => {
+    const text = { ...base, type: 'model_text', text: 'Found it.', subSessionId: 'ses_child' } as SessionEvent;
+    expect(describeEvent(text, new Map(), new Map([['ses_child', 'explore']]))).toContain('[explore] Found it.');
+    expect(describeEvent(text, new Map())).toContain('[subagent] Found it.');
+    expect(describeEvent({ ...text, subSessionId: undefined } as SessionEvent, new Map())).toBe('Found it.');
   });
 
   it('every stop reason has a sentence', () => {

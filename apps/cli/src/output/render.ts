@@ -85,6 +85,7 @@ export function describeEvent(event: SessionEvent, calls: Map<string, string>, s
       return pc.dim(`Subagent ${event.agent} ${event.report.replace('_', ' ')} (${event.childSessionId}).`);
     case 'question':
       if (event.class === 'question_default_headless') return pc.yellow(`Question answered with its default in a headless run: ${event.question} → ${event.answer ?? ''}`);
+      if (event.class === 'question_declined') return pc.yellow(`Question declined: ${event.question} → the agent states its assumption and continues.`);
       if (event.answer !== null) return pc.dim(`Answered: ${event.question} → ${event.answer}`);
       return pc.bold(`Question: ${event.question}${event.options.length > 0 ? ` (${event.options.join(' / ')})` : ''}`);
     case 'model_text':

@@ -106,6 +106,8 @@ describe('lemni -p (headless, through the real bin)', () => {
         started(),
         { type: 'approval_requested', approvalId: 'ap7', callId: null, agent: 'general', kind: 'diff', thirdParty: false, subject: 'diff --git a/x b/x\n' },
         { type: 'approval_answered', approvalId: 'ap7', answer: 'approved', by: { kind: 'user', userId: 'u1' } },
+        { type: 'approval_requested', approvalId: 'ap8', callId: null, agent: 'general', kind: 'question', thirdParty: false, subject: 'Keep the old API?', options: ['yes', 'no'] },
+        { type: 'approval_answered', approvalId: 'ap8', answer: 'approved', by: { kind: 'user', userId: 'u1' }, response: 'yes' },
         completed(),
       ],
       final: {},
@@ -114,6 +116,7 @@ describe('lemni -p (headless, through the real bin)', () => {
     expect(r.code).toBe(0);
     expect(gateway.hits('POST', '/sessions')[0]!.body).toMatchObject({ headless: true, waitForApprovals: true });
     expect(r.stderr).toContain('Waiting for a person: general asks to apply a diff; approve or reject it in the console or with `lemni approvals approve|reject ap7`.');
+    expect(r.stderr).toContain('Waiting for a person: general asks "Keep the old API?" (yes / no); answer it in the console or with `lemni approvals approve ap8 --answer TEXT`, or decline it with `lemni approvals reject ap8`.');
     expect(r.stderr).not.toContain('Refused');
   });
 

@@ -32,7 +32,7 @@ function setup(options: {
   policy?: Policy;
   headless?: boolean;
   execution?: Partial<ExecutionConfig>;
-  answer?: (d: ApprovalDraft) => ApprovalOutcome['state'];
+  answer?: (d: ApprovalDraft) => ApprovalOutcome['state'] | { state: 'approved'; response: string };
   files?: Record<string, string>;
   agent?: SessionRunInput['agent'];
 }) {
@@ -259,5 +259,60 @@ describe('SessionRunner', () => {
     expect(recorder.ofType('session_failed')[0]).toMatchObject({ class: 'model_timeout' });
     expect(recorder.ofType('stalled')[0]).toMatchObject({ class: 'model_timeout' });
     expect(execHost.destroyed).toHaveLength(1);
+  });
+});
+
+describe('the Question tool (AG5)', () => {
+  const ask = { tool_calls: [{ name: 'Question', arguments: { question: 'Keep the old API or break it?', options: ['keep it', 'break it'] } }] };
+  const toolMessages = (model: Spy) => model.requests.at(-1)!.messages.filter((m): m is Extract<ChatMessage, { role: 'tool' }> => m.role === 'tool');
+
+  it('interactive: asked at the approval point with its options; the answer reaches the model as data', async () => {
+    const { runner, model, recorder } = setup({ headless: false, answer: (d) => (d.kind === 'question' ? { state: 'approved', response: 'keep it, deprecate the old call' } : 'rejected'), turns: [ask, { text: 'Kept it.' }] });
+    const r = await runner.run();
+    expect(r.outcome.status).toBe('completed');
+    expect(recorder.approvals).toEqual([expect.objectContaining({ kind: 'question', payload: { question: 'Keep the old API or break it?', options: ['keep it', 'break it'] }, agent: 'general' })]);
+    expect(recorder.ofType('approval_requested')[0]).toMatchObject({ kind: 'question', subject: 'Keep the old API or break it?', options: ['keep it', 'break it'] });
+    expect(recorder.ofType('question')).toEqual([expect.objectContaining({ question: 'Keep the old API or break it?', answer: 'keep it, deprecate the old call' })]);
+    expect(recorder.ofType('question')[0]!.class).toBeUndefined();
+    const answer = toolMessages(model).at(-1)!.content;
+    expect(answer).toContain('The developer answered your question.');
+    expect(answer).toContain('keep it, deprecate the old call');
+    // The answer is fenced like any other content the model did not write.
+    expect(answer.indexOf('keep it, deprecate')).toBeGreaterThan(answer.indexOf('developer answer'));
+    expect(recorder.audits.find((a) => a.kind === 'question.answered')?.payload).toMatchObject({ response: 'keep it, deprecate the old call', by: 'usr_dev' });
+  });
+
+  it('interactive: declined (Escape, or Reject in the console), the model is told to state its assumption and continue', async () => {
+    const { runner, model, recorder } = setup({ headless: false, answer: () => 'rejected', turns: [ask, { text: 'Assumed: keep it.' }] });
+    const r = await runner.run();
+    expect(r.outcome.status).toBe('completed');
+    expect(recorder.ofType('question')[0]).toMatchObject({ class: 'question_declined', answer: 'The developer declined to answer: state your assumption and continue.' });
+    expect(toolMessages(model).at(-1)!.content).toContain('The developer declined to answer: state your assumption and continue.');
+  });
+
+  it('headless: nobody is asked; the announced default tells the model to state its assumption', async () => {
+    const { runner, model, recorder } = setup({ headless: true, answer: () => 'approved', turns: [ask, { text: 'Assumed: keep it.' }] });
+    await runner.run();
+    expect(recorder.approvals).toEqual([]);
+    expect(recorder.ofType('question')[0]).toMatchObject({ class: 'question_default_headless', answer: 'Nobody can answer in a headless run: state your assumption and continue.' });
+    expect(toolMessages(model).at(-1)!.content).toContain('state your assumption and continue');
+  });
+
+  it('a stop while the question waits ends the session as stopped', async () => {
+    let release!: () => void;
+    const { runner, recorder, stop } = setup({ headless: false, turns: [ask, { text: 'never' }] });
+    const requestApproval = recorder.requestApproval.bind(recorder);
+    recorder.requestApproval = async (draft, signal) => {
+      await new Promise<void>((resolve, reject) => {
+        release = resolve;
+        signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+        stop('stopped');
+      });
+      return requestApproval(draft, signal);
+    };
+    const r = await runner.run();
+    expect(release).toBeDefined();
+    expect(r.outcome).toMatchObject({ status: 'stopped', stopReason: 'stopped' });
+    expect(recorder.ofType('question')).toEqual([]);
   });
 });
