@@ -154,6 +154,55 @@ describe('lemni (interactive) in a real terminal', () => {
     expect(calls.json[0].result.ok).toBe(false);
   });
 
+  it("the agent's question is asked at the approval point: one answered with an option, one declined with Esc", async () => {
+    const script = stack.script('question', [
+      { tool_calls: [{ name: 'Question', arguments: { question: 'Keep the old average API or break it?', options: ['keep it', 'break it'] } }] },
+      { tool_calls: [{ name: 'Question', arguments: { question: 'Also update the changelog?' } }] },
+      { text: 'Asked twice; going with the answers.' },
+    ]);
+    openLemni('question', script);
+    await waitForScreen('question', /lemni ›/);
+    const instruction = 'change the average API';
+    tmux('send-keys', '-t', 'question', '-l', instruction);
+    tmux('send-keys', '-t', 'question', 'Enter');
+
+    await waitForScreen('question', /general asks: Keep the old average API or break it\?[\s\S]*keep it[\s\S]*break it[\s\S]*Answer in my own words/);
+    tmux('send-keys', '-t', 'question', 'Down');
+    await waitForScreen('question', /❯ break it|> break it/);
+    tmux('send-keys', '-t', 'question', 'Enter');
+    await waitForScreen('question', /Answered: Keep the old average API or break it\? → break it/);
+
+    // No options: a free-form answer is asked for; Esc declines it.
+    await waitForScreen('question', /general asks: Also update the changelog\?[\s\S]*Your answer/);
+    tmux('send-keys', '-t', 'question', 'Escape');
+    await waitForScreen('question', /Question declined: Also update the changelog\? → the agent states its assumption and continues\./);
+    await waitForScreen('question', /Asked twice; going with the answers\.[\s\S]*lemni ›/);
+
+    const session = await sessionWithInstruction(instruction);
+    expect(session.status).toBe('completed');
+    const approvals = await stack.api(stack.tokens.developer, 'GET', `/approvals?sessionId=${session.id}`);
+    const byQuestion = Object.fromEntries(approvals.json.map((a: { payload: { question: string }; kind: string; state: string; response: string | null }) => [a.payload.question, [a.kind, a.state, a.response]]));
+    expect(byQuestion).toEqual({
+      'Keep the old average API or break it?': ['question', 'approved', 'break it'],
+      'Also update the changelog?': ['question', 'rejected', null],
+    });
+    const audit = await stack.api(stack.tokens.security, 'GET', `/audit?sessionId=${session.id}&kind=question.answered,approval.answer&order=asc`);
+    expect(audit.json.items ?? audit.json).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ kind: 'approval.answer', payload: expect.objectContaining({ kind: 'question', answer: 'approved', response: 'break it' }) }),
+        expect.objectContaining({ kind: 'question.answered', actor: 'agent:general', payload: expect.objectContaining({ response: 'break it' }) }),
+        expect.objectContaining({ kind: 'approval.answer', payload: expect.objectContaining({ kind: 'question', answer: 'rejected' }) }),
+      ]),
+    );
+    const calls = await stack.api(stack.tokens.developer, 'GET', `/sessions/${session.id}/tool-calls`);
+    expect(calls.json.map((c: { name: string; result: { summary: string } }) => [c.name, c.result.summary])).toEqual([
+      ['Question', 'The developer answered your question.'],
+      ['Question', 'The developer declined to answer: state your assumption and continue.'],
+    ]);
+    tmux('send-keys', '-t', 'question', 'Enter');
+    expect(await waitForExit('question')).toBe(0);
+  });
+
   it('Ctrl-C while a long command runs stops the session at once and its sandbox is gone', async () => {
     const script = stack.script('interrupt', [{ tool_calls: [{ name: 'Bash', arguments: { command: 'sleep 60' } }] }, { text: 'never' }]);
     openLemni('interrupt', script);
