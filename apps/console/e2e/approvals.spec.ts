@@ -258,8 +258,8 @@ test.describe('A question from the agent', () => {
     await expect(page.getByRole('alert')).toContainText('req_q1');
     await expect(form.getByRole('textbox', { name: 'Your answer' })).toHaveValue('Round to cents');
     expect(writes).toHaveLength(1);
-    // The refusal concerns this question only: the next request opens without it.
-    await page.keyboard.press('Escape');
+    // The refusal concerns this question only: the next request opens without it. (Focus is on the
+    // Answer button, not in a field, so j moves on; Escape here would decline the question.)
     await page.keyboard.press('j');
     await expect(page.locator('.command-view')).toBeVisible();
     await expect(page.getByRole('alert')).toHaveCount(0);

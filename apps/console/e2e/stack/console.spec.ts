@@ -71,6 +71,38 @@ test('a developer approves a diff in the console and the patch carries the chang
   await shot(page, 'session-completed');
 });
 
+test("a developer answers the agent's question in the console and the session goes on with it", async ({ page }) => {
+  await signIn(page, 'developer');
+  const projectId = await demoProjectId(page);
+  const { request, csrf } = await apiAs(page);
+  const script = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'lemni-e2e-')), 'question.json');
+  const question = `Round the average to two decimals? (${marker})`;
+  fs.writeFileSync(script, JSON.stringify({ turns: [{ tool_calls: [{ name: 'Question', arguments: { question, options: ['yes, two decimals', 'no, keep it exact'] } }] }, { text: 'Kept it exact, as asked.' }] }));
+  const created = await request.post('/api/v1/sessions', {
+    headers: { 'x-csrf-token': csrf },
+    data: { projectId, instruction: `Tidy the average (${marker}).`, model: `scripted:${script}`, headless: true, waitForApprovals: true },
+  });
+  expect(created.status(), await created.text()).toBe(201);
+  const session = (await created.json()) as { id: string };
+
+  await page.getByRole('link', { name: 'Approvals' }).click();
+  const item = page.getByRole('list', { name: 'Pending approvals' }).getByRole('button').filter({ hasText: session.id }).filter({ hasText: question });
+  await item.click();
+  await expect(page.getByRole('heading', { name: 'Question' })).toBeVisible();
+  await page.getByRole('radio', { name: 'no, keep it exact' }).check();
+  await shot(page, 'approvals-question');
+  await page.getByRole('button', { name: 'Answer' }).click();
+  await expect(item).toHaveCount(0);
+
+  await expect
+    .poll(async () => ((await (await request.get(`/api/v1/sessions/${session.id}`)).json()) as { status: string }).status, { timeout: 60_000 })
+    .toBe('completed');
+  const approvals = (await (await request.get(`/api/v1/approvals?sessionId=${session.id}`)).json()) as { kind: string; state: string; response: string | null }[];
+  expect(approvals.map((a) => [a.kind, a.state, a.response])).toEqual([['question', 'approved', 'no, keep it exact']]);
+  const calls = (await (await request.get(`/api/v1/sessions/${session.id}/tool-calls`)).json()) as { name: string; result: { summary: string } }[];
+  expect(calls.map((c) => [c.name, c.result.summary])).toEqual([['Question', 'The developer answered your question.']]);
+});
+
 test('an administrator revokes a running session and the CLI exits 3 within a second', async ({ page }) => {
   const script = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'lemni-e2e-')), 'sleep.json');
   fs.writeFileSync(script, JSON.stringify({ turns: [{ tool_calls: [{ name: 'Bash', arguments: { command: 'sleep 120' } }] }, { text: 'slept' }] }));

@@ -51,6 +51,7 @@ export function ApprovalsPage() {
       onAnswer={onAnswer}
       busyId={answer.isPending ? (answer.variables?.id ?? null) : null}
       answerError={answer.error}
+      answerErrorId={answer.variables?.id ?? null}
       live={live.connected}
     />
   );

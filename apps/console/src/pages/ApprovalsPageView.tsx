@@ -15,6 +15,8 @@ export interface ApprovalsPageViewProps {
   /** The approval whose answer is on its way to the gateway. */
   busyId: string | null;
   answerError: unknown;
+  /** The request the error answers: it is shown with that request only. */
+  answerErrorId?: string | null;
   live: boolean;
 }
 
@@ -92,9 +94,10 @@ export function ApprovalsPageView(props: ApprovalsPageViewProps) {
   );
 }
 
-function Inbox({ list, selectedId, onSelect, onAnswer, busyId, answerError }: ApprovalsPageViewProps & { list: ApprovalView[] }) {
+function Inbox({ list, selectedId, onSelect, onAnswer, busyId, answerError: error, answerErrorId }: ApprovalsPageViewProps & { list: ApprovalView[] }) {
   const pending = list.filter((a) => a.state === 'pending');
   const selected = pending.find((a) => a.id === selectedId) ?? pending[0] ?? null;
+  const answerError = answerErrorId === undefined || answerErrorId === selected?.id ? error : null;
   const [remember, setRemember] = useState(false);
   const [drafts, setDrafts] = useState<Record<string, Draft>>({});
   const answerForm = useRef<HTMLFormElement>(null);
