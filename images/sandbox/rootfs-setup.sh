@@ -1,8 +1,10 @@
 #!/bin/sh
 # Shared finishing step of both image builds, run against a root filesystem ($1):
 # the unprivileged sandbox user that owns the working copy, no setuid/setgid bits, no package caches.
+# $2: the static seccomp loader built from seccomp-load.c, installed beside the launcher.
 set -eu
-root=${1:?usage: rootfs-setup.sh ROOTFS}
+root=${1:?usage: rootfs-setup.sh ROOTFS LOADER}
+loader=${2:?usage: rootfs-setup.sh ROOTFS LOADER}
 grep -q '^sandbox:' "$root/etc/passwd" || echo 'sandbox:x:10001:10001:Lemniscate sandbox:/home/sandbox:/bin/bash' >> "$root/etc/passwd"
 grep -q '^sandbox:' "$root/etc/group" || echo 'sandbox:x:10001:' >> "$root/etc/group"
 grep -q '^sandbox:' "$root/etc/shadow" 2>/dev/null || echo 'sandbox:!:19000::::::' >> "$root/etc/shadow"
@@ -24,6 +26,7 @@ import os
 import sys
 
 ENV = "LEMNISCATE_SANDBOX_SECCOMP"
+LOADER = "/usr/local/lib/lemniscate/seccomp-load"
 
 
 def refuse(reason):
@@ -116,6 +119,24 @@ def build(profile):
     return f
 
 
+def export(f):
+    # The exec-host compiles the profile once, in a throwaway container, for the static loader beside
+    # this launcher; the BPF program goes to stdout in base64 (one line) and nothing runs.
+    if not os.access(LOADER, os.X_OK):
+        refuse("this image has no seccomp loader (" + LOADER + ").")
+    import base64
+    r, w = os.pipe()
+    with os.fdopen(w, "wb") as out:
+        f.export_bpf(out)
+    with os.fdopen(r, "rb") as inp:
+        program = inp.read()
+    if not program or len(program) % 8 != 0:
+        refuse("libseccomp exported no whole BPF program.")
+    sys.stdout.write(base64.b64encode(program).decode("ascii") + "\n")
+    sys.stdout.flush()
+    os._exit(0)
+
+
 def main():
     if len(sys.argv) != 2:
         refuse("the launcher takes exactly one argument, the command.")
@@ -128,6 +149,8 @@ def main():
         if profile.get("defaultAction") not in ("SCMP_ACT_ERRNO", "SCMP_ACT_KILL", "SCMP_ACT_KILL_PROCESS", "SCMP_ACT_KILL_THREAD"):
             raise ValueError("its default action does not deny")
         f = build(profile)
+        if command == "--export-bpf":
+            export(f)
         f.load()
     except Exception as e:  # noqa: BLE001 - any failure means the command would run unfiltered
         refuse("the seccomp profile could not be applied (" + str(e) + ").")
@@ -140,8 +163,9 @@ def main():
 
 main()
 LAUNCHER
-chown 0:0 "$root/usr/local/lib/lemniscate" "$root/usr/local/lib/lemniscate/seccomp-exec"
-chmod 0755 "$root/usr/local/lib/lemniscate" "$root/usr/local/lib/lemniscate/seccomp-exec"
+cp "$loader" "$root/usr/local/lib/lemniscate/seccomp-load"
+chown 0:0 "$root/usr/local/lib/lemniscate" "$root/usr/local/lib/lemniscate/seccomp-exec" "$root/usr/local/lib/lemniscate/seccomp-load"
+chmod 0755 "$root/usr/local/lib/lemniscate" "$root/usr/local/lib/lemniscate/seccomp-exec" "$root/usr/local/lib/lemniscate/seccomp-load"
 # Nothing in the sandbox may raise privileges: strip every setuid and setgid bit.
 find "$root" -xdev -type f \( -perm -4000 -o -perm -2000 \) -exec chmod ug-s {} +
 rm -rf "$root/var/lib/apt/lists/"* "$root/var/cache/apt/"* "$root/usr/share/doc/"* "$root/usr/share/man/"* "$root/usr/share/info/"*

@@ -6,7 +6,7 @@ import { run, mustRun, has, SetupError } from './sh.mjs';
 import { aptInstall } from './engine.mjs';
 
 export const IMAGE_REPO = 'lemniscate/sandbox';
-const INPUTS = ['packages.txt', 'rootfs-setup.sh', 'build-offline.sh'];
+const INPUTS = ['packages.txt', 'rootfs-setup.sh', 'build-offline.sh', 'seccomp-load.c'];
 
 export function imageTag(root) {
   const dir = path.join(root, 'images/sandbox');
@@ -30,6 +30,9 @@ export function ensureImage(root, { log }) {
     return { tag, note: `${tag} already built (inputs unchanged)` };
   }
   if (!has('debootstrap')) aptInstall(['debootstrap'], 'The offline sandbox image build');
+  // The static seccomp loader of the image is compiled on this host (static glibc from libc6-dev).
+  const staticLibc = ['/usr/lib/x86_64-linux-gnu/libc.a', '/usr/lib/aarch64-linux-gnu/libc.a'].some((f) => fs.existsSync(f));
+  if (!has('gcc') || !staticLibc) aptInstall(['gcc', 'libc6-dev'], 'The sandbox image build (its seccomp loader)');
   log(`building ${tag} offline with debootstrap (about two minutes, once)`);
   const started = Date.now();
   mustRun('bash', [path.join(root, 'images/sandbox/build-offline.sh'), tag], 'The offline sandbox image build failed');

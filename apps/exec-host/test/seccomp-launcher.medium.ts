@@ -6,7 +6,8 @@ import * as path from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
 import { DEFAULT_IMAGE, repositoryRoot } from '../src/config';
 import { KEEPER_SCRIPT, SANDBOX_ENV } from '../src/driver/docker-options';
-import { SECCOMP_LAUNCHER, SECCOMP_LAUNCHER_ENV } from '../src/driver/seccomp-launcher';
+import { DockerSandboxDriver } from '../src/driver/docker.driver';
+import { SECCOMP_LAUNCHER, SECCOMP_LAUNCHER_ENV, SECCOMP_LOADER, SECCOMP_LOADER_ENV, compileContainerOptions, compiledFilterOf } from '../src/driver/seccomp-launcher';
 import { loadSeccompProfile } from '../src/seccomp';
 
 const docker = new Docker();
@@ -43,11 +44,8 @@ function withEntry(extra: object): string {
   return JSON.stringify({ ...p, syscalls: [...p.syscalls, extra] });
 }
 
-describe.each(['runc', 'runsc'])('seccomp launcher under %s', (runtime) => {
-  let container: Docker.Container;
-
-  beforeAll(async () => {
-    container = await docker.createContainer({
+async function hardenedContainer(runtime: string): Promise<Docker.Container> {
+  const container = await docker.createContainer({
       Image: image,
       Cmd: ['/bin/bash', '-c', KEEPER_SCRIPT],
       Entrypoint: [],
@@ -65,7 +63,15 @@ describe.each(['runc', 'runsc'])('seccomp launcher under %s', (runtime) => {
         AutoRemove: false,
       },
     });
-    await container.start();
+  await container.start();
+  return container;
+}
+
+describe.each(['runc', 'runsc'])('seccomp launcher under %s', (runtime) => {
+  let container: Docker.Container;
+
+  beforeAll(async () => {
+    container = await hardenedContainer(runtime);
   }, 60_000);
 
   afterAll(async () => {
@@ -134,4 +140,122 @@ describe.each(['runc', 'runsc'])('seccomp launcher under %s', (runtime) => {
     const r = await run(container, [SECCOMP_LAUNCHER, 'echo', 'ran'], [`${SECCOMP_LAUNCHER_ENV}=${profile}`]);
     expect(r).toEqual({ code: 126, stdout: '', stderr: 'The command was not run: the launcher takes exactly one argument, the command.\n' });
   });
+});
+
+/** Compiles the profile as the exec-host does: the image's launcher with --export-bpf in a throwaway container. */
+async function compile(profileText: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  const container = await docker.createContainer(compileContainerOptions(image, profileText, { 'lemniscate.test': 'seccomp-compile' }));
+  try {
+    const stream = (await container.attach({ stream: true, stdout: true, stderr: true })) as unknown as Readable;
+    const out = new PassThrough();
+    const err = new PassThrough();
+    let stdout = '';
+    let stderr = '';
+    out.on('data', (b: Buffer) => (stdout += b.toString('utf8')));
+    err.on('data', (b: Buffer) => (stderr += b.toString('utf8')));
+    docker.modem.demuxStream(stream, out, err);
+    const ended = new Promise<void>((resolve) => stream.once('end', resolve));
+    await container.start();
+    const { StatusCode } = (await container.wait()) as { StatusCode: number };
+    await ended;
+    return { code: StatusCode, stdout, stderr };
+  } finally {
+    await container.remove({ force: true });
+  }
+}
+
+describe('the compiled profile (the static loader, ADR 0008)', () => {
+  let compiled: string;
+
+  beforeAll(async () => {
+    const r = await compile(profile);
+    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
+    const program = compiledFilterOf(r.stdout);
+    expect(program).not.toBeNull();
+    compiled = program!;
+  }, 60_000);
+
+  it('the export refuses a profile it cannot translate, like the launcher, and prints no program', async () => {
+    const r = await compile(JSON.stringify({ ...JSON.parse(profile), defaultAction: 'SCMP_ACT_ALLOW' }));
+    expect(r.code).toBe(126);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain('its default action does not deny');
+  }, 60_000);
+
+  describe.each(['runc', 'runsc'])('loaded under %s', (runtime) => {
+    let container: Docker.Container;
+    const load = (command: string, program: string | null) => run(container, [SECCOMP_LOADER, command], program === null ? [] : [`${SECCOMP_LOADER_ENV}=${program}`]);
+
+    beforeAll(async () => {
+      container = await hardenedContainer(runtime);
+    }, 60_000);
+
+    afterAll(async () => {
+      await container?.remove({ force: true });
+    });
+
+    it('is root-owned and not writable by the sandbox user', async () => {
+      const r = await run(container, ['/usr/bin/find', SECCOMP_LOADER, '-printf', '%u %m'], []);
+      expect(r).toEqual({ code: 0, stdout: 'root 755', stderr: '' });
+    });
+
+    it('runs the command under the same filter: seccomp mode 2, namespaces and netlink refused, fork allowed', async () => {
+      const r = await load(
+        'grep "^Seccomp:" /proc/self/status; unshare -U true; python3 -c "import socket; socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)" 2>&1 | tail -n 1; (exit 3) & wait $!; echo "fork $?"',
+        compiled,
+      );
+      expect(r.stdout).toBe('Seccomp:\t2\nPermissionError: [Errno 1] Operation not permitted\nfork 3\n');
+      expect(r.stderr).toBe('unshare: unshare failed: Operation not permitted\n');
+    });
+
+    it("passes output and exit status through, and keeps the program out of the command's environment", async () => {
+      const r = await load('echo out; echo err >&2; env | grep -c ^LEMNISCATE_; exit 7', compiled);
+      expect(r).toEqual({ code: 7, stdout: 'out\n0\n', stderr: 'err\n' });
+    });
+
+    it.each([
+      ['no program at all', null, 'no compiled seccomp filter was passed to the loader.'],
+      ['an empty program', '', 'no compiled seccomp filter was passed to the loader.'],
+      ['text that is not base64', 'not base64!', 'the compiled seccomp filter is not a whole BPF program.'],
+      ['a partial instruction', 'AAAA', 'the compiled seccomp filter is not a whole BPF program.'],
+      ['a whole program the kernel rejects (no return)', Buffer.alloc(8).toString('base64'), 'the kernel refused the seccomp filter'],
+    ])('refuses to run the command given %s (exit 126, one sentence)', async (_case, program, reason) => {
+      const r = await load('echo ran', program);
+      expect(r.code).toBe(126);
+      expect(r.stdout).toBe('');
+      expect(r.stderr.startsWith('The command was not run: ')).toBe(true);
+      expect(r.stderr).toContain(reason);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    });
+
+    it('refuses a call without exactly one command', async () => {
+      const r = await run(container, [SECCOMP_LOADER, 'echo', 'ran'], [`${SECCOMP_LOADER_ENV}=${compiled}`]);
+      expect(r).toEqual({ code: 126, stdout: '', stderr: 'The command was not run: the loader takes exactly one argument, the command.\n' });
+    });
+  });
+
+  it("the driver compiles a gVisor sandbox's profile once and starts its commands through the loader", async () => {
+    const driver = new DockerSandboxDriver();
+    const first = await hardenedContainer('runsc');
+    const second = await hardenedContainer('runsc');
+    try {
+      const execOnce = async (c: Docker.Container) => {
+        let stdout = '';
+        const outcome = await driver.exec(c.id, { command: 'grep "^Seccomp:" /proc/self/status; unshare -U true 2>/dev/null || echo refused', onStdout: (b) => (stdout += b.toString('utf8')), onStderr: () => undefined, signal: new AbortController().signal });
+        return { exitCode: outcome.exitCode, stdout };
+      };
+      expect(await execOnce(first)).toEqual({ exitCode: 0, stdout: 'Seccomp:\t2\nrefused\n' });
+      expect(await execOnce(second)).toEqual({ exitCode: 0, stdout: 'Seccomp:\t2\nrefused\n' });
+      const inner = driver as unknown as { compiledFilters: Map<string, Promise<string | null>>; execContexts: Map<string, { compiled: string | null }> };
+      expect(inner.compiledFilters.size).toBe(1);
+      expect(await [...inner.compiledFilters.values()][0]).toBe(compiled);
+      expect(inner.execContexts.get(first.id)?.compiled).toBe(compiled);
+      // No throwaway container is left behind.
+      expect(await docker.listContainers({ all: true, filters: { label: ['lemniscate.purpose=seccomp-compile'] } })).toEqual([]);
+    } finally {
+      await first.remove({ force: true });
+      await second.remove({ force: true });
+      driver.close();
+    }
+  }, 120_000);
 });

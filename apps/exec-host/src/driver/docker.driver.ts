@@ -1,8 +1,9 @@
 import Docker from 'dockerode';
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs/promises';
 import { PassThrough, type Readable } from 'node:stream';
 import { toDockerCreateOptions } from './docker-options';
-import { seccompProfileOf, toExecOptions } from './seccomp-launcher';
+import { compileContainerOptions, compiledFilterOf, seccompProfileOf, toExecOptions } from './seccomp-launcher';
 import {
   LABEL_INSTANCE,
   LABEL_MANAGED,
@@ -32,7 +33,9 @@ export class DockerSandboxDriver implements SandboxDriver {
   /** Containers this driver stopped itself: their death is not an out-of-memory kill. */
   private readonly stoppedByHost = new Set<string>();
   /** Each container's runtime and the seccomp profile it was created with, for the launcher. */
-  private readonly execContexts = new Map<string, { runtime: string; profile: string | null }>();
+  private readonly execContexts = new Map<string, { runtime: string; profile: string | null; compiled: string | null }>();
+  /** Profiles compiled to BPF for the image's static loader, by image and profile; null: use the launcher. */
+  private readonly compiledFilters = new Map<string, Promise<string | null>>();
   private events: Readable | null = null;
   private eventsStarting: Promise<void> | null = null;
   private closed = false;
@@ -96,8 +99,8 @@ export class DockerSandboxDriver implements SandboxDriver {
       }
     });
     try {
-      const { runtime, profile } = await this.execContext(containerId);
-      const exec = await this.docker.getContainer(containerId).exec(toExecOptions(spec.command, runtime, profile));
+      const { runtime, profile, compiled } = await this.execContext(containerId);
+      const exec = await this.docker.getContainer(containerId).exec(toExecOptions(spec.command, runtime, profile, compiled));
       const stream = (await exec.start({ hijack: true, stdin: false })) as unknown as Readable;
       const out = new PassThrough();
       const err = new PassThrough();
@@ -266,13 +269,59 @@ export class DockerSandboxDriver implements SandboxDriver {
   }
 
   /** Read from the engine, so a restarted exec-host passes the profile the container really has. */
-  private async execContext(containerId: string): Promise<{ runtime: string; profile: string | null }> {
+  private async execContext(containerId: string): Promise<{ runtime: string; profile: string | null; compiled: string | null }> {
     const cached = this.execContexts.get(containerId);
     if (cached) return cached;
-    const { HostConfig } = await this.docker.getContainer(containerId).inspect();
-    const context = { runtime: HostConfig.Runtime ?? 'runc', profile: seccompProfileOf(HostConfig.SecurityOpt) };
+    const { HostConfig, Image } = await this.docker.getContainer(containerId).inspect();
+    const runtime = HostConfig.Runtime ?? 'runc';
+    const profile = seccompProfileOf(HostConfig.SecurityOpt);
+    const compiled = runtime === 'runsc' && profile !== null ? await this.compiledFilter(Image, profile) : null;
+    const context = { runtime, profile, compiled };
     this.execContexts.set(containerId, context);
     return context;
+  }
+
+  /** Compiled once per image and profile; concurrent first commands share the one compilation. */
+  private compiledFilter(image: string, profile: string): Promise<string | null> {
+    const key = `${image}\0${createHash('sha256').update(profile).digest('hex')}`;
+    let compiled = this.compiledFilters.get(key);
+    if (!compiled) {
+      compiled = this.compileProfile(image, profile).catch(() => null);
+      this.compiledFilters.set(key, compiled);
+    }
+    return compiled;
+  }
+
+  /**
+   * Runs the image's launcher with `--export-bpf` in a throwaway container (runc, no network, nothing
+   * of any session) and keeps the program it prints. Any failure (an image without the loader, an
+   * engine error, output that is not a whole program) answers null: commands then start through the
+   * launcher, which applies the profile itself. Never a command without the filter.
+   */
+  private async compileProfile(image: string, profile: string): Promise<string | null> {
+    const container = await this.docker.createContainer(compileContainerOptions(image, profile, { 'lemniscate.purpose': 'seccomp-compile' }));
+    try {
+      const stream = (await container.attach({ stream: true, stdout: true, stderr: true })) as unknown as Readable;
+      const out = new PassThrough();
+      let stdout = '';
+      out.on('data', (b: Buffer) => (stdout += b.toString('utf8')));
+      this.docker.modem.demuxStream(stream, out, new PassThrough().resume());
+      const ended = new Promise<void>((resolve) => {
+        stream.once('end', resolve);
+        stream.once('close', resolve);
+        stream.once('error', () => resolve());
+      });
+      await container.start();
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), 60_000)));
+      const waited = await Promise.race([container.wait() as Promise<{ StatusCode: number }>, timedOut]);
+      clearTimeout(timer);
+      if (waited === 'timeout' || waited.StatusCode !== 0) return null;
+      await Promise.race([ended, new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
+      return compiledFilterOf(stdout);
+    } finally {
+      await container.remove({ force: true }).catch(() => undefined);
+    }
   }
 
   async remove(containerId: string): Promise<void> {

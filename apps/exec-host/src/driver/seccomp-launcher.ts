@@ -13,6 +13,57 @@ import { SANDBOX_GID, SANDBOX_UID, WORKSPACE_DIR } from './sandbox.driver';
 export const SECCOMP_LAUNCHER = '/usr/local/lib/lemniscate/seccomp-exec';
 /** The launcher reads the profile from this variable and removes it before running the command. */
 export const SECCOMP_LAUNCHER_ENV = 'LEMNISCATE_SANDBOX_SECCOMP';
+/**
+ * The fast path: a static loader in the image that installs the profile already compiled to BPF (by
+ * the launcher itself, `--export-bpf`, once per image and profile in a throwaway container) and runs
+ * `bash -c COMMAND`; no Python start per command. Refuses (exit 126) on anything unexpected.
+ */
+export const SECCOMP_LOADER = '/usr/local/lib/lemniscate/seccomp-load';
+export const SECCOMP_LOADER_ENV = 'LEMNISCATE_SANDBOX_SECCOMP_BPF';
+/** The kernel's bound on a classic BPF program (BPF_MAXINSNS), 8 bytes an instruction. */
+const MAX_BPF_BYTES = 4096 * 8;
+
+/**
+ * The compiled program as the export printed it (one base64 line), checked to be a whole BPF program
+ * and normalised; null when it is not one, so the caller falls back to the launcher.
+ */
+export function compiledFilterOf(output: string): string | null {
+  const text = output.trim();
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(text) || text.length % 4 !== 0) return null;
+  const program = Buffer.from(text, 'base64');
+  if (program.length === 0 || program.length % 8 !== 0 || program.length > MAX_BPF_BYTES) return null;
+  return program.toString('base64');
+}
+
+/**
+ * The throwaway container that compiles a profile: the sandbox image's own launcher under runc, no
+ * network, read-only, no capabilities, capped; nothing of any session in it.
+ */
+export function compileContainerOptions(image: string, profile: string, labels: Record<string, string>): Docker.ContainerCreateOptions {
+  return {
+    Image: image,
+    Cmd: [SECCOMP_LAUNCHER, '--export-bpf'],
+    Env: [...SANDBOX_ENV, `${SECCOMP_LAUNCHER_ENV}=${profile}`],
+    User: `${SANDBOX_UID}:${SANDBOX_GID}`,
+    WorkingDir: '/',
+    NetworkDisabled: true,
+    AttachStdout: true,
+    AttachStderr: true,
+    Tty: false,
+    Labels: labels,
+    HostConfig: {
+      Runtime: 'runc',
+      NetworkMode: 'none',
+      ReadonlyRootfs: true,
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges:true'],
+      Memory: 256 * 1024 * 1024,
+      MemorySwap: 256 * 1024 * 1024,
+      NanoCpus: 1_000_000_000,
+      PidsLimit: 16,
+    },
+  };
+}
 
 /**
  * The profile a container was created with, as the engine reports it in HostConfig.SecurityOpt: the
@@ -25,14 +76,21 @@ export function seccompProfileOf(securityOpt: readonly string[] | null | undefin
   return profile?.startsWith('{') ? profile : null;
 }
 
-/** How one command is started: as the sandbox user in the working copy, with the sandbox environment. */
-export function toExecOptions(command: string, runtime: string, seccompProfile: string | null): Docker.ExecCreateOptions {
+/**
+ * How one command is started: as the sandbox user in the working copy, with the sandbox environment;
+ * under runsc through the loader when the profile is compiled, through the launcher otherwise.
+ */
+export function toExecOptions(command: string, runtime: string, seccompProfile: string | null, compiledFilter: string | null = null): Docker.ExecCreateOptions {
   const launched = runtime === 'runsc';
+  const loaded = launched && seccompProfile !== null && compiledFilter !== null;
+  let env: string[] = [];
+  if (loaded) env = [`${SECCOMP_LOADER_ENV}=${compiledFilter}`];
+  else if (launched && seccompProfile) env = [`${SECCOMP_LAUNCHER_ENV}=${seccompProfile}`];
   return {
-    Cmd: launched ? [SECCOMP_LAUNCHER, command] : ['/bin/bash', '-c', command],
+    Cmd: loaded ? [SECCOMP_LOADER, command] : launched ? [SECCOMP_LAUNCHER, command] : ['/bin/bash', '-c', command],
     User: `${SANDBOX_UID}:${SANDBOX_GID}`,
     WorkingDir: WORKSPACE_DIR,
-    Env: [...SANDBOX_ENV, ...(launched && seccompProfile ? [`${SECCOMP_LAUNCHER_ENV}=${seccompProfile}`] : [])],
+    Env: [...SANDBOX_ENV, ...env],
     AttachStdin: false,
     AttachStdout: true,
     AttachStderr: true,
@@ -45,5 +103,5 @@ export function toExecOptions(command: string, runtime: string, seccompProfile: 
 export function seccompEnforcement(runscRegistered: boolean): string {
   const runc = 'Under runc the engine applies the profile to every process of the sandbox.';
   if (!runscRegistered) return runc;
-  return `${runc} Under runsc, whose release here applies it to the first process only, every command applies it to itself through the sandbox image's launcher (${SECCOMP_LAUNCHER}) and is refused if it cannot.`;
+  return `${runc} Under runsc, whose release here applies it to the first process only, every command applies it to itself through the sandbox image's launcher (${SECCOMP_LAUNCHER}, or its static loader ${SECCOMP_LOADER} with the profile compiled once) and is refused if it cannot.`;
 }
