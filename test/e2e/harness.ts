@@ -119,6 +119,8 @@ export async function startStack(): Promise<Stack> {
         LEMNISCATE_EXEC_HOST_TOKEN: execHostToken,
         LEMNISCATE_ADMIN_EMAIL: admin.email,
         LEMNISCATE_ADMIN_PASSWORD: admin.password,
+        // Short, so a test that kills the gateway sees its sessions ended as orphans within seconds.
+        LEMNISCATE_LOOP_LEASE_SECONDS: '4',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -423,3 +423,33 @@ describe('stop (A3)', () => {
     expect(containersOf(r.sessionId)).toEqual([]);
   });
 });
+
+describe('ending when the gateway dies (Ending: crash)', () => {
+  it('a session whose gateway was killed is ended as a crash by the restarted gateway: the CLI says so and exits 1, the sandbox is gone', async () => {
+    await stack.publishPolicy({ version: 1, tools: { sensitive: [] } });
+    const script = stack.script('orphan', [{ tool_calls: [{ name: 'Write', arguments: { path: 'notes/left.txt', content: 'left behind\n' } }] }, { text: 'never' }]);
+    let restarting: Promise<void> | undefined;
+    let sandboxSeen = false;
+    const r = await run(['-p', 'outlive the gateway', '--model', `scripted:${script}`], {
+      waitForApprovals: true,
+      onEvent: (event, current) => {
+        if (event.type !== 'approval_requested' || restarting) return;
+        sandboxSeen = containersOf(current.sessionId).length > 0;
+        restarting = (async () => {
+          await stack.stopGateway();
+          await stack.startGateway();
+        })();
+      },
+    });
+    await restarting;
+    expect(sandboxSeen).toBe(true);
+    expect(r.code).toBe(1);
+    expect(last(r)).toMatchObject({ type: 'session_failed', stopReason: 'crash', class: 'crash' });
+    expect(last(r).message).toMatch(/^The gateway running this session stopped/);
+    const session = await stack.api(stack.tokens.developer, 'GET', `/sessions/${r.sessionId}`);
+    expect(session.json).toMatchObject({ status: 'failed', stopReason: 'crash' });
+    const approvals = await stack.api(stack.tokens.developer, 'GET', `/approvals?sessionId=${r.sessionId}`);
+    expect(approvals.json.map((a: { state: string }) => a.state)).toEqual(['expired']);
+    expect(containersOf(r.sessionId)).toEqual([]);
+  }, 120_000);
+});

@@ -32,6 +32,7 @@ import { ProjectsService } from './projects/projects.service';
 import { ApprovalsController } from './sessions/approvals.controller';
 import { ApprovalsService } from './sessions/approvals.service';
 import { RevocationService } from './sessions/revocation.service';
+import { SessionLeaseService } from './sessions/session-lease.service';
 import { SessionRunRegistry } from './sessions/session-run.registry';
 import { SessionsController } from './sessions/sessions.controller';
 import { SessionRuntimeService } from './runtime/runtime.service';
@@ -85,6 +86,7 @@ export class AppModule {
       SessionsService,
       ApprovalsService,
       RevocationService,
+      SessionLeaseService,
       SessionRuntimeService,
       SessionRunRegistry,
       EventsService,

@@ -20,6 +20,7 @@ const EnvSchema = z.object({
   LEMNISCATE_LOGIN_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(900),
   /** Reverse proxies in front of the gateway (0: none), so sign-in pacing sees the real client address. */
   LEMNISCATE_TRUST_PROXY_HOPS: z.coerce.number({ error: 'must be a number of proxy hops' }).int().min(0).max(10).default(0),
+  LEMNISCATE_LOOP_LEASE_SECONDS: z.coerce.number({ error: 'must be a number of seconds' }).int().min(2).max(3600).default(30),
   LEMNISCATE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -35,6 +36,8 @@ export interface GatewayConfig {
   login: { maxFailures: number; windowSeconds: number };
   logLevel: z.infer<typeof EnvSchema>['LEMNISCATE_LOG_LEVEL'];
   trustProxyHops: number;
+  /** How long a session's loop may go without its gateway saying it still runs it (orphans, ADR 0009). */
+  loopLeaseSeconds: number;
 }
 
 export class ConfigError extends Error {}
@@ -60,6 +63,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
     login: { maxFailures: e.LEMNISCATE_LOGIN_MAX_FAILURES, windowSeconds: e.LEMNISCATE_LOGIN_WINDOW_SECONDS },
     logLevel: e.LEMNISCATE_LOG_LEVEL,
     trustProxyHops: e.LEMNISCATE_TRUST_PROXY_HOPS,
+    loopLeaseSeconds: e.LEMNISCATE_LOOP_LEASE_SECONDS,
   };
 }
 

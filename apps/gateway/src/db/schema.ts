@@ -153,6 +153,9 @@ export const sessions = pgTable(
     finalPatch: text('final_patch'),
     summary: text('summary'),
     sandboxId: text('sandbox_id'),
+    /** The gateway process running the loop, and when it last said so (0005_session_runner_lease). */
+    runner: text('runner'),
+    runnerSeenAt: at('runner_seen_at'),
     execHost: text('exec_host'),
   },
   (t) => [

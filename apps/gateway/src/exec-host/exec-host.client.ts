@@ -30,6 +30,20 @@ export class ExecHostClient {
     throw new AppError(ErrorCode.ExecHostUnavailable, `The exec-host refused to destroy sandbox ${sandboxId} (HTTP ${res.status}).`);
   }
 
+  /**
+   * For the endings (stop, revocation, orphan): destroys the session's sandbox if it has one, and on
+   * failure says, in a sentence for the record, that the exec-host's reaper will remove it instead.
+   */
+  async destroyOrLeaveToReaper(sandboxId: string | null): Promise<{ sandboxDestroyed: boolean; sandboxNote: string | null }> {
+    if (!sandboxId) return { sandboxDestroyed: false, sandboxNote: null };
+    try {
+      await this.destroy(sandboxId);
+      return { sandboxDestroyed: true, sandboxNote: null };
+    } catch (error) {
+      return { sandboxDestroyed: false, sandboxNote: `${(error as Error).message} The exec-host's reaper removes it by its session label.` };
+    }
+  }
+
   async health(): Promise<ExecHostHealth> {
     try {
       const res = await this.call('GET', ExecHostRoutes.health());

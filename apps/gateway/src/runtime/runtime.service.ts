@@ -28,6 +28,7 @@ import { EventsService } from '../events/events.service';
 import { ModelError, ModelsConfig, createModelProvider, type ModelProvider } from '../model';
 import { PoliciesService } from '../projects/policies.service';
 import { ApprovalsService } from '../sessions/approvals.service';
+import { SessionLeaseService } from '../sessions/session-lease.service';
 import { SessionRunRegistry } from '../sessions/session-run.registry';
 import { SessionsService } from '../sessions/sessions.service';
 import { repositoryAgentDirectory, uploadedAgentDirectory } from './agent-sources';
@@ -66,6 +67,7 @@ export class SessionRuntimeService implements OnApplicationShutdown {
     private readonly events: EventsService,
     private readonly registry: SessionRunRegistry,
     private readonly policyVersions: PolicyVersionsRepository,
+    private readonly lease: SessionLeaseService,
   ) {
     this.execHost = new HttpExecHost({ url: config.execHost.url, token: config.execHost.token ?? '' });
   }
@@ -124,6 +126,7 @@ export class SessionRuntimeService implements OnApplicationShutdown {
 
     const deps = this.recorderDeps();
     const recorder = new DbSessionRecorder(deps, { id: view.id, projectId: project.id, rootId: view.id, agent: agent.name });
+    await this.lease.hold(view.id);
     const { signal, done } = this.registry.register(view.id);
     const recorders = new Map<string, DbSessionRecorder>([[view.id, recorder]]);
     const tracker = new SubagentTracker(execution.config);
@@ -195,6 +198,7 @@ export class SessionRuntimeService implements OnApplicationShutdown {
       .catch((err: unknown) => this.logger.error({ err, sessionId: view.id }, 'session loop failed'))
       .finally(() => {
         done();
+        this.lease.release(view.id);
         this.running.delete(view.id);
       });
     this.running.set(view.id, run);

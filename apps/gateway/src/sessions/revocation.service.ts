@@ -111,17 +111,8 @@ export class RevocationService implements OnModuleInit, OnModuleDestroy {
     if (!result) throw ended((await this.sessions.findById(session.id)) ?? session);
     const { endedRow, rejected } = result;
 
-    let sandboxDestroyed = false;
-    let sandboxNote: string | null = null;
-    if (session.sandboxId) {
-      try {
-        await this.execHost.destroy(session.sandboxId);
-        sandboxDestroyed = true;
-      } catch (error) {
-        sandboxNote = `${(error as Error).message} The exec-host's reaper removes it by its session label.`;
-        this.logger.warn({ sessionId: session.id, sandboxId: session.sandboxId, err: error }, 'sandbox not destroyed');
-      }
-    }
+    const { sandboxDestroyed, sandboxNote } = await this.execHost.destroyOrLeaveToReaper(session.sandboxId);
+    if (sandboxNote) this.logger.warn({ sessionId: session.id, sandboxId: session.sandboxId, note: sandboxNote }, 'sandbox not destroyed');
     this.metrics.sessionsEnded.inc({ reason });
     await this.audit.append({
       actor,

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { and, desc, eq, inArray, lt, sql, type SQL } from 'drizzle-orm';
+import { and, desc, eq, inArray, isNotNull, isNull, lt, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../database';
 import { sessions, type NewSession, type SessionRow, type SessionStatus } from '../schema';
 import { DB } from '../tokens';
@@ -110,6 +110,37 @@ export class SessionsRepository extends Repository {
       .where(eq(sessions.id, id))
       .returning({ extensionsUsed: sessions.extensionsUsed });
     return row?.extensionsUsed;
+  }
+
+  /** This gateway runs these sessions' loops: records it, with the time (a heartbeat). */
+  async markRunner(ids: readonly string[], runner: string, at: Date = new Date()): Promise<void> {
+    if (ids.length === 0) return;
+    await this.db
+      .update(sessions)
+      .set({ runner, runnerSeenAt: at })
+      .where(and(inArray(sessions.id, [...ids]), eq(sessions.status, 'running')));
+  }
+
+  /** Running root sessions whose loop's gateway has not said it runs them since `before`. */
+  listOrphans(before: Date): Promise<SessionRow[]> {
+    return this.db
+      .select()
+      .from(sessions)
+      .where(and(eq(sessions.status, 'running'), isNull(sessions.parentSessionId), isNotNull(sessions.runner), lt(sessions.runnerSeenAt, before)))
+      .orderBy(sessions.startedAt);
+  }
+
+  /** Every running session below a root (subagents, their subagents…). */
+  async listRunningDescendants(rootId: string): Promise<SessionRow[]> {
+    const found: SessionRow[] = [];
+    let parents = [rootId];
+    // Depth is bounded by subagentMaxDepth; the bound also guards against a cycle.
+    for (let level = 0; parents.length > 0 && level < 64; level++) {
+      const children = await this.db.select().from(sessions).where(inArray(sessions.parentSessionId, parents));
+      found.push(...children.filter((c) => c.status === 'running'));
+      parents = children.map((c) => c.id);
+    }
+    return found;
   }
 
   /**
