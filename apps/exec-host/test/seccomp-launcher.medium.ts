@@ -19,9 +19,8 @@ const profile = checked.profile;
 
 type Run = { code: number | null; stdout: string; stderr: string };
 
-async function run(container: Docker.Container, Cmd: string[], env: string[]): Promise<Run> {
-  const exec = await container.exec({ Cmd, User: '10001:10001', WorkingDir: '/tmp', Env: [...SANDBOX_ENV, ...env], AttachStdout: true, AttachStderr: true, Tty: false });
-  const stream = (await exec.start({ hijack: true, stdin: false })) as unknown as Readable;
+/** Everything a multiplexed engine stream carries, once it ends. */
+function collect(stream: Readable): Promise<{ stdout: string; stderr: string }> {
   const out = new PassThrough();
   const err = new PassThrough();
   let stdout = '';
@@ -29,11 +28,16 @@ async function run(container: Docker.Container, Cmd: string[], env: string[]): P
   out.on('data', (b: Buffer) => (stdout += b.toString('utf8')));
   err.on('data', (b: Buffer) => (stderr += b.toString('utf8')));
   docker.modem.demuxStream(stream, out, err);
-  await new Promise<void>((resolve, reject) => {
-    stream.once('end', resolve);
+  return new Promise((resolve, reject) => {
+    stream.once('end', () => resolve({ stdout, stderr }));
     stream.once('error', reject);
   });
-  return { code: (await exec.inspect()).ExitCode, stdout, stderr };
+}
+
+async function run(container: Docker.Container, Cmd: string[], env: string[]): Promise<Run> {
+  const exec = await container.exec({ Cmd, User: '10001:10001', WorkingDir: '/tmp', Env: [...SANDBOX_ENV, ...env], AttachStdout: true, AttachStderr: true, Tty: false });
+  const output = await collect((await exec.start({ hijack: true, stdin: false })) as unknown as Readable);
+  return { code: (await exec.inspect()).ExitCode, ...output };
 }
 
 const launch = (container: Docker.Container, command: string, profileText: string | null) =>
@@ -146,19 +150,10 @@ describe.each(['runc', 'runsc'])('seccomp launcher under %s', (runtime) => {
 async function compile(profileText: string): Promise<{ code: number; stdout: string; stderr: string }> {
   const container = await docker.createContainer(compileContainerOptions(image, profileText, { 'lemniscate.test': 'seccomp-compile' }));
   try {
-    const stream = (await container.attach({ stream: true, stdout: true, stderr: true })) as unknown as Readable;
-    const out = new PassThrough();
-    const err = new PassThrough();
-    let stdout = '';
-    let stderr = '';
-    out.on('data', (b: Buffer) => (stdout += b.toString('utf8')));
-    err.on('data', (b: Buffer) => (stderr += b.toString('utf8')));
-    docker.modem.demuxStream(stream, out, err);
-    const ended = new Promise<void>((resolve) => stream.once('end', resolve));
+    const output = collect((await container.attach({ stream: true, stdout: true, stderr: true })) as unknown as Readable);
     await container.start();
     const { StatusCode } = (await container.wait()) as { StatusCode: number };
-    await ended;
-    return { code: StatusCode, stdout, stderr };
+    return { code: StatusCode, ...(await output) };
   } finally {
     await container.remove({ force: true });
   }

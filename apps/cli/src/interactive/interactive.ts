@@ -134,16 +134,15 @@ function questionFor(event: SessionEventOf<'approval_requested'>): ApprovalQuest
  * Follows one session, rendering its events and sending its approval questions to the desk. Returns
  * the session's exit code.
  */
-export async function followInteractive(api: SessionRunApi, sessionId: string, desk: ApprovalDesk, io: InteractiveIo, label: string | null, collector: ResultCollector, signal?: AbortSignal): Promise<number> {
+export async function followInteractive(api: SessionRunApi, sessionId: string, desk: ApprovalDesk, io: InteractiveIo, collector: ResultCollector): Promise<number> {
   const calls = new Map<string, string>();
   const subagents = new Map<string, string>();
-  const prefix = label ? pc.magenta(`[${label}] `) : '';
   const write = (line: string) => {
     io.spinner.stop();
-    io.stdout(`${prefix}${line}\n`);
+    io.stdout(`${line}\n`);
   };
   const answering: Promise<void>[] = [];
-  for await (const raw of api.follow(sessionId, signal ? { signal } : {})) {
+  for await (const raw of api.follow(sessionId, {})) {
     const event = collector.add(raw);
     if (!event) continue;
     if (event.type === 'approval_requested') {
@@ -173,13 +172,12 @@ export async function followInteractive(api: SessionRunApi, sessionId: string, d
     if (event.type === 'subagent_started') subagents.set(event.childSessionId, event.agent);
     const line = describeEvent(event, calls, subagents);
     if (line !== null) write(line);
-    if (event.type === 'decision' && event.effect === 'allow') io.spinner.start(`${prefix}${calls.get(event.callId) ?? 'running'}`);
-    if (event.type === 'approval_answered' && event.answer === 'approved') io.spinner.start(`${prefix}running`);
+    if (event.type === 'decision' && event.effect === 'allow') io.spinner.start(calls.get(event.callId) ?? 'running');
+    if (event.type === 'approval_answered' && event.answer === 'approved') io.spinner.start('running');
     if (event.type === 'tool_result' || isTerminal(raw, sessionId)) io.spinner.stop();
   }
   io.spinner.stop();
   await Promise.all(answering);
-  if (signal?.aborted) return EXIT_OK;
   return collector.ending?.exit_code ?? (await api.getSession(sessionId).then((s) => (s.status === 'completed' ? 0 : s.status === 'stopped' ? 3 : 1)));
 }
 
@@ -275,7 +273,7 @@ export async function runInteractive(api: SessionRunApi, prompter: Prompter, opt
     const unwatch = prompter.watchKeys?.({ onInterrupt: stop, onMention: () => void openMention() });
     const collector = new ResultCollector(view.id);
     try {
-      lastExit = await followInteractive(api, view.id, desk, out, null, collector);
+      lastExit = await followInteractive(api, view.id, desk, out, collector);
     } catch (error) {
       report(error);
       lastExit = EXIT_FAILURE;

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { streamWithRetries, type StreamContext, type TransportSettings } from './http-transport';
+import { endpoint, streamWithRetries, type StreamContext, type TransportSettings } from './http-transport';
 import { ModelError, excerpt, redact } from './model.errors';
 import type { ChatMessage, MalformedToolCall, ModelProvider, ModelRequest, StopReason, ToolCall, TurnResult, Usage } from './model.types';
-import { describeUrl, summarise } from './openai.provider';
+import { summarise } from './openai.provider';
 import { describeJsonError, isMalformed, parseToolArguments } from './tool-arguments';
 
 export interface AnthropicProviderSettings {
@@ -40,12 +40,7 @@ export class AnthropicProvider implements ModelProvider {
 
   constructor(private readonly settings: AnthropicProviderSettings) {
     this.ref = settings.ref;
-    this.url = `${settings.baseUrl.replace(/\/+$/, '')}/v1/messages`;
-    this.transport = {
-      ...settings.transport,
-      label: `the model service at ${describeUrl(this.url)}`,
-      secrets: [settings.apiKey, ...Object.values(settings.headers ?? {})].filter((s): s is string => Boolean(s)),
-    };
+    ({ url: this.url, transport: this.transport } = endpoint(settings.baseUrl, '/v1/messages', settings));
   }
 
   complete(request: ModelRequest): Promise<TurnResult> {

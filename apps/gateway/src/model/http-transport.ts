@@ -18,6 +18,32 @@ export interface TransportSettings {
   random?: () => number;
 }
 
+/**
+ * One provider's endpoint: the URL under its configured base, and the transport settings that name it
+ * in messages without a key or query string and redact its key and header values from everything.
+ */
+export function endpoint(
+  baseUrl: string,
+  path: string,
+  settings: { transport: Omit<TransportSettings, 'label' | 'secrets'>; apiKey?: string | undefined; headers?: Record<string, string> | undefined },
+): { url: string; transport: TransportSettings } {
+  const url = `${baseUrl.replace(/\/+$/, '')}${path}`;
+  return {
+    url,
+    transport: {
+      ...settings.transport,
+      label: `the model service at ${describeUrl(url)}`,
+      secrets: [settings.apiKey, ...Object.values(settings.headers ?? {})].filter((s): s is string => Boolean(s)),
+    },
+  };
+}
+
+/** Origin and path only: a query string may carry a key (Azure-style `?api-key=`). */
+export function describeUrl(url: string): string {
+  const parsed = new URL(url);
+  return `${parsed.origin}${parsed.pathname}`;
+}
+
 export interface StreamRequest {
   url: string;
   headers: Record<string, string>;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { streamWithRetries, type StreamContext, type TransportSettings } from './http-transport';
+import { endpoint, streamWithRetries, type StreamContext, type TransportSettings } from './http-transport';
 import { ModelError, excerpt, redact } from './model.errors';
 import type { ChatMessage, MalformedToolCall, ModelProvider, ModelRequest, StopReason, ToolCall, TurnResult, Usage } from './model.types';
 import { describeJsonError, isMalformed, parseToolArguments } from './tool-arguments';
@@ -33,12 +33,7 @@ export class OpenAiCompatibleProvider implements ModelProvider {
 
   constructor(private readonly settings: OpenAiProviderSettings) {
     this.ref = settings.ref;
-    this.url = `${settings.baseUrl.replace(/\/+$/, '')}/chat/completions`;
-    this.transport = {
-      ...settings.transport,
-      label: `the model service at ${describeUrl(this.url)}`,
-      secrets: [settings.apiKey, ...Object.values(settings.headers ?? {})].filter((s): s is string => Boolean(s)),
-    };
+    ({ url: this.url, transport: this.transport } = endpoint(settings.baseUrl, '/chat/completions', settings));
   }
 
   complete(request: ModelRequest): Promise<TurnResult> {
@@ -190,12 +185,6 @@ function stopReason(finish: string | undefined, hasToolCalls: boolean): StopReas
     default:
       return hasToolCalls ? 'tool_use' : 'other';
   }
-}
-
-/** Origin and path only: a query string may carry a key (Azure-style `?api-key=`). */
-export function describeUrl(url: string): string {
-  const parsed = new URL(url);
-  return `${parsed.origin}${parsed.pathname}`;
 }
 
 export function summarise(error: z.ZodError): string {

@@ -564,13 +564,13 @@ export class SessionRunner {
    * announced default as a headless one. Nobody is asked in a headless run or by a subagent.
    */
   private async question(call: ToolCall, callId: string): Promise<ExecutedCall> {
-    const question = (typeof call.arguments.question === 'string' ? call.arguments.question.trim() : '') || '(empty)';
+    const question = bound((typeof call.arguments.question === 'string' ? call.arguments.question.trim() : '') || '(empty)', 10_000);
     const options = Array.isArray(call.arguments.options) ? call.arguments.options.filter((o): o is string => typeof o === 'string' && o.trim() !== '').map((o) => bound(o, 1_000)).slice(0, 20) : [];
     if (this.input.headless || this.input.role === 'child') {
       await this.emit({ type: 'question', questionId: callId, question, options, answer: HEADLESS_QUESTION_DEFAULT, class: 'question_default_headless' });
       return { control: HEADLESS_QUESTION_DEFAULT, isError: false };
     }
-    const answer = await this.approval(callId, { kind: 'question', payload: { question: bound(question, 10_000), options }, flags: { thirdParty: [] } }, 'question', question);
+    const answer = await this.approval(callId, { kind: 'question', payload: { question, options }, flags: { thirdParty: [] } }, 'question', question);
     if (answer.state === 'approved' && answer.response) {
       await this.emit({ type: 'question', questionId: answer.approvalId, question, options, answer: answer.response });
       await this.deps.recorder.audit('question.answered', { approvalId: answer.approvalId, question, response: answer.response, by: answer.decidedBy });
