@@ -79,10 +79,13 @@ export interface Stack {
   publishPolicy(document: unknown): Promise<void>;
   stopGateway(): Promise<void>;
   startGateway(): Promise<void>;
+  /** Everything the gateway and the exec-host have written so far. */
+  logs(): string;
   stop(): Promise<void>;
 }
 
-export async function startStack(): Promise<Stack> {
+/** `gatewayEnv`: extra environment for the gateway (a model configuration, a log level). */
+export async function startStack(options: { gatewayEnv?: Record<string, string> } = {}): Promise<Stack> {
   const dir = mkdtempSync(join(tmpdir(), 'lemniscate-e2e-'));
   const execHostPort = await freePort();
   const gatewayPort = await freePort();
@@ -121,6 +124,7 @@ export async function startStack(): Promise<Stack> {
         LEMNISCATE_ADMIN_PASSWORD: admin.password,
         // Short, so a test that kills the gateway sees its sessions ended as orphans within seconds.
         LEMNISCATE_LOOP_LEASE_SECONDS: '4',
+        ...options.gatewayEnv,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -221,6 +225,7 @@ export async function startStack(): Promise<Stack> {
     },
     stopGateway,
     startGateway,
+    logs: () => logs.join(''),
     async stop() {
       await stopGateway();
       execHost.kill('SIGTERM');
