@@ -1,3 +1,4 @@
+import { LoginFailuresRepository } from '../src/db/repositories/login-failures.repository';
 import { apiTokens } from '../src/db/schema';
 import { freshDatabase, withTestDatabases } from '../src/db/testing';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, auditKinds, bearer, login, startGateway, tokenFor, type Gateway } from './harness';
@@ -48,6 +49,31 @@ withTestDatabases((db) => {
     expect(res.body.code).toBe('rate_limited');
     expect(res.body.message).toMatch(/^Too many failed sign-in attempts; try again in \d+ seconds\.$/);
     expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+  });
+
+  it('paces a guesser across replicas: failures on one gateway slow the next try on another', async () => {
+    const other = await startGateway(db(), { LEMNISCATE_LOGIN_MAX_FAILURES: '3' });
+    try {
+      const email = 'spread@example.test';
+      for (let i = 0; i < 3; i++) expect((await gw.http().post('/api/v1/auth/login').send({ email, password: `guess ${i}` })).status).toBe(401);
+      const res = await other.http().post('/api/v1/auth/login').send({ email, password: 'guess on the other replica' });
+      expect(res.status).toBe(429);
+      expect(res.body.message).toMatch(/^Too many failed sign-in attempts; try again in \d+ seconds\.$/);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('a successful sign-in clears the account, and failures older than the window are forgotten', async () => {
+    const failures = gw.app.get(LoginFailuresRepository);
+    await failures.record(['account:old@example.test'], new Date(Date.now() - 3 * 3600_000), new Date(0));
+    expect((await failures.recent(['account:old@example.test'], new Date(0))).get('account:old@example.test')).toHaveLength(1);
+    // A new failure (any key) sweeps out what the window no longer counts.
+    expect((await gw.http().post('/api/v1/auth/login').send({ email: 'someone@example.test', password: 'wrong' })).status).toBe(401);
+    expect((await failures.recent(['account:old@example.test'], new Date(0))).get('account:old@example.test')).toEqual([]);
+    expect((await gw.http().post('/api/v1/auth/login').send({ email: ADMIN_EMAIL, password: 'not it' })).status).toBe(401);
+    expect((await gw.http().post('/api/v1/auth/login').send({ email: ADMIN_EMAIL, password: ADMIN_PASSWORD })).status).toBe(200);
+    expect((await failures.recent([`account:${ADMIN_EMAIL}`], new Date(0))).get(`account:${ADMIN_EMAIL}`)).toEqual([]);
   });
 
   it('needs the CSRF header for writes made with the cookie, not for reads', async () => {

@@ -5,6 +5,7 @@ import { AuditService } from '../audit/audit.service';
 import { AppError, ErrorCode } from '../common/errors';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config/config';
 import { ApiTokensRepository } from '../db/repositories/api-tokens.repository';
+import { LoginFailuresRepository } from '../db/repositories/login-failures.repository';
 import { ProjectMembershipsRepository } from '../db/repositories/project-memberships.repository';
 import { UsersRepository } from '../db/repositories/users.repository';
 import { WebSessionsRepository } from '../db/repositories/web-sessions.repository';
@@ -50,14 +51,15 @@ export class AuthService {
     private readonly webSessions: WebSessionsRepository,
     private readonly audit: AuditService,
     private readonly metrics: MetricsService,
+    loginFailures: LoginFailuresRepository,
   ) {
-    this.limiter = new LoginRateLimiter(config.login.maxFailures, config.login.windowSeconds * 1000);
+    this.limiter = new LoginRateLimiter(loginFailures, config.login.maxFailures, config.login.windowSeconds * 1000);
   }
 
   async login(input: LoginRequest, ip: string, jar: CookieJar): Promise<LoginResponse> {
     const email = input.email.toLowerCase();
     const keys = [`account:${email}`, `ip:${ip}`];
-    const wait = this.limiter.retryAfterSeconds(keys);
+    const wait = await this.limiter.retryAfterSeconds(keys);
     if (wait > 0) {
       await this.audit.append({ actor: 'anonymous', kind: 'auth.login_throttled', payload: { email, ip } });
       throw new AppError(ErrorCode.RateLimited, `Too many failed sign-in attempts; try again in ${wait} seconds.`, undefined, wait);
@@ -65,7 +67,7 @@ export class AuthService {
     const user = await this.users.findByEmail(email);
     const passwordOk = await verifyPassword(input.password, user?.passwordHash ?? null);
     if (!user || !passwordOk) {
-      this.limiter.recordFailure(keys);
+      await this.limiter.recordFailure(keys);
       this.metrics.deniedRequests.inc({ code: ErrorCode.Unauthenticated });
       await this.audit.append({ actor: 'anonymous', kind: 'auth.login_failed', payload: { email, ip, reason: user ? 'wrong_password' : 'unknown_email' } });
       throw new AppError(ErrorCode.Unauthenticated, 'The email or the password is wrong.');
@@ -74,7 +76,7 @@ export class AuthService {
       await this.audit.append({ actor: `user:${user.id}`, kind: 'auth.login_failed', payload: { email, ip, reason: user.revokedAt ? 'revoked' : 'disabled' } });
       this.refuseInactive(user);
     }
-    this.limiter.recordSuccess(`account:${email}`);
+    await this.limiter.recordSuccess(`account:${email}`);
     const cookie = newSecret('');
     const csrfToken = newSecret('');
     const maxAgeMs = this.config.webSessionHours * 3600_000;

@@ -1,29 +1,32 @@
 /**
  * Failed logins per account and per address within a sliding window. Counting failures (not
  * attempts) keeps a person who types their password right from ever being slowed down, while a
- * guesser is stopped after a handful of tries on any one account or from any one address.
+ * guesser is stopped after a handful of tries on any one account or from any one address. The
+ * failures live in a store: the gateway's database, so every replica paces the same guesser.
  */
-const MAX_TRACKED_KEYS = 50_000;
+export interface LoginFailureStore {
+  /** Failures since `since` per key, epoch milliseconds, oldest first. */
+  recent(keys: readonly string[], since: Date): Promise<Map<string, number[]>>;
+  /** One failure per key at `at`; failures older than `forgetBefore` may be dropped. */
+  record(keys: readonly string[], at: Date, forgetBefore: Date): Promise<void>;
+  clear(key: string): Promise<void>;
+}
 
 export class LoginRateLimiter {
-  private readonly failures = new Map<string, number[]>();
-
-  get trackedKeys(): number {
-    return this.failures.size;
-  }
-
   constructor(
+    private readonly store: LoginFailureStore,
     private readonly maxFailures: number,
     private readonly windowMs: number,
     private readonly now: () => number = Date.now,
   ) {}
 
   /** Seconds to wait before the next attempt, or 0 when an attempt is allowed now. */
-  retryAfterSeconds(keys: string[]): number {
+  async retryAfterSeconds(keys: string[]): Promise<number> {
     const now = this.now();
+    const failures = await this.store.recent(keys, new Date(now - this.windowMs));
     let wait = 0;
     for (const key of keys) {
-      const recent = this.recent(key, now);
+      const recent = (failures.get(key) ?? []).filter((t) => t > now - this.windowMs);
       // Addresses get more room than accounts: several people may sit behind one proxy.
       const limit = key.startsWith('ip:') ? this.maxFailures * 4 : this.maxFailures;
       if (recent.length >= limit) {
@@ -34,21 +37,39 @@ export class LoginRateLimiter {
     return wait;
   }
 
-  recordFailure(keys: string[]): void {
+  async recordFailure(keys: string[]): Promise<void> {
     const now = this.now();
-    // Guessing with ever-new addresses or emails must not grow memory without bound.
-    if (this.failures.size > MAX_TRACKED_KEYS) for (const key of [...this.failures.keys()]) this.recent(key, now);
-    for (const key of keys) this.failures.set(key, [...this.recent(key, now), now]);
+    // Guessing with ever-new addresses or emails must not grow the store without bound.
+    await this.store.record(keys, new Date(now), new Date(now - this.windowMs));
   }
 
-  recordSuccess(accountKey: string): void {
-    this.failures.delete(accountKey);
+  async recordSuccess(accountKey: string): Promise<void> {
+    await this.store.clear(accountKey);
+  }
+}
+
+/** The same store in memory, for tests and tools that have no database. */
+export class MemoryLoginFailureStore implements LoginFailureStore {
+  private readonly failures = new Map<string, number[]>();
+
+  get trackedKeys(): number {
+    return this.failures.size;
   }
 
-  private recent(key: string, now: number): number[] {
-    const list = (this.failures.get(key) ?? []).filter((t) => t > now - this.windowMs);
-    if (list.length === 0) this.failures.delete(key);
-    else this.failures.set(key, list);
-    return list;
+  async recent(keys: readonly string[], since: Date): Promise<Map<string, number[]>> {
+    return new Map(keys.map((k) => [k, (this.failures.get(k) ?? []).filter((t) => t > since.getTime())]));
+  }
+
+  async record(keys: readonly string[], at: Date, forgetBefore: Date): Promise<void> {
+    for (const [key, list] of this.failures) {
+      const kept = list.filter((t) => t >= forgetBefore.getTime());
+      if (kept.length === 0) this.failures.delete(key);
+      else this.failures.set(key, kept);
+    }
+    for (const key of keys) this.failures.set(key, [...(this.failures.get(key) ?? []), at.getTime()]);
+  }
+
+  async clear(key: string): Promise<void> {
+    this.failures.delete(key);
   }
 }

@@ -5,6 +5,7 @@ import { ApprovalsRepository } from './repositories/approvals.repository';
 import { ApprovedCommandsRepository } from './repositories/approved-commands.repository';
 import { AuditLogRepository } from './repositories/audit-log.repository';
 import { EventsRepository } from './repositories/events.repository';
+import { LoginFailuresRepository } from './repositories/login-failures.repository';
 import { PolicyVersionsRepository } from './repositories/policy-versions.repository';
 import { ProjectMembershipsRepository } from './repositories/project-memberships.repository';
 import { ProjectsRepository } from './repositories/projects.repository';
@@ -22,6 +23,7 @@ export const REPOSITORIES = [
   PolicyVersionsRepository,
   ApiTokensRepository,
   WebSessionsRepository,
+  LoginFailuresRepository,
   SessionsRepository,
   ToolCallsRepository,
   ApprovalsRepository,

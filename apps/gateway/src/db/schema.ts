@@ -211,6 +211,12 @@ export const approvals = pgTable(
   (t) => [index('approvals_session_state_idx').on(t.sessionId, t.state), index('approvals_state_idx').on(t.state, t.createdAt)],
 );
 
+/** Failed sign-ins, per `account:EMAIL` and `ip:ADDRESS`, for pacing shared by every replica (0006). */
+export const loginFailures = pgTable('login_failures', {
+  key: text('key').notNull(),
+  at: at('at').notNull().defaultNow(),
+});
+
 export const approvedCommands = pgTable(
   'approved_commands',
   {
