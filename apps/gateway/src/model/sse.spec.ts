@@ -65,6 +65,13 @@ describe('SseDecoder', () => {
     );
   });
 
+  it('a CRLF cut between its two bytes by an empty chunk is still one line break', () => {
+    // Found by the property above (seed -1448478340): an empty piece between the CR and the LF.
+    const text = stream.join('\r\n');
+    const cr = Buffer.byteLength(text.slice(0, text.indexOf('\r\ndata:second') + 1));
+    expect(decodeInPieces(text, [cr, cr])).toEqual(expected);
+  });
+
   it('byte by byte', () => {
     const text = stream.join('\r\n');
     const cuts = Array.from({ length: Buffer.byteLength(text) }, (_, i) => i);

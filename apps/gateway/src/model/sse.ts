@@ -39,8 +39,9 @@ export class SseDecoder {
 
   private consume(input: string): SseEvent[] {
     let text = input;
-    if (this.pendingCr) {
-      // A CR ended the previous chunk; a LF at the start of this one belongs to the same line break.
+    // A CR ended the previous chunk; a LF at the start of the next text belongs to the same line
+    // break. An empty chunk (or one holding only part of a character) decides nothing yet.
+    if (this.pendingCr && text !== '') {
       if (text.startsWith('\n')) text = text.slice(1);
       this.pendingCr = false;
     }
