@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { json, sse, startLoopback, streamSse, type Loopback, type RecordedRequest } from '../../apps/gateway/src/model/__tests__/loopback-server';
+import { json, openAiChunk, sse, startLoopback, streamSse, type Loopback, type RecordedRequest } from '../../apps/gateway/src/model/__tests__/loopback-server';
 import { containersOf, startStack, type Stack } from './harness';
 
 /**
@@ -16,7 +16,7 @@ let stack: Stack;
 let model: Loopback;
 let configDir: string;
 
-const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({ id: 'chatcmpl-e2e', object: 'chat.completion.chunk', created: 1, model: 'fake-1', choices: [{ index: 0, delta, finish_reason: finish }] });
+const chunk = (delta: Record<string, unknown>, finish: string | null = null) => openAiChunk(delta, finish, 'fake-1');
 const bashTurn = (id: string, command: string) =>
   sse([
     { data: chunk({ role: 'assistant', content: 'Looking at the environment. ' }) },

@@ -169,7 +169,6 @@ export async function followInteractive(api: SessionRunApi, sessionId: string, d
       continue;
     }
     if (event.type === 'approval_answered') desk.withdraw(event.approvalId);
-    if (event.type === 'subagent_started') subagents.set(event.childSessionId, event.agent);
     const line = describeEvent(event, calls, subagents);
     if (line !== null) write(line);
     if (event.type === 'decision' && event.effect === 'allow') io.spinner.start(calls.get(event.callId) ?? 'running');

@@ -35,8 +35,12 @@ export function colourDiff(diff: string, thirdParty: ReadonlySet<string> = new S
     .join('\n');
 }
 
-/** One line describing an event for a person, or null for events that need no line. */
-export function describeEvent(event: SessionEvent, calls: Map<string, string>, subagents?: ReadonlyMap<string, string>): string | null {
+/**
+ * One line describing an event for a person, or null for events that need no line. `calls` and
+ * `subagents` are the follower's memory of the stream: proposed calls and subagent names, learnt here.
+ */
+export function describeEvent(event: SessionEvent, calls: Map<string, string>, subagents?: Map<string, string>): string | null {
+  if (event.type === 'subagent_started') subagents?.set(event.childSessionId, event.agent);
   // A subagent's events carry its session id; its name is known from the `subagent_started` before them.
   const agent = 'agent' in event && typeof event.agent === 'string' ? event.agent : event.subSessionId ? (subagents?.get(event.subSessionId) ?? 'subagent') : null;
   const who = agent && agent !== 'main' && event.type !== 'subagent_started' && event.type !== 'subagent_refused' && event.type !== 'subagent_finished' ? pc.dim(`[${agent}] `) : '';

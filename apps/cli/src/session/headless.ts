@@ -112,7 +112,6 @@ export async function runHeadless(api: SessionRunApi, options: HeadlessOptions, 
       } else if (event?.type === 'approval_requested') {
         io.stderr(`Refused: ${event.agent} needs a person to approve ${event.kind === 'command' ? `\`${event.subject}\`` : APPROVAL_OBJECT[event.kind]}, and nobody can approve in a headless run; the gateway records the refusal and the run goes on.\n`);
       } else if (event && options.outputFormat !== 'stream-json') {
-        if (event.type === 'subagent_started') subagents.set(event.childSessionId, event.agent);
         const line = describeEvent(event, calls, subagents);
         if (line !== null) io.stderr(`${line}\n`);
       } else if (!event) {

@@ -21,6 +21,15 @@ import {
 
 type ContainerEvent = 'die' | 'oom';
 
+/** Settles when an engine stream is over, however it ends (an error included: the caller reads the status). */
+function streamDone(stream: Readable): Promise<void> {
+  return new Promise((resolve) => {
+    stream.once('end', resolve);
+    stream.once('close', resolve);
+    stream.once('error', () => resolve());
+  });
+}
+
 function statusCode(e: unknown): number | undefined {
   return (e as { statusCode?: number }).statusCode;
 }
@@ -107,11 +116,7 @@ export class DockerSandboxDriver implements SandboxDriver {
       out.on('data', (b: Buffer) => spec.onStdout(b));
       err.on('data', (b: Buffer) => spec.onStderr(b));
       this.docker.modem.demuxStream(stream, out, err);
-      const ended = new Promise<void>((resolve) => {
-        stream.once('end', resolve);
-        stream.once('close', resolve);
-        stream.once('error', () => resolve());
-      });
+      const ended = streamDone(stream);
       const onAbort = () => {
         // The kill ends the command's stream; if the sandbox is wedged the stream is cut after a grace period.
         // Never an unhandled rejection: a container the engine cannot kill (a zombie under gVisor after a
@@ -197,11 +202,7 @@ export class DockerSandboxDriver implements SandboxDriver {
     });
     const stream = (await exec.start({ hijack: true, stdin: false })) as unknown as Readable;
     stream.resume();
-    await new Promise<void>((resolve) => {
-      stream.once('end', resolve);
-      stream.once('close', resolve);
-      stream.once('error', () => resolve());
-    });
+    await streamDone(stream);
     // 0: processes were killed; 1: none was left. Anything else: the kill itself could not run.
     const { ExitCode } = await exec.inspect();
     if (ExitCode !== 0 && ExitCode !== 1) throw new Error(`kill -1 could not run in the sandbox (exit ${String(ExitCode)}).`);
@@ -306,11 +307,7 @@ export class DockerSandboxDriver implements SandboxDriver {
       let stdout = '';
       out.on('data', (b: Buffer) => (stdout += b.toString('utf8')));
       this.docker.modem.demuxStream(stream, out, new PassThrough().resume());
-      const ended = new Promise<void>((resolve) => {
-        stream.once('end', resolve);
-        stream.once('close', resolve);
-        stream.once('error', () => resolve());
-      });
+      const ended = streamDone(stream);
       await container.start();
       let timer: NodeJS.Timeout | undefined;
       const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), 60_000)));

@@ -1,4 +1,4 @@
-import { fastTransport, json, sse, startLoopback, streamSse, type Loopback } from './__tests__/loopback-server';
+import { fastTransport, json, openAiChunk, sse, startLoopback, streamSse, type Loopback } from './__tests__/loopback-server';
 import { ModelError } from './model.errors';
 import type { ModelRequest, RetryNotice } from './model.types';
 import { OpenAiCompatibleProvider, type OpenAiProviderSettings } from './openai.provider';
@@ -32,13 +32,7 @@ function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
   };
 }
 
-const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({
-  id: 'chatcmpl-1',
-  object: 'chat.completion.chunk',
-  created: 1,
-  model: 'gpt-test',
-  choices: [{ index: 0, delta, finish_reason: finish }],
-});
+const chunk = (delta: Record<string, unknown>, finish: string | null = null) => openAiChunk(delta, finish);
 
 /** A turn in OpenAI's real streaming shape: text, then two parallel tool calls whose arguments arrive in fragments. */
 const toolTurn = sse([

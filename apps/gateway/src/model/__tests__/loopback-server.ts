@@ -62,6 +62,11 @@ export async function startLoopback(handlers: Handler | Handler[]): Promise<Loop
   };
 }
 
+/** One `chat.completion.chunk` as an OpenAI-compatible service streams it. */
+export function openAiChunk(delta: Record<string, unknown>, finish: string | null = null, model = 'gpt-test') {
+  return { id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model, choices: [{ index: 0, delta, finish_reason: finish }] };
+}
+
 export interface SseFrame {
   event?: string;
   data: unknown;
