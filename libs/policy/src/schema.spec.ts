@@ -81,6 +81,19 @@ describe('parsePolicy', () => {
     expect(issuesOf('version: 1\ncommands: [\n')[0]?.message).toMatch(/^line \d+, column \d+: /);
   });
 
+  it('refuses a YAML alias bomb with a sentence, without expanding it', () => {
+    const levels = ['a: &a [x, x, x, x, x, x, x, x, x]'];
+    for (const [i, name] of ['b', 'c', 'd', 'e', 'f', 'g', 'h'].entries()) {
+      const prev = 'abcdefg'[i];
+      levels.push(`${name}: &${name} [${Array(9).fill(`*${prev}`).join(', ')}]`);
+    }
+    const issues = issuesOf(`version: 1\n${levels.join('\n')}\n`);
+    expect(issues).toHaveLength(1);
+    expect(issues[0]?.message).toMatch(/aliases .* expand to more than 100 copies/);
+    // A few aliases that expand little are ordinary YAML, and get the usual schema messages.
+    expect(issuesOf('version: 1\nx: &x [1]\ny: *x\n').map((i) => i.message).join(' ')).not.toMatch(/alias/);
+  });
+
   it('refuses duplicate keys', () => {
     expect(issuesOf('version: 1\nversion: 1\n')[0]?.message).toMatch(/unique|duplicate/i);
   });

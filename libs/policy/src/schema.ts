@@ -344,7 +344,17 @@ function readDocument(text: string): unknown {
       }),
     );
   }
-  return doc.toJS({ maxAliasCount: 100 });
+  try {
+    return doc.toJS({ maxAliasCount: 100 });
+  } catch (error) {
+    // The yaml package refuses alias expansions that would exhaust memory ("billion laughs").
+    if (error instanceof ReferenceError && /alias/i.test(error.message)) {
+      throw new PolicyValidationError([
+        { path: '', message: 'document: its aliases (*name) expand to more than 100 copies, which is how a document exhausts memory; write the repeated values out instead' },
+      ]);
+    }
+    throw new PolicyValidationError([{ path: '', message: `document: it cannot be read (${error instanceof Error ? error.message : String(error)})` }]);
+  }
 }
 
 /**

@@ -59,6 +59,15 @@ describe('lemni policy (through the real bin)', () => {
     expect(r.stdout).toBe('');
   });
 
+  it('check exits 1 with a sentence on a YAML alias bomb, not an unexpected error', () => {
+    const bomb = ['version: 1', 'a: &a [x, x, x, x, x, x, x, x, x]'];
+    for (const [i, name] of ['b', 'c', 'd', 'e', 'f', 'g'].entries()) bomb.push(`${name}: &${name} [${Array(9).fill(`*${'abcdef'[i]}`).join(', ')}]`);
+    const r = lemni('policy', 'check', file('bomb.yaml', `${bomb.join('\n')}\n`));
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/aliases \(\*name\) expand to more than 100 copies/);
+    expect(r.stderr).not.toMatch(/unexpected/i);
+  });
+
   it('check exits 1 on a file it cannot read', () => {
     const r = lemni('policy', 'check', path.join(dir, 'missing.yaml'));
     expect(r.code).toBe(1);

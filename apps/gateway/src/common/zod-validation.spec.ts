@@ -1,6 +1,6 @@
 import { CreateUserRequest, IdParams } from '@lemniscate/contracts';
 import { AppError, ErrorCode } from './errors';
-import { ZodValidationPipe } from './zod-validation';
+import { nulPaths, ZodValidationPipe } from './zod-validation';
 
 function failure(fn: () => unknown): AppError {
   try {
@@ -30,6 +30,13 @@ describe('ZodValidationPipe', () => {
     const e = failure(() => new ZodValidationPipe(CreateUserRequest, 'body').transform({ displayName: 'A', role: 'admin', password: 'twelve chars!!', isRoot: true }));
     expect(e.message).toContain('body.email: is required');
     expect(e.message).toContain('unknown field "isRoot"');
+  });
+
+  it('refuses a NUL character in any string or key before the schema is read, naming each place', () => {
+    const e = failure(() => new ZodValidationPipe(CreateUserRequest, 'body').transform({ email: 'a@b.test', displayName: 'A\u0000', role: 'developer', password: 'twelve chars!!' }));
+    expect(e.message).toBe('The request is invalid: body.displayName: contains a NUL character (\\u0000), which no text field may hold.');
+    expect(nulPaths({ a: ['x', 'y\u0000'], ['k\u0000']: 1, b: { c: '\u0000' }, n: 5, z: null }, ['body'])).toEqual(['body.a.1', 'body."k\\u0000"', 'body.b.c']);
+    expect(nulPaths('clean', ['query'])).toEqual([]);
   });
 
   it('refuses a missing body instead of treating it as empty', () => {

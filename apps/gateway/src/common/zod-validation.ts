@@ -13,12 +13,36 @@ export class ZodValidationPipe<S extends z.ZodType> implements PipeTransform<unk
   ) {}
 
   transform(value: unknown): z.infer<S> {
+    const nul = nulPaths(value, [this.part]);
+    if (nul.length > 0) {
+      const issues = nul.map((path) => ({ path, message: 'contains a NUL character (\\u0000), which no text field may hold' }));
+      throw new AppError(ErrorCode.ValidationFailed, `The request is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}.`, { issues });
+    }
     const result = this.schema.safeParse(value ?? (this.part === 'body' ? undefined : {}));
     if (result.success) return result.data;
     const issues = result.error.issues.map((i) => ({ path: [this.part, ...i.path.map(String)].join('.'), message: describe(i) }));
     const summary = issues.map((i) => `${i.path}: ${i.message}`).join('; ');
     throw new AppError(ErrorCode.ValidationFailed, `The request is invalid: ${summary}.`, { issues });
   }
+}
+
+/**
+ * Where a value holds a NUL character, in a string or a key. PostgreSQL cannot store one in text, so
+ * it is refused up front with the field's path instead of failing deep in a write.
+ */
+export function nulPaths(value: unknown, at: string[], out: string[] = []): string[] {
+  if (out.length >= 20) return out;
+  if (typeof value === 'string') {
+    if (value.includes('\u0000')) out.push(at.join('.'));
+  } else if (Array.isArray(value)) {
+    value.forEach((v, i) => nulPaths(v, [...at, String(i)], out));
+  } else if (value !== null && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) {
+      if (k.includes('\u0000')) out.push([...at, JSON.stringify(k)].join('.'));
+      nulPaths(v, [...at, k], out);
+    }
+  }
+  return out;
 }
 
 function describe(issue: z.core.$ZodIssue): string {
