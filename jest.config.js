@@ -6,7 +6,7 @@ module.exports = {
   projects: [
     tier('unit', ['<rootDir>/{apps,libs}/*/src/**/*.spec.ts', '<rootDir>/test/unit/**/*.spec.ts']),
     // testTimeout is a global option that projects ignore; each tier sets its own in a setup file.
-    tier('medium', ['<rootDir>/{apps,libs}/*/{src,test}/**/*.medium.ts'], { setupFilesAfterEnv: ['<rootDir>/test/setup/medium.js'] }),
+    tier('medium', ['<rootDir>/{apps,libs}/*/{src,test}/**/*.medium.ts', '<rootDir>/test/medium/**/*.medium.ts'], { setupFilesAfterEnv: ['<rootDir>/test/setup/medium.js'] }),
     tier('e2e', ['<rootDir>/{apps,libs}/*/{src,test}/**/*.e2e.ts', '<rootDir>/test/e2e/**/*.e2e.ts'], { setupFilesAfterEnv: ['<rootDir>/test/setup/e2e.js'] }),
   ],
 };

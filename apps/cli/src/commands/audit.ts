@@ -1,5 +1,5 @@
 import { Command, Option } from 'commander';
-import { createWriteStream, type WriteStream } from 'node:fs';
+import { createWriteStream, existsSync, readFileSync, writeFileSync, type WriteStream } from 'node:fs';
 import { connect, globalFlags, type CliContext } from '../context';
 import { CliError, EXIT_FAILURE, EXIT_OK } from '../errors';
 
@@ -20,23 +20,61 @@ function checkTime(value: string | undefined, flag: string): void {
   if (value !== undefined && Number.isNaN(Date.parse(value))) throw new CliError(`${flag} must be a date or time such as 2026-11-29 or 2026-11-29T10:00:00Z, not "${value}".`, 'usage');
 }
 
+/** `SEQ:HASH` as printed after a verify. */
+function parseAnchor(value: string, where: string): { seq: number; hash: string } {
+  const m = /^(\d+):([0-9a-f]{64})$/.exec(value);
+  if (!m) throw new CliError(`${where} must be an entry number and its SHA-256 hash as printed by \`lemni audit verify\`, such as 4182:${'0'.repeat(64)}, not "${value.slice(0, 80)}".`, 'usage');
+  return { seq: Number(m[1]), hash: m[2]! };
+}
+
 export function registerAudit(program: Command, ctx: CliContext, done: Done): void {
   const audit = program.command('audit').description('the tamper-evident audit log (security officers and administrators)');
   audit
     .command('verify')
     .description('walk the hash chain; exit 0 when intact, 1 naming the first altered, removed or reordered entry')
+    .option('--anchor <seq:hash>', 'the head printed by an earlier verify, kept outside the database: also catches a log rewritten end to end')
+    .option('--anchor-file <file>', 'read the anchor from this file when it exists, and write the new head to it after an intact verification')
     .option('--json', 'print the gateway\'s verification result as JSON')
-    .addHelpText('after', '\nExample:\n  $ lemni --profile security audit verify')
-    .action((opts: { json?: boolean }, cmd: Command) =>
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Why an anchor: someone holding the database could rewrite the log and re-hash every entry after',
+        'the change, and the chain would hold again. The head (entry number and hash) printed after each',
+        'verify, kept where that person cannot reach it, makes such a rewrite fail the next verify.',
+        '',
+        'Examples:',
+        '  $ lemni --profile security audit verify',
+        '  $ lemni audit verify --anchor 4182:9f2c…',
+        '  $ lemni audit verify --anchor-file /secure/lemniscate-audit.anchor',
+      ].join('\n'),
+    )
+    .action((opts: { json?: boolean; anchor?: string; anchorFile?: string }, cmd: Command) =>
       done(
         (async () => {
+          if (opts.anchor !== undefined && opts.anchorFile !== undefined) throw new CliError('Give --anchor or --anchor-file, not both.', 'usage');
+          let anchor: { seq: number; hash: string } | undefined;
+          if (opts.anchor !== undefined) anchor = parseAnchor(opts.anchor, '--anchor');
+          else if (opts.anchorFile !== undefined && existsSync(opts.anchorFile)) anchor = parseAnchor(readFileSync(opts.anchorFile, 'utf8').trim(), `The anchor file ${opts.anchorFile}`);
           const { client } = connect(ctx, globalFlags(cmd.optsWithGlobals()));
-          const r = await client.auditVerify();
+          const r = await client.auditVerify(anchor);
           if (opts.json) ctx.stdout(`${JSON.stringify(r)}\n`);
-          else if (r.ok) ctx.stdout(`The audit chain is intact${r.checked !== undefined ? ` (${r.checked} entries checked)` : ''}.\n`);
-          else {
+          else if (r.ok) {
+            const from = anchor ? `, and it still leads to the anchor at entry ${anchor.seq}` : '';
+            ctx.stdout(`The audit chain is intact${r.checked !== undefined ? ` (${r.checked} entries checked${from})` : ''}.\n`);
+          } else {
             const at = r.seq !== undefined ? ` at entry ${r.seq}${r.problem ? ` (${r.problem})` : ''}` : '';
             ctx.stdout(`The audit chain is broken${at}.${r.message ? ` ${r.message}` : ''}\n`);
+          }
+          if (r.ok && r.lastSeq !== undefined && r.lastHash !== undefined) {
+            const head = `${r.lastSeq}:${r.lastHash}`;
+            if (opts.anchorFile !== undefined) {
+              writeFileSync(opts.anchorFile, `${head}\n`, { mode: 0o600 });
+              ctx.stderr(`Head ${head} written to ${opts.anchorFile}; the next verify with --anchor-file checks against it.\n`);
+            } else if (!opts.json) {
+              const why = anchor ? '' : 'Verified without an anchor, so a log rewritten and re-hashed from end to end by someone holding the database would pass. ';
+              ctx.stderr(`${why}Keep this head outside the database and pass it next time: --anchor ${head}\n`);
+            }
           }
           return r.ok ? EXIT_OK : EXIT_FAILURE;
         })(),

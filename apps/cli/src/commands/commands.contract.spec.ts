@@ -228,10 +228,54 @@ describe('lemni audit', () => {
     const ok = await lemni(['audit', 'verify'], { env: env() });
     expect(ok.code).toBe(0);
     expect(ok.stdout).toBe('The audit chain is intact (3 entries checked).\n');
+    expect(ok.stderr).toBe('Verified without an anchor, so a log rewritten and re-hashed from end to end by someone holding the database would pass. Keep this head outside the database and pass it next time: --anchor 3:h3\n');
     gateway.auditVerify = { ok: false, checked: 41, seq: 42, problem: 'altered', message: 'Entry 42 was altered: its content no longer matches the hash recorded when it was written.' };
     const broken = await lemni(['audit', 'verify'], { env: env() });
     expect(broken.code).toBe(1);
     expect(broken.stdout).toBe('The audit chain is broken at entry 42 (altered). Entry 42 was altered: its content no longer matches the hash recorded when it was written.\n');
+  });
+
+  it('verify --anchor sends the anchor, and --anchor-file reads it and keeps the new head', async () => {
+    const hash = 'a'.repeat(64);
+    const head = 'b'.repeat(64);
+    gateway.auditVerify = { ok: true, checked: 3, lastSeq: 3, lastHash: head };
+    const anchored = await lemni(['audit', 'verify', '--anchor', `2:${hash}`], { env: env() });
+    expect(anchored.code).toBe(0);
+    expect(gateway.requests.at(-1)?.path).toBe(`/audit/verify?anchorSeq=2&anchorHash=${hash}`);
+    expect(anchored.stdout).toBe('The audit chain is intact (3 entries checked, and it still leads to the anchor at entry 2).\n');
+    expect(anchored.stderr).toBe(`Keep this head outside the database and pass it next time: --anchor 3:${head}\n`);
+
+    const file = path.join(home, 'audit.anchor');
+    const first = await lemni(['audit', 'verify', '--anchor-file', file], { env: env() });
+    expect(first.code).toBe(0);
+    expect(gateway.requests.at(-1)?.path).toBe('/audit/verify');
+    expect(readFileSync(file, 'utf8')).toBe(`3:${head}\n`);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(first.stderr).toBe(`Head 3:${head} written to ${file}; the next verify with --anchor-file checks against it.\n`);
+    const second = await lemni(['audit', 'verify', '--anchor-file', file], { env: env() });
+    expect(second.code).toBe(0);
+    expect(gateway.requests.at(-1)?.path).toBe(`/audit/verify?anchorSeq=3&anchorHash=${head}`);
+
+    // A broken chain keeps the old anchor: the head of a rewritten log must never replace it.
+    writeFileSync(file, `2:${hash}\n`);
+    gateway.auditVerify = { ok: false, checked: 1, seq: 2, problem: 'altered', message: 'Entry 2 was altered.' };
+    const broken = await lemni(['audit', 'verify', '--anchor-file', file], { env: env() });
+    expect(broken.code).toBe(1);
+    expect(gateway.requests.at(-1)?.path).toBe(`/audit/verify?anchorSeq=2&anchorHash=${hash}`);
+    expect(readFileSync(file, 'utf8')).toBe(`2:${hash}\n`);
+
+    for (const bad of ['12', 'x:y', `3:${'A'.repeat(64)}`, `-1:${hash}`]) {
+      const r = await lemni(['audit', 'verify', `--anchor=${bad}`], { env: env() });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain('--anchor must be an entry number and its SHA-256 hash as printed by `lemni audit verify`');
+    }
+    writeFileSync(file, 'garbage\n');
+    const badFile = await lemni(['audit', 'verify', '--anchor-file', file], { env: env() });
+    expect(badFile.code).toBe(1);
+    expect(badFile.stderr).toContain(`The anchor file ${file} must be an entry number`);
+    const both = await lemni(['audit', 'verify', '--anchor', `2:${hash}`, '--anchor-file', file], { env: env() });
+    expect(both.code).toBe(1);
+    expect(both.stderr).toContain('Give --anchor or --anchor-file, not both.');
   });
 
   it('export streams the body with the filters as query parameters', async () => {

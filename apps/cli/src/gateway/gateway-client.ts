@@ -34,6 +34,8 @@ export const AuditVerifyResult = z.looseObject({
   seq: z.number().int().optional(),
   problem: z.string().optional(),
   message: z.string().optional(),
+  lastSeq: z.number().int().optional(),
+  lastHash: z.string().optional(),
 });
 export type AuditVerifyResult = z.infer<typeof AuditVerifyResult>;
 
@@ -273,8 +275,9 @@ export class GatewayClient {
 
   // --- audit ---
 
-  auditVerify(): Promise<AuditVerifyResult> {
-    return this.request('GET', '/audit/verify', { schema: AuditVerifyResult });
+  /** With an anchor (a head kept from an earlier verification), a log rewritten end to end is caught too. */
+  auditVerify(anchor?: { seq: number; hash: string }): Promise<AuditVerifyResult> {
+    return this.request('GET', '/audit/verify', { schema: AuditVerifyResult, query: anchor ? { anchorSeq: anchor.seq, anchorHash: anchor.hash } : {} });
   }
 
   /** Streams the export body as it arrives; the export can be far larger than memory. */

@@ -1,0 +1,82 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { buildCli, lemni } from '../../apps/cli/src/__tests__/run-bin';
+import { chainHash, GENESIS_HASH } from '../../apps/gateway/src/audit/audit-chain';
+import { withTestDatabases, type TestDatabase } from '../../apps/gateway/src/db/testing';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, createProject, startGateway, tokenFor, type Gateway } from '../../apps/gateway/test/harness';
+
+jest.setTimeout(180_000);
+
+beforeAll(() => buildCli(), 180_000);
+
+/**
+ * T2 with the real CLI against a real gateway: someone holding the database rewrites the log and
+ * re-hashes every entry after the change. Without an anchor `lemni audit verify` cannot tell; with
+ * the head it printed (or wrote to its anchor file) before the rewrite, it names the entry.
+ */
+withTestDatabases((db) => {
+  let gw: Gateway;
+  let token: string;
+  let home: string;
+  beforeAll(async () => {
+    gw = await startGateway(db());
+    token = (await tokenFor(gw, ADMIN_EMAIL, ADMIN_PASSWORD)).token;
+    await createProject(gw, token, 'anchored');
+    home = mkdtempSync(path.join(os.tmpdir(), 'lemni-anchor-'));
+  });
+  afterAll(async () => {
+    await gw?.close();
+    if (home) rmSync(home, { recursive: true, force: true });
+  });
+
+  const run = (...args: string[]) => lemni(['audit', 'verify', ...args], { env: { HOME: home, LEMNISCATE_GATEWAY: gw.baseUrl, LEMNISCATE_TOKEN: token } });
+
+  async function rewriteEndToEnd(database: TestDatabase, seq: number): Promise<void> {
+    const rows = await database.superuser<{ seq: string; at: Date; actor: string; kind: string; project_id: string | null; session_id: string | null; payload: string }>('SELECT * FROM audit_log ORDER BY seq');
+    let prev = GENESIS_HASH;
+    const statements: string[] = [];
+    for (const row of rows) {
+      const entry = { seq: Number(row.seq), at: new Date(row.at), actor: Number(row.seq) === seq ? 'user:mallory' : row.actor, kind: row.kind, projectId: row.project_id, sessionId: row.session_id, payload: row.payload };
+      const hash = chainHash(prev, entry);
+      statements.push(`UPDATE audit_log SET actor = '${entry.actor}', prev_hash = '${prev}', hash = '${hash}' WHERE seq = ${entry.seq}`);
+      prev = hash;
+    }
+    await database.superuser('ALTER TABLE audit_log DISABLE TRIGGER audit_log_no_update_delete');
+    try {
+      for (const s of statements) await database.superuser(s);
+      await database.superuser(`UPDATE audit_chain_head SET hash = '${prev}'`);
+    } finally {
+      await database.superuser('ALTER TABLE audit_log ENABLE TRIGGER audit_log_no_update_delete');
+    }
+  }
+
+  it('prints the head to keep, and catches a rewritten log only against it', async () => {
+    const anchorFile = path.join(home, 'audit.anchor');
+    const first = await run('--anchor-file', anchorFile);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(/^The audit chain is intact \(\d+ entries checked\)\.\n$/);
+    const kept = readFileSync(anchorFile, 'utf8').trim();
+    expect(kept).toMatch(/^\d+:[0-9a-f]{64}$/);
+
+    const plain = await run();
+    expect(plain.code).toBe(0);
+    const printed = /--anchor (\d+:[0-9a-f]{64})\n$/.exec(plain.stderr)?.[1];
+    expect(printed).toBeDefined();
+
+    await rewriteEndToEnd(db(), 2);
+
+    // The documented weakness: a rewrite that re-hashed everything passes a verify without an anchor.
+    const fooled = await run();
+    expect(fooled.code).toBe(0);
+    expect(fooled.stderr).toContain('Verified without an anchor, so a log rewritten and re-hashed from end to end by someone holding the database would pass.');
+
+    const caught = await run('--anchor-file', anchorFile);
+    expect(caught.code).toBe(1);
+    expect(caught.stdout).toMatch(/^The audit chain is broken at entry \d+ \(altered\)\./);
+    // The anchor of the honest log is kept, never replaced by the rewritten log's head.
+    expect(readFileSync(anchorFile, 'utf8').trim()).toBe(kept);
+    const caughtByFlag = await run('--anchor', printed as string);
+    expect(caughtByFlag.code).toBe(1);
+  });
+});
