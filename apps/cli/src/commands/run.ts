@@ -7,6 +7,7 @@ import { terminalSpinner } from '../interactive/terminal-prompter';
 import { noSpinner } from '../interactive/prompter';
 import { runHeadless, type OutputFormat } from '../session/headless';
 import { gatewaySessionApi } from '../session/session-api';
+import { reconnectWindowMs } from '../gateway/event-stream';
 
 export interface RunFlags {
   print?: string;
@@ -42,7 +43,7 @@ export async function runRoot(ctx: CliContext, flags: RunFlags): Promise<number>
   if (!projectName) throw new CliError('Name a project with --project NAME (or add `project:` to your profile); `lemni projects` lists them.', 'usage');
   if (!client.hasToken) throw new CliError(`The gateway at ${connection.gateway} needs an API token: run \`lemni login\`, pass --token, or set LEMNISCATE_TOKEN.`, 'unauthenticated');
   const project = await client.projectByName(projectName);
-  const api = gatewaySessionApi(client, (attempt) => ctx.stderr(`Live events interrupted; reconnecting (attempt ${attempt})…\n`));
+  const api = gatewaySessionApi(client, (attempt) => ctx.stderr(`Live events interrupted; reconnecting (attempt ${attempt})…\n`), reconnectWindowMs(ctx.env));
   const developer = await developerContext(ctx.env, config, (line) => ctx.stderr(`${line}\n`));
   const common = { project, agent: flags.agent, model: flags.model, apply: flags.apply, includeUncommitted: flags.includeUncommitted === true, cwd: ctx.cwd, developer };
   if (flags.print !== undefined) {

@@ -5,6 +5,10 @@ import { connect, globalFlags, type CliContext } from '../context';
 import { CliError, EXIT_OK } from '../errors';
 import { describeCall } from '../output/render';
 import { shorten, table } from '../output/table';
+import { reconnectWindowMs } from '../gateway/event-stream';
+import { followExisting } from '../session/follow';
+import type { OutputFormat } from '../session/headless';
+import { gatewaySessionApi } from '../session/session-api';
 
 type Done = (code: Promise<number>) => void;
 
@@ -93,6 +97,25 @@ export function registerSessions(program: Command, ctx: CliContext, done: Done):
           const calls = await client.toolCalls(id);
           ctx.stdout(opts.json ? `${JSON.stringify({ session: s, toolCalls: calls })}\n` : describeSession(s, calls));
           return EXIT_OK;
+        })(),
+      ),
+    );
+
+  session
+    .command('follow <id>')
+    .description('follow a session from its first event to its end, and exit as its run would: 0 completed, 1 failed, 3 stopped')
+    .addHelpText('after', '\nWith --output-format json (one object at the end) or stream-json (one event per line), as for `lemni -p`.\nFollowing changes nothing: Ctrl-C stops following, not the session (`lemni stop ID` stops it).\n\nExample:\n  $ lemni session follow 01JD3W7Q8Z --output-format json')
+    .action((id: string, _opts: unknown, cmd: Command) =>
+      done(
+        (async () => {
+          // --output-format belongs to `lemni` itself (as for -p); it is read from there.
+          const global = cmd.optsWithGlobals();
+          const format = (global.outputFormat as OutputFormat | undefined) ?? 'text';
+          const { client } = connect(ctx, globalFlags(global));
+          const s = await client.getSession(id);
+          const project = (await client.listProjects()).find((p) => p.id === s.projectId);
+          const api = gatewaySessionApi(client, (attempt) => ctx.stderr(`Live events interrupted; reconnecting (attempt ${attempt})…\n`), reconnectWindowMs(ctx.env));
+          return followExisting(api, id, project?.name ?? s.projectId, format, ctx);
         })(),
       ),
     );

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { followSession } from './event-stream';
+import { followSession, FOLLOW_RECONNECT_MS, reconnectWindowMs } from './event-stream';
 
 let server: Server;
 let wss: WebSocketServer;
@@ -16,9 +16,7 @@ const event = (seq: number, type = 'model_text', extra: Record<string, unknown> 
 });
 const end = (seq: number) => event(seq, 'session_completed', { status: 'completed', stopReason: null, summary: null, exitCode: 0 });
 
-beforeEach(async () => {
-  connections = 0;
-  subscriptions.length = 0;
+async function listen(port = 0): Promise<void> {
   server = createServer();
   wss = new WebSocketServer({ server, path: '/api/v1/events' });
   wss.on('connection', (ws, req) => {
@@ -34,8 +32,24 @@ beforeEach(async () => {
       onSubscribe(ws, msg, n);
     });
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** The gateway goes away (connections refused) for `ms`, then listens again on the same port. */
+async function restart(ms: number): Promise<void> {
+  const port = (server.address() as AddressInfo).port;
+  for (const c of wss.clients) c.terminate();
+  await new Promise<void>((r) => wss.close(() => r()));
+  await new Promise<void>((r) => server.close(() => r()));
+  await new Promise((r) => setTimeout(r, ms));
+  await listen(port);
+}
+
+beforeEach(async () => {
+  connections = 0;
+  subscriptions.length = 0;
+  await listen();
 });
 
 afterEach(async () => {
@@ -94,9 +108,38 @@ describe('followSession', () => {
     await expect(collect(followSession(url, 'good', 's1'))).rejects.toThrow('sent a live message of an unknown shape; the CLI and the gateway are probably different versions');
   });
 
-  it('gives up after the configured number of reconnects in a row', async () => {
+  it('gives up once the reconnect window has passed, saying how to follow again', async () => {
     onSubscribe = (ws) => ws.terminate();
-    await expect(collect(followSession(url, 'good', 's1', { maxReconnects: 2 }))).rejects.toThrow('Lost the live-event connection to the gateway');
-    expect(connections).toBe(3);
+    const started = Date.now();
+    await expect(collect(followSession(url, 'good', 's1', { reconnectForMs: 1500 }))).rejects.toThrow(
+      `Lost the live-event connection to the gateway at ${url} and could not get it back for 2 s; the session may still be running. Follow it again with \`lemni session follow s1\`, or look at it with \`lemni session show s1\`.`,
+    );
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1500);
+    expect(connections).toBeGreaterThan(3);
+  });
+
+  it('waits out a gateway restart longer than a few reconnects, then resumes from the last seq', async () => {
+    // The first connection delivers two events and drops; the gateway then refuses connections for
+    // 6 s (a restart that took 6 s gave up the old five-reconnect follower), then answers again.
+    onSubscribe = (ws, _msg, n) => {
+      if (n === 1) {
+        [event(1), event(2)].forEach((m) => ws.send(JSON.stringify(m)));
+        setTimeout(() => void restart(6000), 10);
+      } else {
+        [event(3), end(4)].forEach((m) => ws.send(JSON.stringify(m)));
+      }
+    };
+    const reconnects: number[] = [];
+    expect(await collect(followSession(url, 'good', 's1', { onReconnect: (a) => reconnects.push(a) }))).toEqual([1, 2, 3, 4]);
+    expect(subscriptions.map((s) => s.sinceSeq)).toEqual([0, 2]);
+    expect(reconnects.length).toBeGreaterThan(5);
+  }, 30_000);
+
+  it('reads the reconnect window from LEMNISCATE_FOLLOW_RECONNECT_SECONDS and refuses a bad one by name', () => {
+    expect(reconnectWindowMs({})).toBe(FOLLOW_RECONNECT_MS);
+    expect(reconnectWindowMs({ LEMNISCATE_FOLLOW_RECONNECT_SECONDS: '90' })).toBe(90_000);
+    for (const bad of ['0', '-1', 'soon', 'Infinity']) {
+      expect(() => reconnectWindowMs({ LEMNISCATE_FOLLOW_RECONNECT_SECONDS: bad })).toThrow(`LEMNISCATE_FOLLOW_RECONNECT_SECONDS must be a positive number of seconds, not "${bad}".`);
+    }
   });
 });

@@ -6,9 +6,30 @@ export interface FollowOptions {
   /** Replays from here after a reconnect, so nothing is missed or seen twice. */
   sinceSeq?: number;
   signal?: AbortSignal;
-  /** How many times in a row a dropped connection is re-opened before giving up. */
-  maxReconnects?: number;
+  /**
+   * How long a lost connection is retried before giving up (default `FOLLOW_RECONNECT_MS`): long
+   * enough for a gateway restart or a rolling deploy, bounded so a CI job does not hang for ever.
+   */
+  reconnectForMs?: number;
   onReconnect?: (attempt: number) => void;
+}
+
+const STABLE_MS = 10_000;
+
+/** Five minutes, or `LEMNISCATE_FOLLOW_RECONNECT_SECONDS`. */
+export const FOLLOW_RECONNECT_MS = 5 * 60_000;
+
+/** The reconnect window from the environment; a value that is not a positive number is refused by name. */
+export function reconnectWindowMs(env: Record<string, string | undefined>): number {
+  const raw = env['LEMNISCATE_FOLLOW_RECONNECT_SECONDS'];
+  if (raw === undefined || raw.trim() === '') return FOLLOW_RECONNECT_MS;
+  const seconds = Number(raw);
+  if (!Number.isFinite(seconds) || seconds <= 0) throw new CliError(`LEMNISCATE_FOLLOW_RECONNECT_SECONDS must be a positive number of seconds, not "${raw}".`, 'config');
+  return seconds * 1000;
+}
+
+function duration(ms: number): string {
+  return ms >= 60_000 && ms % 60_000 === 0 ? `${ms / 60_000} minute${ms === 60_000 ? '' : 's'}` : `${Math.round(ms / 1000)} s`;
 }
 
 export function isTerminal(event: GatewayEvent, sessionId: string): boolean {
@@ -38,7 +59,8 @@ type Item = { kind: 'event'; event: GatewayEvent } | { kind: 'closed'; error?: E
 export async function* followSession(baseUrl: string, token: string | undefined, sessionId: string, options: FollowOptions = {}): AsyncGenerator<GatewayEvent> {
   let lastSeq = options.sinceSeq ?? 0;
   let failures = 0;
-  const maxReconnects = options.maxReconnects ?? 5;
+  let lostSince: number | undefined;
+  const windowMs = options.reconnectForMs ?? FOLLOW_RECONNECT_MS;
   for (;;) {
     if (options.signal?.aborted) return;
     const queue: Item[] = [];
@@ -50,8 +72,10 @@ export async function* followSession(baseUrl: string, token: string | undefined,
     const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
     const socket = new WebSocket(eventsUrl(baseUrl), { headers });
     let opened = false;
+    let openedAt = 0;
     socket.on('open', () => {
       opened = true;
+      openedAt = Date.now();
       socket.send(JSON.stringify({ type: 'subscribe', sessionId, sinceSeq: lastSeq }));
     });
     socket.on('unexpected-response', (_req, res) => {
@@ -93,6 +117,8 @@ export async function* followSession(baseUrl: string, token: string | undefined,
         if (item.kind === 'error') throw item.error;
         if (item.kind === 'closed') break;
         failures = 0;
+        // Events flow again: a later loss gets the whole window anew.
+        lostSince = undefined;
         if (item.event.seq <= lastSeq) continue;
         lastSeq = item.event.seq;
         yield item.event;
@@ -110,10 +136,18 @@ export async function* followSession(baseUrl: string, token: string | undefined,
       // Never connected at all: the gateway is down rather than flaky.
       throw new CliError(`Cannot reach the gateway at ${baseUrl}: is it running? (\`npm start\`)`, 'gateway_unreachable');
     }
-    if (failures > maxReconnects) {
-      throw new CliError(`Lost the live-event connection to the gateway at ${baseUrl} ${maxReconnects} times in a row; the session goes on: \`lemni session show ${sessionId}\`.`, 'gateway_unreachable');
+    // A connection that held a while (a quiet session waiting for a person) also counts as recovered.
+    if (opened && Date.now() - openedAt >= STABLE_MS) lostSince = undefined;
+    lostSince ??= Date.now();
+    if (Date.now() - lostSince >= windowMs) {
+      throw new CliError(
+        `Lost the live-event connection to the gateway at ${baseUrl} and could not get it back for ${duration(windowMs)}; the session may still be running. Follow it again with \`lemni session follow ${sessionId}\`, or look at it with \`lemni session show ${sessionId}\`.`,
+        'gateway_unreachable',
+      );
     }
     options.onReconnect?.(failures);
-    await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 100 * 2 ** failures)));
+    const backoff = Math.min(2000, 100 * 2 ** Math.min(failures, 5));
+    const left = windowMs - (Date.now() - lostSince);
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, Math.min(backoff, left))));
   }
 }

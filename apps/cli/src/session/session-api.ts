@@ -15,10 +15,10 @@ export interface SessionRunApi {
   startSubagent(parentSessionId: string, agent: string, instruction: string): Promise<SessionView>;
 }
 
-export function gatewaySessionApi(client: GatewayClient, onReconnect?: (attempt: number) => void): SessionRunApi {
+export function gatewaySessionApi(client: GatewayClient, onReconnect?: (attempt: number) => void, reconnectForMs?: number): SessionRunApi {
   return {
     startSession: (r) => client.startSession(r),
-    follow: (id, o) => followSession(client.baseUrl, client.bearer, id, { ...o, ...(onReconnect ? { onReconnect } : {}) }),
+    follow: (id, o) => followSession(client.baseUrl, client.bearer, id, { ...o, ...(onReconnect ? { onReconnect } : {}), ...(reconnectForMs !== undefined ? { reconnectForMs } : {}) }),
     getSession: (id) => client.getSession(id),
     stopSession: (id, reason) => client.stopSession(id, reason),
     answerApproval: (id, answer, body) => client.answerApproval(id, answer, body),
