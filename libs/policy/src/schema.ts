@@ -210,12 +210,17 @@ const thirdPartySchema = z.strictObject({
   maxDiffBytes: positiveInt(1024 * 1024 * 1024).default(1024 * 1024).describe('A diff larger than this is a third-party change.'),
 });
 
+// Each value is a ceiling (P1, L5): a workstation may lower it, never raise it.
 const executionSchema = z.strictObject({
   sessionMaxActions: positiveInt(100_000).default(150),
   sessionMaxMinutes: positiveInt(24 * 60).default(45),
   sessionMaxExtensions: z.number().int().min(0).max(1000).default(5),
   toolLoopThreshold: z.number().int().min(2).max(1000).default(3),
   toolLoopDetection: z.boolean().default(true),
+  allowToolLoopDetectionOff: z
+    .boolean()
+    .default(false)
+    .describe('Whether an agent file, configuration or environment variable of a workstation may set toolLoopDetection: false.'),
   // Zero is refused (AG4): a cascade limit is adjusted, never removed; 1 forbids nesting.
   subagentMaxDepth: z.number().int().min(1).max(32).default(3),
   subagentMaxPerSession: z.number().int().min(1).max(100_000).default(200),

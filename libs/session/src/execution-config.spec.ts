@@ -4,8 +4,12 @@ import {
   EXECUTION_ENV,
   EXECUTION_KEYS,
   ExecutionConfigError,
+  checkLayerCeilings,
   readExecutionMapping,
   resolveExecutionConfig,
+  type ExecutionCeilings,
+  type ExecutionKey,
+  type ResolveExecutionInput,
 } from './execution-config';
 
 function refusal(run: () => unknown): ExecutionConfigError {
@@ -213,5 +217,109 @@ describe('resolveExecutionConfig', () => {
         return typeof result === 'boolean' ? String(result) === raw : /^[0-9]+$/.test(raw) && Number(raw) === result && result >= 0;
       }),
     );
+  });
+});
+
+describe('policy ceilings (P1, L5)', () => {
+  // Every count the policy can set (contextTokenBudget is not a policy key).
+  const LIMITED = EXECUTION_KEYS.filter((k) => k !== 'toolLoopDetection' && k !== 'contextTokenBudget');
+  const CEILING = 10;
+  const ceilings = (allowToolLoopDetectionOff = false): ExecutionCeilings => ({
+    location: 'the policy of project "shop" (version 2)',
+    values: { ...Object.fromEntries(LIMITED.map((k) => [k, CEILING])), toolLoopDetection: true },
+    allowToolLoopDetectionOff,
+  });
+  type Place = 'environment' | 'configuration' | 'agent';
+  const PLACES: Place[] = ['environment', 'configuration', 'agent'];
+  const from = (place: Place, key: ExecutionKey, value: number | boolean): ResolveExecutionInput => {
+    switch (place) {
+      case 'environment':
+        return { env: { [EXECUTION_ENV[key]]: String(value) } };
+      case 'configuration':
+        return { config: [{ location: '~/.lemniscate/config.yaml', values: { [key]: value } }] };
+      case 'agent':
+        return { agent: { location: '~/.lemniscate/agents/fast.md', values: { [key]: value } } };
+    }
+  };
+  const named = (place: Place, key: ExecutionKey) =>
+    place === 'environment' ? EXECUTION_ENV[key] : place === 'configuration' ? '~/.lemniscate/config.yaml' : '~/.lemniscate/agents/fast.md';
+
+  const cases = LIMITED.flatMap((key) => PLACES.flatMap((place) => (['below', 'equal', 'above'] as const).map((where) => ({ key, place, where }))));
+
+  it.each(cases)('$key from the $place, $where the ceiling', ({ key, place, where }) => {
+    const value = where === 'below' ? CEILING - 1 : where === 'equal' ? CEILING : CEILING + 1;
+    const run = () => resolveExecutionConfig({ ...from(place, key, value), ceilings: ceilings() });
+    if (where === 'above') {
+      let error: unknown;
+      try {
+        run();
+      } catch (err) {
+        error = err;
+      }
+      expect(error).toBeInstanceOf(ExecutionConfigError);
+      const e = error as ExecutionConfigError;
+      expect(e.key).toBe(key);
+      expect(e.source).toBe(named(place, key));
+      expect(e.message).toContain(named(place, key));
+      expect(e.message).toContain(`the policy of project "shop" (version 2) sets the ceiling execution.${key} at ${CEILING}`);
+      expect(e.message).toMatch(/^[A-Za-z].*\.$/);
+    } else {
+      const resolved = run();
+      expect(resolved.config[key]).toBe(value);
+      expect(resolved.origin[key].layer).toBe(place);
+    }
+  });
+
+  it.each(LIMITED.map((key) => ({ key })))('$key: a key nobody sets takes the policy value, not the built-in default', ({ key }) => {
+    const resolved = resolveExecutionConfig({ ceilings: ceilings() });
+    expect(resolved.config[key]).toBe(CEILING);
+    expect(resolved.origin[key]).toEqual({ layer: 'configuration', location: 'the policy of project "shop" (version 2)' });
+  });
+
+  it('keeps L5 precedence below the ceiling: frontmatter over configuration over environment', () => {
+    const resolved = resolveExecutionConfig({
+      env: { LEMNISCATE_SESSION_MAX_ACTIONS: '3', LEMNISCATE_SESSION_MAX_MINUTES: '3', LEMNISCATE_SESSION_SUBAGENT_MAX_DEPTH: '3' },
+      config: [{ location: '~/.lemniscate/config.yaml', values: { sessionMaxMinutes: 4, subagentMaxDepth: 4 } }],
+      agent: { location: 'agent.md', values: { subagentMaxDepth: 5 } },
+      ceilings: ceilings(),
+    });
+    expect(resolved.config).toMatchObject({ sessionMaxActions: 3, sessionMaxMinutes: 4, subagentMaxDepth: 5 });
+  });
+
+  it('judges the value in force: a frontmatter below the ceiling wins over a configuration above it', () => {
+    expect(() =>
+      resolveExecutionConfig({
+        config: [{ location: '~/.lemniscate/config.yaml', values: { sessionMaxActions: 11 } }],
+        agent: { location: 'agent.md', values: { sessionMaxActions: 5 } },
+        ceilings: ceilings(),
+      }),
+    ).not.toThrow();
+  });
+
+  const loopCases = PLACES.flatMap((place) => [false, true].flatMap((allow) => [true, false].map((value) => ({ place, allow, value }))));
+  it.each(loopCases)('toolLoopDetection: $value from the $place, policy allows switching off: $allow', ({ place, allow, value }) => {
+    const run = () => resolveExecutionConfig({ ...from(place, 'toolLoopDetection', value), ceilings: ceilings(allow) });
+    if (value === false && !allow) {
+      expect(run).toThrow(ExecutionConfigError);
+      expect(run).toThrow(`${place === 'environment' ? 'LEMNISCATE_SESSION_TOOL_LOOP_DETECTION=false' : `toolLoopDetection: false in ${named(place, 'toolLoopDetection')}`} is refused`);
+      expect(run).toThrow('does not allow a workstation to switch it off (execution.allowToolLoopDetectionOff)');
+    } else {
+      expect(run().config.toolLoopDetection).toBe(value);
+    }
+  });
+
+  it('lets a workstation switch loop detection back on when the policy switched it off', () => {
+    const off: ExecutionCeilings = { ...ceilings(), values: { ...ceilings().values, toolLoopDetection: false } };
+    expect(resolveExecutionConfig({ ceilings: off }).config.toolLoopDetection).toBe(false);
+    expect(resolveExecutionConfig({ env: { LEMNISCATE_SESSION_TOOL_LOOP_DETECTION: 'true' }, ceilings: off }).config.toolLoopDetection).toBe(true);
+    expect(resolveExecutionConfig({ env: { LEMNISCATE_SESSION_TOOL_LOOP_DETECTION: 'false' }, ceilings: off }).config.toolLoopDetection).toBe(false);
+  });
+
+  it('checks a delegated agent frontmatter against the same ceilings', () => {
+    expect(() => checkLayerCeilings({ subagentMaxDepth: 11 }, '~/.lemniscate/agents/deep.md', ceilings())).toThrow(
+      'subagentMaxDepth: 11 in ~/.lemniscate/agents/deep.md is refused: the policy of project "shop" (version 2) sets the ceiling execution.subagentMaxDepth at 10 levels',
+    );
+    expect(() => checkLayerCeilings({ subagentMaxDepth: 10, toolLoopDetection: true }, 'x.md', ceilings())).not.toThrow();
+    expect(() => checkLayerCeilings({ toolLoopDetection: false }, 'x.md', ceilings())).toThrow(ExecutionConfigError);
   });
 });

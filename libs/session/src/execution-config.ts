@@ -102,6 +102,21 @@ export interface ResolveExecutionInput {
   config?: readonly ExecutionLayer[];
   /** The agent's frontmatter, which wins over everything else (AG2). */
   agent?: ExecutionLayer;
+  /**
+   * The administrator's values (P1): the project policy's `execution:` block, every key with its
+   * default filled in. Each is a ceiling for the layers above: a lower value wins (L5), a higher one
+   * is refused, and a key no layer sets takes the policy's value.
+   */
+  ceilings?: ExecutionCeilings;
+}
+
+/** The project policy's `execution:` values, read as ceilings for a workstation's values (P1, L5). */
+export interface ExecutionCeilings {
+  /** Where the ceilings come from, e.g. `the policy of project "shop" (version 3)`. */
+  location: string;
+  values: Partial<Omit<ExecutionConfig, 'contextTokenBudget'>>;
+  /** Whether a workstation may switch loop detection off (policy `execution.allowToolLoopDetectionOff`). */
+  allowToolLoopDetectionOff: boolean;
 }
 
 export interface ResolvedExecution {
@@ -137,7 +152,78 @@ export function resolveExecutionConfig(input: ResolveExecutionInput = {}): Resol
     }
   }
 
+  if (input.ceilings) {
+    const { ceilings } = input;
+    for (const key of EXECUTION_KEYS) {
+      const ceiling = (ceilings.values as Partial<Record<ExecutionKey, number | boolean>>)[key];
+      if (ceiling === undefined) continue;
+      const source = origin[key];
+      if (source.layer === 'default') {
+        assign(config, key, ceiling);
+        origin[key] = { layer: 'configuration', location: ceilings.location };
+        continue;
+      }
+      const { shown, from } = describeSource(key, source, config[key]);
+      checkCeiling(key, config[key], shown, from, ceilings);
+    }
+  }
+
   return { config, origin, warnings };
+}
+
+/**
+ * Refuses a value a workstation (environment, configuration, agent frontmatter) sets above the
+ * administrator's ceiling, or a `toolLoopDetection: false` the policy does not allow (P1). The
+ * sentence names the value, where it came from and the ceiling. `shown` is how the value was
+ * written, e.g. `LEMNISCATE_SESSION_MAX_ACTIONS=500` or `sessionMaxActions: 500 in ~/.lemniscate/config.yaml`.
+ */
+export function checkCeiling(key: ExecutionKey, value: number | boolean, shown: string, source: string, ceilings: ExecutionCeilings): void {
+  const ceiling = (ceilings.values as Partial<Record<ExecutionKey, number | boolean>>)[key];
+  if (ceiling === undefined) return;
+  const spec = KEYS[key];
+  if (spec.kind === 'flag') {
+    if (value === false && ceiling === true && !ceilings.allowToolLoopDetectionOff) {
+      throw new ExecutionConfigError(
+        `${shown} is refused: ${ceilings.location} keeps loop detection on and does not allow a workstation to switch it off (execution.allowToolLoopDetectionOff); remove it, or ask an administrator.`,
+        source,
+        key,
+        String(value),
+      );
+    }
+    return;
+  }
+  if (typeof value === 'number' && typeof ceiling === 'number' && value > ceiling) {
+    throw new ExecutionConfigError(
+      `${shown} is refused: ${ceilings.location} sets the ceiling execution.${key} at ${ceiling} ${spec.unit}, and a workstation may lower a limit but never raise it; use ${ceiling} or less, or ask an administrator to raise the ceiling.`,
+      source,
+      key,
+      String(value),
+    );
+  }
+}
+
+function describeSource(key: ExecutionKey, source: ExecutionSource, value: number | boolean): { shown: string; from: string } {
+  switch (source.layer) {
+    case 'environment':
+      return { shown: `${source.variable}=${String(value)}`, from: source.variable };
+    case 'configuration':
+    case 'agent':
+      return { shown: `${key}: ${String(value)} in ${source.location}`, from: source.location };
+    default:
+      return { shown: `${key}: ${String(value)}`, from: 'default' };
+  }
+}
+
+/**
+ * Checks a subagent's frontmatter (applied over its session tree's execution) against the same
+ * ceilings: a delegated agent cannot lift what the administrator set either (P1, AG4).
+ */
+export function checkLayerCeilings(execution: Partial<ExecutionConfig>, location: string, ceilings: ExecutionCeilings): void {
+  for (const key of EXECUTION_KEYS) {
+    const value = execution[key];
+    if (value === undefined) continue;
+    checkCeiling(key, value, `${key}: ${String(value)} in ${location}`, location, ceilings);
+  }
 }
 
 /**

@@ -1,31 +1,28 @@
 import { parsePolicy } from '@lemniscate/policy';
-import { resolveExecutionConfig } from '@lemniscate/session';
-import { stringify } from 'yaml';
-import { writtenExecution } from './policy-execution';
+import { ExecutionConfigError, resolveExecutionConfig } from '@lemniscate/session';
+import { ceilingsOf } from './policy-execution';
 
-describe('writtenExecution', () => {
-  it('keeps only the keys the administrator wrote, not the defaults the parser fills', () => {
-    const source = 'version: 1\nexecution:\n  sessionMaxActions: 40\n';
-    expect(parsePolicy(source).execution.sessionMaxMinutes).toBe(45);
-    expect(writtenExecution(source)).toEqual({ sessionMaxActions: 40 });
+describe('ceilingsOf', () => {
+  it('reads every execution key of the policy, written or defaulted, as a ceiling', () => {
+    const ceilings = ceilingsOf(parsePolicy('version: 1\nexecution:\n  sessionMaxActions: 40\n'), 'the policy');
+    expect(ceilings.values).toMatchObject({ sessionMaxActions: 40, sessionMaxMinutes: 45, subagentMaxDepth: 3, toolLoopDetection: true });
+    expect(ceilings.allowToolLoopDetectionOff).toBe(false);
+    expect(ceilings.values).not.toHaveProperty('allowToolLoopDetectionOff');
   });
 
-  it('reads a policy published as JSON (stored as YAML text) the same way', () => {
-    expect(writtenExecution(stringify({ version: 1, execution: { toolLoopThreshold: 5 } }))).toEqual({ toolLoopThreshold: 5 });
-  });
-
-  it('is undefined without an execution block or without a published policy', () => {
-    expect(writtenExecution('version: 1\ncommands: { free: [ls] }\n')).toBeUndefined();
-    expect(writtenExecution(undefined)).toBeUndefined();
-    expect(writtenExecution('')).toBeUndefined();
-  });
-
-  it('lets the environment win when the policy does not set the key (L5)', () => {
+  it('lets the environment win below the ceiling and takes the policy value where nothing else is set (L5)', () => {
     const resolved = resolveExecutionConfig({
       env: { LEMNISCATE_SESSION_MAX_ACTIONS: '7' },
-      config: [{ location: 'the policy', values: writtenExecution('version: 1\nexecution:\n  sessionMaxMinutes: 10\n') }],
+      ceilings: ceilingsOf(parsePolicy('version: 1\nexecution:\n  sessionMaxMinutes: 10\n'), 'the policy'),
     });
     expect(resolved.config).toMatchObject({ sessionMaxActions: 7, sessionMaxMinutes: 10 });
     expect(resolved.origin.sessionMaxActions).toEqual({ layer: 'environment', variable: 'LEMNISCATE_SESSION_MAX_ACTIONS' });
+    expect(resolved.origin.sessionMaxMinutes).toEqual({ layer: 'configuration', location: 'the policy' });
+  });
+
+  it('refuses an environment value above a defaulted ceiling (P1)', () => {
+    expect(() =>
+      resolveExecutionConfig({ env: { LEMNISCATE_SESSION_MAX_ACTIONS: '151' }, ceilings: ceilingsOf(parsePolicy('version: 1\n'), 'the policy') }),
+    ).toThrow(ExecutionConfigError);
   });
 });

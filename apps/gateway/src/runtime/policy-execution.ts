@@ -1,14 +1,12 @@
-import { parse as parseYaml } from 'yaml';
+import type { Policy } from '@lemniscate/policy';
+import type { ExecutionCeilings } from '@lemniscate/session';
 
 /**
- * The `execution:` mapping as the administrator wrote it in a policy's source text. The parsed
- * policy fills every key with its default, and a default must not hide the developer's environment
- * or configuration (L5: defaults < environment < configuration < agent), so only written keys count.
- * Returns undefined when the policy has no `execution:` block (or no policy is published).
+ * The project policy's `execution:` values as ceilings (P1, L5). Every key counts, written or
+ * defaulted: a workstation's environment, configuration or agent file may lower a limit, never
+ * raise it, and loop detection stays on unless `allowToolLoopDetectionOff` is true.
  */
-export function writtenExecution(sourceText: string | undefined): unknown {
-  if (sourceText === undefined) return undefined;
-  const written: unknown = parseYaml(sourceText);
-  if (!written || typeof written !== 'object' || Array.isArray(written)) return undefined;
-  return (written as { execution?: unknown }).execution;
+export function ceilingsOf(policy: Pick<Policy, 'execution'>, location: string): ExecutionCeilings {
+  const { allowToolLoopDetectionOff, ...values } = policy.execution;
+  return { location, values, allowToolLoopDetectionOff };
 }

@@ -34,7 +34,7 @@ import { SessionsService } from '../sessions/sessions.service';
 import { repositoryAgentDirectory, uploadedAgentDirectory } from './agent-sources';
 import { DbSessionRecorder, type DbRecorderDeps } from './db-recorder';
 import { HttpExecHost, type ExecHostPort } from './exec-host.port';
-import { writtenExecution } from './policy-execution';
+import { ceilingsOf } from './policy-execution';
 import { SessionRunner, type DelegationContext } from './session-runner';
 import { sessionCatalogue } from './tool-catalogue';
 import { SubagentService, createLock } from './subagents';
@@ -72,11 +72,6 @@ export class SessionRuntimeService implements OnApplicationShutdown {
     this.execHost = new HttpExecHost({ url: config.execHost.url, token: config.execHost.token ?? '' });
   }
 
-  /** The policy's `execution:` keys as written (see writtenExecution). */
-  private async policyExecution(projectId: string): Promise<unknown> {
-    return writtenExecution((await this.policyVersions.current(projectId))?.sourceText);
-  }
-
   /** Records the instruction as a new session and starts its loop; answers as soon as it is recorded. */
   async start(principal: Principal, request: CreateSessionRequest): Promise<SessionView> {
     if (request.parentSessionId) {
@@ -93,15 +88,14 @@ export class SessionRuntimeService implements OnApplicationShutdown {
       user: request.userAgents?.length ? uploadedAgentDirectory(request.userAgents) : undefined,
     });
     const agent = this.pickAgent(agents, request.agent);
+    const ceilings = ceilingsOf(policy, `the policy of project "${project.name}"${version ? ` (version ${version})` : ' (built-in default)'}`);
     let execution;
     try {
       execution = resolveExecutionConfig({
         env: request.environment ?? pickSessionEnv(process.env),
-        config: [
-          ...(request.userConfig?.execution !== undefined ? [{ location: '~/.lemniscate/config.yaml', values: request.userConfig.execution }] : []),
-          { location: `the policy of project "${project.name}"${version ? ` (version ${version})` : ' (built-in default)'}`, values: await this.policyExecution(project.id) },
-        ],
+        config: request.userConfig?.execution !== undefined ? [{ location: '~/.lemniscate/config.yaml', values: request.userConfig.execution }] : [],
         agent: Object.keys(agent.execution).length ? { location: agent.location, values: agent.execution } : undefined,
+        ceilings,
       });
     } catch (err) {
       if (err instanceof ExecutionConfigError) throw new AppError(ErrorCode.ValidationFailed, err.message, { key: err.key, value: err.value, source: err.source });
@@ -170,6 +164,7 @@ export class SessionRuntimeService implements OnApplicationShutdown {
       sandbox: () => sandboxInfo,
       policy: policyNow,
       execution: execution.config,
+      ceilings,
       project: project.name,
       repository,
       sandboxLock: lock,

@@ -1,4 +1,15 @@
-import { AgentUnavailableError, SubagentLimitError, SubagentTracker, effectiveTools, type AgentCatalogue, type AgentDefinition, type ExecutionConfig } from '@lemniscate/session';
+import {
+  AgentUnavailableError,
+  ExecutionConfigError,
+  SubagentLimitError,
+  SubagentTracker,
+  checkLayerCeilings,
+  effectiveTools,
+  type AgentCatalogue,
+  type AgentDefinition,
+  type ExecutionCeilings,
+  type ExecutionConfig,
+} from '@lemniscate/session';
 import type { SandboxInfo } from '@lemniscate/contracts';
 import type { ModelProvider } from '../model/model.types';
 import type { ExecHostPort } from './exec-host.port';
@@ -22,6 +33,8 @@ export interface SubagentServiceDeps {
   sandbox: () => SandboxInfo | null;
   policy: SessionRunDeps['policy'];
   execution: ExecutionConfig;
+  /** The project policy's ceilings, which a delegated agent's frontmatter cannot lift either (P1). */
+  ceilings?: ExecutionCeilings;
   project: string;
   repository: { source: string; ref?: string };
   sandboxLock: NonNullable<SessionRunDeps['sandboxLock']>;
@@ -57,6 +70,17 @@ export class SubagentService implements SubagentLauncher {
       throw err;
     }
     if (!task.instruction.trim()) return { ok: false, text: 'Task needs an instruction for the subagent.' };
+    if (this.deps.ceilings) {
+      try {
+        checkLayerCeilings(agent.execution, agent.location, this.deps.ceilings);
+      } catch (err) {
+        if (err instanceof ExecutionConfigError) {
+          await announce?.audit('subagent.refused', { agent: agent.name, code: err.code, reason: err.message });
+          return { ok: false, text: err.message, class: err.code };
+        }
+        throw err;
+      }
+    }
     const sandbox = this.deps.sandbox();
     if (!sandbox) return { ok: false, text: 'The session has no sandbox yet; delegation is not possible.' };
 
