@@ -18,7 +18,9 @@ const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
 const execHostUrl = `http://127.0.0.1:${execHostPort}`;
 
 const admin = demoAdmin();
-const baseEnv = { LEMNISCATE_LOG_LEVEL: 'warn', LEMNISCATE_ADMIN_EMAIL: admin.email, LEMNISCATE_ADMIN_PASSWORD: admin.password, ...process.env, LEMNISCATE_EXEC_HOST_TOKEN: execHostToken, LEMNISCATE_EXEC_HOST_PORT: String(execHostPort), LEMNISCATE_EXEC_HOST_URL: execHostUrl, LEMNISCATE_GATEWAY_PORT: String(gatewayPort), LEMNISCATE_SANDBOX_IMAGE: image };
+// The demo runs the scripted model, which a gateway answers only when its configuration says so.
+const demoModels = path.join(ROOT, 'scripts/demo/models.yaml');
+const baseEnv = { LEMNISCATE_LOG_LEVEL: 'warn', LEMNISCATE_ADMIN_EMAIL: admin.email, LEMNISCATE_ADMIN_PASSWORD: admin.password, LEMNISCATE_MODELS_CONFIG: demoModels, ...process.env, LEMNISCATE_EXEC_HOST_TOKEN: execHostToken, LEMNISCATE_EXEC_HOST_PORT: String(execHostPort), LEMNISCATE_EXEC_HOST_URL: execHostUrl, LEMNISCATE_GATEWAY_PORT: String(gatewayPort), LEMNISCATE_SANDBOX_IMAGE: image };
 
 const children = [];
 let stopping = false;

@@ -94,6 +94,8 @@ export async function startStack(options: { gatewayEnv?: Record<string, string> 
   const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
   const admin = { email: 'admin@e2e.invalid', password: randomBytes(12).toString('base64url') };
   const logs: string[] = [];
+  const scriptedModels = join(dir, 'models.yaml');
+  writeFileSync(scriptedModels, 'scripted:\n  enabled: true\n');
   const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: join(dir, 'home'), LEMNISCATE_LOG_LEVEL: 'warn' };
   mkdirSync(env.HOME, { recursive: true });
 
@@ -124,6 +126,8 @@ export async function startStack(options: { gatewayEnv?: Record<string, string> 
         LEMNISCATE_ADMIN_PASSWORD: admin.password,
         // Short, so a test that kills the gateway sees its sessions ended as orphans within seconds.
         LEMNISCATE_LOOP_LEASE_SECONDS: '4',
+        // The scripted model answers only when the configuration turns it on.
+        LEMNISCATE_MODELS_CONFIG: scriptedModels,
         ...options.gatewayEnv,
       },
       stdio: ['ignore', 'pipe', 'pipe'],

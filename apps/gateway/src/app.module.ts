@@ -35,7 +35,7 @@ import { RevocationService } from './sessions/revocation.service';
 import { SessionLeaseService } from './sessions/session-lease.service';
 import { SessionRunRegistry } from './sessions/session-run.registry';
 import { SessionsController } from './sessions/sessions.controller';
-import { SessionRuntimeService } from './runtime/runtime.service';
+import { SESSION_LOOPS, SessionRuntimeService, type SessionLoops } from './runtime/runtime.service';
 import { SessionsService } from './sessions/sessions.service';
 import { CREDENTIALS_OUTPUT, UsersService, type CredentialsOutput } from './users/users.service';
 import { UsersController } from './users/users.controller';
@@ -48,6 +48,11 @@ export interface AppModuleOptions {
   credentialsOutput?: CredentialsOutput;
   /** Where log lines go (standard output by default). */
   logStream?: DestinationStream;
+  /**
+   * `run` (the default) starts each session's loop; `record` only records the session, for tests of
+   * the HTTP layer that have no model, exec-host or Docker. Only code can choose it, never a variable.
+   */
+  sessionLoops?: SessionLoops;
 }
 
 export const CONTROLLERS = [AuthController, UsersController, ProjectsController, PoliciesController, SessionsController, ApprovalsController, AuditApiController, HealthController, OpenApiController];
@@ -65,6 +70,7 @@ export class AppModule {
     };
     const providers: Provider[] = [
       { provide: GATEWAY_CONFIG, useValue: config },
+      { provide: SESSION_LOOPS, useValue: options.sessionLoops ?? 'run' },
       { provide: CREDENTIALS_OUTPUT, useValue: options.credentialsOutput ?? ((text: string) => process.stdout.write(`${text}\n`)) },
       {
         provide: EVENT_FAN_OUT,

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { AppModule } from './app.module';
+import { AppModule, type AppModuleOptions } from './app.module';
 import { ConfigError, loadConfig, type GatewayConfig } from './config/config';
 import { DatabaseError, migrate, redactUrl } from './db/database';
 import { MigrationError } from './db/migrate';
@@ -10,16 +10,17 @@ import { configureApp } from './setup';
 const USAGE = 'Usage: lemni-gateway [serve] | lemni-gateway migrate';
 
 /** The gateway as `serve` runs it, not yet listening. */
-export async function createGatewayApp(config: GatewayConfig): Promise<INestApplication> {
-  const app = await NestFactory.create(AppModule.forRoot({ config }), { bodyParser: false, bufferLogs: true });
+export async function createGatewayApp(config: GatewayConfig, options: Pick<AppModuleOptions, 'sessionLoops'> = {}): Promise<INestApplication> {
+  const app = await NestFactory.create(AppModule.forRoot({ config, ...options }), { bodyParser: false, bufferLogs: true });
   configureApp(app, config);
   app.enableShutdownHooks();
   return app;
 }
 
-export async function serve(): Promise<INestApplication> {
+/** `options` is for test entry points (a gateway that records sessions without running loops). */
+export async function serve(options: Pick<AppModuleOptions, 'sessionLoops'> = {}): Promise<INestApplication> {
   const config = loadConfig();
-  const app = await createGatewayApp(config);
+  const app = await createGatewayApp(config, options);
   await app.listen(config.port, config.host);
   const where = config.databaseUrl ? redactUrl(config.databaseUrl) : `PGlite in ${config.dataDir}`;
   process.stdout.write(`Lemniscate gateway listening on ${await app.getUrl()} (database: ${where})\n`);

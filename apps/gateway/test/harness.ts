@@ -9,7 +9,6 @@ import { configureApp } from '../src/setup';
 
 // These tests exercise the HTTP layer over a real database; the session loop (model, exec-host,
 // Docker) is exercised end to end in test/e2e. Sessions are recorded, no loop starts.
-process.env.LEMNISCATE_SESSION_LOOPS = 'record';
 
 export const ADMIN_EMAIL = 'admin@example.test';
 export const ADMIN_PASSWORD = 'correct horse battery staple';
@@ -35,7 +34,7 @@ export async function startGateway(database: Database, env: Record<string, strin
     ...env,
   });
   const printed: string[] = [];
-  const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot({ config, database, credentialsOutput: (t) => printed.push(t), logStream })] }).compile();
+  const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot({ config, database, credentialsOutput: (t) => printed.push(t), logStream, sessionLoops: 'record' })] }).compile();
   const app = moduleRef.createNestApplication({ bodyParser: false, bufferLogs: true });
   configureApp(app, config);
   await app.listen(0, '127.0.0.1');

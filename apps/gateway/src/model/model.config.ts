@@ -63,7 +63,8 @@ export const AnthropicSection = z.strictObject({
 });
 
 export const ScriptedSection = z.strictObject({
-  enabled: z.boolean().default(true),
+  /** Off unless the operator turns it on: a replayed script is for demos and tests, not production. */
+  enabled: z.boolean().default(false),
   /** When set, scripts are read only from inside these directories. */
   directories: z.array(z.string().min(1)).optional(),
 });
@@ -88,7 +89,7 @@ export const ModelsConfig = z.strictObject({
       }
     })
     .default({}),
-  scripted: ScriptedSection.default({ enabled: true }),
+  scripted: ScriptedSection.default({ enabled: false }),
 });
 
 export type ModelsConfig = z.infer<typeof ModelsConfig>;

@@ -11,6 +11,9 @@ import { ScriptedProvider } from './scripted.provider';
 
 const KEY = 'sk-config-only-5566778899';
 
+
+/** The scripted model answers only when the configuration turns it on. */
+const SCRIPTED_ON: ModelsConfigInput = { scripted: { enabled: true } };
 describe('parseModelRef', () => {
   it.each([
     ['scripted:/srv/demo/script.json', { provider: 'scripted', script: '/srv/demo/script.json' }],
@@ -71,7 +74,7 @@ describe('createModelProvider', () => {
 
   it('builds a scripted provider from "scripted:PATH", resolving a relative path against the working directory', async () => {
     await writeFile(join(dir, 's.json'), JSON.stringify({ turns: [{ text: 'hi' }] }));
-    const model = await createModelProvider('scripted:s.json', {}, { cwd: dir });
+    const model = await createModelProvider('scripted:s.json', SCRIPTED_ON, { cwd: dir });
     expect(model).toBeInstanceOf(ScriptedProvider);
     expect(model.ref).toBe(`scripted:${join(dir, 's.json')}`);
     await expect(model.complete({ messages: [], tools: [], signal: new AbortController().signal })).resolves.toMatchObject({ text: 'hi' });
@@ -79,12 +82,12 @@ describe('createModelProvider', () => {
 
   it('accepts the object form {"provider":"scripted","script":PATH}', async () => {
     await writeFile(join(dir, 's.json'), JSON.stringify({ turns: [] }));
-    await expect(createModelProvider({ provider: 'scripted', script: join(dir, 's.json') }, {})).resolves.toBeInstanceOf(ScriptedProvider);
+    await expect(createModelProvider({ provider: 'scripted', script: join(dir, 's.json') }, SCRIPTED_ON)).resolves.toBeInstanceOf(ScriptedProvider);
   });
 
   it('reports a bad script when the provider is created, not at the first turn', async () => {
     await writeFile(join(dir, 's.json'), '{"turns": 3}');
-    await expect(createModelProvider(`scripted:${join(dir, 's.json')}`, {})).rejects.toMatchObject({
+    await expect(createModelProvider(`scripted:${join(dir, 's.json')}`, SCRIPTED_ON)).rejects.toMatchObject({
       code: 'model_script_invalid',
       message: `The model script ${join(dir, 's.json')} is invalid: turns: Invalid input: expected array, received number.`,
     });
@@ -96,7 +99,7 @@ describe('createModelProvider', () => {
     await writeFile(join(allowed, 'ok.json'), JSON.stringify({ turns: [] }));
     await writeFile(join(dir, 'outside.json'), JSON.stringify({ turns: [] }));
     await symlink(join(dir, 'outside.json'), join(allowed, 'link.json'));
-    const config: ModelsConfigInput = { scripted: { directories: [allowed] } };
+    const config: ModelsConfigInput = { scripted: { enabled: true, directories: [allowed] } };
 
     await expect(createModelProvider(`scripted:${join(allowed, 'ok.json')}`, config)).resolves.toBeInstanceOf(ScriptedProvider);
     for (const path of [join(dir, 'outside.json'), join(allowed, 'link.json'), join(allowed, '..', 'outside.json')]) {
@@ -106,11 +109,15 @@ describe('createModelProvider', () => {
     }
   });
 
-  it('refuses the scripted model when the configuration disables it', async () => {
+  it.each<[string, ModelsConfigInput]>([
+    ['disables it', { scripted: { enabled: false } }],
+    ['says nothing about it (production default)', {}],
+    ['only restricts its directories', { scripted: { directories: ['/tmp'] } }],
+  ])('refuses the scripted model when the configuration %s', async (_, config) => {
     await writeFile(join(dir, 's.json'), JSON.stringify({ turns: [] }));
-    await expect(createModelProvider(`scripted:${join(dir, 's.json')}`, { scripted: { enabled: false } })).rejects.toMatchObject({
+    await expect(createModelProvider(`scripted:${join(dir, 's.json')}`, config)).rejects.toMatchObject({
       code: 'model_config_invalid',
-      message: "The scripted model is disabled in this gateway's configuration (models.scripted.enabled).",
+      message: "The scripted model is not enabled in this gateway's configuration: it answers only when the model configuration (LEMNISCATE_MODELS_CONFIG) sets scripted.enabled: true, for demos and tests.",
     });
   });
 

@@ -217,7 +217,7 @@ function transport(config: ModelsConfig, section: Partial<Omit<TransportSettings
 }
 
 async function createScripted(scriptPath: string, config: ModelsConfig, cwd: string): Promise<ModelProvider> {
-  if (!config.scripted.enabled) throw configError("The scripted model is disabled in this gateway's configuration (models.scripted.enabled).");
+  if (!config.scripted.enabled) throw configError("The scripted model is not enabled in this gateway's configuration: it answers only when the model configuration (LEMNISCATE_MODELS_CONFIG) sets scripted.enabled: true, for demos and tests.");
   const path = resolve(cwd, scriptPath);
   const allowed = config.scripted.directories;
   if (allowed) {

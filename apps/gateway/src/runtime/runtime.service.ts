@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional, type OnApplicationShutdown } from '@nestjs/common';
 import type { CreateSessionRequest, SandboxInfo, SessionView } from '@lemniscate/contracts';
 import { initPolicyEngine } from '@lemniscate/policy';
 import {
@@ -39,6 +39,10 @@ import { SessionRunner, type DelegationContext } from './session-runner';
 import { sessionCatalogue } from './tool-catalogue';
 import { SubagentService, createLock } from './subagents';
 
+/** Whether sessions run their loop (`run`) or are only recorded (`record`, HTTP-layer tests). */
+export type SessionLoops = 'run' | 'record';
+export const SESSION_LOOPS = Symbol('SESSION_LOOPS');
+
 /**
  * Starts and supervises session loops on this gateway: resolves the agent, the limits and the model,
  * records the session, and runs the loop in the background under the run registry so a stop or a
@@ -68,6 +72,7 @@ export class SessionRuntimeService implements OnApplicationShutdown {
     private readonly registry: SessionRunRegistry,
     private readonly policyVersions: PolicyVersionsRepository,
     private readonly lease: SessionLeaseService,
+    @Optional() @Inject(SESSION_LOOPS) private readonly loops: SessionLoops = 'run',
   ) {
     this.execHost = new HttpExecHost({ url: config.execHost.url, token: config.execHost.token ?? '' });
   }
@@ -101,7 +106,7 @@ export class SessionRuntimeService implements OnApplicationShutdown {
       if (err instanceof ExecutionConfigError) throw new AppError(ErrorCode.ValidationFailed, err.message, { key: err.key, value: err.value, source: err.source });
       throw err;
     }
-    if (process.env.LEMNISCATE_SESSION_LOOPS === 'record') {
+    if (this.loops === 'record') {
       // API-layer tests: the session is recorded as the loop would record it, and no loop starts.
       return this.sessionsService.create(principal, { ...request, agent: agent.name, includedUncommitted: !!request.startingPatch });
     }
