@@ -128,7 +128,7 @@ describe('budgets (L1-L3, L5)', () => {
     };
 
     beforeAll(async () => {
-      // No `execution:` in the policy: its defaults must not hide the developer's own settings.
+      // No `execution:` in the policy: its defaults (150 actions) are ceilings, far above these values.
       await stack.publishPolicy({ version: 1 });
       mkdirSync(join(home(), '.lemniscate'), { recursive: true });
       writeFileSync(join(home(), '.lemniscate', 'config.yaml'), 'execution:\n  sessionMaxActions: 3\n');
@@ -150,11 +150,15 @@ describe('budgets (L1-L3, L5)', () => {
       expect(out).toMatchObject({ stop_reason: 'limit_actions', actions_used: 4 });
     });
 
-    it('the policy execution block is a configuration layer too', async () => {
+    it('the policy execution block is a ceiling (P1): below it the workstation wins, unset keys take it, above it is refused', async () => {
       await stack.publishPolicy({ version: 1, execution: { sessionMaxActions: 5 } });
       try {
-        const out = await headless([], { LEMNISCATE_SESSION_MAX_ACTIONS: '2' });
-        expect(out).toMatchObject({ stop_reason: 'limit_actions', actions_used: 5 });
+        expect(await headless([], { LEMNISCATE_SESSION_MAX_ACTIONS: '2' })).toMatchObject({ stop_reason: 'limit_actions', actions_used: 2 });
+        expect(await headless([], {})).toMatchObject({ stop_reason: 'limit_actions', actions_used: 5 });
+        const r = await stack.cli(['-p', 'read', '--model', `scripted:${reads()}`, '--output-format', 'json', '--no-apply'], { env: { LEMNISCATE_SESSION_MAX_ACTIONS: '6' } });
+        expect(r.code).not.toBe(0);
+        expect(r.stderr).toContain('LEMNISCATE_SESSION_MAX_ACTIONS=6 is refused');
+        expect(r.stderr).toContain('sets the ceiling execution.sessionMaxActions at 5 actions');
       } finally {
         await stack.publishPolicy({ version: 1 });
       }

@@ -1,5 +1,5 @@
 import { initPolicyEngine, parsePolicy } from '@lemniscate/policy';
-import { AgentCatalogue, BUILTIN_AGENTS, EXECUTION_DEFAULTS, SubagentTracker, type AgentDefinition, type ExecutionConfig } from '@lemniscate/session';
+import { AgentCatalogue, BUILTIN_AGENTS, EXECUTION_DEFAULTS, SubagentTracker, type AgentDefinition, type ExecutionCeilings, type ExecutionConfig } from '@lemniscate/session';
 import { ScriptedProvider, parseModelScript } from '../model';
 import type { ModelProvider, ModelRequest, TurnResult } from '../model/model.types';
 import { SessionRunner } from './session-runner';
@@ -20,7 +20,7 @@ function agent(name: string, extra: Partial<AgentDefinition> = {}): AgentDefinit
   return { name, description: name, mode: 'subagent', tools: null, model: null, readOnly: false, hidden: false, disabled: false, execution: {}, systemPrompt: `${name} persona`, origin: 'project', location: `.lemniscate/agents/${name}.md`, ...extra };
 }
 
-function tree(options: { parentModel: ModelProvider; childModel?: (a: AgentDefinition) => ModelProvider; agents?: AgentDefinition[]; headless?: boolean; execution?: Partial<ExecutionConfig> }) {
+function tree(options: { parentModel: ModelProvider; childModel?: (a: AgentDefinition) => ModelProvider; agents?: AgentDefinition[]; headless?: boolean; execution?: Partial<ExecutionConfig>; ceilings?: ExecutionCeilings }) {
   const execution = { ...EXECUTION_DEFAULTS, ...options.execution };
   const execHost = new InMemoryExecHost({ 'README.md': 'hi\n' });
   const recorders = new Map<string, RecordingRecorder>();
@@ -50,6 +50,7 @@ function tree(options: { parentModel: ModelProvider; childModel?: (a: AgentDefin
     sandbox: () => sandbox,
     policy: async () => policy,
     execution,
+    ceilings: options.ceilings,
     project: 'demo',
     repository: { source: '/repo' },
     sandboxLock: createLock(),
@@ -65,6 +66,32 @@ function tree(options: { parentModel: ModelProvider; childModel?: (a: AgentDefin
 const task = (instruction: string, extra: Record<string, unknown> = {}) => ({ tool_calls: [{ name: 'Task', arguments: { agent: 'general', instruction, ...extra } }] });
 
 describe('SubagentService', () => {
+  describe('P1: a delegated agent cannot lift the policy ceilings either', () => {
+    const ceilings: ExecutionCeilings = { location: 'the policy of project "demo" (version 1)', values: { sessionMaxActions: 10, subagentMaxDepth: 3, toolLoopDetection: true }, allowToolLoopDetectionOff: false };
+    const cases: Array<{ execution: Partial<ExecutionConfig>; refused: string | null }> = [
+      { execution: { sessionMaxActions: 11 }, refused: 'sessionMaxActions: 11 in .lemniscate/agents/fast.md is refused: the policy of project "demo" (version 1) sets the ceiling execution.sessionMaxActions at 10 actions' },
+      { execution: { subagentMaxDepth: 4 }, refused: 'sets the ceiling execution.subagentMaxDepth at 3 levels' },
+      { execution: { toolLoopDetection: false }, refused: 'does not allow a workstation to switch it off (execution.allowToolLoopDetectionOff)' },
+      { execution: { sessionMaxActions: 10 }, refused: null },
+      { execution: { sessionMaxActions: 3, toolLoopDetection: true }, refused: null },
+    ];
+    it.each(cases)('frontmatter $execution', async ({ execution, refused }) => {
+      const model = scripted([{ tool_calls: [{ name: 'Task', arguments: { agent: 'fast', instruction: 'go fast' } }] }, { text: 'child done' }, { text: 'root done' }]);
+      const t = tree({ parentModel: model, agents: [agent('fast', { execution })], ceilings });
+      await t.runner.run();
+      const started = [...t.recorders.values()].flatMap((rec) => rec.ofType('subagent_started'));
+      const audits = t.root.audits.filter((a) => a.kind === 'subagent.refused');
+      if (refused) {
+        expect(started).toHaveLength(0);
+        expect(audits).toHaveLength(1);
+        expect(audits[0]!.payload.reason).toContain(refused);
+      } else {
+        expect(started).toHaveLength(1);
+        expect(audits).toHaveLength(0);
+      }
+    });
+  });
+
   it('AG4: with the default depth 3, a fourth level is refused and the agent is told to do the work itself', async () => {
     // One script for the whole tree: each request takes the next turn, in order.
     const model = scripted([task('level 1'), task('level 2'), task('level 3'), task('level 4'), { text: 'did level 4 myself' }, { text: 'l2 done' }, { text: 'l1 done' }, { text: 'root done' }]);
