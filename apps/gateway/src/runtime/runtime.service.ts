@@ -20,7 +20,6 @@ import { AppError, ErrorCode } from '../common/errors';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config/config';
 import { ApprovedCommandsRepository } from '../db/repositories/approved-commands.repository';
 import { ApprovalsRepository } from '../db/repositories/approvals.repository';
-import { PolicyVersionsRepository } from '../db/repositories/policy-versions.repository';
 import { ProjectsRepository } from '../db/repositories/projects.repository';
 import { SessionsRepository } from '../db/repositories/sessions.repository';
 import { ToolCallsRepository } from '../db/repositories/tool-calls.repository';
@@ -70,7 +69,6 @@ export class SessionRuntimeService implements OnApplicationShutdown {
     private readonly audit: AuditService,
     private readonly events: EventsService,
     private readonly registry: SessionRunRegistry,
-    private readonly policyVersions: PolicyVersionsRepository,
     private readonly lease: SessionLeaseService,
     @Optional() @Inject(SESSION_LOOPS) private readonly loops: SessionLoops = 'run',
   ) {
