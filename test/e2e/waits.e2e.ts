@@ -1,0 +1,61 @@
+import { containersOf, startStack, type Stack } from './harness';
+
+/**
+ * L1, X4: nothing waits forever, end to end (real CLI, gateway, exec-host, Docker, scripted model).
+ * The project's approval timeout is a few seconds, so an unanswered approval ends the run quickly.
+ */
+const TIMEOUT_SECONDS = 3;
+let stack: Stack;
+
+beforeAll(async () => {
+  stack = await startStack();
+  await stack.publishPolicy({ version: 1, commands: { free: ['npm test', 'echo'] }, approvals: { timeoutSeconds: TIMEOUT_SECONDS } });
+}, 180_000);
+
+afterAll(async () => {
+  await stack?.stop();
+});
+
+describe('lemni -p --wait-for-approvals, bounded by approvals.timeoutSeconds', () => {
+  it('an approval nobody answers: exit 3 within the timeout, stop reason named, approval expired and audited, no container left', async () => {
+    const script = stack.script('unanswered', [{ tool_calls: [{ name: 'Bash', arguments: { command: 'make deploy' } }] }, { tool_calls: [{ name: 'Bash', arguments: { command: 'echo after' } }] }, { text: 'Summary: deploy not run.' }]);
+    const child = stack.spawnCli(['-p', 'deploy it', '--model', `scripted:${script}`, '--output-format', 'json', '--no-apply', '--wait-for-approvals']);
+    child.stdin!.end();
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (d) => (stdout += d));
+    child.stderr!.on('data', (d) => (stderr += d));
+    const closed = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
+    // While it waits, the session's sandbox is alive: the wait is legitimate and nothing reaps it.
+    let sessionId = '';
+    for (let i = 0; i < 100 && !sessionId; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      sessionId = /Session (\S+) started/.exec(stderr)?.[1] ?? '';
+    }
+    let waiting = false;
+    for (let i = 0; i < 100 && !waiting; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      waiting = /Waiting for a person/.test(stderr);
+    }
+    const waitStarted = Date.now();
+    expect(waiting).toBe(true);
+    expect(containersOf(sessionId)).toHaveLength(1);
+    const code = await closed;
+    expect(Date.now() - waitStarted).toBeLessThan(TIMEOUT_SECONDS * 1000 + 15_000);
+    expect(code).toBe(3);
+    // The CLI said the wait is bounded, and by what.
+    expect(stderr).toMatch(/expires unanswered at \S+ \(the project policy's approvals\.timeoutSeconds/);
+    const out = JSON.parse(stdout.trim().split('\n').at(-1)!);
+    expect(out).toMatchObject({ session_id: sessionId, status: 'stopped', stop_reason: 'limit_minutes', exit_code: 3 });
+    expect(out.classes).toContain('approval_expired');
+    expect(out.summary).toContain(`approvals.timeoutSeconds: ${TIMEOUT_SECONDS}`);
+    // Nothing after the expired approval ran.
+    expect(out.tool_calls.map((c: { name: string }) => c.name)).toEqual(['Bash']);
+    const approvals = await stack.api(stack.tokens.developer, 'GET', `/approvals?sessionId=${sessionId}`);
+    expect(approvals.json.map((a: { state: string }) => a.state)).toEqual(['expired']);
+    const audit = await stack.api(stack.tokens.admin, 'GET', `/audit?sessionId=${sessionId}&limit=200`);
+    const kinds = (audit.json.items ?? audit.json).map((e: { kind: string }) => e.kind);
+    expect(kinds).toEqual(expect.arrayContaining(['approval.request', 'approval.expired', 'session.ended']));
+    expect(containersOf(sessionId)).toEqual([]);
+  }, 90_000);
+});
