@@ -9,7 +9,7 @@ let stack: Stack;
 
 beforeAll(async () => {
   stack = await startStack();
-  await stack.publishPolicy({ version: 1, commands: { free: ['npm test', 'echo'] }, approvals: { timeoutSeconds: TIMEOUT_SECONDS } });
+  await stack.publishPolicy({ version: 1, commands: { free: ['npm test', 'echo', 'sleep'] }, tools: { sensitive: [] }, approvals: { timeoutSeconds: TIMEOUT_SECONDS } });
 }, 180_000);
 
 afterAll(async () => {
@@ -57,5 +57,42 @@ describe('lemni -p --wait-for-approvals, bounded by approvals.timeoutSeconds', (
     const kinds = (audit.json.items ?? audit.json).map((e: { kind: string }) => e.kind);
     expect(kinds).toEqual(expect.arrayContaining(['approval.request', 'approval.expired', 'session.ended']));
     expect(containersOf(sessionId)).toEqual([]);
+  }, 90_000);
+});
+
+describe('AG6: interrupting a parent stops its synchronous child', () => {
+  it('Ctrl-C while the child runs a command: exit 3, parent and child stopped, no container left', async () => {
+    const script = stack.script('sync-child', [
+      { tool_calls: [{ name: 'Task', arguments: { agent: 'general', instruction: 'wait a long time' } }] },
+      { tool_calls: [{ name: 'Bash', arguments: { command: 'sleep 120' } }] },
+      { text: 'never' },
+    ]);
+    const child = stack.spawnCli(['-p', 'delegate', '--model', `scripted:${script}`, '--output-format', 'stream-json', '--no-apply']);
+    child.stdin!.end();
+    const closed = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
+    let out = '';
+    const running = new Promise<{ root: string; sub: string }>((resolve) =>
+      child.stdout!.on('data', (d: Buffer) => {
+        out += d.toString();
+        const root = /"sessionId":"([^"]+)"/.exec(out)?.[1];
+        const sub = /"type":"subagent_started"[^\n]*"childSessionId":"([^"]+)"/.exec(out)?.[1] ?? /"childSessionId":"([^"]+)"[^\n]*"type":"subagent_started"/.exec(out)?.[1];
+        if (root && sub && /"type":"tool_call_proposed"[^\n]*sleep 120/.test(out)) resolve({ root, sub });
+      }),
+    );
+    const ids = await running;
+    await new Promise((r) => setTimeout(r, 500));
+    expect(containersOf(ids.root)).toHaveLength(1);
+    child.kill('SIGINT');
+    const code = await closed;
+    expect(code).toBe(3);
+    const last = JSON.parse(out.trim().split('\n').at(-1)!);
+    expect(last).toMatchObject({ type: 'session_stopped', stopReason: 'stopped' });
+    let sub: { status?: string } = {};
+    for (let i = 0; i < 50 && sub.status !== 'stopped'; i++) {
+      sub = (await stack.api(stack.tokens.developer, 'GET', `/sessions/${ids.sub}`)).json;
+      if (sub.status !== 'stopped') await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(sub).toMatchObject({ status: 'stopped' });
+    expect(containersOf(ids.root)).toEqual([]);
   }, 90_000);
 });
