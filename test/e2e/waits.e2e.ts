@@ -96,3 +96,33 @@ describe('AG6: interrupting a parent stops its synchronous child', () => {
     expect(containersOf(ids.root)).toEqual([]);
   }, 90_000);
 });
+
+describe('AG6: a background child that outlives its completed parent', () => {
+  it('keeps the shared sandbox until it ends: its command runs after the parent is done, then the container goes', async () => {
+    // --wait-for-approvals lets a background task stay in the background (a plain -p runs it synchronously).
+    const script = stack.script('background-child', [
+      { tool_calls: [{ name: 'Task', arguments: { agent: 'general', instruction: 'work after the parent', background: true } }] },
+      { text: 'parent done' },
+      { tool_calls: [{ name: 'Bash', arguments: { command: 'sleep 3' } }] },
+      { tool_calls: [{ name: 'Bash', arguments: { command: 'echo still-here' } }] },
+      { text: 'child done' },
+    ]);
+    const r = await stack.cli(['-p', 'delegate in the background', '--model', `scripted:${script}`, '--output-format', 'stream-json', '--no-apply', '--wait-for-approvals']);
+    const events = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; payload?: Record<string, unknown> } & Record<string, unknown>);
+    const field = (e: Record<string, unknown>, k: string) => (e[k] ?? (e.payload as Record<string, unknown> | undefined)?.[k]) as string | undefined;
+    const sub = field(events.find((e) => e.type === 'subagent_started')!, 'childSessionId')!;
+    const rootText = events.findIndex((e) => e.type === 'model_text' && field(e, 'text') === 'parent done' && !field(e, 'subSessionId'));
+    const childEcho = events.findIndex((e) => e.type === 'tool_result' && field(e, 'subSessionId') === sub && JSON.stringify(e).includes('still-here'));
+    // The parent was done first; the child's later command still ran in the live sandbox.
+    expect(rootText).toBeGreaterThanOrEqual(0);
+    expect(childEcho).toBeGreaterThan(rootText);
+    expect(r.code).toBe(0);
+    const calls = (await stack.api(stack.tokens.developer, 'GET', `/sessions/${sub}/tool-calls`)).json as { result: { exitCode?: number } }[];
+    expect(calls.map((c) => c.result?.exitCode)).toEqual([0, 0]);
+    expect((await stack.api(stack.tokens.developer, 'GET', `/sessions/${sub}`)).json).toMatchObject({ status: 'completed' });
+    expect(containersOf(field(events[0]!, 'sessionId')!)).toEqual([]);
+  }, 90_000);
+});
