@@ -1,4 +1,8 @@
+import { AuditService } from '../src/audit/audit.service';
 import { withTestDatabases } from '../src/db/testing';
+import { ApprovedCommandsRepository } from '../src/db/repositories/approved-commands.repository';
+import { ToolCallsRepository } from '../src/db/repositories/tool-calls.repository';
+import { DbSessionRecorder } from '../src/runtime/db-recorder';
 import { ApprovalsRepository } from '../src/db/repositories/approvals.repository';
 import { SessionsRepository } from '../src/db/repositories/sessions.repository';
 import { EventsService } from '../src/events/events.service';
@@ -105,6 +109,64 @@ withTestDatabases((db) => {
     const write = await approvals.request({ sessionId, kind: 'write', payload: { diff: '--- a/x\n+++ b/x\n' }, agent: 'general' });
     const notCommand = await gw.http().post(`/api/v1/approvals/${write.id}/approve`).set(bearer(dev.token)).send({ rememberCommand: true });
     expect(notCommand.status).toBe(400);
+  });
+
+  describe('L1/X4: an approval nobody answers expires', () => {
+    const recorderFor = (sessionId: string) =>
+      new DbSessionRecorder(
+        {
+          sessions: gw.app.get(SessionsRepository),
+          toolCalls: gw.app.get(ToolCallsRepository),
+          approvals: gw.app.get(ApprovalsRepository),
+          approvalsService: gw.app.get(ApprovalsService),
+          approvedCommands: gw.app.get(ApprovedCommandsRepository),
+          audit: gw.app.get(AuditService),
+          events: gw.app.get(EventsService),
+        },
+        { id: sessionId, projectId: project, rootId: sessionId, agent: 'general' },
+      );
+    const auditOf = (sessionId: string, kind: string) => gw.app.get(AuditService).list({ sessionId, kinds: [kind] }, { order: 'asc', limit: 100 });
+    const draft = { kind: 'command' as const, payload: { command: 'make deploy' }, flags: { thirdParty: [] }, agent: 'general', toolCallId: null };
+
+    it('at its deadline: stored expired by the process, audited, announced with approval_expired; a late answer is a 409', async () => {
+      const id = await newSession();
+      const published: { type: string; payload: Record<string, unknown> }[] = [];
+      const unsubscribe = gw.app.get(EventsService).subscribe((e) => void published.push(e as never));
+      const started = Date.now();
+      const outcome = await recorderFor(id).requestApproval(draft, new AbortController().signal, 300);
+      expect(Date.now() - started).toBeLessThan(5_000);
+      // Events may arrive through the database's notifications, a moment after the row changed.
+      for (let i = 0; i < 100 && !published.some((e) => e.type === 'approval_answered'); i++) await new Promise((r) => setTimeout(r, 20));
+      unsubscribe();
+      expect(outcome).toMatchObject({ state: 'expired', decidedBy: null });
+      const row = await gw.app.get(ApprovalsRepository).findById(outcome.approvalId);
+      expect(row).toMatchObject({ state: 'expired', decidedBy: null, reason: expect.stringContaining('nobody answered within') });
+      const requested = (await auditOf(id, 'approval.request')).find((e) => (e.payload as { approvalId: string }).approvalId === outcome.approvalId);
+      expect(requested?.payload).toMatchObject({ state: 'pending', expiresAt: expect.any(String) });
+      expect((await auditOf(id, 'approval.expired')).find((e) => (e.payload as { approvalId: string }).approvalId === outcome.approvalId)).toMatchObject({ actor: 'system', sessionId: id, payload: { kind: 'command' } });
+      expect(published.find((e) => e.type === 'approval_requested')?.payload).toMatchObject({ approvalId: outcome.approvalId, expiresAt: expect.any(String) });
+      expect(published.find((e) => e.type === 'approval_answered')?.payload).toMatchObject({ approvalId: outcome.approvalId, answer: 'rejected', class: 'approval_expired', by: { kind: 'process' } });
+      const late = await gw.http().post(`/api/v1/approvals/${outcome.approvalId}/approve`).set(bearer(dev.token)).send({});
+      expect(late.status).toBe(409);
+      expect(late.body.message).toMatch(/^This approval was already answered: it is expired at /);
+    });
+
+    it('a person who answers before the deadline wins; nothing is expired nor audited as such', async () => {
+      const id = await newSession();
+      const waiting = recorderFor(id).requestApproval(draft, new AbortController().signal, 2_000);
+      let pending;
+      for (let i = 0; i < 100 && !pending; i++) {
+        pending = (await gw.app.get(ApprovalsRepository).list({ sessionId: id, state: 'pending' }))[0];
+        if (!pending) await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(pending).toBeDefined();
+      const ok = await gw.http().post(`/api/v1/approvals/${pending!.id}/approve`).set(bearer(dev.token)).send({});
+      expect(ok.status).toBe(200);
+      await expect(waiting).resolves.toMatchObject({ state: 'approved', decidedBy: dev.userId });
+      await new Promise((r) => setTimeout(r, 2_200));
+      expect(await gw.app.get(ApprovalsRepository).findById(pending!.id)).toMatchObject({ state: 'approved' });
+      expect(await auditOf(id, 'approval.expired')).toEqual([]);
+    });
   });
 
   it('refuses approval requests of a headless session at once, attributed to the process', async () => {

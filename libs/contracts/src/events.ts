@@ -32,6 +32,7 @@ export const EventClass = z.enum([
   'third_party_forbidden',
   // approvals and questions
   'approval_refused_headless',
+  'approval_expired',
   'question_default_headless',
   'question_declined',
   'extension_refused',
@@ -148,6 +149,8 @@ export const ApprovalRequestedEvent = z.object({
   thirdPartyFiles: z.array(z.object({ path: z.string(), class: z.string() })).optional(),
   /** True when the policy lets the person approve identical commands for the rest of the session. */
   reapprovalExempt: z.boolean().optional(),
+  /** When the request expires unanswered (the policy's approvals.timeoutSeconds, bounded by the session's limit). */
+  expiresAt: z.iso.datetime().optional(),
 });
 
 export const ApprovalAnsweredEvent = z.object({
@@ -158,7 +161,7 @@ export const ApprovalAnsweredEvent = z.object({
   by: Actor,
   /** A question's answer, when the person answered it. */
   response: z.string().optional(),
-  class: classes('approval_refused_headless').optional(),
+  class: classes('approval_refused_headless', 'approval_expired').optional(),
 });
 
 export const ToolResultEvent = z.object({

@@ -8,6 +8,8 @@ export {
   policyJsonSchema,
   defaultPolicy,
   recommendedPolicy,
+  approvalTimeoutSeconds,
+  DEFAULT_APPROVAL_TIMEOUT_SECONDS,
   TOOL_NAMES,
   EFFECTS,
   type Policy,

@@ -1,6 +1,6 @@
 import Ajv2020 from 'ajv/dist/2020';
 import { stringify } from 'yaml';
-import { defaultPolicy, parsePolicy, policyJsonSchema, PolicyValidationError, recommendedPolicy } from './schema';
+import { approvalTimeoutSeconds, defaultPolicy, parsePolicy, policyJsonSchema, PolicyValidationError, recommendedPolicy } from './schema';
 
 function issuesOf(input: unknown): { path: string; message: string }[] {
   try {
@@ -126,5 +126,43 @@ describe('policyJsonSchema', () => {
     expect(validate({ version: 1, commands: { default: 'maybe' } })).toBe(false);
     expect(validate({ version: 1, extra: true })).toBe(false);
     expect(validate({})).toBe(false);
+  });
+});
+
+describe('approvals.timeoutSeconds (L1, X4)', () => {
+  it('defaults to 30 minutes, cut to the session duration limit when that is shorter', () => {
+    expect(defaultPolicy.approvals.timeoutSeconds).toBeUndefined();
+    expect(approvalTimeoutSeconds(defaultPolicy)).toBe(1_800);
+    for (const minutes of [1, 5, 29, 30, 31, 45, 600]) {
+      expect(approvalTimeoutSeconds(parsePolicy({ version: 1, execution: { sessionMaxMinutes: minutes } }))).toBe(Math.min(1_800, minutes * 60));
+    }
+  });
+
+  it.each([
+    [1, 1, true],
+    [60, 1, true],
+    [61, 1, false],
+    [2_700, 45, true],
+    [2_701, 45, false],
+    [86_400, 1_440, true],
+  ])('timeoutSeconds %i with sessionMaxMinutes %i is accepted: %s', (timeout, minutes, ok) => {
+    const input = { version: 1, approvals: { timeoutSeconds: timeout }, execution: { sessionMaxMinutes: minutes } };
+    if (ok) {
+      expect(approvalTimeoutSeconds(parsePolicy(input))).toBe(timeout);
+    } else {
+      expect(issuesOf(input)).toEqual([
+        { path: 'approvals.timeoutSeconds', message: expect.stringContaining(`longer than the session duration limit (execution.sessionMaxMinutes: ${minutes} minutes`) },
+      ]);
+    }
+  });
+
+  it('refuses zero, fractions, text and unknown keys under approvals', () => {
+    for (const bad of [0, -5, 1.5, '30']) expect(issuesOf({ version: 1, approvals: { timeoutSeconds: bad } })[0]!.path).toBe('approvals.timeoutSeconds');
+    expect(issuesOf({ version: 1, approvals: { timeout: 5 } })[0]!.path).toBe('approvals.timeout');
+  });
+
+  it('is in the JSON Schema an editor validates against', () => {
+    const props = (policyJsonSchema as { properties: Record<string, { properties?: Record<string, { type?: string; maximum?: number }> }> }).properties;
+    expect(props.approvals!.properties!.timeoutSeconds).toMatchObject({ type: 'integer', maximum: 86_400 });
   });
 });

@@ -227,6 +227,17 @@ const executionSchema = z.strictObject({
   subagentMaxConcurrent: z.number().int().min(1).max(1000).default(20),
 });
 
+/** How long a person has to answer an approval before it expires (L1, X4): 30 minutes unless set. */
+export const DEFAULT_APPROVAL_TIMEOUT_SECONDS = 30 * 60;
+
+const approvalsSchema = z.strictObject({
+  timeoutSeconds: positiveInt(24 * 3600)
+    .optional()
+    .describe(
+      'Seconds a pending approval waits for a person; then it expires and the session stops at its time limit. Default 1800 (30 minutes), never more than the session duration limit (execution.sessionMaxMinutes).',
+    ),
+});
+
 const sandboxSchema = z.strictObject({
   runtime: z.enum(['runc', 'runsc']).default('runc'),
   cpus: z.number().positive().max(256).default(2),
@@ -244,9 +255,29 @@ export const policySchema = z
     thirdPartyFiles: thirdPartySchema.prefault({}),
     contextExclusions: globList.default(DEFAULT_CONTEXT_EXCLUSIONS).describe('Files never copied into the sandbox nor shown to the model.'),
     execution: executionSchema.prefault({}),
+    approvals: approvalsSchema.prefault({}),
     sandbox: sandboxSchema.prefault({}),
   })
+  .superRefine((policy, ctx) => {
+    const timeout = policy.approvals.timeoutSeconds;
+    const limit = policy.execution.sessionMaxMinutes * 60;
+    if (timeout !== undefined && timeout > limit) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['approvals', 'timeoutSeconds'],
+        message: `${timeout} seconds is longer than the session duration limit (execution.sessionMaxMinutes: ${policy.execution.sessionMaxMinutes} minutes, ${limit} seconds); an approval cannot wait longer than its session lives`,
+      });
+    }
+  })
   .describe('Lemniscate project policy');
+
+/**
+ * The wait of one approval under a policy: `approvals.timeoutSeconds`, or 30 minutes, and never
+ * more than the session duration limit.
+ */
+export function approvalTimeoutSeconds(policy: Pick<Policy, 'approvals' | 'execution'>): number {
+  return Math.min(policy.approvals.timeoutSeconds ?? DEFAULT_APPROVAL_TIMEOUT_SECONDS, policy.execution.sessionMaxMinutes * 60);
+}
 
 export type Policy = z.output<typeof policySchema>;
 export type PolicyInput = z.input<typeof policySchema>;

@@ -106,9 +106,9 @@ export async function runHeadless(api: SessionRunApi, options: HeadlessOptions, 
       if (options.outputFormat === 'stream-json') io.stdout(`${JSON.stringify(raw)}\n`);
       const event = collector.add(raw);
       if (event?.type === 'approval_requested' && options.waitForApprovals && event.kind === 'question') {
-        io.stderr(`Waiting for a person: ${event.agent} asks "${event.subject}"${event.options?.length ? ` (${event.options.join(' / ')})` : ''}; answer it in the console or with \`lemni approvals approve ${event.approvalId} --answer TEXT\`, or decline it with \`lemni approvals reject ${event.approvalId}\`.\n`);
+        io.stderr(`Waiting for a person: ${event.agent} asks "${event.subject}"${event.options?.length ? ` (${event.options.join(' / ')})` : ''}; answer it in the console or with \`lemni approvals approve ${event.approvalId} --answer TEXT\`, or decline it with \`lemni approvals reject ${event.approvalId}\`${waitBound(event.expiresAt)}.\n`);
       } else if (event?.type === 'approval_requested' && options.waitForApprovals && event.kind !== 'question') {
-        io.stderr(`Waiting for a person: ${event.agent} asks to ${event.kind === 'command' ? `run \`${event.subject}\`` : APPROVAL_WORDING[event.kind]}; approve or reject it in the console or with \`lemni approvals approve|reject ${event.approvalId}\`.\n`);
+        io.stderr(`Waiting for a person: ${event.agent} asks to ${event.kind === 'command' ? `run \`${event.subject}\`` : APPROVAL_WORDING[event.kind]}; approve or reject it in the console or with \`lemni approvals approve|reject ${event.approvalId}\`${waitBound(event.expiresAt)}.\n`);
       } else if (event?.type === 'approval_requested') {
         io.stderr(`Refused: ${event.agent} needs a person to approve ${event.kind === 'command' ? `\`${event.subject}\`` : APPROVAL_OBJECT[event.kind]}, and nobody can approve in a headless run; the gateway records the refusal and the run goes on.\n`);
       } else if (event && options.outputFormat !== 'stream-json') {
@@ -137,6 +137,12 @@ export async function runHeadless(api: SessionRunApi, options: HeadlessOptions, 
   if (options.outputFormat === 'json') io.stdout(`${JSON.stringify(result)}\n`);
   else if (options.outputFormat === 'text') io.stdout(textResult(result));
   return exitCode;
+}
+
+/** The end of a wait, in the words of the waiting message (L1: it is bounded by the project policy). */
+function waitBound(expiresAt: string | undefined): string {
+  if (!expiresAt) return '';
+  return `; it expires unanswered at ${expiresAt} (the project policy's approvals.timeoutSeconds, within the session's duration limit), and the session then stops at its time limit`;
 }
 
 function noteUnknown(raw: GatewayEvent, io: Pick<HeadlessIo, 'stderr'>): void {

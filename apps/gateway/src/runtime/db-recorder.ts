@@ -70,7 +70,7 @@ export class DbSessionRecorder implements SessionRecorder {
     await this.deps.toolCalls.update(callId, { result });
   }
 
-  async requestApproval(draft: ApprovalDraft, signal: AbortSignal): Promise<ApprovalOutcome> {
+  async requestApproval(draft: ApprovalDraft, signal: AbortSignal, timeoutMs: number): Promise<ApprovalOutcome> {
     // Listen before asking, so an answer arriving at once is not missed.
     let settle!: (o: ApprovalOutcome) => void;
     let fail!: (e: unknown) => void;
@@ -97,6 +97,8 @@ export class DbSessionRecorder implements SessionRecorder {
     });
     const onAbort = () => fail(signal.reason ?? new Error('aborted'));
     signal.addEventListener('abort', onAbort, { once: true });
+    const expiresAt = new Date(Date.now() + timeoutMs);
+    let timer: NodeJS.Timeout | undefined;
     try {
       if (signal.aborted) throw signal.reason ?? new Error('aborted');
       const view = await this.deps.approvalsService.request({
@@ -106,12 +108,24 @@ export class DbSessionRecorder implements SessionRecorder {
         payload: draft.payload,
         flags: draft.flags,
         agent: draft.agent,
+        expiresAt,
       });
       approvalId = view.id;
       if (view.state === 'refused_headless') return { state: 'refused_headless', approvalId: view.id };
+      const id = view.id;
+      // Nothing waits forever (L1, X4): unanswered at its deadline, the request expires; a person who
+      // answered a moment before wins, since only a pending row is updated.
+      timer = setTimeout(() => {
+        const seconds = Math.round(timeoutMs / 1000);
+        void this.deps.approvalsService
+          .expire(id, `nobody answered within ${seconds} second${seconds === 1 ? '' : 's'}`)
+          .then(() => check())
+          .catch(fail);
+      }, Math.max(0, expiresAt.getTime() - Date.now()));
       await check();
       return await answered;
     } finally {
+      if (timer) clearTimeout(timer);
       unsubscribe();
       signal.removeEventListener('abort', onAbort);
     }

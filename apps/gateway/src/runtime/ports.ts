@@ -51,7 +51,11 @@ export interface SessionRecorder {
   proposeToolCall(call: { name: string; arguments: Record<string, unknown>; agent: string }): Promise<string>;
   recordDecision(callId: string, decision: PolicyDecision): Promise<void>;
   recordResult(callId: string, result: ToolResultRecord): Promise<void>;
-  requestApproval(draft: ApprovalDraft, signal: AbortSignal): Promise<ApprovalOutcome>;
+  /**
+   * Opens an approval and waits for its answer, at most `timeoutMs`: then the approval is expired,
+   * recorded and audited as such, and the outcome is `expired` (L1, X4: nothing waits forever).
+   */
+  requestApproval(draft: ApprovalDraft, signal: AbortSignal, timeoutMs: number): Promise<ApprovalOutcome>;
   approvedCommands(): Promise<string[]>;
   rememberCommand(command: string): Promise<void>;
   recordWorkingCopy(info: SandboxInfo): Promise<void>;

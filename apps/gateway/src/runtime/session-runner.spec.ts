@@ -1,8 +1,8 @@
 import { initPolicyEngine, parsePolicy, recommendedPolicy, type Policy } from '@lemniscate/policy';
-import { EXECUTION_DEFAULTS, LOOP_BLOCKED_MESSAGE, type ExecutionConfig } from '@lemniscate/session';
+import { EXECUTION_DEFAULTS, LOOP_BLOCKED_MESSAGE, type Clock, type ExecutionConfig } from '@lemniscate/session';
 import { ScriptedProvider, parseModelScript } from '../model';
 import type { ChatMessage, ModelProvider, ModelRequest, TurnResult } from '../model/model.types';
-import { SessionRunner, type SessionRunInput } from './session-runner';
+import { SessionRunner, sandboxLifetimeMinutes, type SessionRunInput } from './session-runner';
 import { InMemoryExecHost, RecordingRecorder } from './testing/fakes';
 import type { ApprovalDraft, ApprovalOutcome } from './ports';
 
@@ -32,9 +32,10 @@ function setup(options: {
   policy?: Policy;
   headless?: boolean;
   execution?: Partial<ExecutionConfig>;
-  answer?: (d: ApprovalDraft) => ApprovalOutcome['state'] | { state: 'approved'; response: string };
+  answer?: (d: ApprovalDraft) => ApprovalOutcome['state'] | 'pending' | { state: 'approved'; response: string };
   files?: Record<string, string>;
   agent?: SessionRunInput['agent'];
+  clock?: Clock;
 }) {
   const model = new Spy(scripted(options.turns));
   const execHost = new InMemoryExecHost(options.files ?? { 'README.md': 'hello\n' });
@@ -54,7 +55,7 @@ function setup(options: {
       agent: options.agent ?? { name: 'general', prompt: null },
       execution: { ...EXECUTION_DEFAULTS, ...options.execution },
     },
-    { model, execHost, recorder, policy: async () => options.policy ?? recommendedPolicy, signal: controller.signal, abortReason: () => reason },
+    { model, execHost, recorder, policy: async () => options.policy ?? recommendedPolicy, signal: controller.signal, abortReason: () => reason, clock: options.clock },
   );
   return { runner, model, execHost, recorder, stop: (r: 'stopped' | 'revoked') => ((reason = r), controller.abort()) };
 }
@@ -314,5 +315,95 @@ describe('the Question tool (AG5)', () => {
     expect(release).toBeDefined();
     expect(r.outcome).toMatchObject({ status: 'stopped', stopReason: 'stopped' });
     expect(recorder.ofType('question')).toEqual([]);
+  });
+
+  describe('L1/X4: nothing waits forever', () => {
+    /** A clock the test moves: the session has used `usedMs` of its duration when the approval opens. */
+    const movedClock = (usedMs: number) => {
+      let now = 0;
+      return { clock: { now: () => now }, move: () => (now = usedMs) };
+    };
+    const askCommand = [{ tool_calls: [{ name: 'Bash', arguments: { command: 'make deploy' } }] }, { text: 'summary' }];
+
+    it('an approval nobody answers expires at the session duration limit; the session stops at its time limit (exit 3)', async () => {
+      const { clock, move } = movedClock(60_000 - 30);
+      const { runner, recorder, execHost, model } = setup({ turns: askCommand, headless: false, execution: { sessionMaxMinutes: 1 }, answer: () => 'pending', clock });
+      move();
+      const started = Date.now();
+      const r = await runner.run();
+      expect(Date.now() - started).toBeLessThan(2_000);
+      expect(recorder.waits[0]).toBeLessThanOrEqual(30);
+      expect(r.exitCode).toBe(3);
+      expect(r.outcome).toMatchObject({ status: 'stopped', stopReason: 'limit_minutes' });
+      expect(recorder.end).toMatchObject({ status: 'stopped', stopReason: 'limit_minutes' });
+      expect(recorder.ofType('approval_answered')[0]).toMatchObject({ answer: 'rejected', class: 'approval_expired', by: { kind: 'process' } });
+      expect(recorder.audits.map((a) => a.kind)).toContain('approval.expired');
+      expect(recorder.ofType('session_stopped')[0]!.summary).toContain('session duration limit');
+      // The command never ran, the final turn had no tools, the sandbox is gone.
+      expect(execHost.commands).toEqual([]);
+      expect(model.requests.at(-1)!.purpose).toBe('final_summary');
+      expect(execHost.destroyed).toEqual(['sbx_ses_test']);
+    });
+
+    it('the policy approval timeout expires a pending approval and names approvals.timeoutSeconds', async () => {
+      const policy = parsePolicy({ version: 1, approvals: { timeoutSeconds: 1 } });
+      const { runner, recorder } = setup({ turns: askCommand, headless: false, policy, answer: () => 'pending' });
+      const r = await runner.run();
+      expect(recorder.waits).toEqual([1_000]);
+      expect(r.outcome).toMatchObject({ status: 'stopped', stopReason: 'limit_minutes' });
+      expect(recorder.ofType('session_stopped')[0]!.summary).toContain('approvals.timeoutSeconds: 1');
+    });
+
+    // Generated: every wait is the smallest of the policy timeout (default 30 min, never above the
+    // duration limit) and what is left of the session's duration.
+    const cases: { timeout?: number; minutes: number; usedMs: number }[] = [];
+    for (const timeout of [undefined, 1, 60, 1_800, 3_600]) {
+      for (const minutes of [1, 10, 45, 120]) {
+        if (timeout !== undefined && timeout > minutes * 60) continue;
+        for (const usedMs of [0, 30_000, minutes * 60_000 - 1_000]) cases.push({ timeout, minutes, usedMs });
+      }
+    }
+    it.each(cases)('wait = min(timeout, time left): timeout $timeout s, limit $minutes min, $usedMs ms used', async ({ timeout, minutes, usedMs }) => {
+      const { clock, move } = movedClock(usedMs);
+      const policy = parsePolicy({ version: 1, execution: { sessionMaxMinutes: minutes }, ...(timeout !== undefined ? { approvals: { timeoutSeconds: timeout } } : {}) });
+      const { runner, recorder } = setup({ turns: askCommand, headless: false, policy, execution: { sessionMaxMinutes: minutes }, answer: () => 'rejected', clock });
+      move();
+      await runner.run();
+      const expected = Math.min((timeout ?? 1_800) * 1_000, minutes * 60_000, minutes * 60_000 - usedMs);
+      expect(recorder.waits[0]).toBe(expected);
+    });
+
+    it('an extension request at the time limit waits for the approval timeout, not the (spent) duration', async () => {
+      const { clock, move } = movedClock(60_000);
+      const policy = parsePolicy({ version: 1, approvals: { timeoutSeconds: 45 }, execution: { sessionMaxMinutes: 1 } });
+      const { runner, recorder } = setup({ turns: askCommand, headless: false, policy, execution: { sessionMaxMinutes: 1 }, answer: () => 'rejected', clock });
+      move();
+      const r = await runner.run();
+      expect(recorder.approvals[0]!.kind).toBe('extension');
+      expect(recorder.waits[0]).toBe(45_000);
+      expect(r.outcome).toMatchObject({ stopReason: 'limit_minutes' });
+    });
+
+    it.each([
+      [{ sessionMaxMinutes: 45, sessionMaxExtensions: 5 }, {}],
+      [{ sessionMaxMinutes: 1, sessionMaxExtensions: 0 }, { approvals: { timeoutSeconds: 60 }, execution: { sessionMaxMinutes: 1 } }],
+      [{ sessionMaxMinutes: 120, sessionMaxExtensions: 2 }, { approvals: { timeoutSeconds: 7_200 }, execution: { sessionMaxMinutes: 120 } }],
+    ])('the sandbox lifetime covers the session, its extensions, a last approval wait and a late subagent (%j)', (execution, doc) => {
+      const policy = parsePolicy({ version: 1, ...doc });
+      const lifetime = sandboxLifetimeMinutes(execution, policy);
+      const timeoutMinutes = Math.ceil((policy.approvals.timeoutSeconds ?? 1_800) / 60);
+      expect(lifetime).toBeGreaterThanOrEqual(Math.min(24 * 60, execution.sessionMaxMinutes * 2 + execution.sessionMaxExtensions * 15 + Math.min(timeoutMinutes, execution.sessionMaxMinutes)));
+      expect(lifetime).toBeLessThanOrEqual(24 * 60);
+    });
+
+    it('a session whose sandbox is at the end of its lifetime stops at its time limit instead of running on', async () => {
+      const { runner, execHost, recorder } = setup({ turns: askCommand, headless: false, answer: () => 'approved' });
+      const create = execHost.create.bind(execHost);
+      execHost.create = async (req) => ({ ...(await create(req)), expiresAt: new Date(Date.now() + 30_000).toISOString() });
+      const r = await runner.run();
+      expect(r.outcome).toMatchObject({ status: 'stopped', stopReason: 'limit_minutes' });
+      expect(execHost.commands).toEqual([]);
+      expect(recorder.approvals).toEqual([]);
+    });
   });
 });

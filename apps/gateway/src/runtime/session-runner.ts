@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { classifyChanges, decide, type Decision, type Policy } from '@lemniscate/policy';
+import { approvalTimeoutSeconds, classifyChanges, decide, type Decision, type Policy } from '@lemniscate/policy';
 import {
   LoopDetector,
   SessionBudget,
@@ -45,6 +45,8 @@ export type TaskAnswer = { ok: true; text: string; childSessionId?: string } | {
 export interface SubagentLauncher {
   start(parent: DelegationContext, task: TaskStart): Promise<TaskAnswer>;
   result(parent: DelegationContext, taskId: string): Promise<TaskAnswer>;
+  /** Resolves when every background task of the tree has ended (AG6: the sandbox outlives them). */
+  settle?(): Promise<void>;
 }
 
 export interface SessionRunInput {
@@ -98,6 +100,9 @@ const MAX_RESULT_CHARS = 30_000;
 const HEADLESS_QUESTION_DEFAULT = 'Nobody can answer in a headless run: state your assumption and continue.';
 const DECLINED_QUESTION_DEFAULT = 'The developer declined to answer: state your assumption and continue.';
 
+/** A sandbox is left this much time before its exec-host lifetime cap; past it nothing new starts or waits. */
+const SANDBOX_SAFETY_MS = 60_000;
+
 class SessionAborted extends Error {}
 
 /**
@@ -141,6 +146,11 @@ export class SessionRunner {
         // X4: a model that stops answering is reported as a stalled session, with how long it was silent.
         await this.emit({ type: 'stalled', class: 'model_timeout', idleMs: Math.max(0, Date.now() - this.modelRequestStartedAt) }).catch(() => undefined);
       }
+    }
+    if (!this.input.sharedSandbox) {
+      // AG6: a background child still working keeps the sandbox it shares; the tree ends with it
+      // (a stop or revocation interrupts it through the signal the tree shares).
+      await this.deps.subagents?.settle?.().catch(() => undefined);
     }
     const outcome = this.outcome ?? outcomes.completed();
     if (needsSummaryTurn(outcome)) summary = await this.finalSummary(outcome.stopReason);
@@ -191,7 +201,7 @@ export class SessionRunner {
           pids: Math.max(16, policy.sandbox.pids),
           diskMb: policy.sandbox.diskMb,
           commandTimeoutSeconds: policy.sandbox.commandTimeoutSeconds,
-          lifetimeMinutes: Math.min(24 * 60, this.input.execution.sessionMaxMinutes + this.input.execution.sessionMaxExtensions * 15 + 5),
+          lifetimeMinutes: sandboxLifetimeMinutes(this.input.execution, policy),
         },
       },
       this.deps.signal,
@@ -292,7 +302,11 @@ export class SessionRunner {
   }
 
   private async runCall(call: ToolCall): Promise<{ id: string; control: string; data?: { source: string; content: string }; isError: boolean }> {
-    // 1. budget
+    // 1. budget, and the sandbox's own lifetime (a subagent may start late in its parent's life)
+    if (this.sandboxMsLeft() <= 0) {
+      this.outcome = outcomes.stopped('limit_minutes', 'The shared sandbox reached the end of its lifetime.');
+      return { id: call.id, control: 'Not run: the session reached its time limit.', isError: true };
+    }
     const check = this.budget.check();
     if (check !== 'ok' && !(await this.extend(check))) {
       this.outcome = outcomes.stopped(check);
@@ -374,18 +388,18 @@ export class SessionRunner {
     const str = (k: string) => (typeof args[k] === 'string' ? (args[k] as string) : '');
     switch (call.name) {
       case 'Read': {
-        if (decision.effect === 'ask' && !(await this.approveCommand(callId, `Read ${str('path')}`, decision))) return refusedByPerson('Read');
+        if (decision.effect === 'ask' && !(await this.approveCommand(callId, `Read ${str('path')}`, decision))) return refusedByPerson('Read', this.lastApprovalState);
         const r = await this.deps.execHost.read(sandboxId, { path: str('path'), offset: num(args.offset), limit: num(args.limit) }, signal);
         return data(`Read ${r.path}: lines ${r.offset + 1}–${r.offset + r.lines} of ${r.totalLines}${r.truncated ? ' (truncated)' : ''}.`, `file ${r.path}`, r.content);
       }
       case 'List': {
-        if (decision.effect === 'ask' && !(await this.approveCommand(callId, `List ${str('path')}`, decision))) return refusedByPerson('List');
+        if (decision.effect === 'ask' && !(await this.approveCommand(callId, `List ${str('path')}`, decision))) return refusedByPerson('List', this.lastApprovalState);
         const r = await this.deps.execHost.list(sandboxId, { path: str('path') || '.' }, signal);
         const listing = r.entries.map((e) => `${e.type === 'directory' ? `${e.name}/` : e.name}${e.type === 'file' ? `  (${e.size} bytes)` : ''}`).join('\n');
         return data(`List ${r.path}: ${r.entries.length} entries${r.truncated ? ' (truncated)' : ''}.`, `listing ${r.path}`, listing);
       }
       case 'Search': {
-        if (decision.effect === 'ask' && !(await this.approveCommand(callId, `Search ${str('pattern')}`, decision))) return refusedByPerson('Search');
+        if (decision.effect === 'ask' && !(await this.approveCommand(callId, `Search ${str('pattern')}`, decision))) return refusedByPerson('Search', this.lastApprovalState);
         const r = await this.deps.execHost.search(sandboxId, { pattern: str('pattern'), path: typeof args.path === 'string' ? args.path : undefined }, signal);
         const lines = r.matches.map((m) => `${m.path}:${m.line}: ${m.text}`).join('\n');
         return data(`Search: ${r.matches.length} matches in ${r.filesScanned} files${r.truncated ? ` (stopped by ${r.stoppedBy})` : ''}.`, 'search results', lines);
@@ -433,7 +447,7 @@ export class SessionRunner {
 
   private async runCommand(call: ToolCall, callId: string, decision: Decision, policy: Policy): Promise<ExecutedCall> {
     const command = typeof call.arguments.command === 'string' ? call.arguments.command : '';
-    if (decision.effect === 'ask' && !(await this.approveCommand(callId, command, decision, policy))) return refusedByPerson(`the command \`${command}\``);
+    if (decision.effect === 'ask' && !(await this.approveCommand(callId, command, decision, policy))) return refusedByPerson(`the command \`${command}\``, this.lastApprovalState);
     const timeoutMs = num(call.arguments.timeout_ms);
     let stdout = '';
     let stderr = '';
@@ -537,7 +551,7 @@ export class SessionRunner {
 
   private async delegate(call: ToolCall, callId: string, decision: Decision): Promise<ExecutedCall> {
     if (!this.deps.subagents) return { control: 'Refused: delegation is not available in this session; do the work yourself.', isError: true };
-    if (decision.effect === 'ask' && !(await this.approveCommand(callId, `${call.name} ${JSON.stringify(call.arguments)}`, decision))) return refusedByPerson('the delegation');
+    if (decision.effect === 'ask' && !(await this.approveCommand(callId, `${call.name} ${JSON.stringify(call.arguments)}`, decision))) return refusedByPerson('the delegation', this.lastApprovalState);
     const ctx: DelegationContext = {
       sessionId: this.input.sessionId,
       depth: this.input.depth,
@@ -594,15 +608,31 @@ export class SessionRunner {
     eventKind: 'command' | 'diff' | 'changes' | 'extension' | 'question',
     subject: string,
   ): Promise<ApprovalOutcome> {
-    const answer = await this.deps.recorder.requestApproval({ ...draft, agent: this.input.agent.name, toolCallId: callId }, this.deps.signal);
+    // L1, X4: the wait is bounded by the policy's approval timeout, by what is left of the session's
+    // duration (an extension request is made at that limit, so only the timeout bounds it) and by
+    // the sandbox's lifetime, so no session outlives its sandbox while it waits.
+    const policy = await this.deps.policy();
+    const timeoutMs = approvalTimeoutSeconds(policy) * 1000;
+    const snap = this.budget.snapshot();
+    const sessionLeftMs = eventKind === 'extension' ? Infinity : (snap.minutesLimit - snap.minutesUsed) * 60_000;
+    const waitMs = Math.max(0, Math.round(Math.min(timeoutMs, sessionLeftMs, this.sandboxMsLeft())));
+    const answer = await this.deps.recorder.requestApproval({ ...draft, agent: this.input.agent.name, toolCallId: callId }, this.deps.signal, waitMs);
     this.throwIfAborted();
+    this.lastApprovalState = answer.state;
     const options = 'question' in draft.payload ? { options: draft.payload.options } : {};
     await this.emit({ type: 'approval_requested', approvalId: answer.approvalId, callId, agent: this.input.agent.name, kind: eventKind, thirdParty: draft.flags.thirdParty.length > 0, subject: bound(subject, 100_000), ...options });
     if (answer.state === 'refused_headless') {
       await this.emit({ type: 'approval_answered', approvalId: answer.approvalId, answer: 'rejected', by: { kind: 'process', description: 'headless run: nobody can approve' }, class: 'approval_refused_headless' });
     } else {
       const response = answer.state === 'approved' && answer.response ? { response: answer.response } : {};
-      await this.emit({ type: 'approval_answered', approvalId: answer.approvalId, answer: answer.state === 'approved' ? 'approved' : 'rejected', by: answer.decidedBy ? { kind: 'user', userId: answer.decidedBy } : { kind: 'process', description: 'expired' }, ...response });
+      const expired = answer.state === 'expired' ? { class: 'approval_expired' as const } : {};
+      await this.emit({ type: 'approval_answered', approvalId: answer.approvalId, answer: answer.state === 'approved' ? 'approved' : 'rejected', by: answer.decidedBy ? { kind: 'user', userId: answer.decidedBy } : { kind: 'process', description: 'expired' }, ...response, ...expired });
+    }
+    if (answer.state === 'expired') {
+      // Nobody answered in time: the session ends as a guardrail stop at its time limit.
+      const seconds = Math.round(waitMs / 1000);
+      const bound = waitMs >= timeoutMs ? `the approval timeout (approvals.timeoutSeconds: ${Math.round(timeoutMs / 1000)})` : waitMs >= sessionLeftMs ? 'the session duration limit' : 'the sandbox lifetime';
+      this.outcome ??= outcomes.stopped('limit_minutes', `Approval ${answer.approvalId} waited ${seconds} second${seconds === 1 ? '' : 's'} without an answer and expired (${bound}).`);
     }
     return answer;
   }
@@ -722,6 +752,15 @@ export class SessionRunner {
     return /sandbox/i.test(detail) ? 'sandbox_lost' : 'crash';
   }
 
+  /** The state of the last approval answered, for the sentence the model gets. */
+  private lastApprovalState: ApprovalOutcome['state'] = 'rejected';
+
+  /** What is left of the sandbox's lifetime, less a safety margin; unbounded before there is one. */
+  private sandboxMsLeft(): number {
+    const expiresAt = this.sandbox ? Date.parse(this.sandbox.expiresAt) : NaN;
+    return Number.isFinite(expiresAt) ? expiresAt - Date.now() - SANDBOX_SAFETY_MS : Infinity;
+  }
+
   private lastErrorClass: 'crash' | 'sandbox_lost' | 'model_timeout' | 'model_error' | null = null;
   private modelRequestStartedAt = Date.now();
 
@@ -781,6 +820,16 @@ function denyClass(d: Decision): 'policy_denied' | 'tool_disabled' | 'tool_not_i
 function mergeThirdParty(a: Decision, b: Decision): { path: string; class: string }[] {
   const all = [...(a.thirdParty ?? []), ...(b.thirdParty ?? [])];
   return all.filter((x, i) => all.findIndex((y) => y.path === x.path && y.class === x.class) === i);
+}
+
+/**
+ * The sandbox's lifetime cap, sent when it is created (exec-host reaper): the session's duration
+ * with every extension it may get, one approval wait past its limit, and the full duration of a
+ * subagent started at the last moment, plus a margin. A session past it stops at its time limit.
+ */
+export function sandboxLifetimeMinutes(execution: Pick<ExecutionConfig, 'sessionMaxMinutes' | 'sessionMaxExtensions'>, policy: Pick<Policy, 'approvals' | 'execution'>): number {
+  const minutes = execution.sessionMaxMinutes * 2 + execution.sessionMaxExtensions * 15 + Math.ceil(approvalTimeoutSeconds(policy) / 60) + 5;
+  return Math.min(24 * 60, minutes);
 }
 
 function num(v: unknown): number | undefined {

@@ -63,6 +63,14 @@ function tree(options: { parentModel: ModelProvider; childModel?: (a: AgentDefin
   return { runner, root, recorders, execHost, service, controller };
 }
 
+async function until(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
 const task = (instruction: string, extra: Record<string, unknown> = {}) => ({ tool_calls: [{ name: 'Task', arguments: { agent: 'general', instruction, ...extra } }] });
 
 describe('SubagentService', () => {
@@ -128,11 +136,15 @@ describe('SubagentService', () => {
     const parent = scripted([{ repeat: 21, ...task('bg {{i}}', { background: true }) }, { text: 'waiting' }]);
     const t = tree({ parentModel: parent, childModel: () => blocking, headless: false });
     const run = t.runner.run();
-    const r = await run;
+    // The parent's turns are over once the 21st is refused; its 20 children are still working.
+    await until(() => t.root.ofType('subagent_refused').length > 0 && t.root.ofType('model_text').length > 0);
     expect(t.root.ofType('subagent_started').filter((e) => e.background)).toHaveLength(20);
     expect(t.root.ofType('subagent_refused')).toEqual([expect.objectContaining({ class: 'subagent_max_concurrent' })]);
+    // AG6: the sandbox the children share is not destroyed under them.
+    expect(t.execHost.destroyed).toEqual([]);
     release();
-    await t.service.settle();
+    const r = await run;
+    expect(t.execHost.destroyed).toHaveLength(1);
     const firstChild = t.root.ofType('subagent_started')[0]!.childSessionId;
     const answer = await t.service.result({ sessionId: 'ses_root', depth: 0, headless: false, tools: [], readOnly: false, signal: new AbortController().signal }, firstChild);
     expect(answer.ok).toBe(true);
@@ -165,5 +177,60 @@ describe('SubagentService', () => {
     expect(child.ofType('decision')[0]).toMatchObject({ effect: 'deny', class: 'tool_not_in_catalogue' });
     expect(t.execHost.commands).toEqual([]);
     expect(t.root.ofType('subagent_started')).toHaveLength(1);
+  });
+
+  it('AG6: a background child that outlives its completed parent keeps the sandbox until it ends, and its work is in the patch', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const parent = scripted([task('write later', { background: true }), { text: 'parent done' }]);
+    let turn = 0;
+    const child: ModelProvider = {
+      ref: 'late-writer',
+      complete: async (): Promise<TurnResult> => {
+        turn += 1;
+        if (turn === 1) {
+          await gate;
+          return { text: null, toolCalls: [{ id: 'w1', name: 'Bash', arguments: { command: 'npm test' } }], stopReason: 'tool_use' };
+        }
+        return { text: 'child done', toolCalls: [], stopReason: 'end_turn' };
+      },
+    };
+    const t = tree({ parentModel: parent, childModel: () => child, headless: false });
+    const run = t.runner.run();
+    await until(() => t.root.ofType('model_text').some((e) => e.text === 'parent done'));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(t.execHost.destroyed).toEqual([]);
+    expect(t.root.end).toBeNull();
+    release();
+    const r = await run;
+    expect(r.outcome.status).toBe('completed');
+    // The child's command ran in the live sandbox, then the sandbox went with the tree's end.
+    expect(t.execHost.commands).toEqual(['npm test']);
+    expect(t.root.ofType('subagent_finished')[0]).toMatchObject({ report: 'finished' });
+    expect(t.execHost.destroyed).toHaveLength(1);
+  });
+
+  it('AG6: interrupting the parent while a synchronous child works stops the child too (status stopped, sandbox destroyed)', async () => {
+    const parent = scripted([task('work'), { text: 'never' }]);
+    let entered!: () => void;
+    const inChild = new Promise<void>((r) => (entered = r));
+    const child: ModelProvider = {
+      ref: 'slow-child',
+      complete: (req: ModelRequest) =>
+        new Promise<TurnResult>((_resolve, reject) => {
+          entered();
+          req.signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true });
+        }),
+    };
+    const t = tree({ parentModel: parent, childModel: () => child });
+    const run = t.runner.run();
+    await inChild;
+    t.controller.abort();
+    const r = await run;
+    expect(r.outcome).toMatchObject({ status: 'stopped' });
+    const childId = t.root.ofType('subagent_started')[0]!.childSessionId;
+    expect(t.recorders.get(childId)!.end).toMatchObject({ status: 'stopped' });
+    expect(t.execHost.destroyed).toHaveLength(1);
+    expect(t.execHost.commands).toEqual([]);
   });
 });

@@ -21,6 +21,8 @@ export interface ApprovalRequest {
   payload: ApprovalPayload;
   flags?: ApprovalFlags;
   agent: string;
+  /** When the request expires unanswered; announced with it and audited. */
+  expiresAt?: Date;
 }
 
 type Answer = 'approved' | 'rejected';
@@ -180,14 +182,14 @@ export class ApprovalsService {
       kind: 'approval.request',
       projectId: session.projectId,
       sessionId: session.id,
-      payload: { approvalId: row.id, kind: row.kind, payload: input.payload, flags, state: row.state },
+      payload: { approvalId: row.id, kind: row.kind, payload: input.payload, flags, state: row.state, ...(input.expiresAt && row.state === 'pending' ? { expiresAt: input.expiresAt.toISOString() } : {}) },
     });
     const stream = await this.streamOf(session);
     await this.events.publish({
       type: 'approval_requested',
       sessionId: stream.sessionId,
       projectId: session.projectId,
-      payload: { ...stream.extra, approvalId: row.id, callId: row.toolCallId, agent: row.agent, kind: EVENT_KIND[row.kind], thirdParty: flags.thirdParty.length > 0, ...(flags.thirdParty.length > 0 ? { thirdPartyFiles: flags.thirdParty } : {}), subject: subjectText(input.payload), ...('question' in input.payload ? { options: input.payload.options } : {}) },
+      payload: { ...stream.extra, approvalId: row.id, callId: row.toolCallId, agent: row.agent, kind: EVENT_KIND[row.kind], thirdParty: flags.thirdParty.length > 0, ...(flags.thirdParty.length > 0 ? { thirdPartyFiles: flags.thirdParty } : {}), subject: subjectText(input.payload), ...('question' in input.payload ? { options: input.payload.options } : {}), ...(input.expiresAt && row.state === 'pending' ? { expiresAt: input.expiresAt.toISOString() } : {}) },
     });
     if (row.state === 'refused_headless') {
       await this.events.publish({
@@ -198,6 +200,32 @@ export class ApprovalsService {
       });
     }
     return toApprovalView(row, session.projectId);
+  }
+
+  /**
+   * For the session loop: a pending approval nobody answered in time expires (L1, X4). Recorded as
+   * decided by the process, audited, and announced with the `approval_expired` class. Returns false
+   * when a person answered first (the row is only updated while pending).
+   */
+  async expire(approvalId: string, reason: string): Promise<boolean> {
+    const { approval, session } = await this.load(approvalId);
+    const row = await this.approvals.answer(approval.id, { state: 'expired', decidedBy: null, reason });
+    if (!row) return false;
+    await this.audit.append({
+      actor: 'system',
+      kind: 'approval.expired',
+      projectId: session.projectId,
+      sessionId: session.id,
+      payload: { approvalId: approval.id, kind: approval.kind, reason },
+    });
+    const stream = await this.streamOf(session);
+    await this.events.publish({
+      type: 'approval_answered',
+      sessionId: stream.sessionId,
+      projectId: session.projectId,
+      payload: { ...stream.extra, approvalId: approval.id, answer: 'rejected', by: { kind: 'process', description: reason }, class: 'approval_expired' },
+    });
+    return true;
   }
 
   /** "Approved once" memory (P3): only ever consulted when the policy in force says `reapproval: exempt`. */

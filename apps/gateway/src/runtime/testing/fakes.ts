@@ -36,7 +36,7 @@ export class InMemoryExecHost implements ExecHostPort {
       excluded: [],
       limits: { cpus: 1, memoryMb: 512, pids: 64, diskMb: 64, commandTimeoutSeconds: 60, outputCapBytes: 4096, lifetimeMinutes: 60 },
       createdAt: new Date().toISOString(),
-      expiresAt: new Date(Date.now() + 3600_000).toISOString(),
+      expiresAt: new Date(Date.now() + 24 * 3600_000).toISOString(),
     };
   }
   async destroy(id: string) {
@@ -122,8 +122,14 @@ export class RecordingRecorder implements SessionRecorder {
   end: SessionEnd | null = null;
   private nextCall = 0;
 
-  /** `answer` decides each approval; a question is answered with `{ state: 'approved', response }`. */
-  constructor(private readonly answer: (draft: ApprovalDraft) => ApprovalOutcome['state'] | { state: 'approved'; response: string } = () => 'refused_headless') {}
+  /** The wait the loop allowed each approval, in milliseconds. */
+  waits: number[] = [];
+
+  /**
+   * `answer` decides each approval; a question is answered with `{ state: 'approved', response }`;
+   * `'pending'` leaves it unanswered, so it expires when the loop's wait runs out (or the signal aborts).
+   */
+  constructor(private readonly answer: (draft: ApprovalDraft) => ApprovalOutcome['state'] | 'pending' | { state: 'approved'; response: string } = () => 'refused_headless') {}
 
   async emit(event: EventDraft) {
     this.events.push(event);
@@ -138,11 +144,20 @@ export class RecordingRecorder implements SessionRecorder {
   async recordResult(callId: string, result: ToolResultRecord) {
     this.results.set(callId, result);
   }
-  async requestApproval(draft: ApprovalDraft): Promise<ApprovalOutcome> {
+  async requestApproval(draft: ApprovalDraft, signal: AbortSignal, timeoutMs: number): Promise<ApprovalOutcome> {
     this.approvals.push(draft);
+    this.waits.push(timeoutMs);
     const decided = this.answer(draft);
-    const state = typeof decided === 'string' ? decided : decided.state;
     const approvalId = `apr_${this.approvals.length}`;
+    if (decided === 'pending') {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(resolve, timeoutMs);
+        signal.addEventListener('abort', () => (clearTimeout(timer), reject(new Error('aborted'))), { once: true });
+      });
+      this.audits.push({ kind: 'approval.expired', payload: { approvalId } });
+      return { state: 'expired', approvalId, decidedBy: null };
+    }
+    const state = typeof decided === 'string' ? decided : decided.state;
     if (state === 'approved') return { state, approvalId, decidedBy: 'usr_dev', rememberCommand: false, ...(typeof decided === 'string' ? {} : { response: decided.response }) };
     if (state === 'refused_headless') return { state, approvalId };
     return { state, approvalId, decidedBy: 'usr_dev' };
