@@ -204,3 +204,25 @@ describe('decide: shell commands and the policy', () => {
     expect(decide({ name: 'Bash', arguments: { command: 'tool1 run && bad49' } }, policy)).toMatchObject({ effect: 'deny', rule: 'commands.forbidden[49]' });
   });
 });
+
+describe('decide: the parser reading past a line break', () => {
+  // Found by the property test: the grammar read `npm test⏎time -p curl 2>/dev/null` at the end of a
+  // pipeline as one command, `npm test time -p curl`, which a free `npm test` then allowed.
+  const permissive = parsePolicy({ version: 1, commands: { default: 'allow', free: ['npm test'] } });
+  const bash = (command: string) => decide({ name: 'Bash', arguments: { command } }, permissive);
+
+  it.each([
+    'npm test | npm test | npm test\ntime -p curl 2>/dev/null',
+    'npm test | npm test | npm test\ntime -p wget x 2>/dev/null',
+    'npm test | npm test | npm test | npm test\ntime -p ssh host 2>/dev/null',
+  ])('never allows %j', (command) => {
+    const d = bash(command);
+    expect(d.effect).not.toBe('allow');
+  });
+
+  it('still allows free commands on separate lines, and a line continued with a backslash', () => {
+    expect(bash('npm test\nnpm test').effect).toBe('allow');
+    expect(bash('npm test | npm test\nnpm test').effect).toBe('allow');
+    expect(decide({ name: 'Bash', arguments: { command: 'npm test \\\n  --silent' } }, parsePolicy({ version: 1, commands: { default: 'deny', free: ['npm test'] } })).effect).toBe('allow');
+  });
+});

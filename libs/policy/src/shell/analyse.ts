@@ -108,8 +108,21 @@ export class ShellAnalyser {
       this.parts.push(unparseable('A backslash-newline inside a word is read differently by bash and by this parser'));
     }
     let previousWordEnd = -1;
+    let previousEnd = -1;
+    let crossed = false;
     for (const child of node.namedChildren) {
       if (!child) continue;
+      if (previousEnd >= 0 && !crossed) {
+        // bash ends a simple command at an unescaped line break; the grammar sometimes reads on past
+        // it (`a | b | c⏎time -p curl 2>/dev/null` became `c time -p curl`). What follows is a new
+        // command to bash, so the parse cannot be trusted: ask.
+        const gap = node.text.slice(previousEnd - node.startIndex, child.startIndex - node.startIndex);
+        if (/(^|[^\\])\n/.test(gap)) {
+          crossed = true;
+          this.parts.push(unparseable('The parser read one command across a line break where bash ends it'));
+        }
+      }
+      previousEnd = child.endIndex;
       switch (child.type) {
         case 'variable_assignment':
           this.assignment(child);
