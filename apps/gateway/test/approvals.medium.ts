@@ -151,6 +151,25 @@ withTestDatabases((db) => {
       expect(late.body.message).toMatch(/^This approval was already answered: it is expired at /);
     });
 
+    it('a wait cancelled without an answer (a clean gateway stop) closes the approval, audited; nothing stays pending', async () => {
+      const id = await newSession();
+      const controller = new AbortController();
+      const waiting = recorderFor(id).requestApproval(draft, controller.signal, 60_000);
+      let pending;
+      for (let i = 0; i < 100 && !pending; i++) {
+        pending = (await gw.app.get(ApprovalsRepository).list({ sessionId: id, state: 'pending' }))[0];
+        if (!pending) await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(pending).toBeDefined();
+      controller.abort(new Error('the gateway is shutting down'));
+      await expect(waiting).rejects.toThrow('the gateway is shutting down');
+      expect(await gw.app.get(ApprovalsRepository).findById(pending!.id)).toMatchObject({ state: 'expired', reason: 'the session ended before anyone answered' });
+      expect(await gw.app.get(ApprovalsRepository).list({ sessionId: id, state: 'pending' })).toEqual([]);
+      expect((await auditOf(id, 'approval.expired')).map((e) => (e.payload as { approvalId: string }).approvalId)).toEqual([pending!.id]);
+      const late = await gw.http().post(`/api/v1/approvals/${pending!.id}/approve`).set(bearer(dev.token)).send({});
+      expect(late.status).toBe(409);
+    });
+
     it('a person who answers before the deadline wins; nothing is expired nor audited as such', async () => {
       const id = await newSession();
       const waiting = recorderFor(id).requestApproval(draft, new AbortController().signal, 2_000);

@@ -128,6 +128,12 @@ export class DbSessionRecorder implements SessionRecorder {
       if (timer) clearTimeout(timer);
       unsubscribe();
       signal.removeEventListener('abort', onAbort);
+      // The wait ended without an answer because the loop was cancelled (a clean gateway stop, an
+      // ending elsewhere): the request must not stay pending, answerable, for a session that is over.
+      // A stop or revocation has already closed it, and then nothing changes (only pending rows are).
+      if (approvalId && signal.aborted) {
+        await this.deps.approvalsService.expire(approvalId, 'the session ended before anyone answered').catch(() => undefined);
+      }
     }
   }
 
