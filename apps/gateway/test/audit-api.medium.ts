@@ -23,8 +23,10 @@ withTestDatabases((db) => {
     const res = await gw.http().get(`/api/v1/audit?projectId=${project}&kind=project.create,policy.publish`).set(bearer(officer));
     expect(res.status).toBe(200);
     expect(res.body.map((e: { kind: string }) => e.kind)).toEqual(['project.create']);
-    const failed = await gw.http().get('/api/v1/audit?kind=auth.login_failed').set(bearer(officer));
+    // A failed sign-in belongs to no project: administrators read it, security officers do not (C1).
+    const failed = await gw.http().get('/api/v1/audit?kind=auth.login_failed').set(bearer(admin));
     expect(failed.body[0]).toMatchObject({ actor: 'anonymous', payload: { email: 'officer@example.test' } });
+    expect((await gw.http().get('/api/v1/audit?kind=auth.login_failed').set(bearer(officer))).body).toEqual([]);
     const future = await gw.http().get(`/api/v1/audit?from=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`).set(bearer(officer));
     expect(future.body).toEqual([]);
     const bad = await gw.http().get('/api/v1/audit?kind=DROP TABLE').set(bearer(officer));

@@ -5,9 +5,12 @@ import { AccessService } from '../auth/access.service';
 import { actorOf, type Principal } from '../auth/principal';
 
 /**
- * The audit log over HTTP (T3). Reading is for administrators and security officers; with a project
- * filter it is checked against their memberships. Without one they read the whole log, because
- * platform events (sign-ins, refusals, user revocations) belong to no project.
+ * The audit log over HTTP (T3). Reading is for administrators and security officers, and every read
+ * is scoped to the projects the reader is a member of, with or without a filter (C1): a project
+ * filter outside those memberships is refused, and no filter means "my projects", never "all".
+ * Entries that belong to no project (sign-ins, failed sign-ins, user creation and revocation) are
+ * about people, which administrators manage organisation-wide: administrators read them, security
+ * officers do not. There is no organisation-wide auditor by default.
  */
 @Injectable()
 export class AuditApiService {
@@ -40,8 +43,11 @@ export class AuditApiService {
 
   private async filter(principal: Principal, action: 'read' | 'export', query: AuditFilterQuery): Promise<AuditFilter> {
     if (query.projectId) await this.access.require(principal, action, 'Audit', { projectId: query.projectId });
+    const readable = principal.projectIds.filter((projectId) => this.access.can(principal, action, 'Audit', { projectId }));
     return {
       projectId: query.projectId,
+      projectIds: readable,
+      orUnscoped: query.projectId === undefined && this.access.can(principal, 'manage', 'User', { id: '' }),
       actor: query.actor,
       sessionId: query.sessionId,
       kinds: query.kind?.split(','),
