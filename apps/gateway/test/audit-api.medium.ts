@@ -34,6 +34,21 @@ withTestDatabases((db) => {
     expect(bad.body.message).toContain('query.kind');
   });
 
+  it('the server owns the list of kinds: a kind it never records is refused, in the list and in the export', async () => {
+    const kinds = await gw.http().get('/api/v1/audit/kinds').set(bearer(officer));
+    expect(kinds.status).toBe(200);
+    expect(kinds.body.kinds).toEqual(expect.arrayContaining(['session.instruction', 'auth.login_failed', 'policy.publish']));
+    for (const path of ['/api/v1/audit?kind=nope', '/api/v1/audit?kind=project.create,nope', '/api/v1/audit/export?kind=nope&format=csv']) {
+      const res = await gw.http().get(path).set(bearer(officer));
+      expect([path, res.status]).toEqual([path, 400]);
+      expect(res.body.message).toMatch(/^The gateway records no audit entries of kind "nope"; the kinds it records are listed by GET \/api\/v1\/audit\/kinds/);
+    }
+    // Every kind the server lists is accepted as a filter.
+    const all = await gw.http().get(`/api/v1/audit?kind=${(kinds.body.kinds as string[]).join(',')}`).set(bearer(officer));
+    expect(all.status).toBe(200);
+    expect(all.body.length).toBeGreaterThan(0);
+  });
+
   it('exports JSONL and CSV as attachments', async () => {
     const jsonl = await gw.http().get(`/api/v1/audit/export?projectId=${project}&format=jsonl`).set(bearer(officer)).buffer(true).parse((res, cb) => {
       let text = '';

@@ -156,6 +156,7 @@ const REQUESTS: Record<string, Build> = {
   'POST /approvals/:id/approve': approvalRoute('/approve', {}),
   'POST /approvals/:id/reject': approvalRoute('/reject', {}),
   'GET /audit': listBy('/audit?limit=1000'),
+  'GET /audit/kinds': noneOnly('/audit/kinds'),
   'GET /audit/verify': noneOnly('/audit/verify'),
   'GET /audit/export': listBy('/audit/export?format=jsonl'),
   'GET /healthz': noneOnly('/healthz'),

@@ -1,8 +1,12 @@
 import { Injectable, StreamableFile } from '@nestjs/common';
+import { AUDIT_KINDS, type AuditKindsView } from '@lemniscate/contracts';
 import type { AuditEntryView, AuditExportQuery, AuditFilterQuery, AuditListQuery, AuditVerificationView, AuditVerifyQuery } from '@lemniscate/contracts';
 import { AuditService, type AuditFilter } from '../audit/audit.service';
 import { AccessService } from '../auth/access.service';
 import { actorOf, type Principal } from '../auth/principal';
+import { AppError, ErrorCode } from '../common/errors';
+
+const KNOWN_KINDS: ReadonlySet<string> = new Set(AUDIT_KINDS);
 
 /**
  * The audit log over HTTP (T3). Reading is for administrators and security officers, and every read
@@ -24,6 +28,10 @@ export class AuditApiService {
     return this.audit.list(filter, { order: query.order, after: query.after, limit: query.limit });
   }
 
+  kinds(): AuditKindsView {
+    return { kinds: [...AUDIT_KINDS] };
+  }
+
   async verify(principal: Principal, query: AuditVerifyQuery): Promise<AuditVerificationView> {
     const anchor = query.anchorSeq !== undefined && query.anchorHash !== undefined ? { seq: query.anchorSeq, hash: query.anchorHash } : undefined;
     const result = await this.audit.verify(anchor);
@@ -42,6 +50,15 @@ export class AuditApiService {
   }
 
   private async filter(principal: Principal, action: 'read' | 'export', query: AuditFilterQuery): Promise<AuditFilter> {
+    const kinds = query.kind?.split(',');
+    const unknown = kinds?.filter((k) => !KNOWN_KINDS.has(k)) ?? [];
+    if (unknown.length > 0) {
+      throw new AppError(
+        ErrorCode.ValidationFailed,
+        `The gateway records no audit entries of kind ${unknown.map((k) => `"${k}"`).join(', ')}; the kinds it records are listed by GET /api/v1/audit/kinds (for example "session.instruction" or "auth.login_failed").`,
+        { field: 'query.kind' },
+      );
+    }
     if (query.projectId) await this.access.require(principal, action, 'Audit', { projectId: query.projectId });
     const readable = principal.projectIds.filter((projectId) => this.access.can(principal, action, 'Audit', { projectId }));
     return {
@@ -50,7 +67,7 @@ export class AuditApiService {
       orUnscoped: query.projectId === undefined && this.access.can(principal, 'manage', 'User', { id: '' }),
       actor: query.actor,
       sessionId: query.sessionId,
-      kinds: query.kind?.split(','),
+      kinds,
       from: query.from ? new Date(query.from) : undefined,
       to: query.to ? new Date(query.to) : undefined,
     };
