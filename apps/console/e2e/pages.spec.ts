@@ -196,6 +196,8 @@ test.describe('audit', () => {
   test('filters, verifies and exports', async ({ page }) => {
     await openView(page, { view: 'audit', role: 'security_officer' });
     await expect(page.getByRole('status').filter({ hasText: 'Chain verified: 1042 entries' })).toBeVisible();
+    // A person is shown by name and email, not as user:<id>.
+    await expect(page.getByRole('cell', { name: 'Dana Developer dev@example.org' })).toBeVisible();
     await page.getByLabel('Project').selectOption('prj_demo');
     // The Kind filter offers exactly the kinds the gateway records (GET /audit/kinds).
     const offeredKinds = await page.getByLabel('Kind').locator('option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value));

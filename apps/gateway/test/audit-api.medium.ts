@@ -49,6 +49,17 @@ withTestDatabases((db) => {
     expect(all.body.length).toBeGreaterThan(0);
   });
 
+  it('a person is found by email, and entries name them by email and display name', async () => {
+    for (const actor of [ADMIN_EMAIL, `user:${ADMIN_EMAIL}`, ADMIN_EMAIL.toUpperCase()]) {
+      const res = await gw.http().get(`/api/v1/audit?projectId=${project}&actor=${encodeURIComponent(actor)}`).set(bearer(officer));
+      expect([actor, res.status]).toEqual([actor, 200]);
+      expect(res.body.map((e: { kind: string }) => e.kind)).toContain('project.create');
+      for (const e of res.body) expect(e.actorIdentity).toMatchObject({ email: ADMIN_EMAIL, displayName: expect.any(String) });
+    }
+    const nobody = await gw.http().get(`/api/v1/audit?projectId=${project}&actor=nobody@example.test`).set(bearer(officer));
+    expect([nobody.status, nobody.body]).toEqual([200, []]);
+  });
+
   it('exports JSONL and CSV as attachments', async () => {
     const jsonl = await gw.http().get(`/api/v1/audit/export?projectId=${project}&format=jsonl`).set(bearer(officer)).buffer(true).parse((res, cb) => {
       let text = '';

@@ -66,7 +66,7 @@ export function AuditPageView({ projects, filter, onFilter, entries, verificatio
         </div>
         <div className="field">
           <label htmlFor="af-actor">Actor</label>
-          <input id="af-actor" placeholder="user:…" value={draft.actor ?? ''} onChange={(e) => set('actor', e.target.value.trim())} />
+          <input id="af-actor" placeholder="an email, or user:…" value={draft.actor ?? ''} onChange={(e) => set('actor', e.target.value.trim())} />
         </div>
         <div className="field">
           <label htmlFor="af-session">Session id</label>
@@ -134,7 +134,15 @@ export function AuditPageView({ projects, filter, onFilter, entries, verificatio
                       <td>
                         <time dateTime={e.at}>{new Date(e.at).toLocaleString()}</time>
                       </td>
-                      <td>{e.actor}</td>
+                      <td>
+                        {e.actorIdentity ? (
+                          <span title={e.actor}>
+                            {e.actorIdentity.displayName} <span className="muted">{e.actorIdentity.email}</span>
+                          </span>
+                        ) : (
+                          e.actor
+                        )}
+                      </td>
                       <td>
                         <span className="badge">{e.kind.replace(/_/g, ' ')}</span>
                       </td>

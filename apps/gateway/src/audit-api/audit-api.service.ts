@@ -1,11 +1,13 @@
 import { Injectable, StreamableFile } from '@nestjs/common';
 import { AUDIT_KINDS, type AuditKindsView } from '@lemniscate/contracts';
 import type { AuditEntryView, AuditExportQuery, AuditFilterQuery, AuditListQuery, AuditVerificationView, AuditVerifyQuery } from '@lemniscate/contracts';
-import { AuditService, type AuditFilter } from '../audit/audit.service';
+import { AuditService, type AuditEntry, type AuditFilter } from '../audit/audit.service';
 import { AccessService } from '../auth/access.service';
 import { actorOf, type Principal } from '../auth/principal';
 import { AppError, ErrorCode } from '../common/errors';
+import { UsersRepository } from '../db/repositories/users.repository';
 
+const USER_ACTOR = /^user:([^:]+)$/;
 const KNOWN_KINDS: ReadonlySet<string> = new Set(AUDIT_KINDS);
 
 /**
@@ -21,11 +23,13 @@ export class AuditApiService {
   constructor(
     private readonly audit: AuditService,
     private readonly access: AccessService,
+    private readonly users: UsersRepository,
   ) {}
 
   async list(principal: Principal, query: AuditListQuery): Promise<AuditEntryView[]> {
     const filter = await this.filter(principal, 'read', query);
-    return this.audit.list(filter, { order: query.order, after: query.after, limit: query.limit });
+    const entries = await this.audit.list(filter, { order: query.order, after: query.after, limit: query.limit });
+    return this.withIdentities(entries);
   }
 
   kinds(): AuditKindsView {
@@ -49,6 +53,28 @@ export class AuditApiService {
     });
   }
 
+  /** Resolves `user:<id>` actors to the person's email and display name (one lookup per person). */
+  private async withIdentities(entries: AuditEntry[]): Promise<AuditEntryView[]> {
+    const people = new Map<string, AuditEntryView['actorIdentity']>();
+    for (const e of entries) {
+      const id = USER_ACTOR.exec(e.actor)?.[1];
+      if (!id || people.has(id)) continue;
+      const user = await this.users.findById(id);
+      people.set(id, user ? { userId: user.id, email: user.email, displayName: user.displayName } : null);
+    }
+    return entries.map((e) => ({ ...e, actorIdentity: people.get(USER_ACTOR.exec(e.actor)?.[1] ?? '') ?? null }));
+  }
+
+  /** An actor filter may name a person by email (`ana@example.com` or `user:ana@example.com`). */
+  private async actorOf(actor: string | undefined): Promise<string | undefined> {
+    if (actor === undefined) return undefined;
+    const email = /^(?:user:)?([^:\s]+@[^:\s]+)$/.exec(actor)?.[1];
+    if (!email) return actor;
+    const user = await this.users.findByEmail(email);
+    // An email nobody has matches no entry; saying so would let a reader probe for accounts.
+    return user ? `user:${user.id}` : `user:unknown:${email}`;
+  }
+
   private async filter(principal: Principal, action: 'read' | 'export', query: AuditFilterQuery): Promise<AuditFilter> {
     const kinds = query.kind?.split(',');
     const unknown = kinds?.filter((k) => !KNOWN_KINDS.has(k)) ?? [];
@@ -65,7 +91,7 @@ export class AuditApiService {
       projectId: query.projectId,
       projectIds: readable,
       orUnscoped: query.projectId === undefined && this.access.can(principal, 'manage', 'User', { id: '' }),
-      actor: query.actor,
+      actor: await this.actorOf(query.actor),
       sessionId: query.sessionId,
       kinds,
       from: query.from ? new Date(query.from) : undefined,

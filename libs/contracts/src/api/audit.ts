@@ -11,6 +11,8 @@ export const AuditEntryView = z.object({
   payload: z.unknown(),
   prevHash: z.string(),
   hash: z.string(),
+  /** Who `actor: user:<id>` is, resolved when the entry is read; null for other actors or a deleted user. */
+  actorIdentity: z.object({ userId: Id, email: z.string(), displayName: z.string() }).nullable().optional(),
 });
 export type AuditEntryView = z.infer<typeof AuditEntryView>;
 
@@ -71,7 +73,7 @@ export type AuditKind = (typeof AUDIT_KINDS)[number];
 export const AuditKindsView = z.object({ kinds: z.array(z.string()) });
 export type AuditKindsView = z.infer<typeof AuditKindsView>;
 
-/** T3 filters: project, user (actor `user:<id>`), session, kind (comma-separated), time range. */
+/** T3 filters: project, user (actor `user:<id>`, or a person's email), session, kind (comma-separated), time range. */
 export const AuditFilterQuery = z
   .object({
     projectId: Id.optional(),
