@@ -159,6 +159,7 @@ const REQUESTS: Record<string, Build> = {
   'GET /audit/kinds': noneOnly('/audit/kinds'),
   'GET /audit/verify': noneOnly('/audit/verify'),
   'GET /audit/export': listBy('/audit/export?format=jsonl'),
+  'GET /stats/dashboard': noneOnly('/stats/dashboard?days=30'),
   'GET /healthz': noneOnly('/healthz'),
   'GET /readyz': noneOnly('/readyz'),
   'GET /metrics': noneOnly('/metrics'),
@@ -220,7 +221,8 @@ withTestDatabases((db) => {
       const session = await gw.http().post('/api/v1/sessions').set(bearer(token)).send({ projectId, instruction: `fix the tests ${mark}-instruction` });
       expect(session.status).toBe(201);
       const approval = await approvals.request({ sessionId: session.body.id, kind: 'command', payload: { command: `echo ${mark}-approval` }, agent: 'general' });
-      await toolCalls.create({ sessionId: session.body.id, seq: 1000, name: 'Bash', arguments: { command: `echo ${mark}-toolcall` }, agent: 'general' });
+      // A refused call: the dashboard's "most denied" would name it to anyone counting this project.
+      await toolCalls.create({ sessionId: session.body.id, seq: 1000, name: 'Bash', arguments: { command: `echo ${mark}-toolcall` }, decision: { effect: 'deny', rule: 'commands.forbidden[0]', reason: 'planted' }, agent: 'general' });
       return { session: session.body.id as string, approval: approval.id };
     };
 
@@ -311,6 +313,10 @@ withTestDatabases((db) => {
       expect((await get(`/sessions/${s.session}`)).text).toContain(OWN_MARK);
       expect((await get(`/sessions/${s.session}/tool-calls`)).text).toContain(`${OWN_MARK}`);
       expect((await get(`/projects/${w.own}/policy`)).text).toContain(`${OWN_MARK}-policy`);
+      const dashboard = await get('/stats/dashboard?days=30');
+      expect(dashboard.status).toBe(200);
+      expect(dashboard.text).toContain(`${OWN_MARK}${s.role === 'developer' ? '-member' : ''}-toolcall`);
+      expect(dashboard.text).not.toContain(FOREIGN_MARK);
       if (s.role !== 'developer') {
         const audit = await get('/audit?limit=1000');
         expect(audit.text).toContain(`${OWN_MARK}-audit`);
