@@ -56,6 +56,18 @@ withTestDatabases((db) => {
       expect(res.body.map((e: { kind: string }) => e.kind)).toContain('project.create');
       for (const e of res.body) expect(e.actorIdentity).toMatchObject({ email: ADMIN_EMAIL, displayName: expect.any(String) });
     }
+    // The export names people too: JSONL carries actorIdentity, CSV two more columns.
+    const jsonl = await gw.http().get(`/api/v1/audit/export?projectId=${project}&actor=${encodeURIComponent(ADMIN_EMAIL)}&format=jsonl`).set(bearer(officer)).buffer(true).parse((res, cb) => {
+      let text = '';
+      res.on('data', (c: Buffer) => (text += c.toString()));
+      res.on('end', () => cb(null, text));
+    });
+    const exported = String(jsonl.body).trim().split('\n').map((l) => JSON.parse(l) as { actorIdentity: unknown });
+    expect(exported.length).toBeGreaterThan(0);
+    for (const e of exported) expect(e.actorIdentity).toMatchObject({ email: ADMIN_EMAIL });
+    const csv = await gw.http().get(`/api/v1/audit/export?projectId=${project}&actor=${encodeURIComponent(ADMIN_EMAIL)}&format=csv`).set(bearer(officer));
+    expect(csv.text.split('\r\n')[0]).toBe('seq,at,actor,kind,project_id,session_id,payload,prev_hash,hash,actor_email,actor_name');
+    expect(csv.text.split('\r\n')[1]).toContain(`,${ADMIN_EMAIL},`);
     const nobody = await gw.http().get(`/api/v1/audit?projectId=${project}&actor=nobody@example.test`).set(bearer(officer));
     expect([nobody.status, nobody.body]).toEqual([200, []]);
   });
