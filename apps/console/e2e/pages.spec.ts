@@ -36,8 +36,8 @@ test.describe('header and navigation', () => {
 
   const offered = {
     admin: ['Dashboard', 'Approvals', 'Sessions', 'Policies', 'Users', 'Audit'],
-    developer: ['Dashboard', 'Approvals', 'Sessions'],
-    security_officer: ['Dashboard', 'Sessions', 'Audit'],
+    developer: ['Dashboard', 'Approvals', 'Sessions', 'Policies'],
+    security_officer: ['Dashboard', 'Sessions', 'Policies', 'Audit'],
   };
   for (const [role, labels] of Object.entries(offered)) {
     test(`${role} is offered only ${labels.join(', ')}`, async ({ page }) => {
@@ -181,19 +181,36 @@ test.describe('users', () => {
   });
 });
 
+test.describe('policies for readers', () => {
+  test('a security officer reads the policy in force and its history, with nothing to publish or roll back', async ({ page }) => {
+    await openView(page, { view: 'policies', role: 'security_officer' });
+    await expect(page.getByRole('tab')).toHaveText(['Policy in force', 'History']);
+    await expect(page.getByRole('button', { name: 'Publish' })).toHaveCount(0);
+    await page.getByRole('tab', { name: 'History' }).click();
+    await expect(page.getByRole('button', { name: /Roll back/ })).toHaveCount(0);
+    await expectAccessible(page);
+  });
+});
+
 test.describe('audit', () => {
   test('filters, verifies and exports', async ({ page }) => {
     await openView(page, { view: 'audit', role: 'security_officer' });
     await expect(page.getByRole('status').filter({ hasText: 'Chain verified: 1042 entries' })).toBeVisible();
+    // A person is shown by name and email, not as user:<id>.
+    await expect(page.getByRole('cell', { name: 'Dana Developer dev@example.org' })).toBeVisible();
     await page.getByLabel('Project').selectOption('prj_demo');
-    await page.getByLabel('Kind').selectOption('decision');
+    // The Kind filter offers exactly the kinds the gateway records (GET /audit/kinds).
+    const offeredKinds = await page.getByLabel('Kind').locator('option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value));
+    expect(offeredKinds).toEqual(expect.arrayContaining(['', 'policy.decision', 'session.instruction', 'auth.login_failed']));
+    expect(offeredKinds.filter((k) => k && !/^[a-z_]+\.[a-z_]+$/.test(k))).toEqual([]);
+    await page.getByLabel('Kind').selectOption('policy.decision');
     await page.getByLabel('Session id').fill('ses_fix_sum');
     await page.getByLabel('Actor').fill('user:usr_dev');
     await page.getByRole('button', { name: 'Apply filters' }).click();
     await page.getByRole('button', { name: 'Verify again' }).click();
     await page.getByRole('button', { name: 'Export JSONL' }).click();
     await page.getByRole('button', { name: 'Export CSV' }).click();
-    expect((await calls(page)).map((c) => [c.name, ...c.args])).toEqual([['filter', { projectId: 'prj_demo', kind: 'decision', sessionId: 'ses_fix_sum', actor: 'user:usr_dev' }], ['verify'], ['export', 'jsonl'], ['export', 'csv']]);
+    expect((await calls(page)).map((c) => [c.name, ...c.args])).toEqual([['filter', { projectId: 'prj_demo', kind: 'policy.decision', sessionId: 'ses_fix_sum', actor: 'user:usr_dev' }], ['verify'], ['export', 'jsonl'], ['export', 'csv']]);
   });
 
   test('a broken chain names the first break', async ({ page }) => {

@@ -12,6 +12,8 @@ import { commonFields } from '../src/policy/form-model';
 import { diagnosePolicy } from '../src/policy/validate';
 import { ApprovalsPageView } from '../src/pages/ApprovalsPageView';
 import { AuditPageView } from '../src/pages/AuditPageView';
+import { canDo } from '../src/auth/access';
+import { AUDIT_KINDS } from '@lemniscate/contracts';
 import { DashboardPageView } from '../src/pages/DashboardPageView';
 import { PoliciesPageView, type PolicyTab } from '../src/pages/PoliciesPageView';
 import { SessionPageView } from '../src/pages/SessionPageView';
@@ -138,6 +140,7 @@ function Policies() {
         onRollback={record('rollback')}
         rollingBack={null}
         rollbackError={null}
+        canPublish={canDo(role, 'publishPolicy')}
         dryRun={{
           result: dryRan ? ready(f.dryRun) : null,
           onRun: (n) => {
@@ -198,6 +201,7 @@ function Audit() {
         exporting={null}
         exportError={null}
         verifiedAt="2026-11-29T13:59:00.000Z"
+        kinds={AUDIT_KINDS}
       />
     </Shell>
   );

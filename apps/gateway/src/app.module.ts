@@ -5,6 +5,8 @@ import type { DestinationStream } from 'pino';
 import type { Options as PinoHttpOptions } from 'pino-http';
 import { AuditApiController } from './audit-api/audit-api.controller';
 import { AuditApiService } from './audit-api/audit-api.service';
+import { StatsController } from './stats/stats.controller';
+import { StatsService } from './stats/stats.service';
 import { AuditModule } from './audit/audit.module';
 import { AccessService } from './auth/access.service';
 import { AuthController } from './auth/auth.controller';
@@ -55,7 +57,7 @@ export interface AppModuleOptions {
   sessionLoops?: SessionLoops;
 }
 
-export const CONTROLLERS = [AuthController, UsersController, ProjectsController, PoliciesController, SessionsController, ApprovalsController, AuditApiController, HealthController, OpenApiController];
+export const CONTROLLERS = [AuthController, UsersController, ProjectsController, PoliciesController, SessionsController, ApprovalsController, AuditApiController, StatsController, HealthController, OpenApiController];
 
 @Module({})
 export class AppModule {
@@ -82,6 +84,7 @@ export class AppModule {
       { provide: APP_FILTER, useClass: AppErrorFilter },
       MetricsService,
       AuditApiService,
+      StatsService,
       ExecHostClient,
       AuthService,
       AccessService,

@@ -85,7 +85,7 @@ export function registerAudit(program: Command, ctx: CliContext, done: Done): vo
     .description('stream the audit log, filtered, as JSON lines or CSV')
     .addOption(new Option('--format <format>', 'jsonl or csv').choices(['jsonl', 'csv']).default('jsonl'))
     .option('--project <name>', 'only this project')
-    .option('--user <id>', 'only this user')
+    .option('--user <id-or-email>', 'only this person (a user id or an email)')
     .option('--session <id>', 'only this session')
     .option('--kind <kind>', 'only this kind of entry')
     .option('--from <time>', 'entries at or after this time')

@@ -143,7 +143,7 @@ test('a security officer filters the audit log, sees it verified and exports it'
   expect(lines.length).toBeGreaterThan(0);
   expect(lines.every((l) => typeof l.hash === 'string' && typeof l.prevHash === 'string')).toBe(true);
   const [csv] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export CSV' }).click()]);
-  expect(fs.readFileSync(await csv.path(), 'utf8').split('\r\n')[0]).toBe('seq,at,actor,kind,project_id,session_id,payload,prev_hash,hash');
+  expect(fs.readFileSync(await csv.path(), 'utf8').split('\r\n')[0]).toBe('seq,at,actor,kind,project_id,session_id,payload,prev_hash,hash,actor_email,actor_name');
 });
 
 test('a developer cannot open the policy editor, and the API refuses the call too', async ({ page }) => {

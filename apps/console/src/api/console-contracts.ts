@@ -1,19 +1,10 @@
 import { z } from 'zod';
 import { AuditEntryView, AuditVerificationView, PolicyDryRunChange, PolicyDryRunRequest, PolicyDryRunResponse } from '@lemniscate/contracts';
 
-/*
- * Names the console's pages use for shapes the gateway defines in libs/contracts, and the one shape
- * the gateway has no route for (dashboard statistics, computed in the console from sessions).
- */
+/* Names the console's pages use for shapes the gateway defines in libs/contracts. */
 
-export const DashboardStats = z.object({
-  sessionsPerDay: z.array(z.object({ day: z.string(), count: z.number().int().nonnegative() })),
-  decisionsByEffect: z.object({ allow: z.number().int().nonnegative(), ask: z.number().int().nonnegative(), deny: z.number().int().nonnegative() }),
-  mostDenied: z.array(z.object({ command: z.string(), count: z.number().int().nonnegative() })),
-  mostAsked: z.array(z.object({ command: z.string(), count: z.number().int().nonnegative() })),
-  pendingApprovals: z.number().int().nonnegative(),
-});
-export type DashboardStats = z.infer<typeof DashboardStats>;
+// The dashboard's figures are served by the gateway; their shape is libs/contracts' DashboardStats.
+export { DashboardStats } from '@lemniscate/contracts';
 
 // One definition per message (STYLE.md §3): the audit and dry-run shapes come from libs/contracts.
 export const AuditEntry = AuditEntryView;

@@ -37,6 +37,7 @@ export const routes = {
 
   audit: '/audit',
   auditVerify: '/audit/verify',
+  auditKinds: '/audit/kinds',
   auditExport: '/audit/export',
 
   dashboard: '/stats/dashboard',

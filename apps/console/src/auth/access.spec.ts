@@ -9,7 +9,7 @@ const pageNeeds: Record<PageKey, [AppAction, AppSubjectName, Record<string, stri
   dashboard: ['read', 'Project', { id: PROJECT }],
   approvals: ['answer', 'Approval', { projectId: PROJECT, sessionUserId: ME }],
   sessions: ['read', 'Session', { projectId: PROJECT, userId: ME }],
-  policies: ['publish', 'Policy', { projectId: PROJECT }],
+  policies: ['read', 'Policy', { projectId: PROJECT }],
   users: ['manage', 'User', { id: 'someone-else' }],
   audit: ['read', 'Audit', { projectId: PROJECT }],
 };
@@ -43,7 +43,12 @@ describe('console navigation matches the gateway abilities', () => {
     }
   }
 
-  it('a developer is not offered the policy editor nor the user list', () => {
-    expect(pagesFor('developer').map((p) => p.key)).toEqual(['dashboard', 'approvals', 'sessions']);
+  it('a developer reads policies but is not offered publishing nor the user list', () => {
+    expect(pagesFor('developer').map((p) => p.key)).toEqual(['dashboard', 'approvals', 'sessions', 'policies']);
+    expect(ACTIONS.publishPolicy).toEqual(['admin']);
+  });
+
+  it('a security officer opens policies, as the role table says (reads projects, policies, sessions, approvals)', () => {
+    expect(pagesFor('security_officer').map((p) => p.key)).toEqual(['dashboard', 'sessions', 'policies', 'audit']);
   });
 });

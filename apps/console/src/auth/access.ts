@@ -18,7 +18,7 @@ export const PAGES: readonly PageInfo[] = [
   { key: 'dashboard', path: '/', label: 'Dashboard', roles: ['admin', 'developer', 'security_officer'] },
   { key: 'approvals', path: '/approvals', label: 'Approvals', roles: ['admin', 'developer'] },
   { key: 'sessions', path: '/sessions', label: 'Sessions', roles: ['admin', 'developer', 'security_officer'] },
-  { key: 'policies', path: '/policies', label: 'Policies', roles: ['admin'] },
+  { key: 'policies', path: '/policies', label: 'Policies', roles: ['admin', 'developer', 'security_officer'] },
   { key: 'users', path: '/users', label: 'Users', roles: ['admin'] },
   { key: 'audit', path: '/audit', label: 'Audit', roles: ['admin', 'security_officer'] },
 ];

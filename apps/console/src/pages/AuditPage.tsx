@@ -3,7 +3,7 @@ import { useMutation, useQuery } from '@tanstack/react-query';
 import type { AuditQuery } from '../api/console-contracts';
 import { saveBlob } from '../api/download';
 import { projectsQuery } from '../api/queries/projects';
-import { auditQuery, auditVerificationQuery, exportAudit } from '../api/queries/audit';
+import { auditKindsQuery, auditQuery, auditVerificationQuery, exportAudit } from '../api/queries/audit';
 import { fromQuery } from '../components/Query';
 import { AuditPageView } from './AuditPageView';
 
@@ -12,6 +12,7 @@ export function AuditPage() {
   const projects = useQuery(projectsQuery());
   const entries = useQuery(auditQuery({ ...filter, limit: 200 }));
   const verification = useQuery(auditVerificationQuery());
+  const kinds = useQuery(auditKindsQuery());
   const exp = useMutation({
     mutationFn: (format: 'jsonl' | 'csv') => exportAudit(format, filter),
     onSuccess: ({ blob, filename }, format) => saveBlob(blob, filename ?? `lemniscate-audit.${format}`),
@@ -28,6 +29,7 @@ export function AuditPage() {
       exporting={exp.isPending ? (exp.variables ?? null) : null}
       verifiedAt={verification.dataUpdatedAt ? new Date(verification.dataUpdatedAt).toISOString() : null}
       exportError={exp.error}
+      kinds={kinds.data?.kinds ?? []}
     />
   );
 }

@@ -16,9 +16,9 @@ export interface AuditPageViewProps {
   exportError: unknown;
   /** When the browser last received the verification. */
   verifiedAt: string | null;
+  /** The kinds of entry the gateway records (GET /audit/kinds): the only values its filter accepts. */
+  kinds: readonly string[];
 }
-
-const KINDS = ['instruction', 'tool_call', 'decision', 'approval', 'result', 'limit', 'extension', 'loop', 'stop', 'revocation', 'policy_change', 'login', 'login_failed', 'authorization_failed'];
 
 /** `datetime-local` shows and returns local time without a zone; the filter travels as UTC. */
 function toLocalInput(iso?: string): string {
@@ -27,7 +27,7 @@ function toLocalInput(iso?: string): string {
   return new Date(d.getTime() - d.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
 }
 
-export function AuditPageView({ projects, filter, onFilter, entries, verification, onVerify, onExport, exporting, exportError, verifiedAt }: AuditPageViewProps) {
+export function AuditPageView({ projects, filter, onFilter, entries, verification, onVerify, onExport, exporting, exportError, verifiedAt, kinds }: AuditPageViewProps) {
   const [draft, setDraft] = useState<AuditQuery>(filter);
   const set = (k: keyof AuditQuery, v: string) => setDraft({ ...draft, [k]: v || undefined });
   return (
@@ -66,7 +66,7 @@ export function AuditPageView({ projects, filter, onFilter, entries, verificatio
         </div>
         <div className="field">
           <label htmlFor="af-actor">Actor</label>
-          <input id="af-actor" placeholder="user:…" value={draft.actor ?? ''} onChange={(e) => set('actor', e.target.value.trim())} />
+          <input id="af-actor" placeholder="an email, or user:…" value={draft.actor ?? ''} onChange={(e) => set('actor', e.target.value.trim())} />
         </div>
         <div className="field">
           <label htmlFor="af-session">Session id</label>
@@ -76,7 +76,7 @@ export function AuditPageView({ projects, filter, onFilter, entries, verificatio
           <label htmlFor="af-kind">Kind</label>
           <select id="af-kind" value={draft.kind ?? ''} onChange={(e) => set('kind', e.target.value)}>
             <option value="">Any kind</option>
-            {KINDS.map((k) => (
+            {kinds.map((k) => (
               <option key={k} value={k}>
                 {k.replace(/_/g, ' ')}
               </option>
@@ -134,7 +134,15 @@ export function AuditPageView({ projects, filter, onFilter, entries, verificatio
                       <td>
                         <time dateTime={e.at}>{new Date(e.at).toLocaleString()}</time>
                       </td>
-                      <td>{e.actor}</td>
+                      <td>
+                        {e.actorIdentity ? (
+                          <span title={e.actor}>
+                            {e.actorIdentity.displayName} <span className="muted">{e.actorIdentity.email}</span>
+                          </span>
+                        ) : (
+                          e.actor
+                        )}
+                      </td>
                       <td>
                         <span className="badge">{e.kind.replace(/_/g, ' ')}</span>
                       </td>

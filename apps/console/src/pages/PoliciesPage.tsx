@@ -7,6 +7,8 @@ import { projectsQuery } from '../api/queries/projects';
 import { dryRunPolicy, policyDiffQuery, policyVersionQuery, policyVersionsQuery, publishPolicy, rollbackPolicy } from '../api/queries/policies';
 import { fromQuery, Query, type QueryState } from '../components/Query';
 import { Empty, ErrorPanel, Loading } from '../components/States';
+import { useAuth } from '../auth/AuthContext';
+import { canDo } from '../auth/access';
 import { commonFields } from '../policy/form-model';
 import { diagnosePolicy } from '../policy/validate';
 import { PoliciesPageView, type PolicyTab } from './PoliciesPageView';
@@ -32,6 +34,7 @@ export function PoliciesPage() {
 
 function PoliciesForProjects({ projects }: { projects: { id: string; name: string; repositorySource: string; defaultRef: string; createdAt: string }[] }) {
   const qc = useQueryClient();
+  const { me } = useAuth();
   const [projectId, setProjectId] = useState(projects[0]!.id);
   const [tab, setTab] = useState<PolicyTab>('edit');
   const [draft, setDraft] = useState<string | null>(null);
@@ -105,6 +108,7 @@ function PoliciesForProjects({ projects }: { projects: { id: string; name: strin
       }}
       tab={tab}
       onTabChange={setTab}
+      canPublish={canDo(me.user.role, 'publishPolicy')}
       dryRunUnavailable={!offersDryRun}
       draft={draft ?? ''}
       onDraftChange={setDraft}

@@ -39,14 +39,20 @@ export interface PoliciesPageViewProps {
   dryRunUnavailable?: boolean;
   /** Null when the gateway does not offer dry runs. */
   dryRun: { result: QueryState<DryRunResponse> | null; onRun: (sessions: number) => void; running: boolean } | null;
+  /**
+   * Administrators publish, roll back and dry-run; the other roles read the policy in force and its
+   * history (the role table: developers and security officers read policies, C1).
+   */
+  canPublish: boolean;
 }
 
 export function PoliciesPageView(p: PoliciesPageViewProps) {
-  const tabs: [PolicyTab, string][] = [
-    ['edit', 'Edit and publish'],
-    ['history', 'History'],
-    ...(p.dryRun ? ([['dry-run', 'Dry run']] as [PolicyTab, string][]) : []),
-  ];
+  const tabs: [PolicyTab, string][] = p.canPublish
+    ? [['edit', 'Edit and publish'], ['history', 'History'], ...(p.dryRun ? ([['dry-run', 'Dry run']] as [PolicyTab, string][]) : [])]
+    : [
+        ['edit', 'Policy in force'],
+        ['history', 'History'],
+      ];
   return (
     <div className="page">
       <div className="page-header">
@@ -69,11 +75,11 @@ export function PoliciesPageView(p: PoliciesPageViewProps) {
           </button>
         ))}
       </div>
-      {p.dryRunUnavailable && p.tab === 'edit' && <p className="muted small">This gateway does not offer dry runs of a draft policy yet; check a draft with the version history after publishing, or with <code>lemni policy explain</code>.</p>}
+      {p.canPublish && p.dryRunUnavailable && p.tab === 'edit' && <p className="muted small">This gateway does not offer dry runs of a draft policy yet; check a draft with the version history after publishing, or with <code>lemni policy explain</code>.</p>}
       <div role="tabpanel" id={`panel-${p.tab}`} aria-labelledby={`tab-${p.tab}`}>
-        {p.tab === 'edit' && <EditTab {...p} />}
+        {p.tab === 'edit' && (p.canPublish ? <EditTab {...p} /> : <ReadOnlyTab draft={p.draft} />)}
         {p.tab === 'history' && <HistoryTab {...p} />}
-        {p.tab === 'dry-run' && p.dryRun && <DryRunTab dryRun={p.dryRun} diagnose={p.diagnose} draft={p.draft} />}
+        {p.canPublish && p.tab === 'dry-run' && p.dryRun && <DryRunTab dryRun={p.dryRun} diagnose={p.diagnose} draft={p.draft} />}
       </div>
     </div>
   );
@@ -235,7 +241,16 @@ function LinesField({ id, label, value, onCommit, describedBy, help }: { id: str
   );
 }
 
-function HistoryTab({ versions, compare, onCompare, diff, onLoadVersion, onRollback, rollingBack, rollbackError }: PoliciesPageViewProps) {
+function ReadOnlyTab({ draft }: { draft: string }) {
+  return (
+    <section aria-label="Policy in force">
+      <p className="muted small">You can read this project's policy and its history; only administrators publish or roll back.</p>
+      <pre className="policy-source">{draft}</pre>
+    </section>
+  );
+}
+
+function HistoryTab({ versions, compare, onCompare, diff, onLoadVersion, onRollback, rollingBack, rollbackError, canPublish }: PoliciesPageViewProps) {
   return (
     <Query state={versions} what="the policy history">
       {(list) => {
@@ -270,10 +285,12 @@ function HistoryTab({ versions, compare, onCompare, diff, onLoadVersion, onRollb
                         <time dateTime={v.createdAt}>{new Date(v.createdAt).toLocaleString()}</time>
                       </td>
                       <td className="row-actions">
-                        <button type="button" className="ghost" onClick={() => onLoadVersion(v.version)}>
-                          Open in editor
-                        </button>
-                        {v.version !== current && (
+                        {canPublish && (
+                          <button type="button" className="ghost" onClick={() => onLoadVersion(v.version)}>
+                            Open in editor
+                          </button>
+                        )}
+                        {canPublish && v.version !== current && (
                           <button type="button" onClick={() => onRollback(v.version)} disabled={rollingBack !== null}>
                             {rollingBack === v.version ? 'Rolling back…' : `Roll back to v${v.version}`}
                           </button>

@@ -1,5 +1,5 @@
 import { Controller, Get } from '@nestjs/common';
-import { AuditEntryView, AuditExportQuery, AuditListQuery, AuditVerificationView, AuditVerifyQuery } from '@lemniscate/contracts';
+import { AuditEntryView, AuditExportQuery, AuditKindsView, AuditListQuery, AuditVerificationView, AuditVerifyQuery } from '@lemniscate/contracts';
 import { z } from 'zod';
 import { Can, CurrentPrincipal } from '../auth/permission.decorator';
 import type { Principal } from '../auth/principal';
@@ -15,6 +15,13 @@ export class AuditApiController {
   @Returns(z.array(AuditEntryView), 'Audit entries, filtered by project, actor, session, kind and time')
   list(@CurrentPrincipal() principal: Principal, @ZQuery(AuditListQuery) query: AuditListQuery) {
     return this.audit.list(principal, query);
+  }
+
+  @Get('kinds')
+  @Can('read', 'Audit')
+  @Returns(AuditKindsView, 'The kinds of entry the gateway records: the only values the kind filter accepts')
+  kinds() {
+    return this.audit.kinds();
   }
 
   @Get('verify')

@@ -33,10 +33,11 @@ describe('csvField', () => {
 describe('csvLine', () => {
   it('writes one CRLF-terminated record matching the header', () => {
     const line = csvLine(entry({ payload: canonicalJson({ cmd: 'echo "a,b"\nls' }) }));
-    expect(CSV_HEADER.split(',')).toHaveLength(9);
+    expect(CSV_HEADER.split(',')).toHaveLength(11);
     expect(line).toBe(
-      `1,2026-03-04T05:06:07.089Z,u1,session.instruction,p1,,"{""cmd"":""echo \\""a,b\\""\\nls""}",${GENESIS_HASH},${entry({ payload: canonicalJson({ cmd: 'echo "a,b"\nls' }) }).hash}\r\n`,
+      `1,2026-03-04T05:06:07.089Z,u1,session.instruction,p1,,"{""cmd"":""echo \\""a,b\\""\\nls""}",${GENESIS_HASH},${entry({ payload: canonicalJson({ cmd: 'echo "a,b"\nls' }) }).hash},,\r\n`,
     );
+    expect(csvLine(entry({}), { email: 'ana@example.com', displayName: 'Ana' }).trimEnd().split(',').slice(-2)).toEqual(['ana@example.com', 'Ana']);
   });
 });
 
@@ -48,7 +49,8 @@ describe('jsonlLine', () => {
     expect(line.endsWith('\n')).toBe(true);
     expect(line.slice(0, -1)).not.toContain('\n');
     const parsed = JSON.parse(line) as Record<string, unknown>;
-    expect(parsed).toEqual({ seq: 1, at: '2026-03-04T05:06:07.089Z', actor: 'u1', kind: 'session.instruction', projectId: 'p1', sessionId: null, payload: { a: [1, 2.5], b: 'x\u2028y' }, prevHash: GENESIS_HASH, hash: e.hash });
+    expect(parsed).toEqual({ seq: 1, at: '2026-03-04T05:06:07.089Z', actor: 'u1', kind: 'session.instruction', projectId: 'p1', sessionId: null, payload: { a: [1, 2.5], b: 'x\u2028y' }, prevHash: GENESIS_HASH, hash: e.hash, actorIdentity: null });
     expect(canonicalJson(parsed['payload'])).toBe(payload);
+    expect(JSON.parse(jsonlLine(e, { email: 'ana@example.com', displayName: 'Ana' })).actorIdentity).toEqual({ email: 'ana@example.com', displayName: 'Ana' });
   });
 });

@@ -10,7 +10,13 @@ export const EXPORT_CONTENT_TYPES: Record<AuditExportFormat, string> = {
   csv: 'text/csv; charset=utf-8',
 };
 
-export function jsonlLine(entry: StoredEntry): string {
+/** Who a `user:<id>` actor is, resolved at export time; not part of the hashed entry. */
+export interface ActorIdentity {
+  email: string;
+  displayName: string;
+}
+
+export function jsonlLine(entry: StoredEntry, identity: ActorIdentity | null = null): string {
   return (
     `{"seq":${entry.seq}` +
     `,"at":${JSON.stringify(entry.at.toISOString())}` +
@@ -20,11 +26,12 @@ export function jsonlLine(entry: StoredEntry): string {
     `,"sessionId":${entry.sessionId === null ? 'null' : JSON.stringify(entry.sessionId)}` +
     `,"payload":${entry.payload}` +
     `,"prevHash":${JSON.stringify(entry.prevHash)}` +
-    `,"hash":${JSON.stringify(entry.hash)}}\n`
+    `,"hash":${JSON.stringify(entry.hash)}` +
+    `,"actorIdentity":${identity ? JSON.stringify({ email: identity.email, displayName: identity.displayName }) : 'null'}}\n`
   );
 }
 
-export const CSV_HEADER = 'seq,at,actor,kind,project_id,session_id,payload,prev_hash,hash\r\n';
+export const CSV_HEADER = 'seq,at,actor,kind,project_id,session_id,payload,prev_hash,hash,actor_email,actor_name\r\n';
 
 /**
  * One RFC 4180 field. A value a spreadsheet would run as a formula (leading = + - @, tab or CR) is
@@ -38,9 +45,11 @@ export function csvField(value: string | number | null): string {
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
-export function csvLine(entry: StoredEntry): string {
+export function csvLine(entry: StoredEntry, identity: ActorIdentity | null = null): string {
   return (
-    [entry.seq, entry.at.toISOString(), entry.actor, entry.kind, entry.projectId, entry.sessionId, entry.payload, entry.prevHash, entry.hash].map(csvField).join(',') +
+    [entry.seq, entry.at.toISOString(), entry.actor, entry.kind, entry.projectId, entry.sessionId, entry.payload, entry.prevHash, entry.hash, identity?.email ?? null, identity?.displayName ?? null]
+      .map(csvField)
+      .join(',') +
     '\r\n'
   );
 }

@@ -376,7 +376,7 @@ withTestDatabases((database) => {
       expect(records.slice(1).map((r) => Number(r[0]))).toEqual(wanted.map((e) => e.seq));
       for (const [i, record] of records.slice(1).entries()) {
         const e = wanted[i] as AuditEntry;
-        expect(record).toEqual([String(e.seq), e.at, e.actor, e.kind, e.projectId ?? '', e.sessionId ?? '', canonicalJson(e.payload), e.prevHash, e.hash]);
+        expect(record).toEqual([String(e.seq), e.at, e.actor, e.kind, e.projectId ?? '', e.sessionId ?? '', canonicalJson(e.payload), e.prevHash, e.hash, '', '']);
       }
       expect(text).toContain('comma, \\""quote\\""');
     });

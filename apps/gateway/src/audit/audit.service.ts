@@ -4,7 +4,10 @@ import { AppError, ErrorCode } from '../common/errors';
 import { AuditLogRepository, type AuditFilter, type AuditPageRequest } from '../db/repositories/audit-log.repository';
 import type { AuditLogRow } from '../db/schema';
 import { CanonicalJsonError, canonicalJson, chainHash, ChainVerifier, type ChainAnchor, type ChainBreak, type ChainEntry, type ChainProblem } from './audit-chain';
-import { CSV_HEADER, csvLine, jsonlLine, type AuditExportFormat } from './audit-export';
+import { CSV_HEADER, csvLine, jsonlLine, type ActorIdentity, type AuditExportFormat } from './audit-export';
+
+/** Resolves actors (`user:<id>`) to people for an export page; actors it does not know are left out. */
+export type IdentityResolver = (actors: string[]) => Promise<Map<string, ActorIdentity>>;
 
 export type { AuditFilter, AuditPageRequest } from '../db/repositories/audit-log.repository';
 
@@ -155,7 +158,7 @@ export class AuditService implements BeforeApplicationShutdown {
    * The matching entries, oldest first, as chunks of text: read a page at a time, so exporting the
    * whole log holds one page in memory. The header (CSV) comes first even when nothing matches.
    */
-  async *export(filter: AuditFilter, format: AuditExportFormat): AsyncGenerator<string> {
+  async *export(filter: AuditFilter, format: AuditExportFormat, identify: IdentityResolver = async () => new Map()): AsyncGenerator<string> {
     checkFilter(filter);
     const line = format === 'csv' ? csvLine : format === 'jsonl' ? jsonlLine : undefined;
     if (!line) throw new AppError(ErrorCode.ValidationFailed, `The export format "${String(format)}" is not one of jsonl, csv.`, { field: 'format' });
@@ -164,15 +167,16 @@ export class AuditService implements BeforeApplicationShutdown {
     for (;;) {
       const rows = await this.log.list(filter, { order: 'asc', after, limit: EXPORT_PAGE });
       if (rows.length === 0) return;
-      yield rows.map(line).join('');
+      const people = await identify([...new Set(rows.map((r) => r.actor))]);
+      yield rows.map((r) => line(r, people.get(r.actor) ?? null)).join('');
       after = (rows[rows.length - 1] as AuditLogRow).seq;
       if (rows.length < EXPORT_PAGE) return;
     }
   }
 
   /** `export` as a Node stream, with back-pressure: pipe it into an HTTP response. */
-  exportStream(filter: AuditFilter, format: AuditExportFormat): Readable {
-    return Readable.from(this.export(filter, format), { objectMode: false });
+  exportStream(filter: AuditFilter, format: AuditExportFormat, identify?: IdentityResolver): Readable {
+    return Readable.from(this.export(filter, format, identify), { objectMode: false });
   }
 }
 

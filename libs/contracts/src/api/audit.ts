@@ -11,10 +11,69 @@ export const AuditEntryView = z.object({
   payload: z.unknown(),
   prevHash: z.string(),
   hash: z.string(),
+  /** Who `actor: user:<id>` is, resolved when the entry is read; null for other actors or a deleted user. */
+  actorIdentity: z.object({ userId: Id, email: z.string(), displayName: z.string() }).nullable().optional(),
 });
 export type AuditEntryView = z.infer<typeof AuditEntryView>;
 
-/** T3 filters: project, user (actor `user:<id>`), session, kind (comma-separated), time range. */
+/**
+ * Every kind of entry the gateway writes to the audit log (T3). The server owns this list: the
+ * console's Kind filter and `lemni audit --kind` offer these, and a filter naming any other kind is
+ * refused rather than answered with nothing. A spec in the gateway fails when code writes a kind
+ * missing here.
+ */
+export const AUDIT_KINDS = [
+  'approval.answer',
+  'approval.request',
+  'audit.export',
+  'audit.verify',
+  'auth.csrf_rejected',
+  'auth.login',
+  'auth.login_failed',
+  'auth.login_throttled',
+  'auth.logout',
+  'auth.password_change_failed',
+  'auth.password_changed',
+  'auth.token_created',
+  'auth.token_rejected',
+  'auth.token_revoked',
+  'authz.denied',
+  'changes.reverted',
+  'context.compaction',
+  'extension.granted',
+  'extension.refused',
+  'limit.reached',
+  'loop.blocked',
+  'policy.decision',
+  'policy.publish',
+  'policy.rollback',
+  'project.create',
+  'project.member_add',
+  'project.member_remove',
+  'question.answered',
+  'sandbox.destroy_failed',
+  'session.configured',
+  'session.ended',
+  'session.instruction',
+  'session.orphaned',
+  'session.revoke',
+  'session.stop',
+  'subagent.finished',
+  'subagent.refused',
+  'subagent.started',
+  'tool.result',
+  'tool_call.proposed',
+  'tool_call.result',
+  'user.bootstrap_admin',
+  'user.create',
+  'user.revoke',
+] as const;
+export type AuditKind = (typeof AUDIT_KINDS)[number];
+
+export const AuditKindsView = z.object({ kinds: z.array(z.string()) });
+export type AuditKindsView = z.infer<typeof AuditKindsView>;
+
+/** T3 filters: project, user (actor `user:<id>`, or a person's email), session, kind (comma-separated), time range. */
 export const AuditFilterQuery = z
   .object({
     projectId: Id.optional(),

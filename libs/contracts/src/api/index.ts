@@ -8,3 +8,4 @@ export * from './events';
 export * from './health';
 export * from './audit';
 export * from './policy-dry-run';
+export * from './stats';

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { and, asc, desc, eq, gt, gte, inArray, lt, lte, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, gte, inArray, isNull, lt, lte, or, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../database';
 import { auditChainHead, auditLog, type AuditLogRow } from '../schema';
 import { DB } from '../tokens';
@@ -16,6 +16,8 @@ export interface AuditFilter {
   projectId?: string;
   /** Entries of any of these projects (a scoped reader); an empty list matches nothing. */
   projectIds?: string[];
+  /** With `projectIds`: also the entries that belong to no project (sign-ins, user changes). */
+  orUnscoped?: boolean;
   actor?: string;
   sessionId?: string;
   kinds?: string[];
@@ -119,8 +121,10 @@ function filterConditions(filter: AuditFilter): SQL[] | undefined {
   const conditions: SQL[] = [];
   if (filter.projectId !== undefined) conditions.push(eq(auditLog.projectId, filter.projectId));
   if (filter.projectIds !== undefined) {
-    if (filter.projectIds.length === 0) return undefined;
-    conditions.push(inArray(auditLog.projectId, filter.projectIds));
+    const inScope = filter.projectIds.length > 0 ? inArray(auditLog.projectId, filter.projectIds) : undefined;
+    const unscoped = filter.orUnscoped ? isNull(auditLog.projectId) : undefined;
+    if (!inScope && !unscoped) return undefined;
+    conditions.push(inScope && unscoped ? (or(inScope, unscoped) as SQL) : ((inScope ?? unscoped) as SQL));
   }
   if (filter.actor !== undefined) conditions.push(eq(auditLog.actor, filter.actor));
   if (filter.sessionId !== undefined) conditions.push(eq(auditLog.sessionId, filter.sessionId));

@@ -1,11 +1,11 @@
-import type { SessionView, ToolCallView } from '@lemniscate/contracts';
-import { summarise } from './dashboard-summary';
+import type { SessionView, ToolCallView } from './sessions';
+import { summariseDashboard as summarise } from './stats';
 
 const session = (id: string, startedAt: string) => ({ id, startedAt }) as SessionView;
 const call = (name: string, args: Record<string, unknown>, effect: 'allow' | 'ask' | 'deny' | null, createdAt = '2026-11-29T10:00:00.000Z') =>
   ({ id: `c${Math.random()}`, name, arguments: args, decision: effect ? { effect, rule: 'r', reason: 'x' } : null, createdAt }) as ToolCallView;
 
-describe('summarise (dashboard without a statistics route)', () => {
+describe('summariseDashboard (GET /stats/dashboard)', () => {
   const now = new Date('2026-11-29T15:00:00.000Z');
 
   it('counts sessions per UTC day over the period, zeros included, oldest first', () => {

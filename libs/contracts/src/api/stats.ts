@@ -1,5 +1,19 @@
-import type { ApprovalView, SessionView, ToolCallView } from '@lemniscate/contracts';
-import type { DashboardStats } from './console-contracts';
+import { z } from 'zod';
+import type { ApprovalView } from './approvals';
+import type { SessionView, ToolCallView } from './sessions';
+
+/** GET /stats/dashboard: the console's figures, over the sessions the caller may read (C1). */
+export const DashboardQuery = z.object({ days: z.coerce.number().int().min(1).max(90).default(14) }).strict();
+export type DashboardQuery = z.infer<typeof DashboardQuery>;
+
+export const DashboardStats = z.object({
+  sessionsPerDay: z.array(z.object({ day: z.string(), count: z.number().int().nonnegative() })),
+  decisionsByEffect: z.object({ allow: z.number().int().nonnegative(), ask: z.number().int().nonnegative(), deny: z.number().int().nonnegative() }),
+  mostDenied: z.array(z.object({ command: z.string(), count: z.number().int().nonnegative() })),
+  mostAsked: z.array(z.object({ command: z.string(), count: z.number().int().nonnegative() })),
+  pendingApprovals: z.number().int().nonnegative(),
+});
+export type DashboardStats = z.infer<typeof DashboardStats>;
 
 /** The command a tool call stands for on the dashboard: the shell command, or the tool and its path. */
 function subjectOf(call: ToolCallView): string {
@@ -17,10 +31,11 @@ function top(counts: Map<string, number>, n: number): { command: string; count: 
 }
 
 /**
- * Builds the dashboard from the sessions, their tool calls and the pending approvals, for a
- * gateway that does not aggregate them itself. Days are UTC calendar days, oldest first.
+ * The dashboard's figures from the sessions, their tool calls and the pending approvals the caller
+ * may read. Days are UTC calendar days, oldest first. The gateway computes them; the function lives
+ * here so its shape and rules are defined once.
  */
-export function summarise(input: { sessions: SessionView[]; toolCalls: ToolCallView[]; pending: ApprovalView[]; days: number; now: Date }): DashboardStats {
+export function summariseDashboard(input: { sessions: SessionView[]; toolCalls: ToolCallView[]; pending: ApprovalView[]; days: number; now: Date }): DashboardStats {
   const { sessions, toolCalls, pending, days, now } = input;
   const dayKeys: string[] = [];
   const today = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
@@ -28,9 +43,10 @@ export function summarise(input: { sessions: SessionView[]; toolCalls: ToolCallV
   const perDay = new Map(dayKeys.map((d) => [d, 0]));
   for (const s of sessions) {
     const d = s.startedAt.slice(0, 10);
-    if (perDay.has(d)) perDay.set(d, perDay.get(d)! + 1);
+    const count = perDay.get(d);
+    if (count !== undefined) perDay.set(d, count + 1);
   }
-  const first = dayKeys[0]!;
+  const first = dayKeys[0] ?? '';
   const decisions = { allow: 0, ask: 0, deny: 0 };
   const denied = new Map<string, number>();
   const asked = new Map<string, number>();
@@ -41,7 +57,7 @@ export function summarise(input: { sessions: SessionView[]; toolCalls: ToolCallV
     if (bucket) bucket.set(subjectOf(call), (bucket.get(subjectOf(call)) ?? 0) + 1);
   }
   return {
-    sessionsPerDay: dayKeys.map((day) => ({ day, count: perDay.get(day)! })),
+    sessionsPerDay: dayKeys.map((day) => ({ day, count: perDay.get(day) ?? 0 })),
     decisionsByEffect: decisions,
     mostDenied: top(denied, 5),
     mostAsked: top(asked, 5),
