@@ -17,6 +17,7 @@ function delayedEngine() {
       asked();
       return listed;
     },
+    status: () => Promise.resolve({ running: true, exitCode: null, oomKilled: false, stoppedByHost: false }),
     remove: (id: string) => {
       removed.push(id);
       return Promise.resolve();

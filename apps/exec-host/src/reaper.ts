@@ -61,6 +61,8 @@ export class Reaper {
         if (!c.running && (await this.sandboxes.markLostIfStopped(owner, c.id))) report.lost++;
         continue;
       }
+      // Listed before its sandbox's destroy finished: already removed, nothing to reap.
+      if ((await this.driver.status(c.id).catch(() => undefined)) === null) continue;
       this.log(`Removing orphan container ${c.name} (sandbox ${owner ?? 'unknown'}).`);
       await this.driver.remove(c.id);
       report.containers++;
@@ -71,6 +73,8 @@ export class Reaper {
       // A sandbox being created has its directory before it is registered; one being destroyed keeps
       // it until its clean-up is over: both are owned.
       if (this.sandboxes.owns(name)) continue;
+      // Listed before its sandbox's destroy finished: already removed, nothing to reap.
+      if (!(await fs.lstat(path.join(dir, name)).then(() => true, () => false))) continue;
       this.log(`Removing orphan working directory ${name}.`);
       await this.sandboxes.cleanup(null, path.join(dir, name));
       report.directories++;
