@@ -36,6 +36,8 @@ const TMPFS_BYTES = 128 * 1024 * 1024;
 const OPEN_FILES = 4096;
 const DISK_FULL_MARGIN_BYTES = 1024 * 1024;
 const SIGXFSZ_EXIT = 128 + 25;
+/** How a failed allocation shows on stderr (Python, glibc/strerror, C++, shells, Node). */
+const NO_MEMORY = ['MemoryError', 'Cannot allocate memory', 'std::bad_alloc', 'out of memory', 'Out of memory', 'heap out of memory'];
 
 interface SandboxRecord {
   info: SandboxInfo;
@@ -292,10 +294,12 @@ export class SandboxService {
       signal?.addEventListener('abort', onClientGone, { once: true });
       let sawNoSpace = false;
       let sawForkRefused = false;
+      let sawNoMemory = false;
       const capper = new OutputCapper(rec.info.limits.outputCapBytes, (stream, text) => observer.onOutput(stream, text));
       const watch = (stream: Stream) => (b: Buffer) => {
         if (!sawNoSpace && b.includes('No space left on device')) sawNoSpace = true;
         if (!sawForkRefused && b.includes('fork: ') && b.includes('Resource temporarily unavailable')) sawForkRefused = true;
+        if (!sawNoMemory && stream === 'stderr' && NO_MEMORY.some((m) => b.includes(m))) sawNoMemory = true;
         capper.push(stream, b);
       };
       const started = Date.now();
@@ -322,7 +326,9 @@ export class SandboxService {
         classes.push('sandbox_lost');
       } else {
         const after = await this.driver.counters(rec.containerId);
-        if (outcome.oomEvent || (after.oomKills !== null && before.oomKills !== null && after.oomKills > before.oomKills)) classes.push('oom');
+        // Under gVisor a command meets the memory cap as a failed allocation (see withMemoryCap).
+        const refusedMemory = rec.info.runtime === 'runsc' && sawNoMemory && outcome.exitCode !== 0;
+        if (outcome.oomEvent || refusedMemory || (after.oomKills !== null && before.oomKills !== null && after.oomKills > before.oomKills)) classes.push('oom');
         if (timedOut) classes.push('timeout');
         if (sawForkRefused || (after.pidsLimitHits !== null && before.pidsLimitHits !== null && after.pidsLimitHits > before.pidsLimitHits)) classes.push('pids_limit');
         if (sawNoSpace || (await this.diskNearlyFull(rec))) classes.push('disk_full');
