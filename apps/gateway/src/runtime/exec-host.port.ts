@@ -90,15 +90,22 @@ export class HttpExecHost implements ExecHostPort {
       if (chunk.type === 'exit') exit = chunk;
       else onOutput(chunk);
     };
-    for await (const piece of res.body as unknown as AsyncIterable<Uint8Array>) {
-      buffered += decoder.decode(piece, { stream: true });
-      let nl: number;
-      while ((nl = buffered.indexOf('\n')) >= 0) {
-        handle(buffered.slice(0, nl));
-        buffered = buffered.slice(nl + 1);
+    try {
+      for await (const piece of res.body as unknown as AsyncIterable<Uint8Array>) {
+        buffered += decoder.decode(piece, { stream: true });
+        let nl: number;
+        while ((nl = buffered.indexOf('\n')) >= 0) {
+          handle(buffered.slice(0, nl));
+          buffered = buffered.slice(nl + 1);
+        }
       }
+      handle(buffered + decoder.decode());
+    } catch (err) {
+      if (signal?.aborted) throw err;
+      // The body was cut (exec-host killed, connection reset) or came back garbled: the control channel
+      // to the sandbox is gone mid-command, so nothing it reports can be trusted. Never a tool failure.
+      throw new ExecHostError('sandbox_lost', `The connection to the exec-host broke while the command ran (${(err as Error).message}): the sandbox is lost.`, 502);
     }
-    handle(buffered + decoder.decode());
     if (!exit) throw new ExecHostError('sandbox_lost', 'The command stream ended without an exit status: the sandbox was lost.', 502);
     return exit;
   }
