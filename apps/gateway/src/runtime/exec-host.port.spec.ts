@@ -88,3 +88,24 @@ describe('HttpExecHost.exec when the command stream breaks', () => {
     );
   });
 });
+
+describe('HttpExecHost.exec when the connection fails', () => {
+  it('a connection dropped after the command was sent is sandbox_lost', async () => {
+    await withServer(
+      (res) => res.socket?.destroy(),
+      async (url) => {
+        const err = await new HttpExecHost({ url, token: 't' }).exec('sbx-1', { command: 'echo' }, () => undefined).catch((e: unknown) => e);
+        expect({ code: (err as ExecHostError).code }).toEqual({ code: 'sandbox_lost' });
+      },
+    );
+  });
+
+  it('a refused connection (nothing sent) is engine_unavailable', async () => {
+    const server = http.createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    await new Promise((resolve) => server.close(resolve));
+    const err = await new HttpExecHost({ url, token: 't' }).exec('sbx-1', { command: 'echo' }, () => undefined).catch((e: unknown) => e);
+    expect({ code: (err as ExecHostError).code, neverReached: (err as ExecHostError).neverReached }).toEqual({ code: 'engine_unavailable', neverReached: true });
+  });
+});
