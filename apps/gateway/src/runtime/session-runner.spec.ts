@@ -353,7 +353,10 @@ describe('the platform failing is not the command failing (G06, X2)', () => {
     await withExecServer(respond, async (http) => {
       const s = setup({ turns: [{ tool_calls: [{ name: 'Bash', arguments: { command: 'npm test' } }] }, { text: 'all done' }] });
       s.execHost.exec = (id, req, onOutput, signal) => http.exec(id, req, onOutput, signal);
+      s.execHost.applied.push('diff --git a/x b/x\n');
       const r = await s.runner.run();
+      // The patch is kept: fetched from the sandbox before it is destroyed, and recorded with the end.
+      expect({ finalPatch: s.recorder.end?.finalPatch, status: s.recorder.end?.status }).toEqual({ finalPatch: 'diff --git a/x b/x\n', status: 'failed' });
       expect({ status: r.outcome.status, exitCode: r.exitCode }).toEqual({ status: 'failed', exitCode: 1 });
       expect(s.recorder.ofType('session_failed')[0]).toMatchObject({ class: cls });
       const results = [...s.recorder.results.values()];
