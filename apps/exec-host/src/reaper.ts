@@ -4,6 +4,9 @@ import type { ExecHostConfig } from './config';
 import { LABEL_SANDBOX, type SandboxDriver } from './driver/sandbox.driver';
 import type { SandboxService } from './sandbox.service';
 
+/** What the reaper asks of the sandboxes; every ownership question is asked at the moment it decides. */
+export type ReapedSandboxes = Pick<SandboxService, 'expired' | 'destroy' | 'owns' | 'markLostIfStopped' | 'cleanup' | 'sandboxesDir'>;
+
 export interface ReapReport {
   containers: number;
   directories: number;
@@ -23,7 +26,7 @@ export class Reaper {
   constructor(
     private readonly config: ExecHostConfig,
     private readonly driver: SandboxDriver,
-    private readonly sandboxes: SandboxService,
+    private readonly sandboxes: ReapedSandboxes,
     private readonly log: (message: string) => void = () => undefined,
   ) {}
 
@@ -49,17 +52,17 @@ export class Reaper {
       await this.sandboxes.destroy(id);
       report.expired++;
     }
-    const live = new Set(this.sandboxes.ids());
+    // No snapshot of the live set is taken before the engine answers: a sandbox may finish being
+    // created, or start being destroyed, while the listing is under way. Ownership is read per item,
+    // after the engine's answer, and nothing not owned then can become owned again (ids are new).
     for (const c of await this.driver.listManaged(this.config.instance)) {
       const owner = c.labels[LABEL_SANDBOX];
-      if (owner && this.sandboxes.creating.has(owner)) continue;
-      if (owner && live.has(owner)) {
-        if (!c.running) {
-          this.sandboxes.markLost(owner);
-          report.lost++;
-        }
+      if (owner && this.sandboxes.owns(owner)) {
+        if (!c.running && (await this.sandboxes.markLostIfStopped(owner, c.id))) report.lost++;
         continue;
       }
+      // Listed before its sandbox's destroy finished: already removed, nothing to reap.
+      if ((await this.driver.status(c.id).catch(() => undefined)) === null) continue;
       this.log(`Removing orphan container ${c.name} (sandbox ${owner ?? 'unknown'}).`);
       await this.driver.remove(c.id);
       report.containers++;
@@ -67,9 +70,11 @@ export class Reaper {
     const dir = this.sandboxes.sandboxesDir;
     const entries = await fs.readdir(dir).catch(() => [] as string[]);
     for (const name of entries) {
-      if (live.has(name)) continue;
-      // A sandbox being created right now has its directory before it is registered.
-      if (this.sandboxes.creating.has(name)) continue;
+      // A sandbox being created has its directory before it is registered; one being destroyed keeps
+      // it until its clean-up is over: both are owned.
+      if (this.sandboxes.owns(name)) continue;
+      // Listed before its sandbox's destroy finished: already removed, nothing to reap.
+      if (!(await fs.lstat(path.join(dir, name)).then(() => true, () => false))) continue;
       this.log(`Removing orphan working directory ${name}.`);
       await this.sandboxes.cleanup(null, path.join(dir, name));
       report.directories++;

@@ -36,6 +36,8 @@ const TMPFS_BYTES = 128 * 1024 * 1024;
 const OPEN_FILES = 4096;
 const DISK_FULL_MARGIN_BYTES = 1024 * 1024;
 const SIGXFSZ_EXIT = 128 + 25;
+/** How a failed allocation shows on stderr (Python, glibc/strerror, C++, shells, Node). */
+const NO_MEMORY = ['MemoryError', 'Cannot allocate memory', 'std::bad_alloc', 'out of memory', 'Out of memory', 'heap out of memory'];
 
 interface SandboxRecord {
   info: SandboxInfo;
@@ -68,6 +70,8 @@ export class SandboxService {
   private readonly sandboxes = new Map<string, SandboxRecord>();
   /** Sandboxes between their first directory and their registration; the reaper leaves them alone. */
   readonly creating = new Set<string>();
+  /** Sandboxes already forgotten by the API whose container and directory are still being removed. */
+  private readonly destroying = new Map<string, Promise<void>>();
   private apparmor: AppArmorState = { state: 'unavailable', profile: 'lemniscate-sandbox' };
 
   constructor(
@@ -96,6 +100,15 @@ export class SandboxService {
 
   ids(): string[] {
     return [...this.sandboxes.keys()];
+  }
+
+  /**
+   * True while anything of sandbox `id` is this exec-host's to manage: being created, live, or being
+   * destroyed. Read at the moment of a decision, never from an earlier snapshot: sandbox ids are never
+   * reused, so what is not owned now never will be again and may be removed.
+   */
+  owns(id: string): boolean {
+    return this.creating.has(id) || this.sandboxes.has(id) || this.destroying.has(id);
   }
 
   async health(): Promise<ExecHostHealth> {
@@ -210,10 +223,17 @@ export class SandboxService {
   /** Idempotent: a sandbox already gone is reported as such, not as an error. */
   async destroy(id: string): Promise<DestroySandboxResponse> {
     const rec = this.sandboxes.get(id);
-    if (!rec) return { sandboxId: id, destroyed: false };
+    if (!rec) {
+      // A destroy already under way: answer once it is over, so "not there" is true when said.
+      await this.destroying.get(id)?.catch(() => undefined);
+      return { sandboxId: id, destroyed: false };
+    }
     rec.destroying = true;
+    // Forgotten by the API at once, but owned until its clean-up is over, so the reaper leaves it alone.
+    const done = this.cleanup(rec.containerId, rec.dir).finally(() => this.destroying.delete(id));
+    this.destroying.set(id, done);
     this.sandboxes.delete(id);
-    await this.cleanup(rec.containerId, rec.dir);
+    await done;
     return { sandboxId: id, destroyed: true };
   }
 
@@ -228,9 +248,16 @@ export class SandboxService {
     await fs.rm(dir, { recursive: true, force: true });
   }
 
-  markLost(id: string): void {
+  /** Marks a live sandbox lost if its container really is stopped now (asked after any earlier listing). */
+  async markLostIfStopped(id: string, containerId: string): Promise<boolean> {
     const rec = this.sandboxes.get(id);
-    if (rec) rec.info.state = 'lost';
+    if (!rec || rec.containerId !== containerId || rec.info.state === 'lost') return false;
+    const st = await this.driver.status(containerId).catch(() => undefined);
+    // An engine that did not answer proves nothing; a container gone (null) or stopped does.
+    if (st === undefined || st?.running) return false;
+    if (this.sandboxes.get(id) !== rec) return false;
+    rec.info.state = 'lost';
+    return true;
   }
 
   containerOf(id: string): string | undefined {
@@ -267,10 +294,12 @@ export class SandboxService {
       signal?.addEventListener('abort', onClientGone, { once: true });
       let sawNoSpace = false;
       let sawForkRefused = false;
+      let sawNoMemory = false;
       const capper = new OutputCapper(rec.info.limits.outputCapBytes, (stream, text) => observer.onOutput(stream, text));
       const watch = (stream: Stream) => (b: Buffer) => {
         if (!sawNoSpace && b.includes('No space left on device')) sawNoSpace = true;
         if (!sawForkRefused && b.includes('fork: ') && b.includes('Resource temporarily unavailable')) sawForkRefused = true;
+        if (!sawNoMemory && stream === 'stderr' && NO_MEMORY.some((m) => b.includes(m))) sawNoMemory = true;
         capper.push(stream, b);
       };
       const started = Date.now();
@@ -297,7 +326,9 @@ export class SandboxService {
         classes.push('sandbox_lost');
       } else {
         const after = await this.driver.counters(rec.containerId);
-        if (outcome.oomEvent || (after.oomKills !== null && before.oomKills !== null && after.oomKills > before.oomKills)) classes.push('oom');
+        // Under gVisor a command meets the memory cap as a failed allocation (see withMemoryCap).
+        const refusedMemory = rec.info.runtime === 'runsc' && sawNoMemory && outcome.exitCode !== 0;
+        if (outcome.oomEvent || refusedMemory || (after.oomKills !== null && before.oomKills !== null && after.oomKills > before.oomKills)) classes.push('oom');
         if (timedOut) classes.push('timeout');
         if (sawForkRefused || (after.pidsLimitHits !== null && before.pidsLimitHits !== null && after.pidsLimitHits > before.pidsLimitHits)) classes.push('pids_limit');
         if (sawNoSpace || (await this.diskNearlyFull(rec))) classes.push('disk_full');

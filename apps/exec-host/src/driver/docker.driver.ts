@@ -30,6 +30,26 @@ function streamDone(stream: Readable): Promise<void> {
   });
 }
 
+interface ExecContext {
+  runtime: string;
+  profile: string | null;
+  compiled: string | null;
+  /** The container's memory cap in bytes (0: none). */
+  memoryBytes: number;
+}
+
+/**
+ * Under gVisor the sandbox's whole kernel lives in the memory cgroup: a command that reaches the cap
+ * takes the sandbox down with it, not just itself. So every command there starts with its address
+ * space capped at the sandbox's memory (RLIMIT_AS, hard and soft, which the sandbox user cannot raise):
+ * an allocation past it fails inside the command (ENOMEM, MemoryError), which ends the command and
+ * leaves the sandbox running, as the kernel's OOM killer does under runc.
+ */
+export function withMemoryCap(command: string, runtime: string, memoryBytes: number): string {
+  if (runtime !== 'runsc' || memoryBytes <= 0) return command;
+  return `ulimit -v ${Math.floor(memoryBytes / 1024)}\n${command}`;
+}
+
 function statusCode(e: unknown): number | undefined {
   return (e as { statusCode?: number }).statusCode;
 }
@@ -42,7 +62,7 @@ export class DockerSandboxDriver implements SandboxDriver {
   /** Containers this driver stopped itself: their death is not an out-of-memory kill. */
   private readonly stoppedByHost = new Set<string>();
   /** Each container's runtime and the seccomp profile it was created with, for the launcher. */
-  private readonly execContexts = new Map<string, { runtime: string; profile: string | null; compiled: string | null }>();
+  private readonly execContexts = new Map<string, ExecContext>();
   /** Profiles compiled to BPF for the image's static loader, by image and profile; null: use the launcher. */
   private readonly compiledFilters = new Map<string, Promise<string | null>>();
   private events: Readable | null = null;
@@ -108,8 +128,8 @@ export class DockerSandboxDriver implements SandboxDriver {
       }
     });
     try {
-      const { runtime, profile, compiled } = await this.execContext(containerId);
-      const exec = await this.docker.getContainer(containerId).exec(toExecOptions(spec.command, runtime, profile, compiled));
+      const { runtime, profile, compiled, memoryBytes } = await this.execContext(containerId);
+      const exec = await this.docker.getContainer(containerId).exec(toExecOptions(withMemoryCap(spec.command, runtime, memoryBytes), runtime, profile, compiled));
       const stream = (await exec.start({ hijack: true, stdin: false })) as unknown as Readable;
       const out = new PassThrough();
       const err = new PassThrough();
@@ -270,14 +290,14 @@ export class DockerSandboxDriver implements SandboxDriver {
   }
 
   /** Read from the engine, so a restarted exec-host passes the profile the container really has. */
-  private async execContext(containerId: string): Promise<{ runtime: string; profile: string | null; compiled: string | null }> {
+  private async execContext(containerId: string): Promise<ExecContext> {
     const cached = this.execContexts.get(containerId);
     if (cached) return cached;
     const { HostConfig, Image } = await this.docker.getContainer(containerId).inspect();
     const runtime = HostConfig.Runtime ?? 'runc';
     const profile = seccompProfileOf(HostConfig.SecurityOpt);
     const compiled = runtime === 'runsc' && profile !== null ? await this.compiledFilter(Image, profile) : null;
-    const context = { runtime, profile, compiled };
+    const context = { runtime, profile, compiled, memoryBytes: HostConfig.Memory ?? 0 };
     this.execContexts.set(containerId, context);
     return context;
   }

@@ -46,6 +46,8 @@ export class ExecHostError extends Error {
     readonly code: string,
     message: string,
     readonly status: number,
+    /** For engine_unavailable: the connection was refused, so no request reached the exec-host. */
+    readonly neverReached = false,
   ) {
     super(message);
     this.name = 'ExecHostError';
@@ -78,7 +80,17 @@ export class HttpExecHost implements ExecHostPort {
   }
 
   async exec(sandboxId: string, request: ExecRequest, onOutput: (chunk: ExecOutputChunk) => void, signal?: AbortSignal): Promise<ExecExit> {
-    const res = await this.fetch('POST', ExecHostRoutes.exec(sandboxId), request, signal, false);
+    let res: Response;
+    try {
+      res = await this.fetch('POST', ExecHostRoutes.exec(sandboxId), request, signal, false);
+    } catch (err) {
+      // Refused before anything was sent: the exec-host is unavailable. Dropped after the command was
+      // sent: it may be running with nobody listening, so the sandbox is lost as when the stream is cut.
+      if (err instanceof ExecHostError && err.code === 'engine_unavailable' && !err.neverReached) {
+        throw new ExecHostError('sandbox_lost', `The connection to the exec-host broke after the command was sent (${err.message}): the sandbox is lost.`, 502);
+      }
+      throw err;
+    }
     if (!res.ok) throw await this.error(res);
     if (!res.body) throw new ExecHostError('sandbox_lost', 'The exec-host answered the command without an output stream.', 502);
     const decoder = new TextDecoder();
@@ -90,15 +102,22 @@ export class HttpExecHost implements ExecHostPort {
       if (chunk.type === 'exit') exit = chunk;
       else onOutput(chunk);
     };
-    for await (const piece of res.body as unknown as AsyncIterable<Uint8Array>) {
-      buffered += decoder.decode(piece, { stream: true });
-      let nl: number;
-      while ((nl = buffered.indexOf('\n')) >= 0) {
-        handle(buffered.slice(0, nl));
-        buffered = buffered.slice(nl + 1);
+    try {
+      for await (const piece of res.body as unknown as AsyncIterable<Uint8Array>) {
+        buffered += decoder.decode(piece, { stream: true });
+        let nl: number;
+        while ((nl = buffered.indexOf('\n')) >= 0) {
+          handle(buffered.slice(0, nl));
+          buffered = buffered.slice(nl + 1);
+        }
       }
+      handle(buffered + decoder.decode());
+    } catch (err) {
+      if (signal?.aborted) throw err;
+      // The body was cut (exec-host killed, connection reset) or came back garbled: the control channel
+      // to the sandbox is gone mid-command, so nothing it reports can be trusted. Never a tool failure.
+      throw new ExecHostError('sandbox_lost', `The connection to the exec-host broke while the command ran (${(err as Error).message}): the sandbox is lost.`, 502);
     }
-    handle(buffered + decoder.decode());
     if (!exit) throw new ExecHostError('sandbox_lost', 'The command stream ended without an exit status: the sandbox was lost.', 502);
     return exit;
   }
@@ -154,7 +173,9 @@ export class HttpExecHost implements ExecHostPort {
     } catch (err) {
       if (signal?.aborted) throw err;
       const why = (err as Error).name === 'TimeoutError' ? `did not answer within ${Math.round(this.timeoutMs / 1000)} s` : 'could not be reached';
-      throw new ExecHostError('engine_unavailable', `The exec-host at ${this.options.url} ${why}.`, 503);
+      const code = ((err as Error).cause as { code?: string } | undefined)?.code;
+      const neverReached = code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH';
+      throw new ExecHostError('engine_unavailable', `The exec-host at ${this.options.url} ${why}.`, 503, neverReached);
     }
   }
 

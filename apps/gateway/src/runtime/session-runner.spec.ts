@@ -2,6 +2,9 @@ import { initPolicyEngine, parsePolicy, recommendedPolicy, type Policy } from '@
 import { EXECUTION_DEFAULTS, LOOP_BLOCKED_MESSAGE, type Clock, type ExecutionConfig } from '@lemniscate/session';
 import { ScriptedProvider, parseModelScript } from '../model';
 import type { ChatMessage, ModelProvider, ModelRequest, TurnResult } from '../model/model.types';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { HttpExecHost } from './exec-host.port';
 import { SessionRunner, sandboxLifetimeMinutes, type SessionRunInput } from './session-runner';
 import { InMemoryExecHost, RecordingRecorder } from './testing/fakes';
 import type { ApprovalDraft, ApprovalOutcome } from './ports';
@@ -405,5 +408,60 @@ describe('the Question tool (AG5)', () => {
       expect(execHost.commands).toEqual([]);
       expect(recorder.approvals).toEqual([]);
     });
+  });
+});
+
+describe('the platform failing is not the command failing (G06, X2)', () => {
+  /** A real HTTP exec-host stand-in that answers the exec however the case says. */
+  async function withExecServer(respond: (res: http.ServerResponse) => void, fn: (host: HttpExecHost) => Promise<void>) {
+    const server = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => respond(res));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      await fn(new HttpExecHost({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, token: 't' }));
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  }
+
+  const answers: [string, 'sandbox_lost' | 'crash', (res: http.ServerResponse) => void][] = [
+    ['the stream is cut after output', 'sandbox_lost', (res) => {
+      res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+      res.write(`${JSON.stringify({ type: 'stdout', data: 'partial output\n' })}\n`);
+      setTimeout(() => res.socket?.destroy(), 20);
+    }],
+    ['the connection is reset before any output', 'sandbox_lost', (res) => res.socket?.destroy()],
+    ...[500, 502, 503].map((status): [string, 'crash', (res: http.ServerResponse) => void] => [`the exec-host answers ${status} "failed to handle this request"`, 'crash', (res) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ code: 'internal', message: 'The exec-host failed to handle this request.' }));
+    }]),
+  ];
+
+  it.each(answers)('when %s the session ends failed (%s, exit 1), the call audited as the platform\'s failure, the sandbox destroyed', async (_name, cls, respond) => {
+    await withExecServer(respond, async (http) => {
+      const s = setup({ turns: [{ tool_calls: [{ name: 'Bash', arguments: { command: 'npm test' } }] }, { text: 'all done' }] });
+      s.execHost.exec = (id, req, onOutput, signal) => http.exec(id, req, onOutput, signal);
+      s.execHost.applied.push('diff --git a/x b/x\n');
+      const r = await s.runner.run();
+      // The patch is kept: fetched from the sandbox before it is destroyed, and recorded with the end.
+      expect({ finalPatch: s.recorder.end?.finalPatch, status: s.recorder.end?.status }).toEqual({ finalPatch: 'diff --git a/x b/x\n', status: 'failed' });
+      expect({ status: r.outcome.status, exitCode: r.exitCode }).toEqual({ status: 'failed', exitCode: 1 });
+      expect(s.recorder.ofType('session_failed')[0]).toMatchObject({ class: cls });
+      const results = [...s.recorder.results.values()];
+      expect(results).toHaveLength(1);
+      expect(results[0]).toMatchObject({ ok: false, class: cls });
+      expect(results[0]?.summary).toMatch(/^The platform failed, not the command: /);
+      expect(s.execHost.destroyed).toEqual(['sbx_ses_test']);
+    });
+  });
+
+  it('a command that fails on its own is an ordinary tool failure and the session goes on', async () => {
+    const s = setup({ turns: [{ tool_calls: [{ name: 'Bash', arguments: { command: 'false' } }] }, { text: 'all done' }] });
+    s.execHost.exec = async () => ({ type: 'exit', exitCode: 1, durationMs: 1, timedOut: false, truncated: false, class: null, classes: [] });
+    const r = await s.runner.run();
+    expect({ status: r.outcome.status, exitCode: r.exitCode }).toEqual({ status: 'completed', exitCode: 0 });
   });
 });

@@ -345,7 +345,13 @@ export class SessionRunner {
         await this.deps.recorder.recordResult(callId, { ok: false, summary: err.message, class: 'outside_project' });
         return { id: call.id, control: `Refused: ${err.message}`, isError: true };
       }
-      if (err instanceof ExecHostError && (err.code === 'sandbox_lost' || err.code === 'sandbox_not_found' || err.code === 'engine_unavailable')) throw err;
+      // The sandbox or the control channel is gone, or the platform itself failed (the exec-host answered
+      // 5xx): not a result of the command. The call is audited as such and the session ends failed.
+      const platformFailed = err instanceof ExecHostError && (err.code === 'sandbox_lost' || err.code === 'sandbox_not_found' || err.code === 'engine_unavailable' || err.status >= 500);
+      if (platformFailed) {
+        await this.deps.recorder.recordResult(callId, { ok: false, summary: bound(`The platform failed, not the command: ${err.message}`, 2000), class: err.code === 'sandbox_lost' || err.code === 'sandbox_not_found' ? 'sandbox_lost' : 'crash' });
+        throw err;
+      }
       const message = err instanceof Error ? err.message : String(err);
       await this.deps.recorder.recordResult(callId, { ok: false, summary: message });
       return { id: call.id, control: `Failed: ${message}`, isError: true };
