@@ -290,6 +290,10 @@ export const StalledEvent = z.object({
   idleMs: z.int().nonnegative(),
 });
 
+/** Token usage summed over the session's model turns, when the provider reports it. */
+export const TokenUsage = z.object({ inputTokens: z.int().nonnegative(), outputTokens: z.int().nonnegative() });
+export type TokenUsage = z.infer<typeof TokenUsage>;
+
 export const SessionStoppedEvent = z.object({
   ...base,
   type: z.literal('session_stopped'),
@@ -299,6 +303,7 @@ export const SessionStoppedEvent = z.object({
   class: GuardrailStopReason,
   summary: z.string().nullable(),
   exitCode: z.literal(3),
+  usage: TokenUsage.optional(),
 });
 
 export const SessionCompletedEvent = z.object({
@@ -308,6 +313,7 @@ export const SessionCompletedEvent = z.object({
   stopReason: z.null(),
   summary: z.string().nullable(),
   exitCode: z.literal(0),
+  usage: TokenUsage.optional(),
 });
 
 export const SessionFailedEvent = z.object({
@@ -318,6 +324,7 @@ export const SessionFailedEvent = z.object({
   class: classes('crash', 'sandbox_lost', 'model_timeout', 'model_error'),
   message: z.string().min(1),
   exitCode: z.literal(1),
+  usage: TokenUsage.optional(),
 });
 
 export const SessionEvent = z.discriminatedUnion('type', [

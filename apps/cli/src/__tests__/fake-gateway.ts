@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { ApprovalView, ProjectView, SessionView } from '@lemniscate/contracts';
+import { StartSubagentRequest, type ApprovalView, type ProjectView, type SessionView } from '@lemniscate/contracts';
 import { WebSocketServer, type WebSocket } from 'ws';
 
 /**
@@ -237,7 +237,10 @@ export class FakeGateway {
     if (route === 'GET /sessions') return this.send(res, 200, [...this.sessions.values()]);
     m = /^\/sessions\/([^/]+)\/subagents$/.exec(path);
     if (m && req.method === 'POST') {
-      const b = body as { agent: string; instruction: string };
+      // As the gateway does: the body must match the shared contract exactly, so drift fails a test.
+      const parsed = StartSubagentRequest.safeParse(body);
+      if (!parsed.success) return this.error(res, 400, 'validation_failed', `body: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(body)'} ${i.message}`).join('; ')}`);
+      const b = parsed.data;
       const child = sessionView(`s${this.nextId++}`, { parentSessionId: m[1] as string, depth: 1, agent: b.agent, instruction: b.instruction, headless: false });
       this.sessions.set(child.id, child);
       return this.send(res, 201, child);

@@ -18,6 +18,7 @@ export interface RunFlags {
   apply?: boolean;
   includeUncommitted?: boolean;
   waitForApprovals?: boolean;
+  failOnRefusal?: boolean;
   profile?: string;
   gateway?: string;
   token?: string;
@@ -34,6 +35,7 @@ export function addRunOptions(program: Command): Command {
     .option('--apply', 'apply the approved patch with `git apply --3way` (default inside a checkout of the project\'s repository)')
     .option('--no-apply', 'never apply the approved patch; it stays in the session (`lemni apply ID`)')
     .option('--include-uncommitted', 'upload your uncommitted changes (`git diff HEAD --binary` and untracked files) as the starting patch')
+    .option('--fail-on-refusal', 'with -p: exit 3 when a proposed change was refused or reverted, even if the session completed')
     .option('--wait-for-approvals', 'with -p: approvals wait for a person (console or `lemni approvals approve ID`) instead of being refused');
 }
 
@@ -48,7 +50,10 @@ export async function runRoot(ctx: CliContext, flags: RunFlags): Promise<number>
   const common = { project, agent: flags.agent, model: flags.model, apply: flags.apply, includeUncommitted: flags.includeUncommitted === true, cwd: ctx.cwd, developer };
   if (flags.print !== undefined) {
     if (flags.print.trim() === '') throw new CliError('The instruction given to -p is empty.', 'usage');
-    return runHeadless(api, { ...common, instruction: flags.print, outputFormat: flags.outputFormat, waitForApprovals: flags.waitForApprovals === true }, ctx);
+    return runHeadless(api, { ...common, instruction: flags.print, outputFormat: flags.outputFormat, waitForApprovals: flags.waitForApprovals === true, failOnRefusal: flags.failOnRefusal === true }, ctx);
+  }
+  if (flags.failOnRefusal) {
+    throw new CliError('--fail-on-refusal goes with -p; interactive mode asks you directly.', 'usage');
   }
   if (flags.waitForApprovals) {
     throw new CliError('--wait-for-approvals goes with -p; interactive mode asks you directly.', 'usage');

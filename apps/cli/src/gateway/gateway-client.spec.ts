@@ -64,3 +64,18 @@ describe('GatewayClient', () => {
     expect(e).toMatchObject({ errorClass: 'gateway_unreachable', message: 'Cannot reach the gateway at http://127.0.0.1:1: is it running? (`npm start`)' });
   });
 });
+
+describe('GatewayClient against the fake gateway (bodies checked against libs/contracts)', () => {
+  it('starts an @mention subagent with a body the gateway accepts', async () => {
+    const { FakeGateway, GOOD_TOKEN, sessionView } = await import('../__tests__/fake-gateway');
+    const gateway = await new FakeGateway().start();
+    try {
+      gateway.sessions.set('s1', sessionView('s1'));
+      const child = await new GatewayClient(gateway.url, GOOD_TOKEN).startSubagent('s1', 'explore', 'find the parsers');
+      expect(child).toMatchObject({ parentSessionId: 's1', agent: 'explore', instruction: 'find the parsers' });
+      expect(gateway.hits('POST', '/sessions/s1/subagents')[0]?.body).toEqual({ agent: 'explore', instruction: 'find the parsers' });
+    } finally {
+      await gateway.close();
+    }
+  });
+});

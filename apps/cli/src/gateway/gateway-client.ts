@@ -11,6 +11,7 @@ import {
   ProjectView,
   SessionStatus,
   SessionView,
+  StartSubagentRequest,
   StopSessionResponse,
   ToolCallView,
 } from '@lemniscate/contracts';
@@ -251,7 +252,7 @@ export class GatewayClient {
   startSubagent(parentSessionId: string, agent: string, instruction: string): Promise<SessionView> {
     return this.request('POST', `/sessions/${encodeURIComponent(parentSessionId)}/subagents`, {
       schema: SessionView,
-      body: { agent, instruction, background: true },
+      body: StartSubagentRequest.parse({ agent, instruction }),
     });
   }
 

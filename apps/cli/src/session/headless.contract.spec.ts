@@ -139,8 +139,36 @@ describe('lemni -p (headless, through the real bin)', () => {
     expect(r.code).toBe(0);
     expect(sawFirstBeforeEnd).toBe(true);
     const events = lines.map((l) => JSON.parse(l) as { type: string; seq: number });
-    expect(events.map((e) => e.type)).toEqual(['session_started', 'tool_call_proposed', 'decision', 'tool_result', 'session_completed']);
-    expect(events.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);
+    expect(events.map((e) => e.type)).toEqual(['session_started', 'tool_call_proposed', 'decision', 'tool_result', 'session_completed', 'result']);
+    expect(events.slice(0, 5).map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);
+    // L4: the last line carries the JSON result's fields, exit_code included.
+    expect(events[5]).toMatchObject({ type: 'result', exit_code: 0, status: 'completed', refused_changes: [], reverted_changes: [], model: 'scripted:test.json', usage: null });
+    expect(typeof (events[5] as unknown as { duration_ms: unknown }).duration_ms).toBe('number');
+  });
+
+  it.each([
+    [[], 0],
+    [['--fail-on-refusal'], 3],
+  ])('a run whose only change was refused headlessly, with flags %j, exits %i (json and stream-json agree)', async (flags, code) => {
+    const refusedWrite = [
+      { type: 'tool_call_proposed', callId: 'c1', agent: 'general', name: 'Write', arguments: { path: 'a.txt', content: 'x' } },
+      { type: 'decision', callId: 'c1', effect: 'ask', rule: 'files.default', reason: 'writes are approved as a diff', thirdParty: false },
+      { type: 'approval_requested', approvalId: 'a1', callId: 'c1', agent: 'general', kind: 'diff', thirdParty: false, subject: '+x' },
+      { type: 'approval_answered', approvalId: 'a1', answer: 'rejected', by: { kind: 'process', description: 'headless session' }, class: 'approval_refused_headless' },
+    ];
+    const outputs: Record<string, unknown>[] = [];
+    for (const format of ['json', 'stream-json']) {
+      gateway.scenario = { events: [started(), ...refusedWrite, completed()], final: {} };
+      const r = await lemni(['-p', 'go', '--project', 'demo', '--output-format', format, ...flags], { env: env() });
+      expect(r.code).toBe(code);
+      const last = JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}') as Record<string, unknown>;
+      expect(last).toMatchObject({ status: 'completed', exit_code: code, refused_changes: [{ approval_id: 'a1', kind: 'diff', class: 'approval_refused_headless' }], reverted_changes: [] });
+      const { type, duration_ms, session_id, ...rest } = last;
+      expect(typeof duration_ms).toBe('number');
+      expect([type, typeof session_id]).toEqual([format === 'json' ? undefined : 'result', 'string']);
+      outputs.push(rest);
+    }
+    expect(outputs[1]).toEqual(outputs[0]);
   });
 
   it('Ctrl-C stops the session through the gateway and exits 3', async () => {

@@ -36,6 +36,8 @@ export interface HeadlessOptions {
   developer?: DeveloperContext;
   /** Approvals wait for a person elsewhere instead of being refused at once. */
   waitForApprovals?: boolean;
+  /** L4: exit 3 when a proposed change was refused or reverted, although the session completed. */
+  failOnRefusal?: boolean;
   /** After this long without an event, say on stderr that the run is still being followed. */
   quietNoticeMs?: number;
 }
@@ -131,10 +133,13 @@ export async function runHeadless(api: SessionRunApi, options: HeadlessOptions, 
     if (!collector.ending) throw streamError ?? error;
   }
   if (!collector.ending && (!final || final.status === 'running')) throw streamError ?? new CliError(`The live events of session ${session.id} ended before the session did.`, 'gateway_error');
-  const result = collector.result(final, options.project.name, agent, request.includedUncommitted ?? false);
+  const result = collector.result(final, options.project.name, agent, request.includedUncommitted ?? false, options.failOnRefusal === true);
   let exitCode = result.exit_code;
   exitCode = await maybeApply(result, options, checkout, inProjectCheckout, io, exitCode);
+  result.exit_code = exitCode;
   if (options.outputFormat === 'json') io.stdout(`${JSON.stringify(result)}\n`);
+  // The last line of stream-json: the same object as --output-format json, marked as the result.
+  else if (options.outputFormat === 'stream-json') io.stdout(`${JSON.stringify({ type: 'result', ...result })}\n`);
   else if (options.outputFormat === 'text') io.stdout(textResult(result));
   return exitCode;
 }
@@ -185,6 +190,7 @@ export function textResult(result: HeadlessResult): string {
   const lines: string[] = [];
   if (result.status === 'stopped') lines.push(`Stopped: ${stopSentence(result.stop_reason)}`);
   if (result.status === 'failed') lines.push('The session failed.');
+  if (result.exit_code === 3 && result.status === 'completed') lines.push(`Exit 3 (--fail-on-refusal): ${result.refused_changes.length} proposed change(s) refused, ${result.reverted_changes.length} reverted.`);
   if (result.summary) lines.push(result.summary);
   if (lines.length === 0) lines.push('Done.');
   return `${lines.join('\n')}\n`;

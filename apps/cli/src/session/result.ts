@@ -45,6 +45,39 @@ export interface HeadlessResult {
   included_uncommitted: boolean;
   refusals: { approval_id: string | null; kind: string; subject: string; class: string }[];
   applied: { applied: boolean; files: string[]; conflicts: string[]; message: string | null } | null;
+  /** Proposed changes that did not make it into the patch: a diff or a command's changes rejected, or a write the policy denied. */
+  refused_changes: RefusedChange[];
+  /** Changes taken back out of the working copy (`change_reverted`). */
+  reverted_changes: { paths: string[]; because: string }[];
+  /** From the start of the run to its end, measured by the CLI. */
+  duration_ms: number;
+  /** The model reference the gateway ran the session with (null when the session never started). */
+  model: string | null;
+  /** Token usage when the provider reports it; null otherwise. */
+  usage: { input_tokens: number; output_tokens: number } | null;
+}
+
+export interface RefusedChange {
+  approval_id: string | null;
+  call_id: string | null;
+  kind: string;
+  subject: string;
+  class: string | null;
+}
+
+/** Tools whose call is a proposed change to the working copy. */
+const WRITING_TOOLS = new Set(['Write', 'Edit']);
+
+/**
+ * L4: the exit code of a headless run. The session's own code (0 completed, 1 failed, 3 stopped),
+ * except that with `--fail-on-refusal` a completed run in which a proposed change was refused or
+ * reverted ends with 3: the task was not done as asked, and CI must be able to tell.
+ */
+export function exitCodeFor(result: Pick<HeadlessResult, 'status' | 'refused_changes' | 'reverted_changes'>, failOnRefusal: boolean): 0 | 1 | 3 {
+  if (result.status === 'failed') return 1;
+  if (result.status === 'stopped') return 3;
+  if (failOnRefusal && (result.refused_changes.length > 0 || result.reverted_changes.length > 0)) return 3;
+  return 0;
 }
 
 /**
@@ -60,8 +93,18 @@ export class ResultCollector {
   actionsUsed = 0;
   baseCommit: string | null = null;
   branch: string | null = null;
+  model: string | null = null;
+  usage: { input_tokens: number; output_tokens: number } | null = null;
+  readonly refusedChanges: RefusedChange[] = [];
+  readonly revertedChanges: HeadlessResult['reverted_changes'] = [];
+  private readonly startedAt: number;
 
-  constructor(readonly sessionId: string) {}
+  constructor(
+    readonly sessionId: string,
+    private readonly clock: () => number = Date.now,
+  ) {
+    this.startedAt = clock();
+  }
 
   add(raw: GatewayEvent): SessionEvent | null {
     if ('class' in raw && typeof raw.class === 'string') this.classes.add(raw.class);
@@ -73,6 +116,7 @@ export class ResultCollector {
     switch (event.type) {
       case 'session_started':
         this.baseCommit = event.workingCopy.baseCommit;
+        this.model = event.model;
         this.branch = event.workingCopy.branch;
         break;
       case 'tool_call_proposed':
@@ -81,6 +125,9 @@ export class ResultCollector {
       case 'decision': {
         const call = this.calls.get(event.callId);
         if (call) call.decision = { effect: event.effect, rule: event.rule, reason: event.reason, third_party: event.thirdParty, class: event.class ?? null };
+        if (call && event.effect === 'deny' && WRITING_TOOLS.has(call.name)) {
+          this.refusedChanges.push({ approval_id: null, call_id: call.call_id, kind: 'diff', subject: typeof call.arguments.path === 'string' ? call.arguments.path : '', class: event.class ?? 'policy_denied' });
+        }
         break;
       }
       case 'approval_requested': {
@@ -93,6 +140,9 @@ export class ResultCollector {
         const asked = this.approvalSubjects.get(event.approvalId);
         const call = asked?.callId ? this.calls.get(asked.callId) : undefined;
         if (call) call.approval = { id: event.approvalId, answer: event.answer, class: event.class ?? null };
+        if (event.answer === 'rejected' && (asked?.kind === 'diff' || asked?.kind === 'changes')) {
+          this.refusedChanges.push({ approval_id: event.approvalId, call_id: asked.callId, kind: asked.kind, subject: asked.subject, class: event.class ?? null });
+        }
         if (event.class === 'approval_refused_headless') {
           this.refusals.push({ approval_id: event.approvalId, kind: asked?.kind ?? 'unknown', subject: asked?.subject ?? '', class: event.class });
         }
@@ -120,6 +170,9 @@ export class ResultCollector {
         }
         break;
       }
+      case 'change_reverted':
+        this.revertedChanges.push({ paths: event.paths, because: event.because });
+        break;
       case 'loop_blocked': {
         const call = this.calls.get(event.callId);
         if (call) call.blocked = 'loop';
@@ -130,6 +183,20 @@ export class ResultCollector {
         this.actionsUsed = Math.max(this.actionsUsed, event.actionsUsed);
         break;
       case 'session_completed':
+      case 'session_stopped':
+      case 'session_failed':
+        if (event.usage) this.usage = { input_tokens: event.usage.inputTokens, output_tokens: event.usage.outputTokens };
+        this.end(event);
+        break;
+      default:
+        break;
+    }
+    return event;
+  }
+
+  private end(event: Extract<SessionEvent, { type: 'session_completed' | 'session_stopped' | 'session_failed' }>): void {
+    switch (event.type) {
+      case 'session_completed':
         this.ending = { status: 'completed', stop_reason: null, exit_code: 0, summary: event.summary, message: null };
         break;
       case 'session_stopped':
@@ -138,13 +205,10 @@ export class ResultCollector {
       case 'session_failed':
         this.ending = { status: 'failed', stop_reason: 'crash', exit_code: 1, summary: null, message: event.message };
         break;
-      default:
-        break;
     }
-    return event;
   }
 
-  result(session: SessionView | null, project: string, agent: string, includedUncommitted: boolean): HeadlessResult {
+  result(session: SessionView | null, project: string, agent: string, includedUncommitted: boolean, failOnRefusal = false): HeadlessResult {
     const ending: Ending = this.ending ?? {
       status: session?.status === 'completed' ? 'completed' : session?.status === 'stopped' ? 'stopped' : 'failed',
       stop_reason: session?.stopReason ?? 'crash',
@@ -152,7 +216,7 @@ export class ResultCollector {
       summary: session?.summary ?? null,
       message: null,
     };
-    return {
+    const result: HeadlessResult = {
       session_id: this.sessionId,
       status: ending.status,
       stop_reason: ending.stop_reason,
@@ -169,6 +233,14 @@ export class ResultCollector {
       included_uncommitted: session?.includedUncommitted ?? includedUncommitted,
       refusals: this.refusals,
       applied: null,
+      refused_changes: this.refusedChanges,
+      reverted_changes: this.revertedChanges,
+      duration_ms: Math.max(0, Math.round(this.clock() - this.startedAt)),
+      model: this.model,
+      usage: this.usage,
     };
+    result.exit_code = exitCodeFor(result, failOnRefusal);
+    if (result.exit_code !== ending.exit_code) result.classes.push('change_refused');
+    return result;
   }
 }

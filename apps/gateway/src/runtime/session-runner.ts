@@ -257,7 +257,7 @@ export class SessionRunner {
       await this.compactIfNeeded();
       if (this.outcome) return lastText;
       this.modelRequestStartedAt = Date.now();
-      const turn = await this.deps.model.complete({ messages: this.messages, tools: this.catalogue, signal: this.deps.signal, purpose: 'turn' });
+      const turn = this.countUsage(await this.deps.model.complete({ messages: this.messages, tools: this.catalogue, signal: this.deps.signal, purpose: 'turn' }));
       if (turn.text) {
         lastText = turn.text;
         await this.emit({ type: 'model_text', text: turn.text });
@@ -691,12 +691,12 @@ export class SessionRunner {
     while (cut > 2 && this.messages[cut]?.role === 'tool') cut -= 1;
     const middle = this.messages.slice(2, cut);
     const tail = this.messages.slice(cut);
-    const turn = await this.deps.model.complete({
+    const turn = this.countUsage(await this.deps.model.complete({
       messages: [...head, ...middle, { role: 'user', content: 'Summarise the work so far for yourself: what was done, what was learned, what remains. Facts only.' }],
       tools: [],
       signal: this.deps.signal,
       purpose: 'compaction',
-    });
+    }));
     this.budget.recordCompaction();
     this.messages = [...head, { role: 'user', content: `Summary of the earlier part of this session (written by you):\n${turn.text ?? ''}` }, ...tail];
     const after = estimateTokens(this.messages);
@@ -708,12 +708,12 @@ export class SessionRunner {
   /** L3: one final model turn with no tools; nothing runs after exhaustion. */
   private async finalSummary(reason: 'limit_actions' | 'limit_minutes' | 'loop'): Promise<string | null> {
     try {
-      const turn = await this.deps.model.complete({
+      const turn = this.countUsage(await this.deps.model.complete({
         messages: [...this.messages, { role: 'user', content: finalSummaryPrompt(reason) }],
         tools: [],
         signal: AbortSignal.timeout(120_000),
         purpose: 'final_summary',
-      });
+      }));
       if (turn.text) await this.emit({ type: 'model_text', text: turn.text });
       return turn.text ?? null;
     } catch (err) {
@@ -744,12 +744,13 @@ export class SessionRunner {
 
   private async emitEnding(outcome: SessionOutcome, summary: string | null, message: string): Promise<void> {
     const text = summary ? `${summary}\n\n${message}` : message;
+    const usage = this.usage ? { usage: this.usage } : {};
     if (outcome.status === 'completed') {
-      await this.emit({ type: 'session_completed', status: 'completed', stopReason: null, summary, exitCode: 0 });
+      await this.emit({ type: 'session_completed', status: 'completed', stopReason: null, summary, exitCode: 0, ...usage });
     } else if (outcome.status === 'stopped') {
-      await this.emit({ type: 'session_stopped', status: 'stopped', stopReason: outcome.stopReason, class: outcome.stopReason, summary: text, exitCode: 3 });
+      await this.emit({ type: 'session_stopped', status: 'stopped', stopReason: outcome.stopReason, class: outcome.stopReason, summary: text, exitCode: 3, ...usage });
     } else {
-      await this.emit({ type: 'session_failed', status: 'failed', stopReason: 'crash', class: this.failureClass(outcome.detail), message: outcome.detail, exitCode: 1 });
+      await this.emit({ type: 'session_failed', status: 'failed', stopReason: 'crash', class: this.failureClass(outcome.detail), message: outcome.detail, exitCode: 1, ...usage });
     }
   }
 
@@ -765,6 +766,14 @@ export class SessionRunner {
   private sandboxMsLeft(): number {
     const expiresAt = this.sandbox ? Date.parse(this.sandbox.expiresAt) : NaN;
     return Number.isFinite(expiresAt) ? expiresAt - Date.now() - SANDBOX_SAFETY_MS : Infinity;
+  }
+
+  /** Token usage over every turn whose provider reported it (null while none did). */
+  private usage: { inputTokens: number; outputTokens: number } | null = null;
+
+  private countUsage<T extends { usage?: { inputTokens: number; outputTokens: number } }>(turn: T): T {
+    if (turn.usage) this.usage = { inputTokens: (this.usage?.inputTokens ?? 0) + turn.usage.inputTokens, outputTokens: (this.usage?.outputTokens ?? 0) + turn.usage.outputTokens };
+    return turn;
   }
 
   private lastErrorClass: 'crash' | 'sandbox_lost' | 'model_timeout' | 'model_error' | null = null;

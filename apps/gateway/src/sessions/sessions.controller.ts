@@ -1,5 +1,5 @@
 import { Controller, Get, HttpCode, Post } from '@nestjs/common';
-import { CreateSessionRequest, IdParams, SessionListQuery, SessionView, StopSessionRequest, StopSessionResponse, ToolCallView } from '@lemniscate/contracts';
+import { CreateSessionRequest, IdParams, StartSubagentRequest, SessionListQuery, SessionView, StopSessionRequest, StopSessionResponse, ToolCallView } from '@lemniscate/contracts';
 import { z } from 'zod';
 import { Can, CurrentPrincipal } from '../auth/permission.decorator';
 import type { Principal } from '../auth/principal';
@@ -8,9 +8,6 @@ import { SessionRuntimeService } from '../runtime/runtime.service';
 import { RevocationService } from './revocation.service';
 import { SessionsService } from './sessions.service';
 
-/** `@general …` / `@explore …` in a running session: a background subagent under the session's limits. */
-const StartSubagentRequest = z.object({ agent: z.string().min(1).max(64), instruction: z.string().trim().min(1, 'must not be empty').max(100_000) }).strict();
-type StartSubagentRequest = z.infer<typeof StartSubagentRequest>;
 
 @Controller('sessions')
 export class SessionsController {

@@ -93,6 +93,13 @@ export const ToolCallView = z.object({
 });
 export type ToolCallView = z.infer<typeof ToolCallView>;
 
+/**
+ * `POST /sessions/:id/subagents`: `@general …` / `@explore …` in a running session, a background
+ * subagent under the session's limits. The gateway, the CLI and the CLI's fake gateway all use this one schema.
+ */
+export const StartSubagentRequest = z.object({ agent: z.string().min(1).max(64), instruction: z.string().trim().min(1, 'must not be empty').max(100_000) }).strict();
+export type StartSubagentRequest = z.infer<typeof StartSubagentRequest>;
+
 export const StopSessionRequest = z.object({ reason: z.string().max(1000).optional() }).strict();
 export type StopSessionRequest = z.infer<typeof StopSessionRequest>;
 
