@@ -24,6 +24,7 @@ export type AuditEntryView = z.infer<typeof AuditEntryView>;
  */
 export const AUDIT_KINDS = [
   'approval.answer',
+  'approval.expired',
   'approval.request',
   'audit.export',
   'audit.verify',
