@@ -67,12 +67,16 @@ test('a refused sign-in shows the server sentence', async ({ page }) => {
   await expect(page.getByRole('alert')).toContainText('request r1');
 });
 
-test('a developer is not offered the policy editor, and opening it by address says why', async ({ page }) => {
-  const gw = await gateway(page, 'developer');
+test('a developer reads the policy in force but is offered nothing to publish, and writes nothing', async ({ page }) => {
+  const gw = await gateway(page, 'developer', {
+    'GET /projects/prj_demo/policy/versions': (route) => route.fulfill({ json: f.versions }),
+    'GET /projects/prj_demo/policy/versions/\\d+': (route) => route.fulfill({ json: { ...f.versions[0], sourceText: f.policyText, document: {} } }),
+  });
   await gw.signIn();
-  await expect(page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Policies' })).toHaveCount(0);
-  await page.goto('/policies');
-  await expect(page.getByRole('alert')).toContainText('Not available to your role');
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Policies' }).click();
+  await expect(page.getByRole('tab')).toHaveText(['Policy in force', 'History']);
+  await expect(page.getByRole('button', { name: 'Publish' })).toHaveCount(0);
+  await expect(page.getByText('only administrators publish or roll back')).toBeVisible();
   expect(gw.writes.filter((w) => w.path.includes('/policy'))).toEqual([]);
 });
 
@@ -106,11 +110,18 @@ test('an error from the gateway shows its sentence and request id on the page', 
   await expect(alert).toContainText('req_503');
 });
 
-test('the dashboard is built from sessions and approvals when the gateway has no statistics route', async ({ page }) => {
-  const gw = await gateway(page, 'admin');
+test('the dashboard shows the figures the gateway serves for the projects of the person signed in', async ({ page }) => {
+  const asked: string[] = [];
+  const gw = await gateway(page, 'admin', {
+    'GET /stats/dashboard': (route, url) => {
+      asked.push(url.search);
+      return route.fulfill({ json: f.stats });
+    },
+  });
   await gw.signIn();
-  await expect(page.locator('.big-number')).toHaveText('3');
+  await expect(page.locator('.big-number')).toHaveText(String(f.stats.pendingApprovals));
   await expect(page.getByRole('img', { name: /Sessions per day/ })).toBeVisible();
+  expect(asked.length).toBeGreaterThan(0);
 });
 
 test('the approvals inbox follows the live stream', async ({ page }) => {

@@ -146,12 +146,12 @@ test('a security officer filters the audit log, sees it verified and exports it'
   expect(fs.readFileSync(await csv.path(), 'utf8').split('\r\n')[0]).toBe('seq,at,actor,kind,project_id,session_id,payload,prev_hash,hash,actor_email,actor_name');
 });
 
-test('a developer cannot open the policy editor, and the API refuses the call too', async ({ page }) => {
+test('a developer reads the policy but is offered no editor, and the API refuses a publish too', async ({ page }) => {
   await signIn(page, 'developer');
-  await expect(page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Policies' })).toHaveCount(0);
-  await page.goto('/policies');
-  await expect(page.getByRole('alert')).toContainText('Not available to your role');
-  await shot(page, 'policies-developer-refused');
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Policies' }).click();
+  await expect(page.getByRole('tab')).toHaveText(['Policy in force', 'History']);
+  await expect(page.getByRole('button', { name: 'Publish' })).toHaveCount(0);
+  await shot(page, 'policies-developer-read-only');
   const projectId = await demoProjectId(page);
   const { request, csrf } = await apiAs(page);
   const res = await request.post(`/api/v1/projects/${projectId}/policy`, { headers: { 'x-csrf-token': csrf }, data: { sourceText: 'version: 1\ncommands:\n  default: allow\n' } });
