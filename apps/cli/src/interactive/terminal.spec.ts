@@ -74,7 +74,7 @@ afterEach(async () => {
   await until('the mention prompt', () => /\? @/.test(screen()));
   tmux('send-keys', '-t', 'cli', 'explore where is the parser?', 'Enter');
   await until('the subagent request', () => gateway.hits('POST', '/sessions/s2/subagents').length === 1);
-  expect(gateway.hits('POST', '/sessions/s2/subagents')[0]!.body).toEqual({ agent: 'explore', instruction: 'where is the parser?', background: true });
+  expect(gateway.hits('POST', '/sessions/s2/subagents')[0]!.body).toEqual({ agent: 'explore', instruction: 'where is the parser?' });
   await until('the subagent notice', () => screen().includes('Background explore session s3 started; its work is shown here marked [explore].'));
   tmux('send-keys', '-t', 'cli', 'C-c');
   await until('the stop request', () => gateway.hits('POST', '/sessions/s2/stop').length === 1);
