@@ -80,7 +80,9 @@ describe('lemni -p (headless)', () => {
     const code = await new Promise((r) => child.on('close', r));
     expect(code).toBe(0);
     const first = arrivals.find((a) => a.event.type === 'tool_call_proposed')!;
-    const last = arrivals.at(-1)!;
+    // The terminal event, then one final result line carrying the json output's fields (L4).
+    expect(arrivals.at(-1)!.event).toMatchObject({ type: 'result', status: 'completed', exit_code: 0 });
+    const last = arrivals.at(-2)!;
     expect(last.event.type).toBe('session_completed');
     // The first proposal was printed while the 2-second command still had to run.
     expect(last.at - first.at).toBeGreaterThan(1500);
@@ -116,8 +118,9 @@ describe('lemni -p (headless)', () => {
     const code = await closed;
     expect(closedAt - revokedAt).toBeLessThan(1000);
     expect(code).toBe(3);
-    const last = JSON.parse(out.trim().split('\n').at(-1)!);
-    expect(last).toMatchObject({ type: 'session_stopped', stopReason: 'revoked' });
+    const lines = out.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.at(-1)).toMatchObject({ type: 'result', status: 'stopped', stop_reason: 'revoked', exit_code: 3 });
+    expect(lines.at(-2)).toMatchObject({ type: 'session_stopped', stopReason: 'revoked' });
     expect(containersOf(sessionId)).toEqual([]);
   });
 

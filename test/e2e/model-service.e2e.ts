@@ -53,7 +53,8 @@ it('the key reaches the model service and nothing else: not the sandbox, the eve
   expect(r.stderr).not.toMatch(/crash/i);
   expect(r.code).toBe(0);
   const events = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; [k: string]: unknown });
-  expect(events.at(-1)).toMatchObject({ type: 'session_completed' });
+  expect(events.at(-1)).toMatchObject({ type: 'result', status: 'completed', exit_code: 0 });
+  expect(events.at(-2)).toMatchObject({ type: 'session_completed' });
   const sessionId = events[0]!.sessionId as string;
 
   // The service was called with the key, retried after its 429, and saw the real tool results.

@@ -77,7 +77,11 @@ function run(
 }
 
 const ofType = (r: Run, type: string) => r.events.filter((e) => e.type === type);
-const last = (r: Run) => r.events.at(-1)!;
+/** The session's terminal event: stream-json ends with it and then one final `result` line (L4). */
+const last = (r: Run) => {
+  expect(r.events.at(-1)?.type).toBe('result');
+  return r.events.filter((e) => e.type !== 'result').at(-1)!;
+};
 
 beforeAll(async () => {
   stack = await startStack();

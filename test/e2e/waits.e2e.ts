@@ -85,8 +85,9 @@ describe('AG6: interrupting a parent stops its synchronous child', () => {
     child.kill('SIGINT');
     const code = await closed;
     expect(code).toBe(3);
-    const last = JSON.parse(out.trim().split('\n').at(-1)!);
-    expect(last).toMatchObject({ type: 'session_stopped', stopReason: 'stopped' });
+    const lines = out.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.at(-1)).toMatchObject({ type: 'result', status: 'stopped', exit_code: 3 });
+    expect(lines.at(-2)).toMatchObject({ type: 'session_stopped', stopReason: 'stopped' });
     let sub: { status?: string } = {};
     for (let i = 0; i < 50 && sub.status !== 'stopped'; i++) {
       sub = (await stack.api(stack.tokens.developer, 'GET', `/sessions/${ids.sub}`)).json;
