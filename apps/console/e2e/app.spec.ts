@@ -143,3 +143,25 @@ test('the approvals inbox follows the live stream', async ({ page }) => {
   push!({ type: 'event', event: { seq: 7, type: 'approval_requested', sessionId: 'ses_fix_sum', projectId: 'prj_demo', at: new Date().toISOString(), approvalId: 'apr_3' } });
   await expect(items).toHaveCount(3);
 });
+
+test('the approvals inbox reads the list again once the live stream is subscribed, so a request made in between is not missed', async ({ page }) => {
+  let list = f.approvals.slice(0, 1);
+  const gw = await gateway(page, 'developer', { 'GET /approvals': (route) => route.fulfill({ json: list }) });
+  let ack: (() => void) | undefined;
+  await page.routeWebSocket('**/api/v1/events', (ws) => {
+    ws.onMessage((m) => {
+      const msg = JSON.parse(String(m)) as { projectId?: string };
+      ack = () => ws.send(JSON.stringify({ type: 'subscribed', sessionId: null, projectId: msg.projectId ?? null, replayed: 0 }));
+    });
+  });
+  await gw.signIn();
+  await page.getByRole('link', { name: 'Approvals' }).click();
+  const items = page.getByRole('list', { name: 'Pending approvals' }).getByRole('listitem');
+  await expect(items).toHaveCount(1);
+  // Two requests arrive after the list was read and before the subscription took effect: no event
+  // announces them, only the subscription's acknowledgement.
+  list = f.approvals;
+  await expect.poll(() => ack !== undefined).toBe(true);
+  ack!();
+  await expect(items).toHaveCount(3);
+});

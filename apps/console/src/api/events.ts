@@ -20,12 +20,14 @@ export function useLiveEvents(
   targets: StreamTarget[],
   onEvent: (event: GatewayEvent) => void,
   /** Replay everything recorded so far (a session page), or only what happens from now on (lists). */
-  { replay = false }: { replay?: boolean } = {},
+  { replay = false, onSubscribed }: { replay?: boolean; onSubscribed?: () => void } = {},
 ): { connected: boolean; error: string | null } {
   const [connected, setConnected] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const handler = useRef(onEvent);
   handler.current = onEvent;
+  const subscribedHandler = useRef(onSubscribed);
+  subscribedHandler.current = onSubscribed;
   const key = targets.map(keyOf).sort().join(',');
 
   useEffect(() => {
@@ -63,6 +65,9 @@ export function useLiveEvents(
         if (!parsed.success) return;
         const msg = parsed.data;
         if (msg.type === 'error') setError(msg.message);
+        // A list fetched before the subscription took effect may have missed what happened in
+        // between (an approval requested meanwhile): it is read again once the stream is live.
+        if (msg.type === 'subscribed') subscribedHandler.current?.();
         if (msg.type !== 'event') return;
         const e = msg.event;
         const k = e.sessionId && targets.some((t) => 'sessionId' in t && t.sessionId === e.sessionId) ? `s:${e.sessionId}` : `p:${e.projectId ?? ''}`;

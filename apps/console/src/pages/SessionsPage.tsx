@@ -19,7 +19,8 @@ export function SessionsPage() {
     },
     [qc],
   );
-  const live = useLiveEvents(me.user.projectIds.map((projectId) => ({ projectId })), onEvent);
+  const refetch = useCallback(() => void qc.invalidateQueries({ queryKey: ['sessions'] }), [qc]);
+  const live = useLiveEvents(me.user.projectIds.map((projectId) => ({ projectId })), onEvent, { onSubscribed: refetch });
   return (
     <SessionsPageView
       sessions={fromQuery(sessions)}
