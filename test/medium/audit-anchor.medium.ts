@@ -2,8 +2,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { buildCli, lemni } from '../../apps/cli/src/__tests__/run-bin';
-import { chainHash, GENESIS_HASH } from '../../apps/gateway/src/audit/audit-chain';
-import { withTestDatabases, type TestDatabase } from '../../apps/gateway/src/db/testing';
+import { rewriteEndToEnd } from '../../apps/gateway/src/audit/testing';
+import { withTestDatabases } from '../../apps/gateway/src/db/testing';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, createProject, startGateway, tokenFor, type Gateway } from '../../apps/gateway/test/harness';
 
 jest.setTimeout(180_000);
@@ -32,25 +32,6 @@ withTestDatabases((db) => {
 
   const run = (...args: string[]) => lemni(['audit', 'verify', ...args], { env: { HOME: home, LEMNISCATE_GATEWAY: gw.baseUrl, LEMNISCATE_TOKEN: token } });
 
-  async function rewriteEndToEnd(database: TestDatabase, seq: number): Promise<void> {
-    const rows = await database.superuser<{ seq: string; at: Date; actor: string; kind: string; project_id: string | null; session_id: string | null; payload: string }>('SELECT * FROM audit_log ORDER BY seq');
-    let prev = GENESIS_HASH;
-    const statements: string[] = [];
-    for (const row of rows) {
-      const entry = { seq: Number(row.seq), at: new Date(row.at), actor: Number(row.seq) === seq ? 'user:mallory' : row.actor, kind: row.kind, projectId: row.project_id, sessionId: row.session_id, payload: row.payload };
-      const hash = chainHash(prev, entry);
-      statements.push(`UPDATE audit_log SET actor = '${entry.actor}', prev_hash = '${prev}', hash = '${hash}' WHERE seq = ${entry.seq}`);
-      prev = hash;
-    }
-    await database.superuser('ALTER TABLE audit_log DISABLE TRIGGER audit_log_no_update_delete');
-    try {
-      for (const s of statements) await database.superuser(s);
-      await database.superuser(`UPDATE audit_chain_head SET hash = '${prev}'`);
-    } finally {
-      await database.superuser('ALTER TABLE audit_log ENABLE TRIGGER audit_log_no_update_delete');
-    }
-  }
-
   it('prints the head to keep, and catches a rewritten log only against it', async () => {
     const anchorFile = path.join(home, 'audit.anchor');
     const first = await run('--anchor-file', anchorFile);
@@ -64,7 +45,7 @@ withTestDatabases((db) => {
     const printed = /--anchor (\d+:[0-9a-f]{64})\n$/.exec(plain.stderr)?.[1];
     expect(printed).toBeDefined();
 
-    await rewriteEndToEnd(db(), 2);
+    await rewriteEndToEnd(db(), 2, 'user:mallory');
 
     // The documented weakness: a rewrite that re-hashed everything passes a verify without an anchor.
     const fooled = await run();

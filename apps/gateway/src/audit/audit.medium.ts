@@ -5,6 +5,7 @@ import { freshDatabase, withTestDatabases, type TestDatabase } from '../db/testi
 import { canonicalJson, chainHash, GENESIS_HASH } from './audit-chain';
 import { CSV_HEADER } from './audit-export';
 import { AuditService, MAX_PAYLOAD_BYTES, type AuditEntry } from './audit.service';
+import { rewriteEndToEnd, tamper } from './testing';
 
 // Jest reads testTimeout only from the root configuration, not from a project: set it here.
 jest.setTimeout(120_000);
@@ -17,16 +18,6 @@ async function appendMany(audit: AuditService, n: number, make: (i: number) => P
     entries.push(await audit.append({ actor: 'user-1', kind: 'test.entry', payload: { i }, ...make(i) }));
   }
   return entries;
-}
-
-/** Tampering the way an attacker with the database superuser would: switch the trigger off first. */
-async function tamper(database: TestDatabase, statements: string[]): Promise<void> {
-  await database.superuser('ALTER TABLE audit_log DISABLE TRIGGER audit_log_no_update_delete');
-  try {
-    for (const statement of statements) await database.superuser(statement);
-  } finally {
-    await database.superuser('ALTER TABLE audit_log ENABLE TRIGGER audit_log_no_update_delete');
-  }
 }
 
 /** A minimal RFC 4180 reader, enough to check what the export writes. */
@@ -223,19 +214,7 @@ withTestDatabases((database, kind) => {
     it('a log rewritten and re-hashed end to end, caught with an anchor kept elsewhere', async () => {
       const anchor = await audit.verify();
       if (!anchor.ok) throw new Error(anchor.message);
-      const rows = await tampered.superuser<{ seq: string; at: Date; actor: string; kind: string; project_id: string | null; session_id: string | null; payload: string }>(
-        'SELECT * FROM audit_log ORDER BY seq',
-      );
-      let prev = GENESIS_HASH;
-      const statements: string[] = [];
-      for (const row of rows) {
-        const entry = { seq: Number(row.seq), at: new Date(row.at), actor: Number(row.seq) === 3 ? 'mallory' : row.actor, kind: row.kind, projectId: row.project_id, sessionId: row.session_id, payload: row.payload };
-        const hash = chainHash(prev, entry);
-        statements.push(`UPDATE audit_log SET actor = '${entry.actor}', prev_hash = '${prev}', hash = '${hash}' WHERE seq = ${entry.seq}`);
-        prev = hash;
-      }
-      await tamper(tampered, statements);
-      await tampered.superuser(`UPDATE audit_chain_head SET hash = '${prev}'`);
+      await rewriteEndToEnd(tampered, 3, 'mallory');
       await expect(audit.verify()).resolves.toMatchObject({ ok: true });
       await expect(audit.verify({ seq: anchor.lastSeq, hash: anchor.lastHash })).resolves.toMatchObject({ ok: false, seq: 10, problem: 'altered' });
     });
