@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `npm test`: set everything up, then run every tier — lint, unit, medium (real PostgreSQL, PGlite,
-// Docker with runc and gVisor), end-to-end, browser — and close with one "N passed, N failed" line.
+// Docker with runc and gVisor), end-to-end, faults, browser — and close with one "N passed, N failed" line.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -84,6 +84,7 @@ tier('typecheck', 'sh', ['-c', 'npm run typecheck -w @lemniscate/console && npx 
 jest('unit', 'unit', ['--maxWorkers=2']);
 jest('medium', 'medium', ['--maxWorkers=2']);
 jest('e2e', 'e2e', ['--runInBand']);
+jest('faults', 'faults', ['--runInBand']);
 if (fs.existsSync(path.join(ROOT, 'apps/console/playwright.config.ts')) && (!only.length || only.includes('browser'))) {
   // The browser tests run against the whole platform as `npm start` runs it, in a home of its own.
   const stack = await startStack();
