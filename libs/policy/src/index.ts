@@ -1,5 +1,5 @@
 export * from './abilities';
-export { decide, analyseCommand, type ToolCall, type DecisionContext } from './decide';
+export { decide, analyseCommand, type ToolCall, type DecisionContext, type ApprovedCommand } from './decide';
 export type { Decision, ThirdPartyFile } from './decision';
 export {
   parsePolicy,
