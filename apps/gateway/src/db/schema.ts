@@ -224,10 +224,14 @@ export const approvedCommands = pgTable(
       .notNull()
       .references(() => sessions.id, { onDelete: 'cascade' }),
     command: text('command').notNull(),
+    /** Where the command runs: the same text elsewhere is another command (0007). */
+    workingDirectory: text('working_directory').notNull().default('/workspace'),
+    /** The approval whose "approve identical commands" answer this is (0007). */
+    approvalId: text('approval_id').references(() => approvals.id, { onDelete: 'set null' }),
     approvedBy: text('approved_by').references(() => users.id, { onDelete: 'set null' }),
     createdAt: createdAt(),
   },
-  (t) => [primaryKey({ name: 'approved_commands_pkey', columns: [t.sessionId, t.command] })],
+  (t) => [primaryKey({ name: 'approved_commands_pkey', columns: [t.sessionId, t.workingDirectory, t.command] })],
 );
 
 /**

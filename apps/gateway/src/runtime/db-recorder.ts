@@ -1,3 +1,4 @@
+import type { ApprovedCommand } from '@lemniscate/policy';
 import type { PolicyDecision, SandboxInfo } from '@lemniscate/contracts';
 import type { AuditService } from '../audit/audit.service';
 import type { ApprovedCommandsRepository } from '../db/repositories/approved-commands.repository';
@@ -84,7 +85,10 @@ export class DbSessionRecorder implements SessionRecorder {
       const row = await this.deps.approvals.findById(approvalId);
       if (!row || row.state === 'pending') return;
       if (row.state === 'approved') {
-        const remembered = draft.kind === 'command' && 'command' in draft.payload ? await this.deps.approvedCommands.has(this.session.id, draft.payload.command) : false;
+        const remembered =
+          draft.kind === 'command' && 'command' in draft.payload && draft.payload.workingDirectory !== undefined
+            ? await this.deps.approvedCommands.has(this.session.id, draft.payload.command, draft.payload.workingDirectory)
+            : false;
         settle({ state: 'approved', approvalId, decidedBy: row.decidedBy ?? 'unknown', rememberCommand: remembered, response: row.response });
       } else if (row.state === 'refused_headless') {
         settle({ state: 'refused_headless', approvalId });
@@ -137,8 +141,9 @@ export class DbSessionRecorder implements SessionRecorder {
     }
   }
 
-  async approvedCommands(): Promise<string[]> {
-    return (await this.deps.approvedCommands.listForSession(this.session.id)).map((r) => r.command);
+  async approvedCommands(): Promise<ApprovedCommand[]> {
+    // A row whose approval is gone (never, short of a deleted session) names no approval: not used.
+    return (await this.deps.approvedCommands.listForSession(this.session.id)).flatMap((r) => (r.approvalId ? [{ command: r.command, workingDirectory: r.workingDirectory, approvalId: r.approvalId }] : []));
   }
 
   async rememberCommand(): Promise<void> {

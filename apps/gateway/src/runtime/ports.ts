@@ -1,3 +1,4 @@
+import type { ApprovedCommand } from '@lemniscate/policy';
 import type { ApprovalFlags, ApprovalKind, ApprovalPayload, PolicyDecision, SandboxInfo, SessionEvent } from '@lemniscate/contracts';
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
@@ -56,8 +57,9 @@ export interface SessionRecorder {
    * recorded and audited as such, and the outcome is `expired` (L1, X4: nothing waits forever).
    */
   requestApproval(draft: ApprovalDraft, signal: AbortSignal, timeoutMs: number): Promise<ApprovalOutcome>;
-  approvedCommands(): Promise<string[]>;
-  rememberCommand(command: string): Promise<void>;
+  /** Commands approved "with their identical repeats" in this session (P3), with their approvals. */
+  approvedCommands(): Promise<ApprovedCommand[]>;
+  rememberCommand(entry: ApprovedCommand): Promise<void>;
   recordWorkingCopy(info: SandboxInfo): Promise<void>;
   recordProgress(progress: { actionsUsed: number; extensionsUsed: number }): Promise<void>;
   /**

@@ -96,6 +96,8 @@ export interface SessionRunResult {
   report: string;
 }
 
+/** Where every command runs in the sandbox: the working copy's root (the exec-host starts each there). */
+const WORKING_DIRECTORY = '/workspace';
 const MAX_RESULT_CHARS = 30_000;
 const HEADLESS_QUESTION_DEFAULT = 'Nobody can answer in a headless run: state your assumption and continue.';
 const DECLINED_QUESTION_DEFAULT = 'The developer declined to answer: state your assumption and continue.';
@@ -362,12 +364,15 @@ export class SessionRunner {
     if (!this.toolNames.includes(call.name)) {
       return { effect: 'deny', rule: 'tools.catalogue', reason: `${call.name} is not one of this session's tools (${this.toolNames.join(', ') || 'none'}); the catalogue was fixed when the session started.` };
     }
-    const approvedCommands = policy.commands.reapproval === 'exempt' ? await this.deps.recorder.approvedCommands() : [];
+    // P3: the memory of "approve identical commands" answers is this session's only, and only read
+    // while the policy in force allows it.
+    const approvedCommands = policy.commands.reapproval === 'exempt' && call.name === 'Bash' ? await this.deps.recorder.approvedCommands() : [];
     return decide({ name: call.name, arguments: call.arguments }, policy, {
       approvedCommands,
+      workingDirectory: WORKING_DIRECTORY,
       readOnly: this.input.agent.readOnly,
       agentTools: this.input.agent.tools,
-      root: '/workspace',
+      root: WORKING_DIRECTORY,
     });
   }
 
@@ -602,9 +607,20 @@ export class SessionRunner {
 
   // ───────────────────────────── approvals, limits
 
+  /**
+   * Asks a person about a command (or a reading tool the policy asks about). Only a shell command
+   * (`policy` given) carries its directory and may be offered "approve identical commands too" (P3):
+   * when the decision says the policy allows it and nobody could answer in a headless run anyway.
+   */
   private async approveCommand(callId: string, command: string, decision: Decision, policy?: Policy): Promise<boolean> {
-    const answer = await this.approval(callId, { kind: 'command', payload: { command }, flags: { thirdParty: decision.thirdParty ?? [] } }, 'command', command);
-    if (answer.state === 'approved' && answer.rememberCommand && policy?.commands.reapproval === 'exempt') await this.deps.recorder.rememberCommand(command);
+    const shell = policy !== undefined;
+    const offer = shell && decision.reapprovalExempt === true && policy.commands.reapproval === 'exempt' && !this.input.headless;
+    const payload = shell ? { command, workingDirectory: WORKING_DIRECTORY } : { command };
+    const flags = { thirdParty: decision.thirdParty ?? [], ...(offer ? { reapprovalExempt: true } : {}) };
+    const answer = await this.approval(callId, { kind: 'command', payload, flags }, 'command', command);
+    if (answer.state === 'approved' && answer.rememberCommand && offer) {
+      await this.deps.recorder.rememberCommand({ command, workingDirectory: WORKING_DIRECTORY, approvalId: answer.approvalId });
+    }
     return answer.state === 'approved';
   }
 
@@ -626,7 +642,8 @@ export class SessionRunner {
     this.throwIfAborted();
     this.lastApprovalState = answer.state;
     const options = 'question' in draft.payload ? { options: draft.payload.options } : {};
-    await this.emit({ type: 'approval_requested', approvalId: answer.approvalId, callId, agent: this.input.agent.name, kind: eventKind, thirdParty: draft.flags.thirdParty.length > 0, subject: bound(subject, 100_000), ...options });
+    const exempt = draft.flags.reapprovalExempt === true ? { reapprovalExempt: true } : {};
+    await this.emit({ type: 'approval_requested', approvalId: answer.approvalId, callId, agent: this.input.agent.name, kind: eventKind, thirdParty: draft.flags.thirdParty.length > 0, subject: bound(subject, 100_000), ...options, ...exempt });
     if (answer.state === 'refused_headless') {
       await this.emit({ type: 'approval_answered', approvalId: answer.approvalId, answer: 'rejected', by: { kind: 'process', description: 'headless run: nobody can approve' }, class: 'approval_refused_headless' });
     } else {

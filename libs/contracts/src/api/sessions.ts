@@ -77,6 +77,10 @@ export const PolicyDecision = z.object({
   rule: z.string(),
   reason: z.string(),
   thirdParty: z.array(z.object({ path: z.string(), class: z.string() })).optional(),
+  /** A command the person may approve with its identical repeats (P3). */
+  reapprovalExempt: z.boolean().optional(),
+  /** A command allowed again by an earlier "approve identical" answer: that approval. */
+  approvalId: z.string().optional(),
 });
 export type PolicyDecision = z.infer<typeof PolicyDecision>;
 

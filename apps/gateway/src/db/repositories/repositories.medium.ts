@@ -272,14 +272,19 @@ withTestDatabases((database) => {
       await expectViolation(approvals.create({ sessionId: session.id, kind: 'command', payload: {}, agent: 'general', state: 'approved' }), 'approvals_decision_consistent');
     });
 
-    it('remembers approved commands exactly', async () => {
-      const { approvedCommands } = r();
+    it('remembers approved commands exactly: text, directory and session, with the approval', async () => {
+      const { approvedCommands, approvals } = r();
       const { session, user } = await fixture();
-      await approvedCommands.remember(session.id, 'npm test', user.id);
-      await approvedCommands.remember(session.id, 'npm test', user.id);
-      await expect(approvedCommands.has(session.id, 'npm test')).resolves.toBe(true);
-      await expect(approvedCommands.has(session.id, 'npm test ')).resolves.toBe(false);
-      await expect(approvedCommands.listForSession(session.id)).resolves.toHaveLength(1);
+      const other = await fixture();
+      const approval = await approvals.create({ sessionId: session.id, kind: 'command', payload: { command: 'npm test' }, agent: 'general' });
+      const entry = { command: 'npm test', workingDirectory: '/workspace', approvalId: approval.id };
+      await approvedCommands.remember(session.id, entry, user.id);
+      await approvedCommands.remember(session.id, entry, user.id);
+      await expect(approvedCommands.has(session.id, 'npm test', '/workspace')).resolves.toBe(true);
+      await expect(approvedCommands.has(session.id, 'npm test ', '/workspace')).resolves.toBe(false);
+      await expect(approvedCommands.has(session.id, 'npm test', '/workspace/src')).resolves.toBe(false);
+      await expect(approvedCommands.has(other.session.id, 'npm test', '/workspace')).resolves.toBe(false);
+      await expect(approvedCommands.listForSession(session.id)).resolves.toMatchObject([{ command: 'npm test', workingDirectory: '/workspace', approvalId: approval.id, approvedBy: user.id }]);
     });
   });
 

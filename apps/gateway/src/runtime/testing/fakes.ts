@@ -1,4 +1,5 @@
 import { createPatch } from 'diff';
+import type { ApprovedCommand } from '@lemniscate/policy';
 import type { ExecExit, ExecOutputChunk, FileChange, SandboxInfo } from '@lemniscate/contracts';
 import { ExecHostError, type ExecHostPort } from '../exec-host.port';
 import type { ApprovalDraft, ApprovalOutcome, EventDraft, SessionEnd, SessionRecorder, ToolResultRecord } from '../ports';
@@ -118,7 +119,7 @@ export class RecordingRecorder implements SessionRecorder {
   audits: { kind: string; payload: Record<string, unknown> }[] = [];
   approvals: ApprovalDraft[] = [];
   results = new Map<string, ToolResultRecord>();
-  remembered: string[] = [];
+  remembered: ApprovedCommand[] = [];
   end: SessionEnd | null = null;
   private nextCall = 0;
 
@@ -127,9 +128,12 @@ export class RecordingRecorder implements SessionRecorder {
 
   /**
    * `answer` decides each approval; a question is answered with `{ state: 'approved', response }`;
-   * `'pending'` leaves it unanswered, so it expires when the loop's wait runs out (or the signal aborts).
+   * `'approved_identical'` approves a command with its identical repeats (P3); `'pending'` leaves it
+   * unanswered, so it expires when the loop's wait runs out (or the signal aborts).
    */
-  constructor(private readonly answer: (draft: ApprovalDraft) => ApprovalOutcome['state'] | 'pending' | { state: 'approved'; response: string } = () => 'refused_headless') {}
+  constructor(
+    private readonly answer: (draft: ApprovalDraft) => ApprovalOutcome['state'] | 'approved_identical' | 'pending' | { state: 'approved'; response: string } = () => 'refused_headless',
+  ) {}
 
   async emit(event: EventDraft) {
     this.events.push(event);
@@ -157,6 +161,7 @@ export class RecordingRecorder implements SessionRecorder {
       this.audits.push({ kind: 'approval.expired', payload: { approvalId } });
       return { state: 'expired', approvalId, decidedBy: null };
     }
+    if (decided === 'approved_identical') return { state: 'approved', approvalId, decidedBy: 'usr_dev', rememberCommand: true };
     const state = typeof decided === 'string' ? decided : decided.state;
     if (state === 'approved') return { state, approvalId, decidedBy: 'usr_dev', rememberCommand: false, ...(typeof decided === 'string' ? {} : { response: decided.response }) };
     if (state === 'refused_headless') return { state, approvalId };
@@ -165,7 +170,7 @@ export class RecordingRecorder implements SessionRecorder {
   async approvedCommands() {
     return this.remembered;
   }
-  async rememberCommand(c: string) {
+  async rememberCommand(c: ApprovedCommand) {
     this.remembered.push(c);
   }
   async recordWorkingCopy() {}
