@@ -102,17 +102,17 @@ describe('lemni (interactive) in a real terminal', () => {
     tmux('send-keys', '-t', 'approve', '-l', instruction);
     tmux('send-keys', '-t', 'approve', 'Enter');
 
-    // The command approval shows the exact command; the first choice is Approve.
-    const asked = await waitForScreen('approve', /asks to run this command:[\s\S]*\$ echo hello-from-the-sandbox[\s\S]*Approve/);
-    expect(asked).toMatch(/Reject/);
-    tmux('send-keys', '-t', 'approve', 'Enter');
+    // The command approval shows the exact command and one key per answer (y approves).
+    const asked = await waitForScreen('approve', /asks to run this command:[\s\S]*\$ echo hello-from-the-sandbox[\s\S]*y\) Approve/);
+    expect(asked).toMatch(/n\) Reject/);
+    tmux('send-keys', '-t', 'approve', 'y', 'Enter');
 
     // The diff approval: the removed line in red, the added one in green.
-    await waitForScreen('approve', /asks to write this change:[\s\S]*\+\s+return v\.reduce[\s\S]*Approve/);
+    await waitForScreen('approve', /asks to write this change:[\s\S]*\+\s+return v\.reduce[\s\S]*y\) Approve/);
     const coloured = screen('approve', true);
     expect(coloured).toMatch(/\x1b\[(?:[0-9;]*;)?31m-\s+return v\.reduce\(\(a, b\) => a \+ b, 0\) \/ \(v\.length - 1\);/);
     expect(coloured).toMatch(/\x1b\[(?:[0-9;]*;)?32m\+\s+return v\.reduce\(\(a, b\) => a \+ b, 0\) \/ v\.length;/);
-    tmux('send-keys', '-t', 'approve', 'Enter');
+    tmux('send-keys', '-t', 'approve', 'y', 'Enter');
 
     const done = await waitForScreen('approve', /Fixed the average\.[\s\S]*lemni ›/);
     expect(done).toContain('hello-from-the-sandbox');
@@ -140,10 +140,8 @@ describe('lemni (interactive) in a real terminal', () => {
     const instruction = 'write the proof file';
     tmux('send-keys', '-t', 'reject', '-l', instruction);
     tmux('send-keys', '-t', 'reject', 'Enter');
-    await waitForScreen('reject', /asks to run this command:[\s\S]*echo must-not-run > proof\.txt[\s\S]*Approve/);
-    tmux('send-keys', '-t', 'reject', 'Down');
-    await waitForScreen('reject', /❯ Reject|> Reject/);
-    tmux('send-keys', '-t', 'reject', 'Enter');
+    await waitForScreen('reject', /asks to run this command:[\s\S]*echo must-not-run > proof\.txt[\s\S]*n\) Reject/);
+    tmux('send-keys', '-t', 'reject', 'n', 'Enter');
     await waitForScreen('reject', /It was rejected\.[\s\S]*lemni ›/);
     const session = await sessionWithInstruction(instruction);
     expect(session.status).toBe('completed');
