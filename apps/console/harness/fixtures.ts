@@ -90,8 +90,8 @@ diff --git a/.github/workflows/ci.yml b/.github/workflows/ci.yml
 export const approvals: ApprovalView[] = [
   {
     id: 'apr_1', sessionId: 'ses_fix_sum', projectId: 'prj_demo', toolCallId: 'tc_1', kind: 'command',
-    payload: { command: "npm install --save-dev jest@30 && rm -rf node_modules/.cache && echo \"$(date)\" > build.log" },
-    flags: { thirdParty: [] }, agent: 'general', state: 'pending', decidedBy: null, decidedAt: null, response: null, createdAt: t(4),
+    payload: { command: "npm install --save-dev jest@30 && rm -rf node_modules/.cache && echo \"$(date)\" > build.log", workingDirectory: '/workspace' },
+    flags: { thirdParty: [], reapprovalExempt: true }, agent: 'general', state: 'pending', decidedBy: null, decidedAt: null, response: null, createdAt: t(4),
   },
   {
     id: 'apr_2', sessionId: 'ses_fix_sum', projectId: 'prj_demo', toolCallId: 'tc_2', kind: 'write',

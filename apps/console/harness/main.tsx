@@ -77,7 +77,9 @@ function Shell({ page, children }: { page: PageKey; children: ReactNode }) {
 }
 
 function Approvals() {
-  const [list, setList] = useState<ApprovalView[]>(variant === 'empty' ? [] : f.approvals);
+  // `not-exempt`: the policy asks again for every run of the command (P3), so nothing offers it.
+  const initial = variant === 'not-exempt' ? f.approvals.map((a) => ({ ...a, flags: { thirdParty: a.flags.thirdParty } })) : f.approvals;
+  const [list, setList] = useState<ApprovalView[]>(variant === 'empty' ? [] : initial);
   const [selected, setSelected] = useState<string | null>(params.get('selected'));
   return (
     <Shell page="approvals">
