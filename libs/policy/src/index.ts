@@ -18,6 +18,7 @@ export {
   type ToolName,
   type Effect,
 } from './schema';
+export { checkPolicy, issueLine } from './check';
 export { classifyChanges, classifyPath } from './third-party';
 export { resolveInScope, type ScopeFs, type ScopeResult } from './scope';
 export { initPolicyEngine, isPolicyEngineReady } from './shell/parser';
