@@ -116,7 +116,13 @@ function decideBash(call: ToolCall, policy: Policy, context: DecisionContext): D
   // commands.askEveryTime are asked every time.
   const ordinary = findings.every((f) => f.effect !== 'ask' || (!f.thirdParty && EXEMPTABLE_ASKS.has(f.rule)));
   const exempt = policy.commands.reapproval === 'exempt' && ordinary && askedAgainBy === null;
-  if (!exempt) return decision;
+  if (!exempt) {
+    // Say why "approve identical commands too" is not offered when a rule of the policy is the cause.
+    if (policy.commands.reapproval === 'exempt' && askedAgainBy?.startsWith('commands.askEveryTime')) {
+      return { ...decision, reason: `${decision.reason} The project policy asks for it every time, even when identical (${askedAgainBy}).` };
+    }
+    return decision;
+  }
   const workingDirectory = context.workingDirectory ?? '';
   const earlier = context.approvedCommands?.find((a) => a.command === command && a.workingDirectory === workingDirectory);
   if (earlier) {

@@ -34,10 +34,10 @@ const NEVER_OFFERED: { class: string; command: string; rule: RegExp; policy?: Po
   { class: 'a write to a VCS hook', command: 'echo x > .git/hooks/pre-commit', rule: /thirdPartyFiles\.vcs/ },
   { class: 'a write to a dependency manifest', command: 'echo {} > package.json', rule: /thirdPartyFiles\.manifests/ },
   { class: 'a write whose target is only known at run time', command: 'echo x > "$F"', rule: /shell\.redirection/ },
-  { class: 'a commands.askEveryTime rule', command: 'git commit -am wip', rule: /commands\.default/ },
-  { class: 'a commands.askEveryTime rule, by absolute path', command: '/usr/local/bin/deploy --now', rule: /commands\.default/ },
-  { class: 'a commands.askEveryTime rule inside a chain', command: 'npm test && git commit -am ok', rule: /commands\.default/ },
-  { class: 'a commands.askEveryTime rule inside sh -c', command: "sh -c 'deploy staging'", rule: /commands\.default/ },
+  { class: 'a commands.askEveryTime rule', command: 'git commit -am wip', rule: /commands\.askEveryTime\[0\]/ },
+  { class: 'a commands.askEveryTime rule, by absolute path', command: '/usr/local/bin/deploy --now', rule: /commands\.askEveryTime\[1\]/ },
+  { class: 'a commands.askEveryTime rule inside a chain', command: 'npm test && git commit -am ok', rule: /commands\.askEveryTime\[0\]/ },
+  { class: 'a commands.askEveryTime rule inside sh -c', command: "sh -c 'deploy staging'", rule: /commands\.askEveryTime\[1\]/ },
   { class: 'a sensitive Bash tool', command: 'npm test', rule: /commands\.default/, policy: sensitiveBash },
 ];
 
