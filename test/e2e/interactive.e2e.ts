@@ -233,4 +233,50 @@ describe('lemni (interactive) in a real terminal', () => {
     // The terminal is back at the prompt, ready for the next instruction.
     await waitForScreen('interrupt', /Stopping the session[\s\S]*lemni ›/, 5_000);
   });
+
+  it('P3: key a approves a command with its identical repeats; the repeat runs unasked, a changed one asks again', async () => {
+    await stack.publishPolicy({ version: 1, commands: { free: ['sleep'], reapproval: 'exempt' } });
+    try {
+      const same = 'echo approved-once';
+      const changed = 'echo approved-once; echo smuggled';
+      const script = stack.script('identical', [
+        { tool_calls: [{ name: 'Bash', arguments: { command: same } }] },
+        { tool_calls: [{ name: 'Bash', arguments: { command: same } }] },
+        { tool_calls: [{ name: 'Bash', arguments: { command: changed } }] },
+        { text: 'Ran it twice.' },
+      ]);
+      openLemni('identical', script);
+      await waitForScreen('identical', /lemni ›/);
+      const instruction = 'run the echo twice';
+      tmux('send-keys', '-t', 'identical', '-l', instruction);
+      tmux('send-keys', '-t', 'identical', 'Enter');
+      await waitForScreen('identical', /\$ echo approved-once[\s\S]*a\) Approve, and identical commands too/);
+      tmux('send-keys', '-t', 'identical', 'a', 'Enter');
+      // The identical repeat runs without a prompt; the changed command is a new question (offered
+      // the same choice, as it too is ordinary), rejected here.
+      await waitForScreen('identical', /\$ echo approved-once; echo smuggled[\s\S]*n\) Reject/);
+      tmux('send-keys', '-t', 'identical', 'n', 'Enter');
+      await waitForScreen('identical', /Ran it twice\.[\s\S]*lemni ›/);
+
+      const session = await sessionWithInstruction(instruction);
+      const listed = await stack.api(stack.tokens.developer, 'GET', `/approvals?sessionId=${session.id}`);
+      const approvals = { json: [...listed.json].sort((a: { createdAt: string }, b: { createdAt: string }) => a.createdAt.localeCompare(b.createdAt)) };
+      const asked = approvals.json.map((a: { payload: { command: string }; state: string; flags: { reapprovalExempt?: boolean } }) => [a.payload.command, a.state, a.flags.reapprovalExempt === true]);
+      expect(asked).toEqual([
+        [same, 'approved', true],
+        [changed, 'rejected', true],
+      ]);
+      const calls = await stack.api(stack.tokens.developer, 'GET', `/sessions/${session.id}/tool-calls`);
+      const first = approvals.json[0].id as string;
+      expect(calls.json.map((c: { arguments: { command: string }; decision: { effect: string; rule: string; approvalId?: string }; result: { exitCode?: number } }) => [c.arguments.command, c.decision.effect, c.decision.rule, c.decision.approvalId ?? null, c.result.exitCode ?? null])).toEqual([
+        [same, 'ask', 'commands.default', null, 0],
+        [same, 'allow', 'commands.reapproval', first, 0],
+        [changed, 'ask', 'commands.default', null, null],
+      ]);
+      tmux('send-keys', '-t', 'identical', 'Enter');
+      expect(await waitForExit('identical')).toBe(0);
+    } finally {
+      await stack.publishPolicy({ version: 1, commands: { free: ['sleep'] } });
+    }
+  });
 });
