@@ -137,6 +137,11 @@ export class FakeGateway {
     this.releaseGate?.();
   }
 
+  /** How many live subscriptions follow a session now. */
+  followers(sessionId: string): number {
+    return [...this.subscribers.values()].filter((wanted) => wanted === sessionId).length;
+  }
+
   hits(method: string, path: string): RecordedRequest[] {
     return this.requests.filter((r) => r.method === method && r.path === path);
   }

@@ -186,10 +186,19 @@ async function maybeApply(result: HeadlessResult, options: HeadlessOptions, chec
   return EXIT_FAILURE;
 }
 
+/** X2: a failed run says whose failure it was — the platform's, the sandbox's or the model's — never the command's. */
+function failureSentence(classes: readonly string[]): string {
+  if (classes.includes('platform_error')) return 'The session failed: the platform (the exec-host or the container engine) failed, not the command; the patch so far is kept.';
+  if (classes.includes('sandbox_lost')) return 'The session failed: its sandbox was lost; the patch so far is kept.';
+  if (classes.includes('model_timeout')) return 'The session failed: the model did not answer in time.';
+  if (classes.includes('model_error')) return 'The session failed: the model could not be reached or answered with an error.';
+  return 'The session failed.';
+}
+
 export function textResult(result: HeadlessResult): string {
   const lines: string[] = [];
   if (result.status === 'stopped') lines.push(`Stopped: ${stopSentence(result.stop_reason)}`);
-  if (result.status === 'failed') lines.push('The session failed.');
+  if (result.status === 'failed') lines.push(failureSentence(result.classes));
   if (result.exit_code === 3 && result.status === 'completed') lines.push(`Exit 3 (--fail-on-refusal): ${result.refused_changes.length} proposed change(s) refused, ${result.reverted_changes.length} reverted.`);
   if (result.summary) lines.push(result.summary);
   if (lines.length === 0) lines.push('Done.');

@@ -427,17 +427,21 @@ describe('the platform failing is not the command failing (G06, X2)', () => {
     }
   }
 
-  const answers: [string, 'sandbox_lost' | 'crash', (res: http.ServerResponse) => void][] = [
+  const answers: [string, 'sandbox_lost' | 'platform_error', (res: http.ServerResponse) => void][] = [
     ['the stream is cut after output', 'sandbox_lost', (res) => {
       res.writeHead(200, { 'content-type': 'application/x-ndjson' });
       res.write(`${JSON.stringify({ type: 'stdout', data: 'partial output\n' })}\n`);
       setTimeout(() => res.socket?.destroy(), 20);
     }],
     ['the connection is reset before any output', 'sandbox_lost', (res) => res.socket?.destroy()],
-    ...[500, 502, 503].map((status): [string, 'crash', (res: http.ServerResponse) => void] => [`the exec-host answers ${status} "failed to handle this request"`, 'crash', (res) => {
+    ...[500, 502, 503].map((status): [string, 'platform_error', (res: http.ServerResponse) => void] => [`the exec-host answers ${status} "failed to handle this request"`, 'platform_error', (res) => {
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ code: 'internal', message: 'The exec-host failed to handle this request.' }));
     }]),
+    ['the engine is unreachable', 'platform_error', (res) => {
+      res.writeHead(503, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ code: 'engine_unavailable', message: 'The container engine is not reachable.' }));
+    }],
   ];
 
   it.each(answers)('when %s the session ends failed (%s, exit 1), the call audited as the platform\'s failure, the sandbox destroyed', async (_name, cls, respond) => {

@@ -17,11 +17,14 @@ import {
   type RandomBytes,
   type SessionOutcome,
 } from '@lemniscate/session';
-import type { FileChange, SandboxInfo } from '@lemniscate/contracts';
+import type { FileChange, SandboxInfo, SessionEventOf } from '@lemniscate/contracts';
 import type { ChatMessage, ModelProvider, ToolCall, ToolDefinition, TurnResult } from '../model/model.types';
 import { ExecHostError, type ExecHostPort } from './exec-host.port';
 import type { ApprovalDraft, ApprovalOutcome, EventDraft, SessionRecorder } from './ports';
 import { sessionCatalogue } from './tool-catalogue';
+
+/** Why a session failed: the sandbox gone, the platform (exec-host, engine) failing, the model, or a crash. */
+type FailureClass = SessionEventOf<'session_failed'>['class'];
 
 /** What a subagent launcher needs to know about the session that delegates (AG3–AG6). */
 export interface DelegationContext {
@@ -349,7 +352,7 @@ export class SessionRunner {
       // 5xx): not a result of the command. The call is audited as such and the session ends failed.
       const platformFailed = err instanceof ExecHostError && (err.code === 'sandbox_lost' || err.code === 'sandbox_not_found' || err.code === 'engine_unavailable' || err.status >= 500);
       if (platformFailed) {
-        await this.deps.recorder.recordResult(callId, { ok: false, summary: bound(`The platform failed, not the command: ${err.message}`, 2000), class: err.code === 'sandbox_lost' || err.code === 'sandbox_not_found' ? 'sandbox_lost' : 'crash' });
+        await this.deps.recorder.recordResult(callId, { ok: false, summary: bound(`The platform failed, not the command: ${err.message}`, 2000), class: err.code === 'sandbox_lost' || err.code === 'sandbox_not_found' ? 'sandbox_lost' : 'platform_error' });
         throw err;
       }
       const message = err instanceof Error ? err.message : String(err);
@@ -754,7 +757,7 @@ export class SessionRunner {
     }
   }
 
-  private failureClass(detail: string): 'crash' | 'sandbox_lost' | 'model_timeout' | 'model_error' {
+  private failureClass(detail: string): FailureClass {
     if (this.lastErrorClass) return this.lastErrorClass;
     return /sandbox/i.test(detail) ? 'sandbox_lost' : 'crash';
   }
@@ -776,7 +779,7 @@ export class SessionRunner {
     return turn;
   }
 
-  private lastErrorClass: 'crash' | 'sandbox_lost' | 'model_timeout' | 'model_error' | null = null;
+  private lastErrorClass: FailureClass | null = null;
   private modelRequestStartedAt = Date.now();
 
   private outcomeForError(err: unknown): SessionOutcome {
@@ -784,6 +787,7 @@ export class SessionRunner {
     const e = err as { code?: string; class?: string; message?: string };
     if (e?.class === 'model_timeout' || e?.code === 'model_timeout') this.lastErrorClass = 'model_timeout';
     else if (err instanceof ExecHostError && (err.code === 'sandbox_lost' || err.code === 'sandbox_not_found')) this.lastErrorClass = 'sandbox_lost';
+    else if (err instanceof ExecHostError && (err.code === 'engine_unavailable' || err.status >= 500)) this.lastErrorClass = 'platform_error';
     else if (e?.class === 'model_error' || (err as Error)?.name?.startsWith('Model')) this.lastErrorClass = 'model_error';
     else this.lastErrorClass = 'crash';
     return outcomes.crashed(e?.message ?? String(err));
