@@ -108,6 +108,12 @@ const SANDBOX_SAFETY_MS = 60_000;
 
 class SessionAborted extends Error {}
 
+/** What the session keeps (A5) and the fingerprint of the tree it gives on the base commit (X3). */
+interface KeptTree {
+  patch: string;
+  fingerprint: string;
+}
+
 /**
  * One session, end to end (DESIGN.md): sandbox, then for every tool call the model proposes
  * budget → loop detector → catalogue → path scope → policy → approval → exec-host, every step
@@ -136,7 +142,7 @@ export class SessionRunner {
 
   async run(): Promise<SessionRunResult> {
     let summary: string | null = null;
-    let patch: string | null = null;
+    let kept: KeptTree | null = null;
     try {
       const policy = await this.deps.policy();
       this.fixCatalogue(policy);
@@ -158,9 +164,11 @@ export class SessionRunner {
     const outcome = this.outcome ?? outcomes.completed();
     if (needsSummaryTurn(outcome)) summary = await this.finalSummary(outcome.stopReason);
     if (this.sandbox && !this.input.sharedSandbox) {
-      patch = await this.collectPatch();
+      // X3: the patch and the fingerprint of the tree it gives, read together before the sandbox goes.
+      kept = await this.collectPatch();
       await this.destroySandbox();
     }
+    const patch = kept?.patch ?? null;
     const exitCode = exitCodeFor(outcome);
     const message = stopMessage(outcome, { actionsLimit: this.budget.snapshot().actionsLimit, minutesLimit: this.budget.snapshot().minutesLimit });
     await this.deps.recorder.finish({
@@ -168,7 +176,8 @@ export class SessionRunner {
       stopReason: outcome.stopReason,
       summary,
       finalPatch: patch,
-      fingerprintEnd: null,
+      // Unread (sandbox gone, or a subagent's shared one): the pair recorded with the last patch stands.
+      fingerprintEnd: kept?.fingerprint,
       actionsUsed: this.budget.actionsUsed,
       extensionsUsed: this.extensionsUsed,
     });
@@ -449,6 +458,7 @@ export class SessionRunner {
       flags: { thirdParty: flagged },
     }, 'diff', proposal.diff);
     if (answer.state !== 'approved') return refusedByPerson(`${call.name} of ${proposal.path}`, answer.state);
+    await this.deps.recorder.keepingChange();
     await this.deps.execHost.apply(sandboxId, proposal.diff, this.deps.signal);
     await this.snapshotPatch();
     return { control: `${call.name} ${proposal.path}: approved and applied${proposal.created ? ' (new file)' : ''}.`, isError: false };
@@ -537,6 +547,7 @@ export class SessionRunner {
         flags: { thirdParty: d.thirdParty ?? [] },
       }, 'changes', diff);
       if (answer.state === 'approved') {
+        await this.deps.recorder.keepingChange();
         await this.deps.execHost.accept(sandboxId, reviewable.map((f) => f.path), this.deps.signal);
         await this.snapshotPatch();
         notes.push(`The changes to ${reviewable.map((f) => f.path).join(', ')} were approved and kept.`);
@@ -725,13 +736,14 @@ export class SessionRunner {
   }
 
   private async snapshotPatch(): Promise<void> {
-    const patch = await this.collectPatch();
-    if (patch !== null) await this.deps.recorder.recordPatch(patch);
+    const kept = await this.collectPatch();
+    if (kept !== null) await this.deps.recorder.recordPatch(kept.patch, kept.fingerprint);
   }
 
-  private async collectPatch(): Promise<string | null> {
+  private async collectPatch(): Promise<KeptTree | null> {
     try {
-      return (await this.deps.execHost.patch(this.sandbox!.sandboxId)).patch;
+      const { patch, fingerprint } = await this.deps.execHost.patch(this.sandbox!.sandboxId);
+      return { patch, fingerprint };
     } catch {
       return null;
     }
