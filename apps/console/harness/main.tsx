@@ -236,7 +236,7 @@ function Harness() {
       return (
         <Shell page="sessions">
           <SessionPageView
-            session={q(variant === 'completed' ? f.completedSession : f.sessions[0]!)}
+            session={q(variant === 'completed' ? f.completedSession : (f.sessions.find((x) => x.id === params.get('id')) ?? f.sessions[0]!))}
             events={f.events}
             live={true}
             canStop={role !== 'security_officer'}

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { StartSubagentRequest, type ApprovalView, type ProjectView, type SessionView } from '@lemniscate/contracts';
+import { CreateSessionRequest, StartSubagentRequest, type ApprovalView, type ProjectView, type SessionView } from '@lemniscate/contracts';
 import { WebSocketServer, type WebSocket } from 'ws';
 
 /**
@@ -40,6 +40,7 @@ export function sessionView(id: string, over: Partial<SessionView> = {}): Sessio
     policyVersionId: 'pv1',
     status: 'running',
     stopReason: null,
+    mode: 'headless',
     headless: true,
     actionsUsed: 0,
     extensionsUsed: 0,
@@ -137,6 +138,11 @@ export class FakeGateway {
     this.releaseGate?.();
   }
 
+  /** How many live subscriptions follow a session now. */
+  followers(sessionId: string): number {
+    return [...this.subscribers.values()].filter((wanted) => wanted === sessionId).length;
+  }
+
   hits(method: string, path: string): RecordedRequest[] {
     return this.requests.filter((r) => r.method === method && r.path === path);
   }
@@ -226,9 +232,12 @@ export class FakeGateway {
       return this.send(res, 201, { id: 'pv2', projectId: m[1], version: 2, document: {}, sourceText: (body as { sourceText: string }).sourceText, authorId: 'u1', comment: '', createdAt: now() });
     }
     if (route === 'POST /sessions') {
-      const b = body as { instruction: string; agent?: string; headless: boolean; includedUncommitted?: boolean; baseCommit?: string };
+      // As the gateway does: the body must match the shared contract exactly, so drift fails a test.
+      const parsed = CreateSessionRequest.safeParse(body);
+      if (!parsed.success) return this.error(res, 400, 'validation_failed', `body: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(body)'} ${i.message}`).join('; ')}`);
+      const b = parsed.data;
       this.sessionId = `s${this.nextId++}`;
-      const s = sessionView(this.sessionId, { instruction: b.instruction, agent: b.agent ?? 'general', headless: b.headless, includedUncommitted: b.includedUncommitted ?? false, baseCommit: b.baseCommit ?? null });
+      const s = sessionView(this.sessionId, { instruction: b.instruction, agent: b.agent, mode: b.mode, headless: b.mode === 'headless', includedUncommitted: b.includedUncommitted, baseCommit: b.baseCommit ?? null });
       this.sessions.set(s.id, s);
       this.playing = false;
       this.gateReached = new Promise((resolve) => (this.signalGateReached = resolve));
@@ -241,7 +250,7 @@ export class FakeGateway {
       const parsed = StartSubagentRequest.safeParse(body);
       if (!parsed.success) return this.error(res, 400, 'validation_failed', `body: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(body)'} ${i.message}`).join('; ')}`);
       const b = parsed.data;
-      const child = sessionView(`s${this.nextId++}`, { parentSessionId: m[1] as string, depth: 1, agent: b.agent, instruction: b.instruction, headless: false });
+      const child = sessionView(`s${this.nextId++}`, { parentSessionId: m[1] as string, depth: 1, agent: b.agent, instruction: b.instruction, mode: 'interactive', headless: false });
       this.sessions.set(child.id, child);
       return this.send(res, 201, child);
     }

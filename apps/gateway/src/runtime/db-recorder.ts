@@ -157,6 +157,8 @@ export class DbSessionRecorder implements SessionRecorder {
       branch: info.branch,
       includedUncommitted: info.includedUncommitted,
       fingerprintStart: info.fingerprint,
+      // Nothing kept yet: the tree kept so far is the start's (X3).
+      fingerprintEnd: info.fingerprint,
       sandboxId: info.sandboxId,
     });
   }
@@ -165,8 +167,12 @@ export class DbSessionRecorder implements SessionRecorder {
     await this.deps.sessions.update(this.session.id, progress);
   }
 
-  async recordPatch(patch: string): Promise<void> {
-    await this.deps.sessions.update(this.session.rootId, { finalPatch: patch });
+  async recordPatch(patch: string, fingerprint: string): Promise<void> {
+    await this.deps.sessions.update(this.session.rootId, { finalPatch: patch, fingerprintEnd: fingerprint });
+  }
+
+  async keepingChange(): Promise<void> {
+    await this.deps.sessions.update(this.session.rootId, { fingerprintEnd: null });
   }
 
   async finish(end: SessionEnd): Promise<void> {
@@ -175,7 +181,13 @@ export class DbSessionRecorder implements SessionRecorder {
     if (current && current.status !== 'running') {
       // Stopped or revoked by a person: keep their status and reason, add what the loop knows.
       this.endedByOthers = true;
-      await this.deps.sessions.update(this.session.id, { finalPatch: patch, summary: end.summary, actionsUsed: end.actionsUsed, extensionsUsed: end.extensionsUsed });
+      await this.deps.sessions.update(this.session.id, {
+        finalPatch: patch,
+        ...(end.fingerprintEnd !== undefined ? { fingerprintEnd: end.fingerprintEnd } : {}),
+        summary: end.summary,
+        actionsUsed: end.actionsUsed,
+        extensionsUsed: end.extensionsUsed,
+      });
       return;
     }
     await this.deps.sessions.update(this.session.id, { actionsUsed: end.actionsUsed, extensionsUsed: end.extensionsUsed });
@@ -184,7 +196,8 @@ export class DbSessionRecorder implements SessionRecorder {
       stopReason: end.stopReason,
       summary: end.summary,
       finalPatch: patch,
-      fingerprintEnd: end.fingerprintEnd,
+      // Unread at the end: the fingerprint recorded with the last patch stands (null while a change was being kept).
+      ...(end.fingerprintEnd !== undefined ? { fingerprintEnd: end.fingerprintEnd } : {}),
     });
   }
 }

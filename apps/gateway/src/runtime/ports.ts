@@ -37,7 +37,11 @@ export interface SessionEnd {
   stopReason: string | null;
   summary: string | null;
   finalPatch: string | null;
-  fingerprintEnd: string | null;
+  /**
+   * X3: read from the sandbox with `finalPatch` at the end; undefined when it could not be read, and
+   * the pair recorded with the last patch stands (see recordPatch).
+   */
+  fingerprintEnd?: string | undefined;
   actionsUsed: number;
   extensionsUsed: number;
 }
@@ -60,12 +64,19 @@ export interface SessionRecorder {
   /** Commands approved "with their identical repeats" in this session (P3), with their approvals. */
   approvedCommands(): Promise<ApprovedCommand[]>;
   rememberCommand(entry: ApprovedCommand): Promise<void>;
+  /** Where the working copy stood at the start (X3); the tree kept so far is the start's. */
   recordWorkingCopy(info: SandboxInfo): Promise<void>;
   recordProgress(progress: { actionsUsed: number; extensionsUsed: number }): Promise<void>;
   /**
    * The patch of everything approved so far, kept as it grows: a sandbox that is lost or destroyed
-   * by a stop never takes approved work with it.
+   * by a stop never takes approved work with it. With it, the fingerprint of the tree it gives (X3),
+   * read in the same exec-host call.
    */
-  recordPatch(patch: string): Promise<void>;
+  recordPatch(patch: string, fingerprint: string): Promise<void>;
+  /**
+   * A change is being kept (accepted or applied): until the next recordPatch, the recorded tree no
+   * longer says where the working copy stands, and a session that ends unread ends with it unknown.
+   */
+  keepingChange(): Promise<void>;
   finish(end: SessionEnd): Promise<void>;
 }

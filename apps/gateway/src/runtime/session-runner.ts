@@ -17,11 +17,14 @@ import {
   type RandomBytes,
   type SessionOutcome,
 } from '@lemniscate/session';
-import type { FileChange, SandboxInfo } from '@lemniscate/contracts';
+import type { FileChange, SandboxInfo, SessionEventOf } from '@lemniscate/contracts';
 import type { ChatMessage, ModelProvider, ToolCall, ToolDefinition, TurnResult } from '../model/model.types';
 import { ExecHostError, type ExecHostPort } from './exec-host.port';
 import type { ApprovalDraft, ApprovalOutcome, EventDraft, SessionRecorder } from './ports';
 import { sessionCatalogue } from './tool-catalogue';
+
+/** Why a session failed: the sandbox gone, the platform (exec-host, engine) failing, the model, or a crash. */
+type FailureClass = SessionEventOf<'session_failed'>['class'];
 
 /** What a subagent launcher needs to know about the session that delegates (AG3–AG6). */
 export interface DelegationContext {
@@ -107,6 +110,12 @@ const SANDBOX_SAFETY_MS = 60_000;
 
 class SessionAborted extends Error {}
 
+/** What the session keeps (A5) and the fingerprint of the tree it gives on the base commit (X3). */
+interface KeptTree {
+  patch: string;
+  fingerprint: string;
+}
+
 /**
  * One session, end to end (DESIGN.md): sandbox, then for every tool call the model proposes
  * budget → loop detector → catalogue → path scope → policy → approval → exec-host, every step
@@ -135,7 +144,7 @@ export class SessionRunner {
 
   async run(): Promise<SessionRunResult> {
     let summary: string | null = null;
-    let patch: string | null = null;
+    let kept: KeptTree | null = null;
     try {
       const policy = await this.deps.policy();
       this.fixCatalogue(policy);
@@ -157,9 +166,11 @@ export class SessionRunner {
     const outcome = this.outcome ?? outcomes.completed();
     if (needsSummaryTurn(outcome)) summary = await this.finalSummary(outcome.stopReason);
     if (this.sandbox && !this.input.sharedSandbox) {
-      patch = await this.collectPatch();
+      // X3: the patch and the fingerprint of the tree it gives, read together before the sandbox goes.
+      kept = await this.collectPatch();
       await this.destroySandbox();
     }
+    const patch = kept?.patch ?? null;
     const exitCode = exitCodeFor(outcome);
     const message = stopMessage(outcome, { actionsLimit: this.budget.snapshot().actionsLimit, minutesLimit: this.budget.snapshot().minutesLimit });
     await this.deps.recorder.finish({
@@ -167,7 +178,8 @@ export class SessionRunner {
       stopReason: outcome.stopReason,
       summary,
       finalPatch: patch,
-      fingerprintEnd: null,
+      // Unread (sandbox gone, or a subagent's shared one): the pair recorded with the last patch stands.
+      fingerprintEnd: kept?.fingerprint,
       actionsUsed: this.budget.actionsUsed,
       extensionsUsed: this.extensionsUsed,
     });
@@ -351,7 +363,7 @@ export class SessionRunner {
       // 5xx): not a result of the command. The call is audited as such and the session ends failed.
       const platformFailed = err instanceof ExecHostError && (err.code === 'sandbox_lost' || err.code === 'sandbox_not_found' || err.code === 'engine_unavailable' || err.status >= 500);
       if (platformFailed) {
-        await this.deps.recorder.recordResult(callId, { ok: false, summary: bound(`The platform failed, not the command: ${err.message}`, 2000), class: err.code === 'sandbox_lost' || err.code === 'sandbox_not_found' ? 'sandbox_lost' : 'crash' });
+        await this.deps.recorder.recordResult(callId, { ok: false, summary: bound(`The platform failed, not the command: ${err.message}`, 2000), class: err.code === 'sandbox_lost' || err.code === 'sandbox_not_found' ? 'sandbox_lost' : 'platform_error' });
         throw err;
       }
       const message = err instanceof Error ? err.message : String(err);
@@ -451,6 +463,7 @@ export class SessionRunner {
       flags: { thirdParty: flagged },
     }, 'diff', proposal.diff);
     if (answer.state !== 'approved') return refusedByPerson(`${call.name} of ${proposal.path}`, answer.state);
+    await this.deps.recorder.keepingChange();
     await this.deps.execHost.apply(sandboxId, proposal.diff, this.deps.signal);
     await this.snapshotPatch();
     return { control: `${call.name} ${proposal.path}: approved and applied${proposal.created ? ' (new file)' : ''}.`, isError: false };
@@ -539,6 +552,7 @@ export class SessionRunner {
         flags: { thirdParty: d.thirdParty ?? [] },
       }, 'changes', diff);
       if (answer.state === 'approved') {
+        await this.deps.recorder.keepingChange();
         await this.deps.execHost.accept(sandboxId, reviewable.map((f) => f.path), this.deps.signal);
         await this.snapshotPatch();
         notes.push(`The changes to ${reviewable.map((f) => f.path).join(', ')} were approved and kept.`);
@@ -739,13 +753,14 @@ export class SessionRunner {
   }
 
   private async snapshotPatch(): Promise<void> {
-    const patch = await this.collectPatch();
-    if (patch !== null) await this.deps.recorder.recordPatch(patch);
+    const kept = await this.collectPatch();
+    if (kept !== null) await this.deps.recorder.recordPatch(kept.patch, kept.fingerprint);
   }
 
-  private async collectPatch(): Promise<string | null> {
+  private async collectPatch(): Promise<KeptTree | null> {
     try {
-      return (await this.deps.execHost.patch(this.sandbox!.sandboxId)).patch;
+      const { patch, fingerprint } = await this.deps.execHost.patch(this.sandbox!.sandboxId);
+      return { patch, fingerprint };
     } catch {
       return null;
     }
@@ -771,7 +786,7 @@ export class SessionRunner {
     }
   }
 
-  private failureClass(detail: string): 'crash' | 'sandbox_lost' | 'model_timeout' | 'model_error' {
+  private failureClass(detail: string): FailureClass {
     if (this.lastErrorClass) return this.lastErrorClass;
     return /sandbox/i.test(detail) ? 'sandbox_lost' : 'crash';
   }
@@ -793,7 +808,7 @@ export class SessionRunner {
     return turn;
   }
 
-  private lastErrorClass: 'crash' | 'sandbox_lost' | 'model_timeout' | 'model_error' | null = null;
+  private lastErrorClass: FailureClass | null = null;
   private modelRequestStartedAt = Date.now();
 
   private outcomeForError(err: unknown): SessionOutcome {
@@ -801,6 +816,7 @@ export class SessionRunner {
     const e = err as { code?: string; class?: string; message?: string };
     if (e?.class === 'model_timeout' || e?.code === 'model_timeout') this.lastErrorClass = 'model_timeout';
     else if (err instanceof ExecHostError && (err.code === 'sandbox_lost' || err.code === 'sandbox_not_found')) this.lastErrorClass = 'sandbox_lost';
+    else if (err instanceof ExecHostError && (err.code === 'engine_unavailable' || err.status >= 500)) this.lastErrorClass = 'platform_error';
     else if (e?.class === 'model_error' || (err as Error)?.name?.startsWith('Model')) this.lastErrorClass = 'model_error';
     else this.lastErrorClass = 'crash';
     return outcomes.crashed(e?.message ?? String(err));
