@@ -454,6 +454,10 @@ describe('the platform failing is not the command failing (G06, X2)', () => {
       expect(results).toHaveLength(1);
       expect(results[0]).toMatchObject({ ok: false, class: cls });
       expect(results[0]?.summary).toMatch(/^The platform failed, not the command: /);
+      // In the audit log too, not only on the call's record (T1).
+      const audited = s.recorder.audits.filter((a) => a.kind === 'tool.result');
+      expect(audited).toHaveLength(1);
+      expect(audited[0]!.payload).toMatchObject({ exitCode: null, class: cls, message: results[0]?.summary });
       expect(s.execHost.destroyed).toEqual(['sbx_ses_test']);
     });
   });

@@ -349,7 +349,11 @@ export class SessionRunner {
       // 5xx): not a result of the command. The call is audited as such and the session ends failed.
       const platformFailed = err instanceof ExecHostError && (err.code === 'sandbox_lost' || err.code === 'sandbox_not_found' || err.code === 'engine_unavailable' || err.status >= 500);
       if (platformFailed) {
-        await this.deps.recorder.recordResult(callId, { ok: false, summary: bound(`The platform failed, not the command: ${err.message}`, 2000), class: err.code === 'sandbox_lost' || err.code === 'sandbox_not_found' ? 'sandbox_lost' : 'crash' });
+        const summary = bound(`The platform failed, not the command: ${err.message}`, 2000);
+        const cls = err.code === 'sandbox_lost' || err.code === 'sandbox_not_found' ? 'sandbox_lost' : 'crash';
+        await this.deps.recorder.recordResult(callId, { ok: false, summary, class: cls });
+        // The call's outcome belongs in the log like any other result (T1): the command has none.
+        await this.deps.recorder.audit('tool.result', { callId, exitCode: null, class: cls, message: summary });
         throw err;
       }
       const message = err instanceof Error ? err.message : String(err);
