@@ -1,6 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve as resolvePath } from 'node:path';
@@ -270,9 +270,19 @@ export async function startStack(options: { gatewayEnv?: Record<string, string>;
     logs: () => logs.join(''),
     async stop() {
       await stopGateway();
-      // An exec-host a test killed is started again, so its first reaper pass clears what it left.
-      if (!execHost || execHost.exitCode !== null || execHost.signalCode !== null) await startExecHost().catch(() => undefined);
+      // An exec-host a test killed, or one whose sandboxes outlived a failed destroy, is started
+      // again: its first reaper pass clears what is left.
       await stopExecHost('SIGTERM');
+      let left = 0;
+      try {
+        left = readdirSync(join(execHostStateDir, 'sandboxes')).length;
+      } catch {
+        // never started
+      }
+      if (left > 0) {
+        await startExecHost().catch(() => undefined);
+        await stopExecHost('SIGTERM');
+      }
       if (process.env.LEMNISCATE_E2E_KEEP !== '1') rmSync(dir, { recursive: true, force: true });
       if (process.env.LEMNISCATE_E2E_LOGS === '1') process.stderr.write(logs.join(''));
     },

@@ -22,6 +22,7 @@ export class EngineProxy {
   }
 
   async open(): Promise<void> {
+    if (this.server) return;
     rmSync(this.path, { force: true });
     const server = createServer((client) => {
       const upstream = connect(this.engine);
@@ -48,13 +49,14 @@ export class EngineProxy {
   async cut(): Promise<void> {
     const server = this.server;
     this.server = null;
+    const closed = server ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve();
     for (const [client, upstream] of [...this.pairs]) {
-      client.resetAndDestroy();
+      client.destroy();
       upstream.destroy();
       this.cutConnections++;
     }
     this.pairs.clear();
-    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+    await closed;
     rmSync(this.path, { force: true });
   }
 

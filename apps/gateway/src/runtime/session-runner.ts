@@ -352,8 +352,9 @@ export class SessionRunner {
         const summary = bound(`The platform failed, not the command: ${err.message}`, 2000);
         const cls = err.code === 'sandbox_lost' || err.code === 'sandbox_not_found' ? 'sandbox_lost' : 'crash';
         await this.deps.recorder.recordResult(callId, { ok: false, summary, class: cls });
-        // The call's outcome belongs in the log like any other result (T1): the command has none.
-        await this.deps.recorder.audit('tool.result', { callId, exitCode: null, class: cls, message: summary });
+        // The call's outcome belongs in the log like any other result (T1), once: an exec-host that
+        // reported the loss itself (an exit of class sandbox_lost) has already had it recorded.
+        if (!this.auditedResults.has(callId)) await this.deps.recorder.audit('tool.result', { callId, exitCode: null, class: cls, message: summary });
         throw err;
       }
       const message = err instanceof Error ? err.message : String(err);
@@ -482,6 +483,7 @@ export class SessionRunner {
       ...(cls ? { class: cls } : {}),
     });
     await this.deps.recorder.audit('tool.result', { callId, exitCode: exit.exitCode, durationMs: exit.durationMs, class: exit.class, stdoutDigest: digest(stdout), stderrDigest: digest(stderr) });
+    this.auditedResults.add(callId);
     if (exit.class === 'sandbox_lost') throw new ExecHostError('sandbox_lost', exit.message ?? 'The sandbox was lost while the command ran.', 410);
     const review = await this.reviewChanges(callId, policy);
     const status = exit.timedOut ? `timed out after ${exit.durationMs} ms and was killed` : `exited with ${exit.exitCode}`;
@@ -781,6 +783,8 @@ export class SessionRunner {
   }
 
   private lastErrorClass: 'crash' | 'sandbox_lost' | 'model_timeout' | 'model_error' | null = null;
+  /** Calls whose result is already in the audit log. */
+  private readonly auditedResults = new Set<string>();
   private modelRequestStartedAt = Date.now();
 
   private outcomeForError(err: unknown): SessionOutcome {
