@@ -77,8 +77,8 @@ export interface Stack {
   spawnCli(args: string[], options?: { token?: string; cwd?: string; env?: Record<string, string> }): ChildProcess;
   script(name: string, turns: unknown[]): string;
   publishPolicy(document: unknown): Promise<void>;
-  /** Ends the gateway with `signal` (SIGKILL unless told: a crash) and waits for its exit code. */
-  stopGateway(signal?: NodeJS.Signals): Promise<number | null>;
+  /** Ends the gateway with `signal` (SIGKILL unless told: a crash) and waits for it to exit. */
+  stopGateway(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** Starts the gateway again on the same port and data directory. */
   startGateway(): Promise<void>;
   /** The exec-host's state directory (its sandboxes' working copies live under `sandboxes/`). */
@@ -171,10 +171,10 @@ export async function startStack(options: { gatewayEnv?: Record<string, string>;
   };
   const stopGateway = async (signal: NodeJS.Signals = 'SIGKILL') => {
     const g = gateway;
-    if (!g) return null;
-    if (g.exitCode !== null || g.signalCode !== null) return g.exitCode;
-    return new Promise<number | null>((resolve) => {
-      g.once('exit', (code) => resolve(code));
+    if (!g) return { code: null, signal: null };
+    if (g.exitCode !== null || g.signalCode !== null) return { code: g.exitCode, signal: g.signalCode };
+    return new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+      g.once('exit', (code, sig) => resolve({ code, signal: sig }));
       g.kill(signal);
     });
   };

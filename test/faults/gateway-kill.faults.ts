@@ -35,7 +35,7 @@ it('SIGKILL during a pending approval: the CLI follows through the restart, gets
   const pending = await run.until((e) => e.type === 'approval_requested' && e.subject.includes('notes/second.txt'), 'the second approval request');
   await untilSandboxPresent(stack);
 
-  expect(await stack.stopGateway('SIGKILL')).toBeNull();
+  expect(await stack.stopGateway('SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
   // The CLI is still following while no gateway answers.
   await new Promise((r) => setTimeout(r, 3_000));
   expect(run.child.exitCode).toBeNull();
