@@ -46,6 +46,10 @@ it('SIGKILL during a pending approval: the CLI follows through the restart, gets
   expect(terminal(run)).toMatchObject({ type: 'session_failed', stopReason: 'crash', class: 'crash', exitCode: 1 });
   expect(terminal(run)!.message).toMatch(/^The gateway running this session stopped/);
   expect(run.events.at(-1)).toMatchObject({ type: 'result', status: 'failed', exit_code: 1 });
+  // The follower is told the approval closed, and why, as for any other expiry.
+  expect(run.events.filter((e) => e.type === 'approval_answered' && e.approvalId === pending.approvalId)).toEqual([
+    expect.objectContaining({ answer: 'rejected', class: 'approval_expired', by: expect.objectContaining({ kind: 'process' }) }),
+  ]);
 
   const session = await sessionOf(stack, run.sessionId);
   expect(session).toMatchObject({ status: 'failed', stopReason: 'crash' });
