@@ -1,9 +1,9 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve as resolvePath } from 'node:path';
 
 /**
  * The whole platform for end-to-end tests, as real processes: the exec-host driving the machine's
@@ -77,15 +77,33 @@ export interface Stack {
   spawnCli(args: string[], options?: { token?: string; cwd?: string; env?: Record<string, string> }): ChildProcess;
   script(name: string, turns: unknown[]): string;
   publishPolicy(document: unknown): Promise<void>;
-  stopGateway(): Promise<void>;
+  /** Ends the gateway with `signal` (SIGKILL unless told: a crash) and waits for it to exit. */
+  stopGateway(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Starts the gateway again on the same port and data directory. */
   startGateway(): Promise<void>;
+  /** The exec-host's state directory (its sandboxes' working copies live under `sandboxes/`). */
+  execHostStateDir: string;
+  /** The `lemniscate.exec-host` label this exec-host puts on its containers. */
+  execHostInstance: string;
+  /** Ends the exec-host with `signal` (SIGKILL unless told) and waits for it to exit. */
+  stopExecHost(signal?: NodeJS.Signals): Promise<void>;
+  /** Starts the exec-host again on the same port and state directory. */
+  startExecHost(): Promise<void>;
   /** Everything the gateway and the exec-host have written so far. */
   logs(): string;
   stop(): Promise<void>;
 }
 
-/** `gatewayEnv`: extra environment for the gateway (a model configuration, a log level). */
-export async function startStack(options: { gatewayEnv?: Record<string, string> } = {}): Promise<Stack> {
+/** The label value the exec-host derives from its state directory (apps/exec-host/src/config.ts, `instanceLabel`). */
+export function instanceLabel(stateDir: string): string {
+  return createHash('sha256').update(resolvePath(stateDir)).digest('hex').slice(0, 16);
+}
+
+/**
+ * `gatewayEnv`: extra environment for the gateway (a model configuration, a log level);
+ * `execHostEnv`: for the exec-host (`DOCKER_HOST`, `LEMNISCATE_EXEC_HOST_REAPER_SECONDS`).
+ */
+export async function startStack(options: { gatewayEnv?: Record<string, string>; execHostEnv?: Record<string, string> } = {}): Promise<Stack> {
   const dir = mkdtempSync(join(tmpdir(), 'lemniscate-e2e-'));
   const execHostPort = await freePort();
   const gatewayPort = await freePort();
@@ -99,19 +117,34 @@ export async function startStack(options: { gatewayEnv?: Record<string, string> 
   const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: join(dir, 'home'), LEMNISCATE_LOG_LEVEL: 'warn' };
   mkdirSync(env.HOME, { recursive: true });
 
-  const execHost = spawn(process.execPath, [join(ROOT, 'apps/exec-host/bin/lemni-exec-host.js')], {
-    env: {
-      ...env,
-      LEMNISCATE_EXEC_HOST_TOKEN: execHostToken,
-      LEMNISCATE_EXEC_HOST_PORT: String(execHostPort),
-      LEMNISCATE_EXEC_HOST_STATE_DIR: join(dir, 'exec-host'),
-      LEMNISCATE_SANDBOX_IMAGE: process.env.LEMNISCATE_SANDBOX_IMAGE ?? 'lemniscate/sandbox:current',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  execHost.stdout?.on('data', (d) => logs.push(`[exec-host] ${d}`));
-  execHost.stderr?.on('data', (d) => logs.push(`[exec-host] ${d}`));
-  await waitUntil(async () => (await fetch(`${execHostUrl}/v1/health`, { headers: { authorization: `Bearer ${execHostToken}` } })).ok, 'the exec-host', 60_000, execHost);
+  const execHostStateDir = join(dir, 'exec-host');
+  let execHost: ChildProcess | null = null;
+  const startExecHost = async () => {
+    const child = spawn(process.execPath, [join(ROOT, 'apps/exec-host/bin/lemni-exec-host.js')], {
+      env: {
+        ...env,
+        LEMNISCATE_EXEC_HOST_TOKEN: execHostToken,
+        LEMNISCATE_EXEC_HOST_PORT: String(execHostPort),
+        LEMNISCATE_EXEC_HOST_STATE_DIR: execHostStateDir,
+        LEMNISCATE_SANDBOX_IMAGE: process.env.LEMNISCATE_SANDBOX_IMAGE ?? 'lemniscate/sandbox:current',
+        ...options.execHostEnv,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    execHost = child;
+    child.stdout?.on('data', (d) => logs.push(`[exec-host] ${d}`));
+    child.stderr?.on('data', (d) => logs.push(`[exec-host] ${d}`));
+    await waitUntil(async () => (await fetch(`${execHostUrl}/v1/health`, { headers: { authorization: `Bearer ${execHostToken}` } })).ok, 'the exec-host', 60_000, child);
+  };
+  const stopExecHost = async (signal: NodeJS.Signals = 'SIGKILL') => {
+    const child = execHost;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    await new Promise<void>((resolve) => {
+      child.once('exit', () => resolve());
+      child.kill(signal);
+    });
+  };
+  await startExecHost();
 
   let gateway: ChildProcess | null = null;
   const startGateway = async () => {
@@ -136,12 +169,13 @@ export async function startStack(options: { gatewayEnv?: Record<string, string> 
     gateway.stderr?.on('data', (d) => logs.push(`[gateway] ${d}`));
     await waitUntil(async () => (await fetch(`${gatewayUrl}/healthz`)).ok, 'the gateway', 60_000, gateway);
   };
-  const stopGateway = async () => {
+  const stopGateway = async (signal: NodeJS.Signals = 'SIGKILL') => {
     const g = gateway;
-    if (!g || g.exitCode !== null) return;
-    await new Promise<void>((resolve) => {
-      g.once('exit', () => resolve());
-      g.kill('SIGKILL');
+    if (!g) return { code: null, signal: null };
+    if (g.exitCode !== null || g.signalCode !== null) return { code: g.exitCode, signal: g.signalCode };
+    return new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+      g.once('exit', (code, sig) => resolve({ code, signal: sig }));
+      g.kill(signal);
     });
   };
   await startGateway();
@@ -229,11 +263,26 @@ export async function startStack(options: { gatewayEnv?: Record<string, string> 
     },
     stopGateway,
     startGateway,
+    execHostStateDir,
+    execHostInstance: instanceLabel(execHostStateDir),
+    stopExecHost,
+    startExecHost,
     logs: () => logs.join(''),
     async stop() {
       await stopGateway();
-      execHost.kill('SIGTERM');
-      await new Promise((r) => (execHost.exitCode !== null ? r(null) : execHost.once('exit', r)));
+      // An exec-host a test killed, or one whose sandboxes outlived a failed destroy, is started
+      // again: its first reaper pass clears what is left.
+      await stopExecHost('SIGTERM');
+      let left = 0;
+      try {
+        left = readdirSync(join(execHostStateDir, 'sandboxes')).length;
+      } catch {
+        // never started
+      }
+      if (left > 0) {
+        await startExecHost().catch(() => undefined);
+        await stopExecHost('SIGTERM');
+      }
       if (process.env.LEMNISCATE_E2E_KEEP !== '1') rmSync(dir, { recursive: true, force: true });
       if (process.env.LEMNISCATE_E2E_LOGS === '1') process.stderr.write(logs.join(''));
     },

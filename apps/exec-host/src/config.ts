@@ -64,6 +64,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ExecHostConfig
   if (!/^\d+$/.test(maxRaw) || maxSandboxes < 1) {
     throw new StartupError(`LEMNISCATE_EXEC_HOST_MAX_SANDBOXES must be a positive whole number, not "${maxRaw}".`);
   }
+  const reaperRaw = env.LEMNISCATE_EXEC_HOST_REAPER_SECONDS ?? '30';
+  const reaperSeconds = Number(reaperRaw);
+  if (!/^\d+(\.\d+)?$/.test(reaperRaw) || reaperSeconds < 0.1 || reaperSeconds > 86_400) {
+    throw new StartupError(`LEMNISCATE_EXEC_HOST_REAPER_SECONDS must be a number of seconds between 0.1 and 86400, not "${reaperRaw}".`);
+  }
   return {
     token,
     listen,
@@ -74,7 +79,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ExecHostConfig
     stateDir,
     instance: instanceLabel(stateDir),
     maxSandboxes,
-    reaperIntervalMs: 30_000,
+    reaperIntervalMs: Math.round(reaperSeconds * 1000),
   };
 }
 

@@ -77,8 +77,8 @@ withTestDatabases((db) => {
       });
       const mine = seen.filter((e) => e.sessionId === left.id);
       expect(mine.filter((e) => e.type === 'approval_answered').map((e) => e.payload)).toEqual([
-        expect.objectContaining({ approvalId: left.approvals[0], answer: 'rejected', by: { kind: 'process', description: 'the gateway running the session stopped' } }),
-        expect.objectContaining({ approvalId: left.approvals[1], subSessionId: left.child }),
+        expect.objectContaining({ approvalId: left.approvals[0], answer: 'rejected', by: { kind: 'process', description: 'the gateway running the session stopped' }, class: 'approval_expired' }),
+        expect.objectContaining({ approvalId: left.approvals[1], subSessionId: left.child, class: 'approval_expired' }),
       ]);
       expect(mine.at(-1)).toMatchObject({ type: 'session_failed', payload: { status: 'failed', stopReason: 'crash', class: 'crash', exitCode: 1 } });
       // A second sweep finds nothing more to do.

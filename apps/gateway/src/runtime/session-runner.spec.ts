@@ -458,8 +458,22 @@ describe('the platform failing is not the command failing (G06, X2)', () => {
       expect(results).toHaveLength(1);
       expect(results[0]).toMatchObject({ ok: false, class: cls });
       expect(results[0]?.summary).toMatch(/^The platform failed, not the command: /);
+      // In the audit log too, not only on the call's record (T1).
+      const audited = s.recorder.audits.filter((a) => a.kind === 'tool.result');
+      expect(audited).toHaveLength(1);
+      expect(audited[0]!.payload).toMatchObject({ exitCode: null, class: cls, message: results[0]?.summary });
       expect(s.execHost.destroyed).toEqual(['sbx_ses_test']);
     });
+  });
+
+  it('an exec-host that reports the loss itself (an exit of class sandbox_lost): the call is audited once, as lost', async () => {
+    const s = setup({ turns: [{ tool_calls: [{ name: 'Bash', arguments: { command: 'npm test' } }] }, { text: 'all done' }] });
+    s.execHost.exec = async () => ({ type: 'exit', exitCode: null, durationMs: 5, timedOut: false, truncated: false, class: 'sandbox_lost', classes: ['sandbox_lost'], message: 'The sandbox stopped while the command ran; it has to be recreated.' });
+    const r = await s.runner.run();
+    expect({ status: r.outcome.status, exitCode: r.exitCode }).toEqual({ status: 'failed', exitCode: 1 });
+    const audited = s.recorder.audits.filter((a) => a.kind === 'tool.result');
+    expect(audited).toHaveLength(1);
+    expect(audited[0]!.payload).toMatchObject({ exitCode: null, class: 'sandbox_lost' });
   });
 
   it('a command that fails on its own is an ordinary tool failure and the session goes on', async () => {

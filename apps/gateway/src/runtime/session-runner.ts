@@ -363,7 +363,12 @@ export class SessionRunner {
       // 5xx): not a result of the command. The call is audited as such and the session ends failed.
       const platformFailed = err instanceof ExecHostError && (err.code === 'sandbox_lost' || err.code === 'sandbox_not_found' || err.code === 'engine_unavailable' || err.status >= 500);
       if (platformFailed) {
-        await this.deps.recorder.recordResult(callId, { ok: false, summary: bound(`The platform failed, not the command: ${err.message}`, 2000), class: err.code === 'sandbox_lost' || err.code === 'sandbox_not_found' ? 'sandbox_lost' : 'platform_error' });
+        const summary = bound(`The platform failed, not the command: ${err.message}`, 2000);
+        const cls = err.code === 'sandbox_lost' || err.code === 'sandbox_not_found' ? 'sandbox_lost' : 'platform_error';
+        await this.deps.recorder.recordResult(callId, { ok: false, summary, class: cls });
+        // The call's outcome belongs in the log like any other result (T1), once: an exec-host that
+        // reported the loss itself (an exit of class sandbox_lost) has already had it recorded.
+        if (!this.auditedResults.has(callId)) await this.deps.recorder.audit('tool.result', { callId, exitCode: null, class: cls, message: summary });
         throw err;
       }
       const message = err instanceof Error ? err.message : String(err);
@@ -496,6 +501,7 @@ export class SessionRunner {
       ...(cls ? { class: cls } : {}),
     });
     await this.deps.recorder.audit('tool.result', { callId, exitCode: exit.exitCode, durationMs: exit.durationMs, class: exit.class, stdoutDigest: digest(stdout), stderrDigest: digest(stderr) });
+    this.auditedResults.add(callId);
     if (exit.class === 'sandbox_lost') throw new ExecHostError('sandbox_lost', exit.message ?? 'The sandbox was lost while the command ran.', 410);
     const review = await this.reviewChanges(callId, policy);
     const status = exit.timedOut ? `timed out after ${exit.durationMs} ms and was killed` : `exited with ${exit.exitCode}`;
@@ -809,6 +815,8 @@ export class SessionRunner {
   }
 
   private lastErrorClass: FailureClass | null = null;
+  /** Calls whose result is already in the audit log. */
+  private readonly auditedResults = new Set<string>();
   private modelRequestStartedAt = Date.now();
 
   private outcomeForError(err: unknown): SessionOutcome {

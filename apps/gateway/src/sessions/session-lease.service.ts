@@ -146,7 +146,7 @@ export class SessionLeaseService implements OnApplicationBootstrap, OnApplicatio
         type: 'approval_answered',
         sessionId: root.id,
         projectId: root.projectId,
-        payload: { approvalId: approval.id, answer: 'rejected', by: { kind: 'process', description: PROCESS }, ...(child ? { subSessionId: child } : {}) },
+        payload: { approvalId: approval.id, answer: 'rejected', by: { kind: 'process', description: PROCESS }, class: 'approval_expired', ...(child ? { subSessionId: child } : {}) },
       });
     }
     await this.events.publish({
