@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import type { Server } from 'node:http';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule, type AppModuleOptions } from './app.module';
@@ -14,6 +15,11 @@ export async function createGatewayApp(config: GatewayConfig, options: Pick<AppM
   const app = await NestFactory.create(AppModule.forRoot({ config, ...options }), { bodyParser: false, bufferLogs: true });
   configureApp(app, config);
   app.enableShutdownHooks();
+  // Longer than any client's idle keep-alive (undici's, the console's browser), so a client never
+  // sends a request on a socket the gateway has just closed (an ECONNRESET the client cannot retry).
+  const server = app.getHttpServer() as Server;
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
   return app;
 }
 
