@@ -1,4 +1,4 @@
-import { pathParams, GatewayRoutes, gatewayApiPath, gatewayPath, matchGatewayRoute, GATEWAY_API_PREFIX, type GatewayRoute } from './routes';
+import { fillPath, pathParams, GatewayRoutes, gatewayApiPath, gatewayPath, matchGatewayRoute, GATEWAY_API_PREFIX, type GatewayRoute } from './routes';
 
 const entries = Object.entries(GatewayRoutes) as [string, GatewayRoute][];
 
@@ -19,7 +19,7 @@ describe('GatewayRoutes', () => {
 
   it.each(entries)('%s: a filled path matches the same route back, with its parameters', (name, r) => {
     const values = Object.fromEntries(pathParams(r.path).map((n, i) => [n, `v ${i}/x`]));
-    const path = gatewayPath(r as never, values as never);
+    const path = fillPath(r.path, values);
     expect(path).not.toContain(':');
     const matched = matchGatewayRoute(r.method, path);
     expect(matched?.name).toBe(name);

@@ -137,10 +137,14 @@ export type PathParams<R extends { path: string }> = Record<ParamNames<R['path']
 
 /** The full path of a route with its `:params` filled in (each value URL-encoded). */
 export function gatewayPath<R extends GatewayRoute>(route: R, ...params: ParamNames<R['path']> extends never ? [] : [PathParams<R>]): string {
-  const values = (params[0] ?? {}) as Record<string, string | number>;
-  return route.path.replace(/:([A-Za-z0-9_]+)/g, (_, name: string) => {
+  return fillPath(route.path, (params[0] ?? {}) as Record<string, string | number>);
+}
+
+/** `path` with its `:params` filled in from `values` (URL-encoded); a missing value is an error. */
+export function fillPath(path: string, values: Record<string, string | number>): string {
+  return path.replace(/:([A-Za-z0-9_]+)/g, (_, name: string) => {
     const value = values[name];
-    if (value === undefined) throw new Error(`The path ${route.path} needs a value for :${name}.`);
+    if (value === undefined) throw new Error(`The path ${path} needs a value for :${name}.`);
     return encodeURIComponent(String(value));
   });
 }
