@@ -187,3 +187,27 @@ function safeDecode(segment: string): string {
     return segment;
   }
 }
+
+export type RequestPart = 'params' | 'query' | 'body';
+
+/** One refused field of a request, named as the gateway names it (`body.agent`). */
+export interface RequestIssue {
+  path: string;
+  message: string;
+}
+
+/** The refusals of one part of a request, each a sentence a person reads ("unknown field \"background\""). */
+export function requestIssues(part: RequestPart, error: z.ZodError): RequestIssue[] {
+  return error.issues.map((i) => ({ path: [part, ...i.path.map(String)].join('.'), message: describeIssue(i) }));
+}
+
+/** The sentence the gateway answers for an invalid request: "The request is invalid: body.agent: is required." */
+export function invalidRequestMessage(issues: RequestIssue[]): string {
+  return `The request is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}.`;
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  if (issue.code === 'unrecognized_keys') return `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
+  if (issue.code === 'invalid_type' && issue.input === undefined) return 'is required';
+  return issue.message;
+}
