@@ -4,7 +4,7 @@ const { tier } = require('./jest.preset');
 
 module.exports = {
   projects: [
-    tier('unit', ['<rootDir>/{apps,libs}/*/src/**/*.spec.ts', '<rootDir>/test/unit/**/*.spec.ts']),
+    tier('unit', ['<rootDir>/{apps,libs}/*/src/**/*.spec.ts', '<rootDir>/test/unit/**/*.spec.ts'], { setupFilesAfterEnv: ['<rootDir>/test/setup/unit.js'] }),
     // testTimeout is a global option that projects ignore; each tier sets its own in a setup file.
     tier('medium', ['<rootDir>/{apps,libs}/*/{src,test}/**/*.medium.ts', '<rootDir>/test/medium/**/*.medium.ts'], { setupFilesAfterEnv: ['<rootDir>/test/setup/medium.js'] }),
     tier('e2e', ['<rootDir>/{apps,libs}/*/{src,test}/**/*.e2e.ts', '<rootDir>/test/e2e/**/*.e2e.ts'], { setupFilesAfterEnv: ['<rootDir>/test/setup/e2e.js'] }),

@@ -113,17 +113,17 @@ describe('lemni (interactive) in a real terminal', () => {
     tmux('send-keys', '-t', 'approve', '-l', instruction);
     tmux('send-keys', '-t', 'approve', 'Enter');
 
-    // The command approval shows the exact command; the first choice is Approve.
-    const asked = await waitForScreen('approve', /asks to run this command:[\s\S]*\$ echo hello-from-the-sandbox[\s\S]*Approve/);
-    expect(asked).toMatch(/Reject/);
-    tmux('send-keys', '-t', 'approve', 'Enter');
+    // The command approval shows the exact command and one key per answer (y approves).
+    const asked = await waitForScreen('approve', /asks to run this command:[\s\S]*\$ echo hello-from-the-sandbox[\s\S]*y\) Approve/);
+    expect(asked).toMatch(/n\) Reject/);
+    tmux('send-keys', '-t', 'approve', 'y', 'Enter');
 
     // The diff approval: the removed line in red, the added one in green.
-    await waitForScreen('approve', /asks to write this change:[\s\S]*\+\s+return v\.reduce[\s\S]*Approve/);
+    await waitForScreen('approve', /asks to write this change:[\s\S]*\+\s+return v\.reduce[\s\S]*y\) Approve/);
     const coloured = screen('approve', true);
     expect(coloured).toMatch(/\x1b\[(?:[0-9;]*;)?31m-\s+return v\.reduce\(\(a, b\) => a \+ b, 0\) \/ \(v\.length - 1\);/);
     expect(coloured).toMatch(/\x1b\[(?:[0-9;]*;)?32m\+\s+return v\.reduce\(\(a, b\) => a \+ b, 0\) \/ v\.length;/);
-    tmux('send-keys', '-t', 'approve', 'Enter');
+    tmux('send-keys', '-t', 'approve', 'y', 'Enter');
 
     const done = await waitForScreen('approve', /Fixed the average\.[\s\S]*lemni ›/);
     expect(done).toContain('hello-from-the-sandbox');
@@ -151,10 +151,8 @@ describe('lemni (interactive) in a real terminal', () => {
     const instruction = 'write the proof file';
     tmux('send-keys', '-t', 'reject', '-l', instruction);
     tmux('send-keys', '-t', 'reject', 'Enter');
-    await waitForScreen('reject', /asks to run this command:[\s\S]*echo must-not-run > proof\.txt[\s\S]*Approve/);
-    tmux('send-keys', '-t', 'reject', 'Down');
-    await waitForScreen('reject', /❯ Reject|> Reject/);
-    tmux('send-keys', '-t', 'reject', 'Enter');
+    await waitForScreen('reject', /asks to run this command:[\s\S]*echo must-not-run > proof\.txt[\s\S]*n\) Reject/);
+    tmux('send-keys', '-t', 'reject', 'n', 'Enter');
     await waitForScreen('reject', /It was rejected\.[\s\S]*lemni ›/);
     const session = await sessionWithInstruction(instruction);
     expect(session.status).toBe('completed');
@@ -245,6 +243,52 @@ describe('lemni (interactive) in a real terminal', () => {
     expect({ stoppedAfter: stoppedAfter < 1_000, goneAfter: goneAfter < 1_000, ms: { stoppedAfter, goneAfter } }).toMatchObject({ stoppedAfter: true, goneAfter: true });
     // The terminal is back at the prompt, ready for the next instruction.
     await waitForScreen('interrupt', /Stopping the session[\s\S]*lemni ›/, 5_000);
+  });
+
+  it('P3: key a approves a command with its identical repeats; the repeat runs unasked, a changed one asks again', async () => {
+    await stack.publishPolicy({ version: 1, commands: { free: ['sleep'], reapproval: 'exempt' } });
+    try {
+      const same = 'echo approved-once';
+      const changed = 'echo approved-once; echo smuggled';
+      const script = stack.script('identical', [
+        { tool_calls: [{ name: 'Bash', arguments: { command: same } }] },
+        { tool_calls: [{ name: 'Bash', arguments: { command: same } }] },
+        { tool_calls: [{ name: 'Bash', arguments: { command: changed } }] },
+        { text: 'Ran it twice.' },
+      ]);
+      openLemni('identical', script);
+      await waitForScreen('identical', /lemni ›/);
+      const instruction = 'run the echo twice';
+      tmux('send-keys', '-t', 'identical', '-l', instruction);
+      tmux('send-keys', '-t', 'identical', 'Enter');
+      await waitForScreen('identical', /\$ echo approved-once[\s\S]*a\) Approve, and identical commands too/);
+      tmux('send-keys', '-t', 'identical', 'a', 'Enter');
+      // The identical repeat runs without a prompt; the changed command is a new question (offered
+      // the same choice, as it too is ordinary), rejected here.
+      await waitForScreen('identical', /\$ echo approved-once; echo smuggled[\s\S]*n\) Reject/);
+      tmux('send-keys', '-t', 'identical', 'n', 'Enter');
+      await waitForScreen('identical', /Ran it twice\.[\s\S]*lemni ›/);
+
+      const session = await sessionWithInstruction(instruction);
+      const listed = await stack.api(stack.tokens.developer, 'GET', `/approvals?sessionId=${session.id}`);
+      const approvals = { json: [...listed.json].sort((a: { createdAt: string }, b: { createdAt: string }) => a.createdAt.localeCompare(b.createdAt)) };
+      const asked = approvals.json.map((a: { payload: { command: string }; state: string; flags: { reapprovalExempt?: boolean } }) => [a.payload.command, a.state, a.flags.reapprovalExempt === true]);
+      expect(asked).toEqual([
+        [same, 'approved', true],
+        [changed, 'rejected', true],
+      ]);
+      const calls = await stack.api(stack.tokens.developer, 'GET', `/sessions/${session.id}/tool-calls`);
+      const first = approvals.json[0].id as string;
+      expect(calls.json.map((c: { arguments: { command: string }; decision: { effect: string; rule: string; approvalId?: string }; result: { exitCode?: number } }) => [c.arguments.command, c.decision.effect, c.decision.rule, c.decision.approvalId ?? null, c.result.exitCode ?? null])).toEqual([
+        [same, 'ask', 'commands.default', null, 0],
+        [same, 'allow', 'commands.reapproval', first, 0],
+        [changed, 'ask', 'commands.default', null, null],
+      ]);
+      tmux('send-keys', '-t', 'identical', 'Enter');
+      expect(await waitForExit('identical')).toBe(0);
+    } finally {
+      await stack.publishPolicy({ version: 1, commands: { free: ['sleep'] } });
+    }
   });
 });
 

@@ -51,7 +51,7 @@ test('signing in shows who you are; writes carry the CSRF token from the sign-in
   await expect(page.getByRole('banner')).toContainText('Developer');
   expect(gw.writes[0]).toMatchObject({ method: 'POST', path: '/auth/login', body: { email: 'dev@example.org', password: 'a password long enough' } });
   await page.getByRole('link', { name: 'Approvals' }).click();
-  await page.getByRole('button', { name: /^Approve/ }).click();
+  await page.getByRole('button', { name: 'Approve', exact: true }).click();
   await expect.poll(() => gw.writes.find((w) => w.path === '/approvals/apr_1/approve')).toMatchObject({ csrf: 'csrf-1', body: { rememberCommand: false } });
 });
 

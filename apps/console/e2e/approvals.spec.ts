@@ -44,11 +44,38 @@ test.describe('Approvals inbox', () => {
     expect(await calls(page, 'select')).toEqual([]);
   });
 
-  test('approving with "do not ask again" sends that choice', async ({ page }) => {
+  test('P3: a command the policy may exempt offers "Approve, and identical commands too" (button and key i)', async ({ page }) => {
     await openView(page, { view: 'approvals', role: 'developer' });
-    await page.getByRole('checkbox', { name: /Do not ask again/ }).check();
-    await page.getByRole('button', { name: /^Approve/ }).click();
-    expect((await calls(page, 'answer'))[0]!.args).toEqual(['apr_1', 'approve', { rememberCommand: true }]);
+    const identical = page.getByRole('button', { name: 'Approve, and identical commands too' });
+    await expect(identical).toBeVisible();
+    await expect(identical).toHaveAccessibleDescription(/same text, in the same directory, in this session only/);
+    await identical.click();
+    // Plain approval elsewhere never carries the choice; `i` on a request that does not offer it does nothing.
+    await page.keyboard.press('i');
+    await page.keyboard.press('a');
+    expect((await calls(page, 'answer')).map((c) => c.args)).toEqual([
+      ['apr_1', 'approve', { rememberCommand: true }],
+      ['apr_2', 'approve', { rememberCommand: false }],
+    ]);
+  });
+
+  test('P3: key i approves the command with its identical repeats; Approve alone does not', async ({ page }) => {
+    await openView(page, { view: 'approvals', role: 'developer' });
+    await page.keyboard.press('i');
+    expect((await calls(page, 'answer')).map((c) => c.args)).toEqual([['apr_1', 'approve', { rememberCommand: true }]]);
+    await page.reload();
+    await expect(page.getByRole('button', { name: 'Approve', exact: true })).toBeVisible();
+    await page.getByRole('button', { name: 'Approve', exact: true }).click();
+    expect((await calls(page, 'answer')).map((c) => c.args)).toEqual([['apr_1', 'approve', { rememberCommand: false }]]);
+  });
+
+  test('P3: a command the policy asks every time offers no such button, and key i does nothing', async ({ page }) => {
+    await openView(page, { view: 'approvals', role: 'developer', variant: 'not-exempt' });
+    await expect(page.getByRole('heading', { name: 'Command' })).toBeVisible();
+    await expect(page.getByRole('button', { name: /identical/ })).toHaveCount(0);
+    await expect(page.locator('.approval-detail')).toContainText('The project policy asks again for every run of this command.');
+    await page.keyboard.press('i');
+    expect(await calls(page, 'answer')).toEqual([]);
   });
 
   test('a third-party change is its own, prominently flagged approval', async ({ page }) => {
@@ -142,7 +169,7 @@ test.describe('A question from the agent', () => {
     await expect(form.getByRole('group', { name: 'Suggested by general' }).getByRole('radio')).toHaveCount(2);
     await expect(form.getByRole('radio', { name: 'Keep exact floating-point results' })).not.toBeChecked();
     await expect(form.getByRole('textbox', { name: 'Your answer' })).toBeEmpty();
-    await expect(page.getByRole('checkbox', { name: /Do not ask again/ })).toHaveCount(0);
+    await expect(page.getByRole('button', { name: /identical/ })).toHaveCount(0);
     await expect(page.getByRole('button', { name: 'Answer' })).toBeDisabled();
     await expect(page.getByRole('button', { name: /^Decline/ })).toHaveAccessibleDescription(/general .*states its assumption and continues/);
     // Whitespace is not an answer.

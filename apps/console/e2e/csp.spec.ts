@@ -12,7 +12,7 @@ test.describe('Content-Security-Policy without unsafe-eval', () => {
     expect(csp).not.toMatch(/(default|script)-src[^;]*unsafe-inline/);
   });
 
-  test('contract validation (zod) and the policy validator (precompiled ajv) run without eval', async ({ page }) => {
+  test('contract validation and the validator of the policy library (both zod) run without eval', async ({ page }) => {
     await openView(page, { view: 'signin' });
     await page.evaluate(() => ((window as unknown as { __csp: string[] }).__csp = []));
     await page.getByLabel('E-mail').fill('dev@example.org');

@@ -22,6 +22,13 @@ test.describe('policy editor', () => {
     await expectAccessible(page);
   });
 
+  test('a command both free and forbidden is refused with the sentence `lemni policy check` prints, and blocks publishing', async ({ page }) => {
+    await openView(page, { view: 'policies', variant: 'overlap' });
+    await expect(page.locator('#yaml-problems').getByRole('listitem')).toHaveText(['Line 8, commands.free[2]: `curl` is also forbidden by commands.forbidden[0]; a command cannot be both']);
+    await expect(page.locator('.cm-lintRange-error')).toHaveCount(1);
+    await expect(page.getByRole('button', { name: 'Publish' })).toBeDisabled();
+  });
+
   test('typing in the YAML editor revalidates as you go', async ({ page }) => {
     await openView(page, { view: 'policies' });
     const editor = page.locator('.cm-content');

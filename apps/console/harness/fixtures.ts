@@ -90,8 +90,8 @@ diff --git a/.github/workflows/ci.yml b/.github/workflows/ci.yml
 export const approvals: ApprovalView[] = [
   {
     id: 'apr_1', sessionId: 'ses_fix_sum', projectId: 'prj_demo', toolCallId: 'tc_1', kind: 'command',
-    payload: { command: "npm install --save-dev jest@30 && rm -rf node_modules/.cache && echo \"$(date)\" > build.log" },
-    flags: { thirdParty: [] }, agent: 'general', state: 'pending', decidedBy: null, decidedAt: null, response: null, createdAt: t(4),
+    payload: { command: "npm install --save-dev jest@30 && rm -rf node_modules/.cache && echo \"$(date)\" > build.log", workingDirectory: '/workspace' },
+    flags: { thirdParty: [], reapprovalExempt: true }, agent: 'general', state: 'pending', decidedBy: null, decidedAt: null, response: null, createdAt: t(4),
   },
   {
     id: 'apr_2', sessionId: 'ses_fix_sum', projectId: 'prj_demo', toolCallId: 'tc_2', kind: 'write',
@@ -118,16 +118,16 @@ export const questionApproval: ApprovalView = {
 const baseSession: SessionView = {
   id: 'ses_fix_sum', projectId: 'prj_demo', userId: 'usr_dev', parentSessionId: null, depth: 0, agent: 'general',
   instruction: 'Make the failing test in test/sum.test.ts pass without changing the test.', policyVersionId: 'pv_3',
-  status: 'running', stopReason: null, headless: false, actionsUsed: 7, extensionsUsed: 0, startedAt: t(6), endedAt: null,
+  status: 'running', stopReason: null, mode: 'interactive', headless: false, actionsUsed: 7, extensionsUsed: 0, startedAt: t(6), endedAt: null,
   baseCommit: '3f9c2a1e8b7d6c5f4a3b2c1d0e9f8a7b6c5d4e3f', branch: 'main', includedUncommitted: false,
   fingerprintStart: 'sha256:ab12', fingerprintEnd: null, finalPatch: null, summary: null,
 };
 
 export const sessions: SessionView[] = [
   baseSession,
-  { ...baseSession, id: 'ses_lint', instruction: 'Fix the lint warnings in src/api', status: 'completed', actionsUsed: 23, startedAt: t(120), endedAt: t(95), finalPatch: sourcePatch, summary: 'Done: the lint warnings are fixed and the tests pass.' },
-  { ...baseSession, id: 'ses_loop', instruction: 'Upgrade every dependency to its latest version', status: 'stopped', stopReason: 'loop', actionsUsed: 41, startedAt: t(300), endedAt: t(280) },
-  { ...baseSession, id: 'ses_limit', instruction: 'Rewrite the payment module in Rust', projectId: 'prj_payments', status: 'stopped', stopReason: 'limit_actions', actionsUsed: 150, startedAt: t(800), endedAt: t(760) },
+  { ...baseSession, id: 'ses_lint', instruction: 'Fix the lint warnings in src/api', status: 'completed', mode: 'headless', headless: true, actionsUsed: 23, startedAt: t(120), endedAt: t(95), fingerprintEnd: 'sha256:cd34', finalPatch: sourcePatch, summary: 'Done: the lint warnings are fixed and the tests pass.' },
+  { ...baseSession, id: 'ses_loop', instruction: 'Upgrade every dependency to its latest version', status: 'stopped', stopReason: 'loop', mode: 'headless_with_approvals', actionsUsed: 41, startedAt: t(300), endedAt: t(280), fingerprintEnd: 'sha256:ab12' },
+  { ...baseSession, id: 'ses_limit', instruction: 'Rewrite the payment module in Rust', projectId: 'prj_payments', status: 'stopped', stopReason: 'limit_actions', mode: 'headless', headless: true, actionsUsed: 150, startedAt: t(800), endedAt: t(760), fingerprintEnd: 'sha256:ab12' },
   { ...baseSession, id: 'ses_crash', instruction: 'Add a health check endpoint', status: 'failed', stopReason: 'crash', actionsUsed: 2, startedAt: t(1500), endedAt: t(1499) },
 ];
 

@@ -1,7 +1,7 @@
 import '../src/zod-config';
 import { useState, type ReactNode } from 'react';
 import { createRoot } from 'react-dom/client';
-import validate, { policySchema } from 'virtual:policy-validator';
+import { policyJsonSchema as policySchema } from '@lemniscate/policy/check';
 import type { ApprovalView, UserRole } from '@lemniscate/contracts';
 import { ApiError } from '../src/api/client';
 import { ROLE_LABELS, type PageKey } from '../src/auth/access';
@@ -54,7 +54,7 @@ function q<T>(data: T): QueryState<T> {
   return ready(data);
 }
 
-const diagnose = (text: string) => diagnosePolicy(text, validate);
+const diagnose = diagnosePolicy;
 const fields = commonFields(policySchema);
 
 function Shell({ page, children }: { page: PageKey; children: ReactNode }) {
@@ -77,7 +77,9 @@ function Shell({ page, children }: { page: PageKey; children: ReactNode }) {
 }
 
 function Approvals() {
-  const [list, setList] = useState<ApprovalView[]>(variant === 'empty' ? [] : f.approvals);
+  // `not-exempt`: the policy asks again for every run of the command (P3), so nothing offers it.
+  const initial = variant === 'not-exempt' ? f.approvals.map((a) => ({ ...a, flags: { thirdParty: a.flags.thirdParty } })) : f.approvals;
+  const [list, setList] = useState<ApprovalView[]>(variant === 'empty' ? [] : initial);
   const [selected, setSelected] = useState<string | null>(params.get('selected'));
   return (
     <Shell page="approvals">
@@ -107,7 +109,12 @@ function Approvals() {
 function Policies() {
   // Loading and error states belong to the version history, so those states open on it.
   const [tab, setTab] = useState<PolicyTab>((params.get('tab') as PolicyTab) ?? (stateParam === 'ready' ? 'edit' : 'history'));
-  const [draft, setDraft] = useState(variant === 'invalid' ? f.policyText.replace('default: ask', 'default: maybe').replace('  reapproval', '  reaproval') : f.policyText);
+  const drafts: Record<string, string> = {
+    invalid: f.policyText.replace('default: ask', 'default: maybe').replace('  reapproval', '  reaproval'),
+    // Valid for the JSON schema, refused by the policy library: a command both free and forbidden.
+    overlap: f.policyText.replace('    - npm run lint\n', '    - npm run lint\n    - curl\n  forbidden:\n    - curl\n'),
+  };
+  const [draft, setDraft] = useState(drafts[variant] ?? f.policyText);
   const [compare, setCompare] = useState<{ from: number; to: number }>({ from: 2, to: 3 });
   const [dryRan, setDryRan] = useState(false);
   return (
@@ -229,7 +236,7 @@ function Harness() {
       return (
         <Shell page="sessions">
           <SessionPageView
-            session={q(variant === 'completed' ? f.completedSession : f.sessions[0]!)}
+            session={q(variant === 'completed' ? f.completedSession : (f.sessions.find((x) => x.id === params.get('id')) ?? f.sessions[0]!))}
             events={f.events}
             live={true}
             canStop={role !== 'security_officer'}

@@ -1,9 +1,22 @@
 import type { ChangesResponse, SandboxInfo, SandboxRuntime } from '@lemniscate/contracts';
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { containersOfSession, dockerInspectStatus, git, makeRepo, mountedUnder, parseNdjson, run, startHost, type TestHost } from './helpers';
+
+/**
+ * X3 as a reviewer checks it, with git alone: the hash over `git ls-files -s` of a checkout, the
+ * files the sandbox never received left out.
+ */
+function reviewerFingerprint(checkout: string, excluded: readonly string[]): string {
+  const hash = createHash('sha256');
+  for (const entry of git(checkout, 'ls-files', '-s', '-z').split('\0').filter(Boolean)) {
+    if (!excluded.includes(entry.slice(entry.indexOf('\t') + 1))) hash.update(`${entry}\0`);
+  }
+  return `sha256:${hash.digest('hex')}`;
+}
 
 /** The same operations against the real engine under each runtime (one file per runtime). */
 export function sandboxSuite(runtime: SandboxRuntime): void {
@@ -34,6 +47,24 @@ export function sandboxSuite(runtime: SandboxRuntime): void {
     const base = () => `/v1/sandboxes/${sbx.sandboxId}`;
     beforeAll(async () => {
       sbx = await create('main', { limits: { outputCapBytes: 4096, commandTimeoutSeconds: 30 } });
+    });
+
+    it('fingerprints the tree at the start as a reviewer recomputes it from the base commit, and the end equals it while nothing is accepted (X3)', async () => {
+      const clone = fs.mkdtempSync(path.join(os.tmpdir(), 'lemni-clone-'));
+      try {
+        git(clone, 'clone', '-q', repo.dir, '.');
+        git(clone, 'checkout', '-q', sbx.baseCommit);
+        expect(reviewerFingerprint(clone, sbx.excluded)).toBe(sbx.fingerprint);
+        // With the excluded files counted, it would differ: they are really left out.
+        expect(reviewerFingerprint(clone, [])).not.toBe(sbx.fingerprint);
+      } finally {
+        fs.rmSync(clone, { recursive: true, force: true });
+      }
+      expect((await t.api().get(`${base()}/patch`)).body.fingerprint).toBe(sbx.fingerprint);
+      // A change left by a command and reverted is not kept: the end still equals the start.
+      await run(t, sbx.sandboxId, 'echo gone > README.md');
+      expect((await t.api().post(`${base()}/changes/revert`).send({ paths: ['README.md'] })).status).toBe(200);
+      expect((await t.api().get(`${base()}/patch`)).body.fingerprint).toBe(sbx.fingerprint);
     });
 
     it('records where the working copy stood (X3) and what the exclusions left out (S5)', () => {
@@ -221,8 +252,10 @@ export function sandboxSuite(runtime: SandboxRuntime): void {
       expect(none.status).toBe(404);
       expect(none.body.code).toBe('change_not_found');
 
-      const { patch, baseCommit } = (await t.api().get(`${base()}/patch`)).body as { patch: string; baseCommit: string };
+      const { patch, baseCommit, fingerprint } = (await t.api().get(`${base()}/patch`)).body as { patch: string; baseCommit: string; fingerprint: string };
       expect(baseCommit).toBe(repo.head);
+      expect(fingerprint).toMatch(/^sha256:[0-9a-f]{64}$/);
+      expect(fingerprint).not.toBe(sbx.fingerprint);
       const clone = fs.mkdtempSync(path.join(os.tmpdir(), 'lemni-clone-'));
       try {
         git(clone, 'clone', '-q', repo.dir, '.');
@@ -237,6 +270,8 @@ export function sandboxSuite(runtime: SandboxRuntime): void {
         expect(fs.readFileSync(path.join(clone, 'docs/new.md'), 'utf8')).toBe('hello\n');
         expect(fs.existsSync(path.join(clone, 'scratch.txt'))).toBe(false);
         expect(patch).not.toContain('.env');
+        // X3: the end fingerprint is the tree the patch gives on the base commit, recomputed by anyone.
+        expect(reviewerFingerprint(clone, sbx.excluded)).toBe(fingerprint);
       } finally {
         fs.rmSync(clone, { recursive: true, force: true });
       }

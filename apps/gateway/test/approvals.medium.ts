@@ -92,7 +92,7 @@ withTestDatabases((db) => {
 
   it('remembers an identical command only when the policy says reapproval: exempt', async () => {
     const sessionId = await newSession();
-    const first = await ask(sessionId, 'make lint');
+    const first = await gw.app.get(ApprovalsService).request({ sessionId, kind: 'command', payload: { command: 'make lint', workingDirectory: '/workspace' }, flags: { thirdParty: [], reapprovalExempt: true }, agent: 'general' });
     const refused = await gw.http().post(`/api/v1/approvals/${first.id}/approve`).set(bearer(dev.token)).send({ rememberCommand: true });
     expect(refused.status).toBe(400);
     expect(refused.body.message).toBe("This project's policy requires approving every command again (commands.reapproval: always).");
@@ -103,8 +103,9 @@ withTestDatabases((db) => {
     const ok = await gw.http().post(`/api/v1/approvals/${first.id}/approve`).set(bearer(dev.token)).send({ rememberCommand: true });
     expect(ok.status).toBe(200);
     const approvals = gw.app.get(ApprovalsService);
-    await expect(approvals.isCommandApproved(sessionId, 'make lint')).resolves.toBe(true);
-    await expect(approvals.isCommandApproved(sessionId, 'make lint ')).resolves.toBe(false);
+    await expect(approvals.isCommandApproved(sessionId, 'make lint', '/workspace')).resolves.toBe(true);
+    await expect(approvals.isCommandApproved(sessionId, 'make lint ', '/workspace')).resolves.toBe(false);
+    await expect(approvals.isCommandApproved(sessionId, 'make lint', '/workspace/src')).resolves.toBe(false);
 
     const write = await approvals.request({ sessionId, kind: 'write', payload: { diff: '--- a/x\n+++ b/x\n' }, agent: 'general' });
     const notCommand = await gw.http().post(`/api/v1/approvals/${write.id}/approve`).set(bearer(dev.token)).send({ rememberCommand: true });

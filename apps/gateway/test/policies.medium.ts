@@ -39,6 +39,20 @@ withTestDatabases((db) => {
     expect((await gw.http().get(url()).set(bearer(admin))).body.version).toBe(1);
   });
 
+  it('refuses a command both free and forbidden with the sentence lemni policy check prints', async () => {
+    for (const body of [{ sourceText: 'version: 1\ncommands:\n  free: [curl]\n' }, { document: { version: 1, commands: { free: ['make deploy'], forbidden: ['make deploy'] } } }]) {
+      const rule = 'sourceText' in body ? 'curl' : 'make deploy';
+      const res = await gw.http().post(url()).set(bearer(admin)).send(body);
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({
+        code: 'policy_invalid',
+        message: `The policy was not published: commands.free[0]: \`${rule}\` is also forbidden by commands.forbidden[0]; a command cannot be both.`,
+        details: { issues: [{ path: 'commands.free[0]', message: `\`${rule}\` is also forbidden by commands.forbidden[0]; a command cannot be both` }] },
+      });
+    }
+    expect((await gw.http().get(url()).set(bearer(admin))).body.version).toBe(1);
+  });
+
   it('refuses a body with both or neither of document and sourceText', async () => {
     const both = await gw.http().post(url()).set(bearer(admin)).send({ document: { version: 1 }, sourceText: 'version: 1' });
     expect(both.status).toBe(400);

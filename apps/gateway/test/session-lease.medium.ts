@@ -44,7 +44,7 @@ withTestDatabases((db) => {
     const sessions = gw.app.get(SessionsRepository);
     const id = await newSession();
     await sessions.update(id, { sandboxId: `sbx-${id}`, finalPatch: 'diff --git a/x b/x\n' });
-    const child = await sessions.create({ projectId: project, userId: dev.userId, parentSessionId: id, depth: 1, agent: 'explore', instruction: 'look around', policyVersionId: null, headless: false, baseCommit: null, branch: null, includedUncommitted: false });
+    const child = await sessions.create({ projectId: project, userId: dev.userId, parentSessionId: id, depth: 1, agent: 'explore', instruction: 'look around', policyVersionId: null, mode: 'interactive', headless: false, baseCommit: null, branch: null, includedUncommitted: false });
     await sessions.markRunner([id, child.id], 'gateway:dead', lastSeen);
     const approvals = gw.app.get(ApprovalsService);
     const own = await approvals.request({ sessionId: id, kind: 'command', payload: { command: 'make' }, agent: 'general' });

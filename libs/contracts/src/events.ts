@@ -40,6 +40,8 @@ export const EventClass = z.enum([
   'change_reverted',
   // failures of the machinery around the model
   'sandbox_lost',
+  // the exec-host or the container engine failed to handle a request: the platform failed, not the command
+  'platform_error',
   'model_timeout',
   'model_error',
   'command_timeout',
@@ -321,7 +323,7 @@ export const SessionFailedEvent = z.object({
   type: z.literal('session_failed'),
   status: z.literal('failed'),
   stopReason: z.literal('crash'),
-  class: classes('crash', 'sandbox_lost', 'model_timeout', 'model_error'),
+  class: classes('crash', 'sandbox_lost', 'platform_error', 'model_timeout', 'model_error'),
   message: z.string().min(1),
   exitCode: z.literal(1),
   usage: TokenUsage.optional(),

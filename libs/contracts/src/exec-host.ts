@@ -376,5 +376,10 @@ export const PatchResponse = z.object({
    * developer's uncommitted patch). Equal to `patch` when no uncommitted patch was included.
    */
   sessionPatch: z.string(),
+  /**
+   * X3: the fingerprint of the tree `patch` gives on baseCommit, computed as SandboxInfo.fingerprint
+   * is (the excluded files left out): equal to it when nothing was accepted. Read with the patch.
+   */
+  fingerprint: z.string().regex(/^sha256:[0-9a-f]{64}$/),
 });
 export type PatchResponse = z.infer<typeof PatchResponse>;

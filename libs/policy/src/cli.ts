@@ -1,4 +1,5 @@
 import { stringify } from 'yaml';
+import { issueLine } from './check';
 import { decide } from './decide';
 import { defaultPolicy, parsePolicy, PolicyValidationError, recommendedPolicy, type Policy } from './schema';
 import { isPolicyEngineReady } from './shell/parser';
@@ -50,7 +51,7 @@ function load(file: string, io: PolicyCliIo): Policy | null {
   } catch (error) {
     if (!(error instanceof PolicyValidationError)) throw error;
     io.stderr(`${file} is not a valid policy:\n`);
-    for (const issue of error.issues) io.stderr(`  ${issue.path ? `${issue.path}: ` : ''}${issue.message}\n`);
+    for (const issue of error.issues) io.stderr(`  ${issueLine(issue)}\n`);
     return null;
   }
 }

@@ -14,6 +14,7 @@ interface Rule {
 interface CompiledCommands {
   free: Map<string, Rule[]>;
   forbidden: Map<string, Rule[]>;
+  askEveryTime: Map<string, Rule[]>;
 }
 
 const compiled = new WeakMap<object, CompiledCommands>();
@@ -37,7 +38,11 @@ function compile(policy: Policy): CompiledCommands {
   const key = policy.commands;
   let c = compiled.get(key);
   if (!c) {
-    c = { free: group(policy.commands.free, (w) => w), forbidden: group(policy.commands.forbidden, programName) };
+    c = {
+      free: group(policy.commands.free, (w) => w),
+      forbidden: group(policy.commands.forbidden, programName),
+      askEveryTime: group(policy.commands.askEveryTime, programName),
+    };
     compiled.set(key, c);
   }
   return c;
@@ -162,4 +167,18 @@ export function judgeCommand(part: CommandPart, policy: Policy): Decision | null
     default:
       return { effect: 'ask', rule, reason: `No rule of the project policy names \`${shown}\`${inside}, so it needs approval (${rule}).` };
   }
+}
+
+/**
+ * The `commands.askEveryTime` rule naming this simple command, if any (P3). Matched by program, like
+ * a forbidden rule, so `/usr/bin/git push` and `./git push` count as `git push`: this list only
+ * ever makes a person look again, so it errs on the side of matching.
+ */
+export function askedEveryTime(part: CommandPart, policy: Policy): string | null {
+  const name = part.argv[0]?.value;
+  if (name === null || name === undefined) return null;
+  const rules = compile(policy).askEveryTime.get(programName(name));
+  if (!rules) return null;
+  const m = matchFree(part.argv, rules);
+  return m ? `commands.askEveryTime[${m.index}]` : null;
 }

@@ -167,21 +167,28 @@ describe('decide: shell commands and the policy', () => {
     expect(decide({ name: 'Bash', arguments: { command: 'ls; curl x' } }, allow)).toMatchObject({ effect: 'deny', rule: 'commands.forbidden[0]' });
   });
 
-  it('an approved identical command runs again under reapproval: exempt', () => {
-    const d = decide({ name: 'Bash', arguments: { command: 'ls -la' } }, recommendedPolicy, { approvedCommands: ['ls -la'] });
-    expect(d).toMatchObject({ effect: 'allow', rule: 'commands.reapproval' });
-    expect(decide({ name: 'Bash', arguments: { command: 'ls -la ' } }, recommendedPolicy, { approvedCommands: ['ls -la'] }).effect).toBe('ask');
+  const approved = (command: string) => [{ command, workingDirectory: '/workspace', approvalId: 'apr_1' }];
+  const at = { workingDirectory: '/workspace' };
+
+  it('an approved identical command runs again under reapproval: exempt, naming the approval', () => {
+    const d = decide({ name: 'Bash', arguments: { command: 'ls -la' } }, recommendedPolicy, { ...at, approvedCommands: approved('ls -la') });
+    expect(d).toMatchObject({ effect: 'allow', rule: 'commands.reapproval', approvalId: 'apr_1' });
+    expect(d.reason).toContain('approval apr_1');
+    expect(decide({ name: 'Bash', arguments: { command: 'ls -la ' } }, recommendedPolicy, { ...at, approvedCommands: approved('ls -la') }).effect).toBe('ask');
   });
 
-  it('reapproval: always asks again', () => {
-    expect(decide({ name: 'Bash', arguments: { command: 'ls -la' } }, defaultPolicy, { approvedCommands: ['ls -la'] }).effect).toBe('ask');
+  it('reapproval: always asks again and never offers it', () => {
+    const d = decide({ name: 'Bash', arguments: { command: 'ls -la' } }, defaultPolicy, { ...at, approvedCommands: approved('ls -la') });
+    expect(d.effect).toBe('ask');
+    expect(d.reapprovalExempt).toBeUndefined();
   });
 
   it('an earlier approval never turns a refusal or a third-party flag into an allow', () => {
-    expect(decide({ name: 'Bash', arguments: { command: 'curl x' } }, recommendedPolicy, { approvedCommands: ['curl x'] }).effect).toBe('deny');
+    expect(decide({ name: 'Bash', arguments: { command: 'curl x' } }, recommendedPolicy, { ...at, approvedCommands: approved('curl x') }).effect).toBe('deny');
     const exemptApprove = parsePolicy({ version: 1, commands: { reapproval: 'exempt' }, thirdPartyFiles: { mode: 'approve' } });
-    const d = decide({ name: 'Bash', arguments: { command: 'echo x > Makefile' } }, exemptApprove, { approvedCommands: ['echo x > Makefile'] });
+    const d = decide({ name: 'Bash', arguments: { command: 'echo x > Makefile' } }, exemptApprove, { ...at, approvedCommands: approved('echo x > Makefile') });
     expect(d).toMatchObject({ effect: 'ask', rule: 'thirdPartyFiles.ci', thirdParty: [{ path: 'Makefile', class: 'ci' }] });
+    expect(d.reapprovalExempt).toBeUndefined();
   });
 
   it('a redirection into a third-party file under approve asks with the flag', () => {

@@ -5,7 +5,7 @@ import { lexicalScope } from './scope';
 import { analyseShell } from './shell/analyse';
 import type { ShellAnalysis } from './shell/parts';
 import { isPolicyEngineReady } from './shell/parser';
-import { judgeCommand } from './commands';
+import { askedEveryTime, judgeCommand } from './commands';
 import { LruCache } from './lru';
 import { classifyPath, exclusionIndex, thirdPartyDecision } from './third-party';
 
@@ -14,9 +14,21 @@ export interface ToolCall {
   arguments: Record<string, unknown>;
 }
 
+/** A command a person approved "with its identical repeats" in this session (P3). */
+export interface ApprovedCommand {
+  /** The command exactly as it was proposed, character for character. */
+  command: string;
+  /** Where it ran: a repeat elsewhere is a different command. */
+  workingDirectory: string;
+  /** The approval that allowed it, named in every decision it allows again. */
+  approvalId: string;
+}
+
 export interface DecisionContext {
-  /** Commands a person already approved in this session, exactly as they were proposed. */
-  approvedCommands?: string[];
+  /** Commands a person approved with their identical repeats in this session. */
+  approvedCommands?: readonly ApprovedCommand[];
+  /** The directory a Bash command runs in (the working copy's root in the sandbox). */
+  workingDirectory?: string;
   /** A read-only agent: only reading tools may run. */
   readOnly?: boolean;
   /** The agent's own tool list: anything else is outside its catalogue. */
@@ -61,11 +73,15 @@ function decideBash(call: ToolCall, policy: Policy, context: DecisionContext): D
     throw new Error('The policy engine is not initialised: call `await initPolicyEngine()` once at start-up before deciding on shell commands.');
   }
   const findings: Decision[] = [];
+  // P3: the first reason this command must be approved every time, if there is one.
+  // A sensitive Bash tool needs approval for every use (tools.sensitive).
+  let askedAgainBy: string | null = policy.tools.sensitive.includes('Bash') ? 'tools.sensitive' : null;
   for (const part of analyseCommand(command).parts) {
     switch (part.kind) {
       case 'command': {
         const finding = judgeCommand(part, policy);
         if (finding) findings.push(finding);
+        askedAgainBy ??= askedEveryTime(part, policy);
         break;
       }
       case 'problem':
@@ -75,6 +91,8 @@ function decideBash(call: ToolCall, policy: Policy, context: DecisionContext): D
         const cls = part.target === null ? null : classifyPath(part.target, policy);
         if (cls && part.target !== null) findings.push(thirdPartyDecision([{ path: part.target, class: cls }], policy));
         else if (part.target === null) {
+          // The same text may write somewhere else next time: asked every time (P3).
+          askedAgainBy ??= 'shell.redirection';
           findings.push({ effect: 'ask', rule: 'shell.redirection', reason: `The redirection \`${part.text}\` writes to a file only known when the command runs, so it needs approval (shell.redirection).` });
         } else {
           findings.push({ effect: 'ask', rule: 'shell.redirection', reason: `The command writes to \`${part.target}\` through a redirection; a write needs approval (shell.redirection).` });
@@ -89,23 +107,37 @@ function decideBash(call: ToolCall, policy: Policy, context: DecisionContext): D
     const rules = findings.map((f) => f.rule).filter((r, i, all) => all.indexOf(r) === i);
     decision.reason = `Every part of the command is allowed by the project policy (${rules.join(', ')}).`;
   }
-  // P3: an identical command a person already approved may run again, if the policy says so.
-  // Never for a refusal, nor for a flagged third-party approval, which is always asked.
-  if (
-    decision.effect === 'ask' &&
-    !decision.thirdParty &&
-    policy.commands.reapproval === 'exempt' &&
-    Array.isArray(context.approvedCommands) &&
-    context.approvedCommands.includes(command)
-  ) {
+  if (decision.effect !== 'ask') return decision;
+  // P3: an identical command a person already approved may run again, if the policy says so — and
+  // only a command whose every doubt is an ordinary one: a program no rule names, or a write
+  // redirected into an ordinary file (the change is still shown to a person after it runs). What the
+  // same text may do differently next time (a program or wrapper only known at run time, a changed
+  // environment, text the parser doubts), what may be forbidden, a third-party file and a rule of
+  // commands.askEveryTime are asked every time.
+  const ordinary = findings.every((f) => f.effect !== 'ask' || (!f.thirdParty && EXEMPTABLE_ASKS.has(f.rule)));
+  const exempt = policy.commands.reapproval === 'exempt' && ordinary && askedAgainBy === null;
+  if (!exempt) {
+    // Say why "approve identical commands too" is not offered when a rule of the policy is the cause.
+    if (policy.commands.reapproval === 'exempt' && askedAgainBy?.startsWith('commands.askEveryTime')) {
+      return { ...decision, reason: `${decision.reason} The project policy asks for it every time, even when identical (${askedAgainBy}).` };
+    }
+    return decision;
+  }
+  const workingDirectory = context.workingDirectory ?? '';
+  const earlier = context.approvedCommands?.find((a) => a.command === command && a.workingDirectory === workingDirectory);
+  if (earlier) {
     return {
       effect: 'allow',
       rule: 'commands.reapproval',
-      reason: 'A person already approved this exact command in this session, and the project policy does not ask again for identical commands (commands.reapproval).',
+      reason: `A person approved this exact command, in the same directory, with its identical repeats earlier in this session (approval ${earlier.approvalId}), and the project policy does not ask again for identical commands (commands.reapproval).`,
+      approvalId: earlier.approvalId,
     };
   }
-  return decision;
+  return { ...decision, reapprovalExempt: true };
 }
+
+/** The only reasons to ask that an "approve identical commands" answer may cover (P3). */
+const EXEMPTABLE_ASKS = new Set(['commands.default', 'shell.redirection']);
 
 function decideFile(tool: 'Read' | 'List' | 'Search' | 'Write' | 'Edit', call: ToolCall, policy: Policy, context: DecisionContext): Decision {
   const raw = tool === 'Search' ? (call.arguments?.path ?? '.') : call.arguments?.path;

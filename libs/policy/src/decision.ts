@@ -11,6 +11,13 @@ export interface Decision {
   rule: string;
   reason: string;
   thirdParty?: ThirdPartyFile[];
+  /**
+   * True only on a command that asks and that the person may approve together with its identical
+   * repeats in the session (P3, `commands.reapproval: exempt`); absent, each one is approved.
+   */
+  reapprovalExempt?: boolean;
+  /** On a command allowed by an earlier "approve identical" answer: that approval's id. */
+  approvalId?: string;
 }
 
 const SEVERITY: Record<Effect, number> = { allow: 0, ask: 1, deny: 2 };

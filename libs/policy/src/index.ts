@@ -1,5 +1,5 @@
 export * from './abilities';
-export { decide, analyseCommand, type ToolCall, type DecisionContext } from './decide';
+export { decide, analyseCommand, type ToolCall, type DecisionContext, type ApprovedCommand } from './decide';
 export type { Decision, ThirdPartyFile } from './decision';
 export {
   parsePolicy,
@@ -18,6 +18,7 @@ export {
   type ToolName,
   type Effect,
 } from './schema';
+export { checkPolicy, issueLine } from './check';
 export { classifyChanges, classifyPath } from './third-party';
 export { resolveInScope, type ScopeFs, type ScopeResult } from './scope';
 export { initPolicyEngine, isPolicyEngineReady } from './shell/parser';

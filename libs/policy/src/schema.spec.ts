@@ -16,7 +16,7 @@ describe('parsePolicy', () => {
   it('fills every default from `version: 1` alone, with nothing free (P2)', () => {
     const p = parsePolicy('version: 1\n');
     expect(p).toEqual(defaultPolicy);
-    expect(p.commands).toEqual({ default: 'ask', free: [], forbidden: expect.arrayContaining(['curl', 'git push']), reapproval: 'always' });
+    expect(p.commands).toEqual({ default: 'ask', free: [], forbidden: expect.arrayContaining(['curl', 'git push']), reapproval: 'always', askEveryTime: [] });
     expect(p.tools).toEqual({ disabled: [], sensitive: ['Task'] });
     expect(p.thirdPartyFiles.mode).toBe('forbid');
     expect(p.execution.sessionMaxActions).toBe(150);

@@ -17,7 +17,7 @@ export function ruleWords(rule: string): string[] {
   return rule.split(' ').filter((w) => w.length > 0);
 }
 
-function commandRule(list: 'free' | 'forbidden') {
+function commandRule(list: 'free' | 'forbidden' | 'askEveryTime') {
   return z.string().superRefine((rule, ctx) => {
     if (rule.trim().length === 0) {
       ctx.addIssue({ code: 'custom', message: 'empty command' });
@@ -183,6 +183,10 @@ const commandsSchema = z
       .enum(['always', 'exempt'])
       .default('always')
       .describe('`exempt`: a command identical to one already approved in the session runs without asking again.'),
+    askEveryTime: z
+      .array(commandRule('askEveryTime'))
+      .default([])
+      .describe('Argv prefixes a person approves every time, even under `reapproval: exempt`.'),
   })
   .superRefine((commands, ctx) => {
     const forbidden = new Map(commands.forbidden.map((rule, i) => [ruleWords(rule).join(' '), i]));

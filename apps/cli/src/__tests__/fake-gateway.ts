@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
+  CreateSessionRequest,
   invalidRequestMessage,
   matchGatewayRoute,
   requestIssues,
@@ -67,6 +68,7 @@ export function sessionView(id: string, over: Partial<SessionView> = {}): Sessio
     policyVersionId: 'pv1',
     status: 'running',
     stopReason: null,
+    mode: 'headless',
     headless: true,
     actionsUsed: 0,
     extensionsUsed: 0,
@@ -176,6 +178,11 @@ export class FakeGateway {
 
   release(): void {
     this.releaseGate?.();
+  }
+
+  /** How many live subscriptions follow a session now. */
+  followers(sessionId: string): number {
+    return [...this.subscribers.values()].filter((wanted) => wanted === sessionId).length;
   }
 
   hits(method: string, path: string): RecordedRequest[] {
@@ -311,9 +318,10 @@ export class FakeGateway {
       return this.send(res, 201, { id: 'pv2', projectId: m[1], version: 2, document: {}, sourceText: (body as { sourceText: string }).sourceText, authorId: 'u1', comment: '', createdAt: now() });
     }
     if (route === 'POST /sessions') {
-      const b = body as { instruction: string; agent?: string; headless: boolean; includedUncommitted?: boolean; baseCommit?: string };
+      // Checked against GatewayRoutes above; parsed again here for the defaults the gateway applies.
+      const b = CreateSessionRequest.parse(body);
       this.sessionId = `s${this.nextId++}`;
-      const s = sessionView(this.sessionId, { instruction: b.instruction, agent: b.agent ?? 'general', headless: b.headless, includedUncommitted: b.includedUncommitted ?? false, baseCommit: b.baseCommit ?? null });
+      const s = sessionView(this.sessionId, { instruction: b.instruction, agent: b.agent, mode: b.mode, headless: b.mode === 'headless', includedUncommitted: b.includedUncommitted, baseCommit: b.baseCommit ?? null });
       this.sessions.set(s.id, s);
       this.playing = false;
       this.gateReached = new Promise((resolve) => (this.signalGateReached = resolve));
@@ -323,7 +331,7 @@ export class FakeGateway {
     m = /^\/sessions\/([^/]+)\/subagents$/.exec(path);
     if (m && req.method === 'POST') {
       const b = body as { agent: string; instruction: string };
-      const child = sessionView(`s${this.nextId++}`, { parentSessionId: m[1] as string, depth: 1, agent: b.agent, instruction: b.instruction, headless: false });
+      const child = sessionView(`s${this.nextId++}`, { parentSessionId: m[1] as string, depth: 1, agent: b.agent, instruction: b.instruction, mode: 'interactive', headless: false });
       this.sessions.set(child.id, child);
       return this.send(res, 201, child);
     }

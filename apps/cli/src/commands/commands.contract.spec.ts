@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync }
 import os from 'node:os';
 import path from 'node:path';
 import { parse } from 'yaml';
+import { SESSION_MODE_LABELS, SessionMode } from '@lemniscate/contracts';
 import { approvalView, FakeGateway, GOOD_TOKEN, sessionView } from '../__tests__/fake-gateway';
 import { buildCli, gitIn, lemni, makeRepo } from '../__tests__/run-bin';
 
@@ -89,10 +90,37 @@ describe('sessions, session show, stop', () => {
   it('lists sessions as a table and as JSON', async () => {
     const table = await lemni(['sessions'], { env: env() });
     expect(table.code).toBe(0);
-    expect(table.stdout).toMatch(/^ID\s+STATUS\s+AGENT\s+ACTIONS\s+STARTED\s+INSTRUCTION\ns9\s+stopped \(limit_actions\)\s+general\s+150/);
+    expect(table.stdout).toMatch(/^ID\s+STATUS\s+MODE\s+AGENT\s+ACTIONS\s+STARTED\s+INSTRUCTION\ns9\s+stopped \(limit_actions\)\s+headless\s+general\s+150/);
     const json = await lemni(['sessions', '--json'], { env: env() });
     expect((JSON.parse(json.stdout) as { id: string }[])[0]?.id).toBe('s9');
   });
+
+  it(`prints the mode each session was started in, for all ${SessionMode.options.length} modes, in the list and in show`, async () => {
+    gateway.sessions.clear();
+    for (const mode of SessionMode.options) gateway.sessions.set(`s-${mode}`, sessionView(`s-${mode}`, { mode, headless: mode === 'headless' }));
+    const table = await lemni(['sessions'], { env: env() });
+    for (const mode of SessionMode.options) {
+      expect(table.stdout).toMatch(new RegExp(`^s-${mode}\\s+running\\s+${mode}\\s+general`, 'm'));
+      const show = await lemni(['session', 'show', `s-${mode}`], { env: env() });
+      expect(show.stdout).toContain(`Mode      ${SESSION_MODE_LABELS[mode]} (${mode})\n`);
+    }
+    expect(SESSION_MODE_LABELS).toEqual({ interactive: 'Interactive', headless: 'Headless', headless_with_approvals: 'Headless, approvals waited for' });
+  }, 60_000);
+
+  it('session show says where the tree stood at the start and at the end (X3)', async () => {
+    const start = `sha256:${'1'.repeat(64)}`;
+    const end = `sha256:${'2'.repeat(64)}`;
+    const cases = [
+      { over: { fingerprintStart: start, fingerprintEnd: end }, line: `Tree      ${start} at the start, ${end} at the end\n` },
+      { over: { fingerprintStart: start, fingerprintEnd: start }, line: `Tree      ${start} at the start, unchanged at the end\n` },
+      { over: { fingerprintStart: start, fingerprintEnd: null }, line: `Tree      ${start} at the start, unknown at the end\n` },
+      { over: { fingerprintStart: start, fingerprintEnd: null, status: 'running' as const, endedAt: null }, line: `Tree      ${start} at the start\n` },
+    ];
+    for (const [i, c] of cases.entries()) {
+      gateway.sessions.set(`t${i}`, sessionView(`t${i}`, { status: 'completed', endedAt: new Date().toISOString(), ...c.over }));
+      expect((await lemni(['session', 'show', `t${i}`], { env: env() })).stdout).toContain(c.line);
+    }
+  }, 60_000);
 
   it('rejects a bad --limit before calling the gateway', async () => {
     const r = await lemni(['sessions', '--limit', '0'], { env: env() });

@@ -1,4 +1,4 @@
-import { SessionStatus, type SessionView, type ToolCallView } from '@lemniscate/contracts';
+import { SESSION_MODE_LABELS, SessionStatus, type SessionView, type ToolCallView } from '@lemniscate/contracts';
 import { Command, Option } from 'commander';
 import pc from 'picocolors';
 import { connect, globalFlags, type CliContext } from '../context';
@@ -25,7 +25,8 @@ export function describeSession(s: SessionView, calls: ToolCallView[]): string {
     `Started   ${s.startedAt}${s.endedAt ? `, ended ${s.endedAt}` : ''}`,
     `Actions   ${s.actionsUsed} used, ${s.extensionsUsed} extension(s)`,
     `Base      ${s.baseCommit ?? 'unknown'}${s.branch ? ` on ${s.branch}` : ''}${s.includedUncommitted ? ', with uncommitted changes' : ''}`,
-    `Headless  ${s.headless ? 'yes' : 'no'}`,
+    `Mode      ${SESSION_MODE_LABELS[s.mode]} (${s.mode})`,
+    `Tree      ${s.fingerprintStart ?? 'unknown'} at the start${s.endedAt ? `, ${s.fingerprintEnd === null ? 'unknown' : s.fingerprintEnd === s.fingerprintStart ? 'unchanged' : s.fingerprintEnd} at the end` : ''}`,
     '',
     'Instruction:',
     `  ${s.instruction.split('\n').join('\n  ')}`,
@@ -61,7 +62,7 @@ export function registerSessions(program: Command, ctx: CliContext, done: Done):
           const sessions = await client.listSessions({ projectId, status: opts.status, limit });
           if (opts.json) ctx.stdout(`${JSON.stringify(sessions)}\n`);
           else if (sessions.length === 0) ctx.stdout('No sessions.\n');
-          else ctx.stdout(table(['ID', 'STATUS', 'AGENT', 'ACTIONS', 'STARTED', 'INSTRUCTION'], sessions.map((s) => [s.id, statusOf(s), s.agent, String(s.actionsUsed), s.startedAt.slice(0, 19).replace('T', ' '), shorten(s.instruction, 60)])));
+          else ctx.stdout(table(['ID', 'STATUS', 'MODE', 'AGENT', 'ACTIONS', 'STARTED', 'INSTRUCTION'], sessions.map((s) => [s.id, statusOf(s), s.mode, s.agent, String(s.actionsUsed), s.startedAt.slice(0, 19).replace('T', ' '), shorten(s.instruction, 60)])));
           return EXIT_OK;
         })(),
       ),

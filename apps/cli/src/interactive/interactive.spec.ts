@@ -1,4 +1,4 @@
-import type { GatewayEvent, ProjectView, SessionView } from '@lemniscate/contracts';
+import { CreateSessionRequest, type GatewayEvent, type ProjectView, type SessionView } from '@lemniscate/contracts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -24,11 +24,13 @@ class MemoryApi implements SessionRunApi {
   onStart: (id: string) => void = () => undefined;
 
   async startSession(request: StartSessionRequest): Promise<SessionView> {
+    // As the gateway does: the request must match the shared contract.
+    CreateSessionRequest.parse(request);
     this.started.push(request);
     const id = `s${++this.n}`;
     this.streams.set(id, { queue: [], wake: null, seq: 0 });
     queueMicrotask(() => this.onStart(id));
-    return sessionView(id, { agent: request.agent ?? 'general', headless: false });
+    return sessionView(id, { agent: request.agent ?? 'general', mode: 'interactive', headless: false });
   }
 
   push(id: string, partial: Record<string, unknown>): void {
@@ -139,7 +141,7 @@ describe('interactive sessions', () => {
     const t = io();
     const code = await runInteractive(api, prompter, { project, includeUncommitted: false, cwd }, t.io);
     expect(code).toBe(0);
-    expect(api.started[0]).toMatchObject({ projectId: 'p1', instruction: 'install the deps', headless: false });
+    expect(api.started[0]).toMatchObject({ projectId: 'p1', instruction: 'install the deps', mode: 'interactive' });
     expect(prompter.questions[0]).toMatchObject({ approvalId: 'a1', kind: 'command', offerIdentical: true });
     expect(prompter.questions[0]!.shown).toContain('npm install');
     expect(api.answers).toEqual([{ id: 'a1', answer: 'approve', body: { rememberCommand: true } }]);
@@ -284,7 +286,7 @@ describe('interactive sessions', () => {
       api.push(parent, { type: 'subagent_started', childSessionId: 's2', agent, depth: 1, background: true });
       api.push(parent, { type: 'model_text', text: 'Found it in src/parser.ts.', subSessionId: 's2' });
       api.push(parent, { type: 'subagent_finished', childSessionId: 's2', agent, report: 'finished', stopReason: null });
-      return sessionView('s2', { agent, headless: false });
+      return sessionView('s2', { agent, mode: 'interactive', headless: false });
     };
     const t = io();
     await runInteractive(api, prompter, { project, includeUncommitted: false, cwd }, t.io);

@@ -232,7 +232,7 @@ export async function runInteractive(api: SessionRunApi, prompter: Prompter, opt
     }
     let session;
     try {
-      const request = await buildStartRequest({ ...options, instruction, outputFormat: 'text' }, checkout, inProjectCheckout, io, false);
+      const request = await buildStartRequest({ ...options, instruction, outputFormat: 'text' }, checkout, inProjectCheckout, io, 'interactive');
       session = { request, view: await api.startSession(request) };
     } catch (error) {
       report(error);

@@ -131,21 +131,28 @@ export function terminalPrompter(
         write(
           `\n${pc.bold(pc.yellow(`${question.agent} asks to ${what}:`))}\n${question.shown}\n`,
         );
-        const choices: { name: string; value: ApprovalAnswer }[] = [
-          { name: "Approve", value: "approve" },
-          { name: "Reject", value: "reject" },
+        // One key each, typed then Enter; there is no default, so a stray Enter approves nothing.
+        const choices: { key: "y" | "n" | "a" | "s"; name: string; value: ApprovalAnswer }[] = [
+          { key: "y", name: "Approve", value: "approve" },
+          { key: "n", name: "Reject", value: "reject" },
         ];
+        // P3: offered only when the gateway says the policy lets this command be exempted.
         if (question.offerIdentical)
           choices.push({
-            name: "Approve, and identical commands for the rest of this session",
+            key: "a",
+            name: "Approve, and identical commands too (the same text in this session runs without asking)",
             value: "approve_identical",
           });
-        choices.push({ name: "Stop the session", value: "stop" });
+        choices.push({ key: "s", name: "Stop the session", value: "stop" });
         try {
           return await (
             await inquirer()
-          ).select(
-            { message: `Approval ${question.approvalId}`, choices },
+          ).expand(
+            {
+              message: `Approval ${question.approvalId}`,
+              choices,
+              expanded: true,
+            },
             { signal },
           );
         } catch (error) {

@@ -60,7 +60,7 @@ afterEach(async () => {
   tmux('send-keys', '-t', 'cli', 'install left-pad', 'Enter');
   await until('the approval prompt', () => screen().includes('Approval a1'));
   expect(screen()).toContain('$ npm install left-pad');
-  tmux('send-keys', '-t', 'cli', 'Enter');
+  tmux('send-keys', '-t', 'cli', 'y', 'Enter');
   await until('the approval answer', () => gateway.hits('POST', '/approvals/a1/approve').length === 1);
   gateway.release();
   await until('the summary', () => screen().includes('Installed left-pad.'));
@@ -117,4 +117,49 @@ afterEach(async () => {
   await until('the declined note', () => screen().includes('(declined)'));
   gateway.release();
   await until('the summary', () => screen().includes('Done asking.'));
+}, 60_000);
+
+(hasTmux ? it : it.skip)('P3: key a approves identical commands too, offered only when the gateway says the policy allows it', async () => {
+  gateway.approvals = [approvalView('a1', { payload: { command: 'npm test', workingDirectory: '/workspace' }, flags: { thirdParty: [], reapprovalExempt: true } }), approvalView('a2', { payload: { command: 'git commit -am wip' } })];
+  const request = (id: string, subject: string, offered: boolean) => ({ type: 'approval_requested', approvalId: id, callId: id === 'a1' ? 'c1' : 'c2', agent: 'general', kind: 'command', thirdParty: false, subject, ...(offered ? { reapprovalExempt: true } : {}) });
+  const events = [
+    started(),
+    ...bashCall('c1', 'npm test', 'ask'),
+    request('a1', 'npm test', true),
+    ...bashCall('c2', 'git commit -am wip', 'ask'),
+    request('a2', 'git commit -am wip', false),
+  ];
+  gateway.scenario = {
+    events: [
+      ...events,
+      { type: 'approval_answered', approvalId: 'a1', answer: 'approved', by: { kind: 'user', userId: 'u1' } },
+      { type: 'approval_answered', approvalId: 'a2', answer: 'approved', by: { kind: 'user', userId: 'u1' } },
+      completed('Tests ran.'),
+    ],
+    gateAt: events.length,
+    final: {},
+  };
+  const env = [`HOME=${home}`, `LEMNISCATE_GATEWAY=${gateway.url}`, `LEMNISCATE_TOKEN=${GOOD_TOKEN}`, `PATH=${process.env.PATH ?? ''}`, 'TERM=xterm-256color'];
+  tmux('new-session', '-d', '-s', 'cli', '-x', '160', '-y', '50', 'env', '-i', ...env, process.execPath, path.join(repo, 'apps/cli/bin/lemni.js'), '--project', 'demo');
+  await until('the instruction prompt', () => screen().includes('lemni ›'));
+  tmux('send-keys', '-t', 'cli', 'run the tests', 'Enter');
+  await until('the first approval', () => screen().includes('Approval a1'));
+  await until('its keys', () => screen().includes('a) Approve, and identical commands too'));
+  tmux('send-keys', '-t', 'cli', 'a', 'Enter');
+  await until('the first answer', () => gateway.hits('POST', '/approvals/a1/approve').length === 1);
+  expect(gateway.hits('POST', '/approvals/a1/approve')[0]!.body).toEqual({ rememberCommand: true });
+
+  // Not offered: no key a, and typing it approves nothing.
+  await until('the second approval', () => screen().includes('Approval a2'));
+  const second = () => screen().slice(screen().lastIndexOf('Approval a2'));
+  await until('its keys', () => second().includes('s) Stop the session'));
+  expect(second()).not.toContain('identical');
+  tmux('send-keys', '-t', 'cli', 'a', 'Enter');
+  await until('the refusal of the key', () => second().includes("isn't an available option"));
+  expect(gateway.hits('POST', '/approvals/a2/approve')).toEqual([]);
+  tmux('send-keys', '-t', 'cli', 'BSpace', 'y', 'Enter');
+  await until('the second answer', () => gateway.hits('POST', '/approvals/a2/approve').length === 1);
+  expect(gateway.hits('POST', '/approvals/a2/approve')[0]!.body).toEqual({ rememberCommand: false });
+  gateway.release();
+  await until('the summary', () => screen().includes('Tests ran.'));
 }, 60_000);

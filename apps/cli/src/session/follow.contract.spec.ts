@@ -42,13 +42,16 @@ describe('lemni session follow (through the real bin)', () => {
     while (!gateway.sessions.has('s1')) await new Promise((r) => setTimeout(r, 50));
     await gateway.waitForGate();
     const follow = lemni(['session', 'follow', 's1', '--output-format', 'stream-json'], { env: env() });
-    await new Promise((r) => setTimeout(r, 500));
+    // The session is held at the gate until the second follower (this one) is subscribed.
+    while (gateway.followers('s1') < 2) await new Promise((r) => setTimeout(r, 50));
     gateway.release();
     const [r, f] = await Promise.all([run, follow]);
     expect(r.code).toBe(0);
     expect(f.code).toBe(0);
-    const lines = f.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string });
-    expect(lines.map((l) => l.type).at(-1)).toBe('session_completed');
+    const lines = f.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; exit_code?: number; status?: string });
+    // As `lemni -p` does: the live events, then one result line with the json result's fields.
+    expect(lines.map((l) => l.type).slice(-2)).toEqual(['session_completed', 'result']);
+    expect(lines.at(-1)).toMatchObject({ type: 'result', status: 'completed', exit_code: 0, session_id: 's1' });
     expect(lines.map((l) => l.type)).toContain('tool_call_proposed');
     expect(f.stderr).toContain('Following session s1 (Ctrl-C stops following; the session goes on).');
   });

@@ -42,6 +42,8 @@ export async function followExisting(api: SessionRunApi, sessionId: string, proj
   const final = await api.getSession(sessionId);
   const result = collector.result(final, projectName, session.agent, session.includedUncommitted);
   if (format === 'json') io.stdout(`${JSON.stringify(result)}\n`);
+  // As `lemni -p` ends stream-json: one last line, the json result marked as such.
+  else if (format === 'stream-json') io.stdout(`${JSON.stringify({ type: 'result', ...result })}\n`);
   else if (format === 'text') io.stdout(textResult(result));
   return result.exit_code;
 }

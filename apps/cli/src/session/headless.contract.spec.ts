@@ -49,7 +49,7 @@ describe('lemni -p (headless, through the real bin)', () => {
     expect(calls[0]!.result.stdout).toMatch(/…\[truncated: 1000 more characters\]$/);
     expect(readFileSync(path.join(dir, 'a.txt'), 'utf8')).toBe('hello world\n');
     // Sent as headless with the checkout's commit, so the gateway refuses approvals itself.
-    expect(gateway.hits('POST', '/sessions')[0]!.body).toMatchObject({ projectId: 'p1', instruction: 'make the tests pass', headless: true, baseCommit: head, branch: 'main' });
+    expect(gateway.hits('POST', '/sessions')[0]!.body).toMatchObject({ projectId: 'p1', instruction: 'make the tests pass', mode: 'headless', baseCommit: head, branch: 'main' });
   });
 
   it('prints only the summary on stdout in text mode, progress on stderr', async () => {
@@ -100,6 +100,31 @@ describe('lemni -p (headless, through the real bin)', () => {
     expect(gateway.requests.filter((q) => q.path.startsWith('/approvals'))).toEqual([]);
   });
 
+  // L4: every combination of the flags that shape a headless run, each recorded with the mode it is.
+  const flagCombinations = [false, true].flatMap((wait) =>
+    [false, true].flatMap((failOnRefusal) => (['text', 'json', 'stream-json'] as const).map((format) => ({ wait, failOnRefusal, format }))),
+  );
+  it(`sends the session's mode, and only the mode, for each of the ${flagCombinations.length} combinations of -p flags`, async () => {
+    for (const c of flagCombinations) {
+      gateway.scenario = { events: [started(), completed()], final: {} };
+      const args = ['-p', 'go', '--project', 'demo', '--output-format', c.format, ...(c.wait ? ['--wait-for-approvals'] : []), ...(c.failOnRefusal ? ['--fail-on-refusal'] : [])];
+      const before = gateway.hits('POST', '/sessions').length;
+      const r = await lemni(args, { env: env() });
+      // The fake gateway validates the body with the shared CreateSessionRequest: a 400 would exit 1.
+      expect({ args, code: r.code }).toEqual({ args, code: 0 });
+      const body = gateway.hits('POST', '/sessions')[before]!.body as Record<string, unknown>;
+      expect({ args, mode: body.mode, headless: body.headless, waitForApprovals: body.waitForApprovals }).toEqual({ args, mode: c.wait ? 'headless_with_approvals' : 'headless', headless: undefined, waitForApprovals: undefined });
+    }
+    expect(gateway.hits('POST', '/sessions')).toHaveLength(flagCombinations.length);
+  }, 120_000);
+
+  it('refuses --wait-for-approvals without -p before starting anything', async () => {
+    const r = await lemni(['--project', 'demo', '--wait-for-approvals'], { env: env() });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('--wait-for-approvals goes with -p');
+    expect(gateway.hits('POST', '/sessions')).toEqual([]);
+  });
+
   it('--wait-for-approvals asks the gateway to keep approvals for a person and says where to answer', async () => {
     gateway.scenario = {
       events: [
@@ -114,7 +139,7 @@ describe('lemni -p (headless, through the real bin)', () => {
     };
     const r = await lemni(['-p', 'go', '--project', 'demo', '--wait-for-approvals'], { env: env() });
     expect(r.code).toBe(0);
-    expect(gateway.hits('POST', '/sessions')[0]!.body).toMatchObject({ headless: true, waitForApprovals: true });
+    expect(gateway.hits('POST', '/sessions')[0]!.body).toMatchObject({ mode: 'headless_with_approvals' });
     expect(r.stderr).toContain('Waiting for a person: general asks to apply a diff; approve or reject it in the console or with `lemni approvals approve|reject ap7`.');
     expect(r.stderr).toContain('Waiting for a person: general asks "Keep the old API?" (yes / no); answer it in the console or with `lemni approvals approve ap8 --answer TEXT`, or decline it with `lemni approvals reject ap8`.');
     expect(r.stderr).not.toContain('Refused');

@@ -78,6 +78,19 @@ describe('result helpers', () => {
     expect(textResult(r)).toBe('Stopped: the time limit was reached; this is a limit, not the end of the task.\nDone: a. Remaining: b.\n');
   });
 
+  it.each([
+    ['platform_error', 'The session failed: the platform (the exec-host or the container engine) failed, not the command; the patch so far is kept.'],
+    ['sandbox_lost', 'The session failed: its sandbox was lost; the patch so far is kept.'],
+    ['model_timeout', 'The session failed: the model did not answer in time.'],
+    ['model_error', 'The session failed: the model could not be reached or answered with an error.'],
+    ['crash', 'The session failed.'],
+  ] as const)('a run that failed with class %s says whose failure it was', (cls, sentence) => {
+    const c = new ResultCollector('s1');
+    c.add({ seq: 1, sessionId: 's1', projectId: 'p1', at, type: 'session_failed', status: 'failed', stopReason: 'crash', class: cls, message: 'detail', exitCode: 1 } as GatewayEvent);
+    const r = c.result(sessionView('s1', { status: 'failed', stopReason: 'crash' }), 'demo', 'general', false);
+    expect({ classes: r.classes, exit: r.exit_code, text: textResult(r).split('\n')[0] }).toEqual({ classes: [cls], exit: 1, text: sentence });
+  });
+
   it('events of other sessions (subagents) do not become this session\'s tool calls', () => {
     const c = new ResultCollector('s1');
     c.add({ seq: 1, sessionId: 's2', projectId: 'p1', at, type: 'tool_call_proposed', callId: 'c9', agent: 'explore', name: 'Read', arguments: { path: 'a' } } as GatewayEvent);

@@ -1,4 +1,4 @@
-import type { GatewayEvent, ProjectView, SessionView } from '@lemniscate/contracts';
+import type { GatewayEvent, ProjectView, SessionMode, SessionView } from '@lemniscate/contracts';
 import { CliError, EXIT_FAILURE } from '../errors';
 import { applyPatch, inspectCheckout, isCheckoutOf, uncommittedPatch, type Checkout } from '../git/git';
 import type { StartSessionRequest } from '../gateway/gateway-client';
@@ -49,9 +49,14 @@ export interface HeadlessIo {
   onInterrupt(handler: () => void): () => void;
 }
 
+/** The mode a run is recorded with (L4): `-p` is headless, `--wait-for-approvals` keeps approvals for a person. */
+export function headlessMode(options: Pick<HeadlessOptions, 'waitForApprovals'>): SessionMode {
+  return options.waitForApprovals ? 'headless_with_approvals' : 'headless';
+}
+
 /** Builds the session request: the base commit is sent only when the gateway can find it. */
-export async function buildStartRequest(options: HeadlessOptions, checkout: Checkout | null, inProjectCheckout: boolean, io: Pick<HeadlessIo, 'stderr'>, headless: boolean): Promise<StartSessionRequest> {
-  const request: StartSessionRequest = { ...options.developer, projectId: options.project.id, instruction: options.instruction, headless, includedUncommitted: false };
+export async function buildStartRequest(options: HeadlessOptions, checkout: Checkout | null, inProjectCheckout: boolean, io: Pick<HeadlessIo, 'stderr'>, mode: SessionMode): Promise<StartSessionRequest> {
+  const request: StartSessionRequest = { ...options.developer, projectId: options.project.id, instruction: options.instruction, mode, includedUncommitted: false };
   if (options.agent) request.agent = options.agent;
   if (options.model) request.model = options.model;
   if (options.includeUncommitted) {
@@ -78,8 +83,7 @@ export async function buildStartRequest(options: HeadlessOptions, checkout: Chec
 export async function runHeadless(api: SessionRunApi, options: HeadlessOptions, io: HeadlessIo): Promise<number> {
   const checkout = await inspectCheckout(options.cwd);
   const inProjectCheckout = checkout ? await isCheckoutOf(checkout, options.project.repositorySource) : false;
-  const request = await buildStartRequest(options, checkout, inProjectCheckout, io, true);
-  if (options.waitForApprovals) request.waitForApprovals = true;
+  const request = await buildStartRequest(options, checkout, inProjectCheckout, io, headlessMode(options));
   const session = await api.startSession(request);
   const agent = session.agent;
   io.stderr(`Session ${session.id} started on project ${options.project.name}.\n`);
@@ -186,10 +190,19 @@ async function maybeApply(result: HeadlessResult, options: HeadlessOptions, chec
   return EXIT_FAILURE;
 }
 
+/** X2: a failed run says whose failure it was — the platform's, the sandbox's or the model's — never the command's. */
+function failureSentence(classes: readonly string[]): string {
+  if (classes.includes('platform_error')) return 'The session failed: the platform (the exec-host or the container engine) failed, not the command; the patch so far is kept.';
+  if (classes.includes('sandbox_lost')) return 'The session failed: its sandbox was lost; the patch so far is kept.';
+  if (classes.includes('model_timeout')) return 'The session failed: the model did not answer in time.';
+  if (classes.includes('model_error')) return 'The session failed: the model could not be reached or answered with an error.';
+  return 'The session failed.';
+}
+
 export function textResult(result: HeadlessResult): string {
   const lines: string[] = [];
   if (result.status === 'stopped') lines.push(`Stopped: ${stopSentence(result.stop_reason)}`);
-  if (result.status === 'failed') lines.push('The session failed.');
+  if (result.status === 'failed') lines.push(failureSentence(result.classes));
   if (result.exit_code === 3 && result.status === 'completed') lines.push(`Exit 3 (--fail-on-refusal): ${result.refused_changes.length} proposed change(s) refused, ${result.reverted_changes.length} reverted.`);
   if (result.summary) lines.push(result.summary);
   if (lines.length === 0) lines.push('Done.');

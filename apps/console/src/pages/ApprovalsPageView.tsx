@@ -29,6 +29,11 @@ const KIND_LABEL: Record<ApprovalView['kind'], string> = {
   question: 'Question',
 };
 
+/** P3: the gateway offers "approve, and identical commands without asking" on this request. */
+function offersIdentical(a: ApprovalView): boolean {
+  return a.kind === 'command' && a.flags.reapprovalExempt === true;
+}
+
 function isThirdParty(a: ApprovalView): boolean {
   return a.kind === 'third_party' || a.flags.thirdParty.length > 0;
 }
@@ -84,7 +89,8 @@ export function ApprovalsPageView(props: ApprovalsPageViewProps) {
         </p>
       </div>
       <p className="muted small shortcuts" id="shortcuts">
-        Keyboard: <kbd>j</kbd> / <kbd>k</kbd> next and previous, <kbd>a</kbd> approve, <kbd>r</kbd> reject. For a question, <kbd>a</kbd> moves to the answer (it never
+        Keyboard: <kbd>j</kbd> / <kbd>k</kbd> next and previous, <kbd>a</kbd> approve, <kbd>r</kbd> reject, <kbd>i</kbd> approve a command and its identical repeats
+        (when the policy offers it). For a question, <kbd>a</kbd> moves to the answer (it never
         sends one) and <kbd>Esc</kbd> or <kbd>r</kbd> declines; <kbd>Esc</kbd> in an answer you have started only leaves it.
       </p>
       <Query state={approvals} what="the approvals">
@@ -98,12 +104,9 @@ function Inbox({ list, selectedId, onSelect, onAnswer, busyId, answerError: erro
   const pending = list.filter((a) => a.state === 'pending');
   const selected = pending.find((a) => a.id === selectedId) ?? pending[0] ?? null;
   const answerError = answerErrorId === undefined || answerErrorId === selected?.id ? error : null;
-  const [remember, setRemember] = useState(false);
   const [drafts, setDrafts] = useState<Record<string, Draft>>({});
   const answerForm = useRef<HTMLFormElement>(null);
   const question = selected ? questionOf(selected) : null;
-
-  useEffect(() => setRemember(false), [selected?.id]);
 
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
@@ -114,14 +117,15 @@ function Inbox({ list, selectedId, onSelect, onAnswer, busyId, answerError: erro
       else if (e.key === 'k' && i > 0) onSelect(pending[i - 1]!.id);
       // A question is answered in words: `a` cannot know which, so it only takes the person there.
       else if (e.key === 'a' && question) focusAnswer(answerForm.current);
-      else if (e.key === 'a' && busyId === null) onAnswer(selected.id, 'approve', { rememberCommand: remember });
+      else if (e.key === 'a' && busyId === null) onAnswer(selected.id, 'approve', { rememberCommand: false });
+      else if (e.key === 'i' && offersIdentical(selected) && busyId === null) onAnswer(selected.id, 'approve', { rememberCommand: true });
       else if ((e.key === 'r' || (e.key === 'Escape' && question)) && busyId === null) onAnswer(selected.id, 'reject', { rememberCommand: false });
       else return;
       e.preventDefault();
     };
     window.addEventListener('keydown', onKey);
     return () => window.removeEventListener('keydown', onKey);
-  }, [pending, selected, question, onSelect, onAnswer, busyId, remember]);
+  }, [pending, selected, question, onSelect, onAnswer, busyId]);
 
   if (pending.length === 0) return <Empty>No request is waiting for you. New ones appear here as sessions ask.</Empty>;
 
@@ -181,18 +185,29 @@ function Inbox({ list, selectedId, onSelect, onAnswer, busyId, answerError: erro
           ) : (
             <>
               <ApprovalSubject approval={selected} />
+              {selected.kind === 'command' && (
+                <p className="muted small" id={`${selected.id}-identical`}>
+                  {offersIdentical(selected)
+                    ? 'The project policy lets you approve this command with its identical repeats: the same text, in the same directory, in this session only, then runs without asking. Any other command asks again.'
+                    : 'The project policy asks again for every run of this command.'}
+                </p>
+              )}
               <InlineError error={answerError} />
               <div className="actions">
-                {'command' in selected.payload && (
-                  <label className="checkbox">
-                    <input type="checkbox" checked={remember} onChange={(e) => setRemember(e.target.checked)} />
-                    Do not ask again for this exact command in this session (if the policy allows it)
-                  </label>
-                )}
                 <button type="button" className="danger" disabled={busyId !== null} onClick={() => onAnswer(selected.id, 'reject', { rememberCommand: false })}>
                   Reject <kbd aria-hidden="true">r</kbd>
                 </button>
-                <button type="button" className="primary" disabled={busyId !== null} onClick={() => onAnswer(selected.id, 'approve', { rememberCommand: remember })}>
+                {offersIdentical(selected) && (
+                  <button
+                    type="button"
+                    disabled={busyId !== null}
+                    aria-describedby={`${selected.id}-identical`}
+                    onClick={() => onAnswer(selected.id, 'approve', { rememberCommand: true })}
+                  >
+                    Approve, and identical commands too <kbd aria-hidden="true">i</kbd>
+                  </button>
+                )}
+                <button type="button" className="primary" disabled={busyId !== null} onClick={() => onAnswer(selected.id, 'approve', { rememberCommand: false })}>
                   {busyId === selected.id ? 'Sending…' : 'Approve'} <kbd aria-hidden="true">a</kbd>
                 </button>
               </div>

@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useMemo, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { stringify } from 'yaml';
-import validate, { policySchema } from 'virtual:policy-validator';
+import { policyJsonSchema as policySchema } from '@lemniscate/policy/check';
 import { capabilitiesQuery } from '../api/queries/capabilities';
 import { projectsQuery } from '../api/queries/projects';
 import { dryRunPolicy, policyDiffQuery, policyVersionQuery, policyVersionsQuery, publishPolicy, rollbackPolicy } from '../api/queries/policies';
@@ -17,7 +17,7 @@ import type { PolicyVersionView } from '@lemniscate/contracts';
 
 const STARTER = '# No policy has been published yet: every command asks (P2).\nversion: 1\ncommands:\n  default: ask\n';
 const fields = commonFields(policySchema);
-const diagnose = (text: string) => diagnosePolicy(text, validate);
+const diagnose = diagnosePolicy;
 
 function textOf(v: PolicyVersionView): string {
   return v.sourceText ?? stringify(v.document);

@@ -1,10 +1,18 @@
 import { useState } from 'react';
-import type { GatewayEvent, SessionView } from '@lemniscate/contracts';
+import { SESSION_MODE_LABELS, type GatewayEvent, type SessionView } from '@lemniscate/contracts';
 import { DiffViewer } from '../components/diff/DiffViewer';
 import { EventStream } from '../components/EventStream';
 import { Query, type QueryState } from '../components/Query';
 import { InlineError } from '../components/States';
 import { StatusBadge } from './SessionsPageView';
+
+/** X3: where the kept tree stood at the end, in words when it says nothing new. */
+function treeAtEnd(s: SessionView) {
+  if (s.status === 'running') return '— (still running)';
+  if (s.fingerprintEnd === null) return 'unknown (the sandbox could not be read at the end)';
+  if (s.fingerprintEnd === s.fingerprintStart) return 'unchanged: nothing was kept';
+  return <code>{s.fingerprintEnd}</code>;
+}
 
 export interface SessionPageViewProps {
   session: QueryState<SessionView>;
@@ -67,7 +75,13 @@ function SessionDetail({ s, events, live, canStop, canRevoke, onStop, onRevoke, 
               {s.includedUncommitted ? ', with uncommitted changes' : ''}
             </dd>
             <dt>Mode</dt>
-            <dd>{s.headless ? 'Headless' : 'Interactive'}</dd>
+            <dd>{SESSION_MODE_LABELS[s.mode]}</dd>
+            <dt>Tree at the start</dt>
+            <dd>
+              <code>{s.fingerprintStart ?? '—'}</code>
+            </dd>
+            <dt>Tree at the end</dt>
+            <dd>{treeAtEnd(s)}</dd>
           </dl>
           {running && (canStop || canRevoke) && (
             <div className="actions column">

@@ -1,5 +1,5 @@
 import type { ReactNode } from 'react';
-import type { SessionStatus, SessionView } from '@lemniscate/contracts';
+import { SESSION_MODE_LABELS, type SessionStatus, type SessionView } from '@lemniscate/contracts';
 import { Query, type QueryState } from '../components/Query';
 import { Empty } from '../components/States';
 
@@ -51,6 +51,7 @@ export function SessionsPageView({ sessions, status, onStatusChange, live, rende
                   <tr>
                     <th scope="col">Instruction</th>
                     <th scope="col">Status</th>
+                    <th scope="col">Mode</th>
                     <th scope="col">Agent</th>
                     <th scope="col" className="num">
                       Actions
@@ -65,6 +66,7 @@ export function SessionsPageView({ sessions, status, onStatusChange, live, rende
                       <td>
                         <StatusBadge status={s.status} stopReason={s.stopReason} />
                       </td>
+                      <td>{SESSION_MODE_LABELS[s.mode]}</td>
                       <td>{s.agent}</td>
                       <td className="num">{s.actionsUsed}</td>
                       <td>

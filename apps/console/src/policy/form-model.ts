@@ -25,6 +25,7 @@ const COMMON: { path: string[]; label: string; kind: FieldSpec['kind'] }[] = [
   { path: ['commands', 'free'], label: 'Free commands (one per line)', kind: 'lines' },
   { path: ['commands', 'forbidden'], label: 'Forbidden commands (one per line)', kind: 'lines' },
   { path: ['commands', 'reapproval'], label: 'Identical commands', kind: 'enum' },
+  { path: ['commands', 'askEveryTime'], label: 'Commands asked every time, even identical (one per line)', kind: 'lines' },
   { path: ['tools', 'disabled'], label: 'Disabled tools', kind: 'tools' },
   { path: ['thirdPartyFiles', 'mode'], label: 'Third-party files', kind: 'enum' },
   { path: ['execution', 'sessionMaxActions'], label: 'Actions per session', kind: 'integer' },

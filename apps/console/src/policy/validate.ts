@@ -1,12 +1,5 @@
 import { isMap, isPair, isScalar, parseDocument, type Document, type Node } from 'yaml';
-
-export interface SchemaError {
-  instancePath: string;
-  keyword: string;
-  message?: string;
-  params: Record<string, unknown>;
-}
-export type SchemaValidator = ((data: unknown) => boolean) & { errors?: SchemaError[] | null };
+import { checkPolicy } from '@lemniscate/policy/check';
 
 export interface PolicyDiagnostic {
   /** Character offsets in the text, for the editor's underline. */
@@ -15,22 +8,17 @@ export interface PolicyDiagnostic {
   line: number;
   /** `commands.free[2]`, as the gateway and `lemni policy check` name it. */
   path: string;
+  /** The library's sentence, word for word what `lemni policy check` prints and the gateway refuses with. */
   message: string;
 }
 
 type Segment = string | number;
 
-function pointerToPath(pointer: string): Segment[] {
-  if (!pointer) return [];
-  return pointer
-    .slice(1)
-    .split('/')
-    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
-    .map((s) => (/^\d+$/.test(s) ? Number(s) : s));
-}
-
-export function formatPath(path: readonly Segment[]): string {
-  return path.reduce<string>((out, key) => (typeof key === 'number' ? `${out}[${key}]` : out ? `${out}.${key}` : key), '');
+/** `commands.free[2]` back to `['commands', 'free', 2]`, to find the place in the text. */
+function segmentsOf(path: string): Segment[] {
+  const out: Segment[] = [];
+  for (const m of path.matchAll(/([^.[\]]+)|\[(\d+)\]/g)) out.push(m[2] !== undefined ? Number(m[2]) : (m[1] as string));
+  return out;
 }
 
 function lineOf(text: string, offset: number): number {
@@ -39,12 +27,24 @@ function lineOf(text: string, offset: number): number {
   return line;
 }
 
-/** The text range of the value at `path`, or of its key when `key` is asked, or of the closest parent. */
-function rangeOf(doc: Document, path: Segment[], key?: string): [number, number] {
-  if (key !== undefined) {
-    const parent = path.length ? doc.getIn(path, true) : doc.contents;
+/** The offset of `line L, column C` (both from 1), as the library names a YAML syntax error. */
+function offsetOfLine(text: string, line: number, column: number): number {
+  let offset = 0;
+  for (let l = 1; l < line; l++) {
+    const nl = text.indexOf('\n', offset);
+    if (nl === -1) return text.length;
+    offset = nl + 1;
+  }
+  return Math.min(text.length, offset + Math.max(0, column - 1));
+}
+
+/** The text range of the value at `path` (of its key when `key`), else of the closest parent. */
+function rangeOf(doc: Document, text: string, path: Segment[], key: boolean): [number, number] {
+  const last = path.at(-1);
+  if (key && typeof last === 'string') {
+    const parent = path.length > 1 ? doc.getIn(path.slice(0, -1), true) : doc.contents;
     if (isMap(parent)) {
-      const pair = parent.items.find((p) => isPair(p) && isScalar(p.key) && String(p.key.value) === key);
+      const pair = parent.items.find((p) => isPair(p) && isScalar(p.key) && String(p.key.value) === last);
       const k = pair?.key as Node | undefined;
       if (k?.range) return [k.range[0], k.range[1]];
     }
@@ -54,67 +54,33 @@ function rangeOf(doc: Document, path: Segment[], key?: string): [number, number]
     if (node && typeof node === 'object' && 'range' in node && node.range) {
       // A whole mapping would underline half the document: point at its first line instead.
       const [start, end] = node.range;
-      return isMap(node) ? [start, Math.min(end, start + Math.max(1, firstLineLength(doc, start)))] : [start, end];
+      const nl = text.indexOf('\n', start);
+      return isMap(node) ? [start, Math.min(end, Math.max(start + 1, nl === -1 ? text.length : nl))] : [start, end];
     }
   }
   return [0, 0];
 }
 
-function firstLineLength(doc: Document, start: number): number {
-  const text = doc.toString();
-  const nl = text.indexOf('\n', start);
-  return (nl === -1 ? text.length : nl) - start;
-}
-
-function sentence(e: SchemaError): string {
-  switch (e.keyword) {
-    case 'additionalProperties':
-      return 'unknown key (check its spelling against the policy reference)';
-    case 'enum':
-      return `must be one of ${((e.params.allowedValues as unknown[]) ?? []).map(String).join(', ')}`;
-    case 'const':
-      return `must be ${JSON.stringify(e.params.allowedValue)}`;
-    case 'required':
-      return `required: \`${String(e.params.missingProperty)}\` is missing`;
-    case 'type':
-      return `expected ${e.params.type === 'object' ? 'a mapping' : e.params.type === 'array' ? 'a list' : `a ${String(e.params.type)}`}`;
-    default:
-      return e.message ?? 'is not valid';
-  }
-}
-
 /**
- * Checks the administrator's YAML (or JSON) against the policy JSON schema and says where each
- * problem is. The gateway validates again on publish; this is for finding mistakes while typing.
+ * The administrator's YAML (or JSON) checked by the policy library's own validator — the function
+ * `lemni policy check` and the gateway's publish use — with each problem placed in the text for the
+ * editor. The gateway validates again on publish, with the same messages.
  */
-export function diagnosePolicy(text: string, validate: SchemaValidator): PolicyDiagnostic[] {
-  const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: true });
-  if (doc.errors.length > 0) {
-    return doc.errors.map((e) => {
-      const [from, to] = e.pos;
-      const first = (e.message.split('\n')[0] ?? e.message).replace(/ at line \d+, column \d+:?$/, '');
-      return { from, to: Math.max(to, from + 1), line: lineOf(text, from), path: '', message: `YAML: ${first}` };
-    });
-  }
-  const value: unknown = doc.toJS({ maxAliasCount: 100 });
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    return [{ from: 0, to: Math.max(1, Math.min(text.length, 1)), line: 1, path: '', message: 'a policy is a mapping with at least `version: 1`' }];
-  }
-  if (validate(value)) return [];
-  const seen = new Set<string>();
-  const out: PolicyDiagnostic[] = [];
-  for (const e of validate.errors ?? []) {
-    // Combinator errors only repeat what their branches already said.
-    if (e.keyword === 'anyOf' || e.keyword === 'oneOf' || e.keyword === 'if') continue;
-    const path = pointerToPath(e.instancePath);
-    const extra = e.keyword === 'additionalProperties' ? String(e.params.additionalProperty) : undefined;
-    const fullPath = extra !== undefined ? [...path, extra] : path;
-    const message = sentence(e);
-    const id = `${formatPath(fullPath)}|${message}`;
-    if (seen.has(id)) continue;
-    seen.add(id);
-    const [from, to] = rangeOf(doc, path, extra);
-    out.push({ from, to: Math.max(to, from + 1), line: lineOf(text, from), path: formatPath(fullPath), message });
-  }
+export function diagnosePolicy(text: string): PolicyDiagnostic[] {
+  const issues = checkPolicy(text);
+  if (issues.length === 0) return [];
+  const doc = parseDocument(text, { uniqueKeys: true });
+  const out = issues.map((issue): PolicyDiagnostic => {
+    const at = /^line (\d+), column (\d+): /.exec(issue.message);
+    // A misspelt key is underlined itself; a wrong value is underlined where it is.
+    const key = issue.message.startsWith('unknown key');
+    let [from, to] = at ? [offsetOfLine(text, Number(at[1]), Number(at[2])), 0] : issue.path ? rangeOf(doc, text, segmentsOf(issue.path), key) : [0, 0];
+    if (to <= from) to = from + 1;
+    if (to > text.length) {
+      to = text.length;
+      from = Math.max(0, Math.min(from, to - 1));
+    }
+    return { from, to, line: lineOf(text, from), path: issue.path, message: issue.message };
+  });
   return out.sort((a, b) => a.from - b.from);
 }

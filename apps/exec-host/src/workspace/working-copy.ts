@@ -56,6 +56,21 @@ export interface PreparedState {
   includedUncommitted: boolean;
 }
 
+/** The path of one `git ls-files -s -z` entry ("mode blob stage\tpath"). */
+function entryPath(entry: string): string {
+  return entry.slice(entry.indexOf('\t') + 1);
+}
+
+/**
+ * X3: `sha256:<hex>` over the (mode, blob id, stage, path) entries of an index, in git's order,
+ * leaving out the context exclusions: the files the sandbox never sees are not part of its tree.
+ */
+export function treeFingerprint(entries: readonly string[], excluded: ReadonlySet<string>): string {
+  const hash = createHash('sha256');
+  for (const entry of entries) if (!excluded.has(entryPath(entry))) hash.update(`${entry}\0`);
+  return `sha256:${hash.digest('hex')}`;
+}
+
 /** Matcher for context exclusions: a glob without "/" matches a file name at any depth. */
 export function exclusionMatcher(globs: readonly string[]): (p: string) => boolean {
   const matchers = globs.map((g) => picomatch(g, { dot: true, basename: !g.includes('/') }));
@@ -133,14 +148,7 @@ export class WorkingCopy {
     // skip-worktree bit, which keeps them out of the working tree and out of status.
     const staged = (await gitText(repo, ['ls-files', '-s', '-z'])).split('\0').filter(Boolean);
     const isExcluded = exclusionMatcher(o.exclusions);
-    const excluded: string[] = [];
-    const hash = createHash('sha256');
-    for (const entry of staged) {
-      const tab = entry.indexOf('\t');
-      const file = entry.slice(tab + 1);
-      if (isExcluded(file)) excluded.push(file);
-      else hash.update(`${entry}\0`);
-    }
+    const excluded = staged.map(entryPath).filter(isExcluded);
     if (excluded.length > 0) {
       await runGit(repo, ['update-index', '-z', '--skip-worktree', '--stdin'], { input: excluded.join('\0') + '\0' });
     }
@@ -149,7 +157,7 @@ export class WorkingCopy {
     // The ownership change touched every inode's ctime; refresh the stat data once now so that change
     // detection afterwards reads nothing but stat data.
     await runGit(repo, ['update-index', '-q', '--refresh'], { allowFailure: true });
-    return { baseCommit, branch, startTree, fingerprint: `sha256:${hash.digest('hex')}`, excluded, includedUncommitted };
+    return { baseCommit, branch, startTree, fingerprint: treeFingerprint(staged, new Set(excluded)), excluded, includedUncommitted };
   }
 
   async changes(): Promise<ChangesResponse> {
@@ -241,11 +249,17 @@ export class WorkingCopy {
     return status.filter((e) => set.has(e.path)).map((e) => e.path);
   }
 
-  async patch(): Promise<{ patch: string; sessionPatch: string }> {
+  /**
+   * The patch of everything accepted, with the fingerprint of the tree it gives (X3): the same hash as
+   * at the start, over the checkpoint (the index) instead of the starting tree, the excluded files
+   * left out again. Nothing accepted: the start's fingerprint. Read together, so they always agree.
+   */
+  async patch(): Promise<{ patch: string; sessionPatch: string; fingerprint: string }> {
     const diffArgs = ['diff', '--cached', '--binary', '--full-index', '--no-ext-diff', '--no-textconv', '--no-renames', '--ignore-submodules=all', '--no-color'];
     const patch = await gitText(this.repo, [...diffArgs, this.state.baseCommit]);
     const sessionPatch = this.state.includedUncommitted ? await gitText(this.repo, [...diffArgs, this.state.startTree]) : patch;
-    return { patch, sessionPatch };
+    const staged = (await gitText(this.repo, ['ls-files', '-s', '-z'])).split('\0').filter(Boolean);
+    return { patch, sessionPatch, fingerprint: treeFingerprint(staged, new Set(this.state.excluded)) };
   }
 
   private async changedTargets(requested: string[], status?: StatusEntry[]): Promise<string[]> {

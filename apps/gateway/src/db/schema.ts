@@ -19,6 +19,7 @@ import {
   unique,
   uniqueIndex,
 } from 'drizzle-orm/pg-core';
+import { SessionMode } from '@lemniscate/contracts';
 import { storableJsonb } from './json-column';
 
 const id = () =>
@@ -123,6 +124,9 @@ export const webSessions = pgTable(
 export const SESSION_STATUSES = ['running', 'completed', 'stopped', 'failed'] as const;
 export type SessionStatus = (typeof SESSION_STATUSES)[number];
 
+/** How a session was started (L4, 0007_session_mode): the values of SessionMode in libs/contracts. */
+const SESSION_MODES = SessionMode.options as [SessionMode, ...SessionMode[]];
+
 export const sessions = pgTable(
   'sessions',
   {
@@ -140,6 +144,9 @@ export const sessions = pgTable(
     policyVersionId: text('policy_version_id').references(() => policyVersions.id, { onDelete: 'restrict' }),
     status: text('status', { enum: SESSION_STATUSES }).notNull().default('running'),
     stopReason: text('stop_reason'),
+    /** No default: every insert says how the session was started. */
+    mode: text('mode', { enum: SESSION_MODES }).notNull(),
+    /** mode = 'headless' (a CHECK keeps them together): approvals are refused at once. */
     headless: boolean('headless').notNull().default(false),
     actionsUsed: integer('actions_used').notNull().default(0),
     extensionsUsed: integer('extensions_used').notNull().default(0),
@@ -224,10 +231,14 @@ export const approvedCommands = pgTable(
       .notNull()
       .references(() => sessions.id, { onDelete: 'cascade' }),
     command: text('command').notNull(),
+    /** Where the command runs: the same text elsewhere is another command (0008). */
+    workingDirectory: text('working_directory').notNull().default('/workspace'),
+    /** The approval whose "approve identical commands" answer this is (0008). */
+    approvalId: text('approval_id').references(() => approvals.id, { onDelete: 'set null' }),
     approvedBy: text('approved_by').references(() => users.id, { onDelete: 'set null' }),
     createdAt: createdAt(),
   },
-  (t) => [primaryKey({ name: 'approved_commands_pkey', columns: [t.sessionId, t.command] })],
+  (t) => [primaryKey({ name: 'approved_commands_pkey', columns: [t.sessionId, t.workingDirectory, t.command] })],
 );
 
 /**

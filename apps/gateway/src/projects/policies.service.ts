@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { PolicyDiffResponse, PolicyVersionSummary, PolicyVersionView, PublishPolicyRequest, RollbackPolicyRequest } from '@lemniscate/contracts';
-import { defaultPolicy, parsePolicy, PolicyValidationError, type Policy } from '@lemniscate/policy';
+import { defaultPolicy, issueLine, parsePolicy, PolicyValidationError, type Policy } from '@lemniscate/policy';
 import { createTwoFilesPatch } from 'diff';
 import { stringify } from 'yaml';
 import { AuditService } from '../audit/audit.service';
@@ -90,7 +90,7 @@ export class PoliciesService {
       policy = parsePolicy(source);
     } catch (error) {
       if (error instanceof PolicyValidationError) {
-        throw new AppError(ErrorCode.PolicyInvalid, `The policy was not published: ${error.message.replace(/^Invalid policy: /, '')}.`, { issues: error.issues });
+        throw new AppError(ErrorCode.PolicyInvalid, `The policy was not published: ${error.issues.map(issueLine).join('; ')}.`, { issues: error.issues });
       }
       throw error;
     }

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { PolicyDecision, PolicyDryRunChange, PolicyDryRunRequest, PolicyDryRunResponse } from '@lemniscate/contracts';
-import { PolicyValidationError, decide, initPolicyEngine, parsePolicy, type Policy } from '@lemniscate/policy';
+import { PolicyValidationError, decide, initPolicyEngine, issueLine, parsePolicy, type Policy } from '@lemniscate/policy';
 import { AccessService } from '../auth/access.service';
 import type { Principal } from '../auth/principal';
 import { AppError, ErrorCode } from '../common/errors';
@@ -30,7 +30,7 @@ export class PolicyDryRunService {
       draft = parsePolicy(input.sourceText);
     } catch (error) {
       if (error instanceof PolicyValidationError) {
-        throw new AppError(ErrorCode.PolicyInvalid, `The draft is not a valid policy: ${error.message.replace(/^Invalid policy: /, '')}.`, { issues: error.issues });
+        throw new AppError(ErrorCode.PolicyInvalid, `The draft is not a valid policy: ${error.issues.map(issueLine).join('; ')}.`, { issues: error.issues });
       }
       throw error;
     }

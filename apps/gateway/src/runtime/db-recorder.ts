@@ -1,3 +1,4 @@
+import type { ApprovedCommand } from '@lemniscate/policy';
 import type { PolicyDecision, SandboxInfo } from '@lemniscate/contracts';
 import type { AuditService } from '../audit/audit.service';
 import type { ApprovedCommandsRepository } from '../db/repositories/approved-commands.repository';
@@ -84,7 +85,10 @@ export class DbSessionRecorder implements SessionRecorder {
       const row = await this.deps.approvals.findById(approvalId);
       if (!row || row.state === 'pending') return;
       if (row.state === 'approved') {
-        const remembered = draft.kind === 'command' && 'command' in draft.payload ? await this.deps.approvedCommands.has(this.session.id, draft.payload.command) : false;
+        const remembered =
+          draft.kind === 'command' && 'command' in draft.payload && draft.payload.workingDirectory !== undefined
+            ? await this.deps.approvedCommands.has(this.session.id, draft.payload.command, draft.payload.workingDirectory)
+            : false;
         settle({ state: 'approved', approvalId, decidedBy: row.decidedBy ?? 'unknown', rememberCommand: remembered, response: row.response });
       } else if (row.state === 'refused_headless') {
         settle({ state: 'refused_headless', approvalId });
@@ -137,8 +141,9 @@ export class DbSessionRecorder implements SessionRecorder {
     }
   }
 
-  async approvedCommands(): Promise<string[]> {
-    return (await this.deps.approvedCommands.listForSession(this.session.id)).map((r) => r.command);
+  async approvedCommands(): Promise<ApprovedCommand[]> {
+    // A row whose approval is gone (never, short of a deleted session) names no approval: not used.
+    return (await this.deps.approvedCommands.listForSession(this.session.id)).flatMap((r) => (r.approvalId ? [{ command: r.command, workingDirectory: r.workingDirectory, approvalId: r.approvalId }] : []));
   }
 
   async rememberCommand(): Promise<void> {
@@ -152,6 +157,8 @@ export class DbSessionRecorder implements SessionRecorder {
       branch: info.branch,
       includedUncommitted: info.includedUncommitted,
       fingerprintStart: info.fingerprint,
+      // Nothing kept yet: the tree kept so far is the start's (X3).
+      fingerprintEnd: info.fingerprint,
       sandboxId: info.sandboxId,
     });
   }
@@ -160,8 +167,12 @@ export class DbSessionRecorder implements SessionRecorder {
     await this.deps.sessions.update(this.session.id, progress);
   }
 
-  async recordPatch(patch: string): Promise<void> {
-    await this.deps.sessions.update(this.session.rootId, { finalPatch: patch });
+  async recordPatch(patch: string, fingerprint: string): Promise<void> {
+    await this.deps.sessions.update(this.session.rootId, { finalPatch: patch, fingerprintEnd: fingerprint });
+  }
+
+  async keepingChange(): Promise<void> {
+    await this.deps.sessions.update(this.session.rootId, { fingerprintEnd: null });
   }
 
   async finish(end: SessionEnd): Promise<void> {
@@ -170,7 +181,13 @@ export class DbSessionRecorder implements SessionRecorder {
     if (current && current.status !== 'running') {
       // Stopped or revoked by a person: keep their status and reason, add what the loop knows.
       this.endedByOthers = true;
-      await this.deps.sessions.update(this.session.id, { finalPatch: patch, summary: end.summary, actionsUsed: end.actionsUsed, extensionsUsed: end.extensionsUsed });
+      await this.deps.sessions.update(this.session.id, {
+        finalPatch: patch,
+        ...(end.fingerprintEnd !== undefined ? { fingerprintEnd: end.fingerprintEnd } : {}),
+        summary: end.summary,
+        actionsUsed: end.actionsUsed,
+        extensionsUsed: end.extensionsUsed,
+      });
       return;
     }
     await this.deps.sessions.update(this.session.id, { actionsUsed: end.actionsUsed, extensionsUsed: end.extensionsUsed });
@@ -179,7 +196,8 @@ export class DbSessionRecorder implements SessionRecorder {
       stopReason: end.stopReason,
       summary: end.summary,
       finalPatch: patch,
-      fingerprintEnd: end.fingerprintEnd,
+      // Unread at the end: the fingerprint recorded with the last patch stands (null while a change was being kept).
+      ...(end.fingerprintEnd !== undefined ? { fingerprintEnd: end.fingerprintEnd } : {}),
     });
   }
 }

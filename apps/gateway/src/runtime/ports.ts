@@ -1,3 +1,4 @@
+import type { ApprovedCommand } from '@lemniscate/policy';
 import type { ApprovalFlags, ApprovalKind, ApprovalPayload, PolicyDecision, SandboxInfo, SessionEvent } from '@lemniscate/contracts';
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
@@ -36,7 +37,11 @@ export interface SessionEnd {
   stopReason: string | null;
   summary: string | null;
   finalPatch: string | null;
-  fingerprintEnd: string | null;
+  /**
+   * X3: read from the sandbox with `finalPatch` at the end; undefined when it could not be read, and
+   * the pair recorded with the last patch stands (see recordPatch).
+   */
+  fingerprintEnd?: string | undefined;
   actionsUsed: number;
   extensionsUsed: number;
 }
@@ -56,14 +61,22 @@ export interface SessionRecorder {
    * recorded and audited as such, and the outcome is `expired` (L1, X4: nothing waits forever).
    */
   requestApproval(draft: ApprovalDraft, signal: AbortSignal, timeoutMs: number): Promise<ApprovalOutcome>;
-  approvedCommands(): Promise<string[]>;
-  rememberCommand(command: string): Promise<void>;
+  /** Commands approved "with their identical repeats" in this session (P3), with their approvals. */
+  approvedCommands(): Promise<ApprovedCommand[]>;
+  rememberCommand(entry: ApprovedCommand): Promise<void>;
+  /** Where the working copy stood at the start (X3); the tree kept so far is the start's. */
   recordWorkingCopy(info: SandboxInfo): Promise<void>;
   recordProgress(progress: { actionsUsed: number; extensionsUsed: number }): Promise<void>;
   /**
    * The patch of everything approved so far, kept as it grows: a sandbox that is lost or destroyed
-   * by a stop never takes approved work with it.
+   * by a stop never takes approved work with it. With it, the fingerprint of the tree it gives (X3),
+   * read in the same exec-host call.
    */
-  recordPatch(patch: string): Promise<void>;
+  recordPatch(patch: string, fingerprint: string): Promise<void>;
+  /**
+   * A change is being kept (accepted or applied): until the next recordPatch, the recorded tree no
+   * longer says where the working copy stands, and a session that ends unread ends with it unknown.
+   */
+  keepingChange(): Promise<void>;
   finish(end: SessionEnd): Promise<void>;
 }

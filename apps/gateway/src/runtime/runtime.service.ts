@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Inject, Injectable, Logger, Optional, type OnApplicationShutdown } from '@nestjs/common';
-import type { CreateSessionRequest, SandboxInfo, SessionView } from '@lemniscate/contracts';
+import { refusesApprovals, type CreateSessionRequest, type SandboxInfo, type SessionView } from '@lemniscate/contracts';
 import { initPolicyEngine } from '@lemniscate/policy';
 import {
   AgentUnavailableError,
@@ -110,15 +110,16 @@ export class SessionRuntimeService implements OnApplicationShutdown {
     }
     const model = await this.modelFor(request.model, agent);
 
-    const headless = request.headless && !request.waitForApprovals;
-    const view = await this.sessionsService.create(principal, { ...request, headless, agent: agent.name, includedUncommitted: !!request.startingPatch });
+    // Only "headless" refuses at once; "headless_with_approvals" waits for a person like an interactive session.
+    const headless = refusesApprovals(request.mode);
+    const view = await this.sessionsService.create(principal, { ...request, agent: agent.name, includedUncommitted: !!request.startingPatch });
     const warnings = [...agents.notices.filter((n) => n.level === 'warning').map((n) => n.message), ...execution.warnings, ...(model.warning ? [model.warning] : [])];
     await this.audit.append({
       actor: actorOf(principal),
       kind: 'session.configured',
       projectId: project.id,
       sessionId: view.id,
-      payload: { agent: agent.name, agentLocation: agent.location, model: model.provider.ref, execution: execution.config, origin: execution.origin, warnings, waitForApprovals: !!request.waitForApprovals },
+      payload: { agent: agent.name, agentLocation: agent.location, model: model.provider.ref, execution: execution.config, origin: execution.origin, warnings, mode: request.mode, waitForApprovals: request.mode === 'headless_with_approvals' },
     });
 
     const deps = this.recorderDeps();
@@ -150,6 +151,8 @@ export class SessionRuntimeService implements OnApplicationShutdown {
             agent: child.agent,
             instruction: child.instruction,
             policyVersionId: view.policyVersionId,
+            // A subagent is run the way its tree was started.
+            mode: view.mode,
             headless: child.headless,
             baseCommit: null,
             branch: null,

@@ -427,17 +427,21 @@ describe('the platform failing is not the command failing (G06, X2)', () => {
     }
   }
 
-  const answers: [string, 'sandbox_lost' | 'crash', (res: http.ServerResponse) => void][] = [
+  const answers: [string, 'sandbox_lost' | 'platform_error', (res: http.ServerResponse) => void][] = [
     ['the stream is cut after output', 'sandbox_lost', (res) => {
       res.writeHead(200, { 'content-type': 'application/x-ndjson' });
       res.write(`${JSON.stringify({ type: 'stdout', data: 'partial output\n' })}\n`);
       setTimeout(() => res.socket?.destroy(), 20);
     }],
     ['the connection is reset before any output', 'sandbox_lost', (res) => res.socket?.destroy()],
-    ...[500, 502, 503].map((status): [string, 'crash', (res: http.ServerResponse) => void] => [`the exec-host answers ${status} "failed to handle this request"`, 'crash', (res) => {
+    ...[500, 502, 503].map((status): [string, 'platform_error', (res: http.ServerResponse) => void] => [`the exec-host answers ${status} "failed to handle this request"`, 'platform_error', (res) => {
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ code: 'internal', message: 'The exec-host failed to handle this request.' }));
     }]),
+    ['the engine is unreachable', 'platform_error', (res) => {
+      res.writeHead(503, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ code: 'engine_unavailable', message: 'The container engine is not reachable.' }));
+    }],
   ];
 
   it.each(answers)('when %s the session ends failed (%s, exit 1), the call audited as the platform\'s failure, the sandbox destroyed', async (_name, cls, respond) => {
@@ -463,5 +467,105 @@ describe('the platform failing is not the command failing (G06, X2)', () => {
     s.execHost.exec = async () => ({ type: 'exit', exitCode: 1, durationMs: 1, timedOut: false, truncated: false, class: null, classes: [] });
     const r = await s.runner.run();
     expect({ status: r.outcome.status, exitCode: r.exitCode }).toEqual({ status: 'completed', exitCode: 0 });
+  });
+});
+
+describe('X3: the tree at the end', () => {
+  type Kept = 'nothing' | 'write kept' | 'write rejected' | 'command change kept' | 'command change reverted';
+  type Ending = 'completed' | 'stopped' | 'revoked' | 'failed';
+  type Sandbox = 'readable at the end' | 'gone at the end' | 'gone while a change was kept';
+  const keptKinds: Kept[] = ['nothing', 'write kept', 'write rejected', 'command change kept', 'command change reverted'];
+  const endings: Ending[] = ['completed', 'stopped', 'revoked', 'failed'];
+  const sandboxes: Sandbox[] = ['readable at the end', 'gone at the end', 'gone while a change was kept'];
+  const cells = keptKinds.flatMap((kept) => endings.flatMap((ending) => sandboxes.map((sandbox) => ({ kept, ending, sandbox }))));
+  // A change kept is needed for the sandbox to go "while a change was kept".
+  const possible = cells.filter((c) => c.sandbox !== 'gone while a change was kept' || c.kept === 'write kept' || c.kept === 'command change kept');
+
+  /** Ends the session as the cell says at the model request after the tool turn. */
+  class EndingModel implements ModelProvider {
+    private n = 0;
+    constructor(
+      private readonly inner: ModelProvider,
+      private readonly at: () => void,
+      private readonly ending: Ending,
+      private readonly stop: (r: 'stopped' | 'revoked') => void,
+    ) {}
+    get ref() {
+      return this.inner.ref;
+    }
+    async complete(r: ModelRequest): Promise<TurnResult> {
+      if (this.n++ === 1) {
+        this.at();
+        if (this.ending === 'failed') throw new Error('the model provider answered 500');
+        if (this.ending === 'stopped' || this.ending === 'revoked') {
+          this.stop(this.ending);
+          throw new Error('aborted');
+        }
+      }
+      return this.inner.complete(r);
+    }
+  }
+
+  it(`records the end fingerprint for each of the ${possible.length} combinations of what was kept, how it ended and what became of the sandbox`, async () => {
+    let differed = 0;
+    for (const c of possible) {
+      const write = c.kept.startsWith('write');
+      const command = c.kept.startsWith('command');
+      const approve = c.kept.endsWith('kept');
+      const execHost = new InMemoryExecHost({ 'README.md': 'hello\n', 'src/a.js': 'a\n' });
+      const start = execHost.fingerprint();
+      const recorder = new RecordingRecorder((d) => {
+        if (d.kind === 'command') return 'approved';
+        if (approve && c.sandbox === 'gone while a change was kept') execHost.patchUnreadable = true;
+        return approve ? 'approved' : 'rejected';
+      });
+      if (command) execHost.pendingChanges = { 'src/a.js': 'changed\n' };
+      const tool = write ? { name: 'Write', arguments: { path: 'README.md', content: 'hello world\n' } } : command ? { name: 'Bash', arguments: { command: 'npm test' } } : { name: 'Read', arguments: { path: 'README.md' } };
+      const controller = new AbortController();
+      let reason: 'stopped' | 'revoked' = 'stopped';
+      const stop = (r: 'stopped' | 'revoked') => ((reason = r), controller.abort());
+      const model = new EndingModel(scripted([{ tool_calls: [tool] }, { text: 'Done.' }]), () => void (c.sandbox === 'gone at the end' && (execHost.patchUnreadable = true)), c.ending, stop);
+      const runner = new SessionRunner(
+        { sessionId: 'ses_x3', project: 'demo', repository: { source: '/repo' }, instruction: 'go', headless: false, role: 'main', depth: 0, parentSessionId: null, agent: { name: 'general', prompt: null }, execution: EXECUTION_DEFAULTS },
+        { model, execHost, recorder, policy: async () => recommendedPolicy, signal: controller.signal, abortReason: () => reason },
+      );
+      const r = await runner.run();
+      expect({ c, status: r.outcome.status }).toEqual({ c, status: c.ending === 'completed' ? 'completed' : c.ending === 'failed' ? 'failed' : 'stopped' });
+      const keptSomething = approve && (write || command);
+      // What the exec-host holds as kept, whatever could be read.
+      const now = execHost.fingerprint();
+      expect({ c, changed: now !== start }).toEqual({ c, changed: keptSomething });
+      const expected = c.sandbox === 'gone while a change was kept' ? null : now;
+      expect({ c, sent: recorder.end?.fingerprintEnd, stored: recorder.fingerprintEnd }).toEqual({
+        c,
+        // Read from the sandbox at the end, or left undefined so that the pair recorded with the last patch stands.
+        sent: c.sandbox === 'readable at the end' ? now : undefined,
+        stored: expected,
+      });
+      if (expected !== null && expected !== start) differed++;
+    }
+    // The table holds both outcomes: trees that changed and trees that did not.
+    expect(differed).toBeGreaterThan(0);
+    expect(possible.length).toBe(keptKinds.length * endings.length * 2 + 2 * endings.length);
+  });
+
+  it('the fingerprint recorded with each patch is the one read with it, and null while a change is being kept', async () => {
+    const { runner, execHost, recorder } = setup({
+      headless: false,
+      answer: () => 'approved',
+      turns: [{ tool_calls: [{ name: 'Write', arguments: { path: 'README.md', content: 'one\n' } }] }, { tool_calls: [{ name: 'Write', arguments: { path: 'b.txt', content: 'two\n' } }] }, { text: 'Done.' }],
+    });
+    const seen: (string | null)[] = [];
+    const apply = execHost.apply.bind(execHost);
+    execHost.apply = async (id: string, diff: string) => {
+      seen.push(recorder.fingerprintEnd);
+      return apply(id, diff);
+    };
+    const start = execHost.fingerprint();
+    await runner.run();
+    expect(seen).toEqual([null, null]);
+    expect(recorder.patches).toHaveLength(2);
+    expect(recorder.fingerprintEnd).toBe(execHost.fingerprint());
+    expect(recorder.fingerprintEnd).not.toBe(start);
   });
 });

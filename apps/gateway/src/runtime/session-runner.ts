@@ -17,11 +17,14 @@ import {
   type RandomBytes,
   type SessionOutcome,
 } from '@lemniscate/session';
-import type { FileChange, SandboxInfo } from '@lemniscate/contracts';
+import type { FileChange, SandboxInfo, SessionEventOf } from '@lemniscate/contracts';
 import type { ChatMessage, ModelProvider, ToolCall, ToolDefinition, TurnResult } from '../model/model.types';
 import { ExecHostError, type ExecHostPort } from './exec-host.port';
 import type { ApprovalDraft, ApprovalOutcome, EventDraft, SessionRecorder } from './ports';
 import { sessionCatalogue } from './tool-catalogue';
+
+/** Why a session failed: the sandbox gone, the platform (exec-host, engine) failing, the model, or a crash. */
+type FailureClass = SessionEventOf<'session_failed'>['class'];
 
 /** What a subagent launcher needs to know about the session that delegates (AG3–AG6). */
 export interface DelegationContext {
@@ -96,6 +99,8 @@ export interface SessionRunResult {
   report: string;
 }
 
+/** Where every command runs in the sandbox: the working copy's root (the exec-host starts each there). */
+const WORKING_DIRECTORY = '/workspace';
 const MAX_RESULT_CHARS = 30_000;
 const HEADLESS_QUESTION_DEFAULT = 'Nobody can answer in a headless run: state your assumption and continue.';
 const DECLINED_QUESTION_DEFAULT = 'The developer declined to answer: state your assumption and continue.';
@@ -104,6 +109,12 @@ const DECLINED_QUESTION_DEFAULT = 'The developer declined to answer: state your 
 const SANDBOX_SAFETY_MS = 60_000;
 
 class SessionAborted extends Error {}
+
+/** What the session keeps (A5) and the fingerprint of the tree it gives on the base commit (X3). */
+interface KeptTree {
+  patch: string;
+  fingerprint: string;
+}
 
 /**
  * One session, end to end (DESIGN.md): sandbox, then for every tool call the model proposes
@@ -133,7 +144,7 @@ export class SessionRunner {
 
   async run(): Promise<SessionRunResult> {
     let summary: string | null = null;
-    let patch: string | null = null;
+    let kept: KeptTree | null = null;
     try {
       const policy = await this.deps.policy();
       this.fixCatalogue(policy);
@@ -155,9 +166,11 @@ export class SessionRunner {
     const outcome = this.outcome ?? outcomes.completed();
     if (needsSummaryTurn(outcome)) summary = await this.finalSummary(outcome.stopReason);
     if (this.sandbox && !this.input.sharedSandbox) {
-      patch = await this.collectPatch();
+      // X3: the patch and the fingerprint of the tree it gives, read together before the sandbox goes.
+      kept = await this.collectPatch();
       await this.destroySandbox();
     }
+    const patch = kept?.patch ?? null;
     const exitCode = exitCodeFor(outcome);
     const message = stopMessage(outcome, { actionsLimit: this.budget.snapshot().actionsLimit, minutesLimit: this.budget.snapshot().minutesLimit });
     await this.deps.recorder.finish({
@@ -165,7 +178,8 @@ export class SessionRunner {
       stopReason: outcome.stopReason,
       summary,
       finalPatch: patch,
-      fingerprintEnd: null,
+      // Unread (sandbox gone, or a subagent's shared one): the pair recorded with the last patch stands.
+      fingerprintEnd: kept?.fingerprint,
       actionsUsed: this.budget.actionsUsed,
       extensionsUsed: this.extensionsUsed,
     });
@@ -349,7 +363,7 @@ export class SessionRunner {
       // 5xx): not a result of the command. The call is audited as such and the session ends failed.
       const platformFailed = err instanceof ExecHostError && (err.code === 'sandbox_lost' || err.code === 'sandbox_not_found' || err.code === 'engine_unavailable' || err.status >= 500);
       if (platformFailed) {
-        await this.deps.recorder.recordResult(callId, { ok: false, summary: bound(`The platform failed, not the command: ${err.message}`, 2000), class: err.code === 'sandbox_lost' || err.code === 'sandbox_not_found' ? 'sandbox_lost' : 'crash' });
+        await this.deps.recorder.recordResult(callId, { ok: false, summary: bound(`The platform failed, not the command: ${err.message}`, 2000), class: err.code === 'sandbox_lost' || err.code === 'sandbox_not_found' ? 'sandbox_lost' : 'platform_error' });
         throw err;
       }
       const message = err instanceof Error ? err.message : String(err);
@@ -362,12 +376,15 @@ export class SessionRunner {
     if (!this.toolNames.includes(call.name)) {
       return { effect: 'deny', rule: 'tools.catalogue', reason: `${call.name} is not one of this session's tools (${this.toolNames.join(', ') || 'none'}); the catalogue was fixed when the session started.` };
     }
-    const approvedCommands = policy.commands.reapproval === 'exempt' ? await this.deps.recorder.approvedCommands() : [];
+    // P3: the memory of "approve identical commands" answers is this session's only, and only read
+    // while the policy in force allows it.
+    const approvedCommands = policy.commands.reapproval === 'exempt' && call.name === 'Bash' ? await this.deps.recorder.approvedCommands() : [];
     return decide({ name: call.name, arguments: call.arguments }, policy, {
       approvedCommands,
+      workingDirectory: WORKING_DIRECTORY,
       readOnly: this.input.agent.readOnly,
       agentTools: this.input.agent.tools,
-      root: '/workspace',
+      root: WORKING_DIRECTORY,
     });
   }
 
@@ -446,6 +463,7 @@ export class SessionRunner {
       flags: { thirdParty: flagged },
     }, 'diff', proposal.diff);
     if (answer.state !== 'approved') return refusedByPerson(`${call.name} of ${proposal.path}`, answer.state);
+    await this.deps.recorder.keepingChange();
     await this.deps.execHost.apply(sandboxId, proposal.diff, this.deps.signal);
     await this.snapshotPatch();
     return { control: `${call.name} ${proposal.path}: approved and applied${proposal.created ? ' (new file)' : ''}.`, isError: false };
@@ -534,6 +552,7 @@ export class SessionRunner {
         flags: { thirdParty: d.thirdParty ?? [] },
       }, 'changes', diff);
       if (answer.state === 'approved') {
+        await this.deps.recorder.keepingChange();
         await this.deps.execHost.accept(sandboxId, reviewable.map((f) => f.path), this.deps.signal);
         await this.snapshotPatch();
         notes.push(`The changes to ${reviewable.map((f) => f.path).join(', ')} were approved and kept.`);
@@ -602,9 +621,20 @@ export class SessionRunner {
 
   // ───────────────────────────── approvals, limits
 
+  /**
+   * Asks a person about a command (or a reading tool the policy asks about). Only a shell command
+   * (`policy` given) carries its directory and may be offered "approve identical commands too" (P3):
+   * when the decision says the policy allows it and nobody could answer in a headless run anyway.
+   */
   private async approveCommand(callId: string, command: string, decision: Decision, policy?: Policy): Promise<boolean> {
-    const answer = await this.approval(callId, { kind: 'command', payload: { command }, flags: { thirdParty: decision.thirdParty ?? [] } }, 'command', command);
-    if (answer.state === 'approved' && answer.rememberCommand && policy?.commands.reapproval === 'exempt') await this.deps.recorder.rememberCommand(command);
+    const shell = policy !== undefined;
+    const offer = shell && decision.reapprovalExempt === true && policy.commands.reapproval === 'exempt' && !this.input.headless;
+    const payload = shell ? { command, workingDirectory: WORKING_DIRECTORY } : { command };
+    const flags = { thirdParty: decision.thirdParty ?? [], ...(offer ? { reapprovalExempt: true } : {}) };
+    const answer = await this.approval(callId, { kind: 'command', payload, flags }, 'command', command);
+    if (answer.state === 'approved' && answer.rememberCommand && offer) {
+      await this.deps.recorder.rememberCommand({ command, workingDirectory: WORKING_DIRECTORY, approvalId: answer.approvalId });
+    }
     return answer.state === 'approved';
   }
 
@@ -626,7 +656,8 @@ export class SessionRunner {
     this.throwIfAborted();
     this.lastApprovalState = answer.state;
     const options = 'question' in draft.payload ? { options: draft.payload.options } : {};
-    await this.emit({ type: 'approval_requested', approvalId: answer.approvalId, callId, agent: this.input.agent.name, kind: eventKind, thirdParty: draft.flags.thirdParty.length > 0, subject: bound(subject, 100_000), ...options });
+    const exempt = draft.flags.reapprovalExempt === true ? { reapprovalExempt: true } : {};
+    await this.emit({ type: 'approval_requested', approvalId: answer.approvalId, callId, agent: this.input.agent.name, kind: eventKind, thirdParty: draft.flags.thirdParty.length > 0, subject: bound(subject, 100_000), ...options, ...exempt });
     if (answer.state === 'refused_headless') {
       await this.emit({ type: 'approval_answered', approvalId: answer.approvalId, answer: 'rejected', by: { kind: 'process', description: 'headless run: nobody can approve' }, class: 'approval_refused_headless' });
     } else {
@@ -722,13 +753,14 @@ export class SessionRunner {
   }
 
   private async snapshotPatch(): Promise<void> {
-    const patch = await this.collectPatch();
-    if (patch !== null) await this.deps.recorder.recordPatch(patch);
+    const kept = await this.collectPatch();
+    if (kept !== null) await this.deps.recorder.recordPatch(kept.patch, kept.fingerprint);
   }
 
-  private async collectPatch(): Promise<string | null> {
+  private async collectPatch(): Promise<KeptTree | null> {
     try {
-      return (await this.deps.execHost.patch(this.sandbox!.sandboxId)).patch;
+      const { patch, fingerprint } = await this.deps.execHost.patch(this.sandbox!.sandboxId);
+      return { patch, fingerprint };
     } catch {
       return null;
     }
@@ -754,7 +786,7 @@ export class SessionRunner {
     }
   }
 
-  private failureClass(detail: string): 'crash' | 'sandbox_lost' | 'model_timeout' | 'model_error' {
+  private failureClass(detail: string): FailureClass {
     if (this.lastErrorClass) return this.lastErrorClass;
     return /sandbox/i.test(detail) ? 'sandbox_lost' : 'crash';
   }
@@ -776,7 +808,7 @@ export class SessionRunner {
     return turn;
   }
 
-  private lastErrorClass: 'crash' | 'sandbox_lost' | 'model_timeout' | 'model_error' | null = null;
+  private lastErrorClass: FailureClass | null = null;
   private modelRequestStartedAt = Date.now();
 
   private outcomeForError(err: unknown): SessionOutcome {
@@ -784,6 +816,7 @@ export class SessionRunner {
     const e = err as { code?: string; class?: string; message?: string };
     if (e?.class === 'model_timeout' || e?.code === 'model_timeout') this.lastErrorClass = 'model_timeout';
     else if (err instanceof ExecHostError && (err.code === 'sandbox_lost' || err.code === 'sandbox_not_found')) this.lastErrorClass = 'sandbox_lost';
+    else if (err instanceof ExecHostError && (err.code === 'engine_unavailable' || err.status >= 500)) this.lastErrorClass = 'platform_error';
     else if (e?.class === 'model_error' || (err as Error)?.name?.startsWith('Model')) this.lastErrorClass = 'model_error';
     else this.lastErrorClass = 'crash';
     return outcomes.crashed(e?.message ?? String(err));

@@ -105,20 +105,31 @@ export class ApprovalsService {
     if (session.status !== 'running') {
       throw new AppError(ErrorCode.SessionEnded, `Session ${session.id} has ended (${session.status}${session.stopReason ? `, ${session.stopReason}` : ''}); its approvals can no longer be answered.`);
     }
-    const command = 'command' in (approval.payload as ApprovalPayload) ? (approval.payload as { command: string }).command : undefined;
+    const payload = approval.payload as ApprovalPayload;
+    const command = 'command' in payload ? { command: payload.command, workingDirectory: payload.workingDirectory } : undefined;
     const remember = input.rememberCommand && answer === 'approved';
     if (remember) {
       if (approval.kind !== 'command' || command === undefined) {
-        throw new AppError(ErrorCode.ValidationFailed, 'Only a command can be approved once for the rest of the session; this approval is a change.');
+        throw new AppError(ErrorCode.ValidationFailed, 'Only a command can be approved with its identical repeats; this approval is a change, approved or rejected on its own.');
       }
+      // P3: the policy decided, when the command was proposed, whether it may be exempted; the person
+      // cannot widen that, and a policy changed since to `always` wins.
       const { policy } = await this.policies.inForce(session.projectId);
       if (policy.commands.reapproval !== 'exempt') {
         throw new AppError(ErrorCode.ValidationFailed, "This project's policy requires approving every command again (commands.reapproval: always).");
       }
+      if ((approval.flags as ApprovalFlags).reapprovalExempt !== true || command.workingDirectory === undefined) {
+        throw new AppError(
+          ErrorCode.ValidationFailed,
+          "The project's policy asks again every time for this command (a rule of commands.askEveryTime, a third-party file, a program or environment only known when it runs, or a tool that is not a shell command), so it can only be approved on its own.",
+        );
+      }
     }
     const updated = await this.transactions.run(async (tx) => {
       const row = await this.approvals.withTx(tx).answer(approval.id, { state: answer, decidedBy: principal.userId, reason: input.reason ?? null, response: input.response ?? null });
-      if (row && remember && command !== undefined) await this.approvedCommands.withTx(tx).remember(session.id, command, principal.userId);
+      if (row && remember && command?.workingDirectory !== undefined) {
+        await this.approvedCommands.withTx(tx).remember(session.id, { command: command.command, workingDirectory: command.workingDirectory, approvalId: approval.id }, principal.userId);
+      }
       return row;
     });
     // Two answers racing: the repository only updates a pending row, so the loser lands here.
@@ -189,7 +200,7 @@ export class ApprovalsService {
       type: 'approval_requested',
       sessionId: stream.sessionId,
       projectId: session.projectId,
-      payload: { ...stream.extra, approvalId: row.id, callId: row.toolCallId, agent: row.agent, kind: EVENT_KIND[row.kind], thirdParty: flags.thirdParty.length > 0, ...(flags.thirdParty.length > 0 ? { thirdPartyFiles: flags.thirdParty } : {}), subject: subjectText(input.payload), ...('question' in input.payload ? { options: input.payload.options } : {}), ...(input.expiresAt && row.state === 'pending' ? { expiresAt: input.expiresAt.toISOString() } : {}) },
+      payload: { ...stream.extra, approvalId: row.id, callId: row.toolCallId, agent: row.agent, kind: EVENT_KIND[row.kind], thirdParty: flags.thirdParty.length > 0, ...(flags.thirdParty.length > 0 ? { thirdPartyFiles: flags.thirdParty } : {}), subject: subjectText(input.payload), ...('question' in input.payload ? { options: input.payload.options } : {}), ...(flags.reapprovalExempt === true && row.kind === 'command' && row.state === 'pending' ? { reapprovalExempt: true } : {}), ...(input.expiresAt && row.state === 'pending' ? { expiresAt: input.expiresAt.toISOString() } : {}) },
     });
     if (row.state === 'refused_headless') {
       await this.events.publish({
@@ -229,8 +240,8 @@ export class ApprovalsService {
   }
 
   /** "Approved once" memory (P3): only ever consulted when the policy in force says `reapproval: exempt`. */
-  async isCommandApproved(sessionId: string, command: string): Promise<boolean> {
-    return this.approvedCommands.has(sessionId, command);
+  async isCommandApproved(sessionId: string, command: string, workingDirectory: string): Promise<boolean> {
+    return this.approvedCommands.has(sessionId, command, workingDirectory);
   }
 
   private async load(approvalId: string): Promise<{ approval: ApprovalWithProject; session: SessionRow }> {

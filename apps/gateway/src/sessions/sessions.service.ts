@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
-import type { CreateSessionRequest, PolicyDecision, SessionListQuery, SessionView, ToolCallView } from '@lemniscate/contracts';
+import { refusesApprovals, type CreateSessionRequest, type PolicyDecision, type SessionListQuery, type SessionView, type ToolCallView } from '@lemniscate/contracts';
 import { AuditService } from '../audit/audit.service';
 import { AccessService } from '../auth/access.service';
 import { actorOf, type Principal } from '../auth/principal';
@@ -66,7 +66,8 @@ export class SessionsService {
       agent: input.agent,
       instruction: input.instruction,
       policyVersionId: versionId,
-      headless: input.headless,
+      mode: input.mode,
+      headless: refusesApprovals(input.mode),
       baseCommit: input.baseCommit ?? null,
       branch: input.branch ?? null,
       includedUncommitted: input.includedUncommitted,
@@ -76,7 +77,7 @@ export class SessionsService {
       kind: 'session.instruction',
       projectId: project.id,
       sessionId: session.id,
-      payload: { instruction: session.instruction, agent: session.agent, headless: session.headless, policyVersion: version, depth, parentSessionId: session.parentSessionId },
+      payload: { instruction: session.instruction, agent: session.agent, mode: session.mode, headless: session.headless, policyVersion: version, depth, parentSessionId: session.parentSessionId },
     });
     await this.events.publish({
       type: 'instruction',

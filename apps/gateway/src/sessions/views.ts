@@ -16,6 +16,7 @@ export function toSessionView(s: SessionRow): SessionView {
     policyVersionId: s.policyVersionId,
     status: s.status,
     stopReason: stop.success ? stop.data : null,
+    mode: s.mode,
     headless: s.headless,
     actionsUsed: s.actionsUsed,
     extensionsUsed: s.extensionsUsed,

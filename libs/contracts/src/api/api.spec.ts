@@ -21,7 +21,7 @@ describe('API contracts', () => {
 
   it('a session instruction is not empty and has safe defaults', () => {
     const parsed = CreateSessionRequest.parse({ projectId: 'p1', instruction: 'fix it' });
-    expect(parsed).toMatchObject({ headless: false, includedUncommitted: false });
+    expect(parsed).toMatchObject({ mode: 'interactive', includedUncommitted: false });
     expect(CreateSessionRequest.safeParse({ projectId: 'p1', instruction: '   ' }).success).toBe(false);
   });
 

@@ -12,7 +12,8 @@ export type ApprovalState = z.infer<typeof ApprovalState>;
  * extension of a limit; or the main agent's question with the options it suggests (AG5).
  */
 export const ApprovalPayload = z.union([
-  z.object({ command: z.string() }),
+  /** A command, and the directory it runs in (the working copy's root in the sandbox). */
+  z.object({ command: z.string(), workingDirectory: z.string().optional() }),
   z.object({ diff: z.string(), files: z.array(z.string()).optional() }),
   z.object({ extension: z.enum(['actions', 'minutes']), amount: z.number().int().positive() }),
   z.object({ question: z.string(), options: z.array(z.string()) }),
@@ -21,6 +22,11 @@ export type ApprovalPayload = z.infer<typeof ApprovalPayload>;
 
 export const ApprovalFlags = z.object({
   thirdParty: z.array(z.object({ path: z.string(), class: z.string() })).default([]),
+  /**
+   * A command the person may approve together with its identical repeats in the session (P3:
+   * `commands.reapproval: exempt`, and none of the classes the policy asks every time).
+   */
+  reapprovalExempt: z.boolean().optional(),
 });
 export type ApprovalFlags = z.infer<typeof ApprovalFlags>;
 
@@ -54,7 +60,10 @@ export type ApprovalListQuery = z.infer<typeof ApprovalListQuery>;
 
 export const AnswerApprovalRequest = z
   .object({
-    /** Only for commands, and only when the policy's `reapproval: exempt` allows it. */
+    /**
+     * "Approve, and identical commands without asking": only for a command whose request offered it
+     * (`flags.reapprovalExempt`), while the policy in force still says `reapproval: exempt`.
+     */
     rememberCommand: z.boolean().default(false),
     reason: z.string().max(1000).optional(),
     /**

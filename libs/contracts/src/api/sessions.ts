@@ -8,12 +8,73 @@ export type SessionStatus = z.infer<typeof SessionStatus>;
 export const StopReason = z.enum(['limit_actions', 'limit_minutes', 'loop', 'revoked', 'stopped', 'refused', 'crash']);
 export type StopReason = z.infer<typeof StopReason>;
 
+/**
+ * How a session was started, recorded with it (L4) so that nobody reads a CI run as a person's:
+ * - `interactive`: a person follows it and answers its approvals (`lemni` without -p, the console);
+ * - `headless`: `lemni -p`; nobody can approve, so whatever needs a person is refused at once;
+ * - `headless_with_approvals`: `lemni -p --wait-for-approvals`; no terminal, but approvals wait in
+ *   the inbox for a person (console or `lemni approvals approve ID`).
+ */
+export const SessionMode = z.enum(['interactive', 'headless', 'headless_with_approvals'], {
+  error: 'must be one of "interactive", "headless" or "headless_with_approvals"',
+});
+export type SessionMode = z.infer<typeof SessionMode>;
+
+/** Words for people, the same in the CLI and the console. */
+export const SESSION_MODE_LABELS: Record<SessionMode, string> = {
+  interactive: 'Interactive',
+  headless: 'Headless',
+  headless_with_approvals: 'Headless, approvals waited for',
+};
+
+/** Nobody can answer an approval of this session: it is refused at once and recorded as such. */
+export function refusesApprovals(mode: SessionMode): boolean {
+  return mode === 'headless';
+}
+
+interface ModeFields {
+  mode?: SessionMode | undefined;
+  headless?: boolean | undefined;
+  waitForApprovals?: boolean | undefined;
+}
+
+/**
+ * The mode a start request asks for: `mode` when given, else the older pair `headless` +
+ * `waitForApprovals` (still accepted, so that scripts written against them keep working).
+ */
+export function requestedSessionMode(r: ModeFields): SessionMode {
+  if (r.mode) return r.mode;
+  if (r.headless) return r.waitForApprovals ? 'headless_with_approvals' : 'headless';
+  return 'interactive';
+}
+
+/** Where `mode` and the older fields contradict each other: one sentence per field, none when they fit. */
+export function sessionModeConflicts(r: ModeFields): { path: 'headless' | 'waitForApprovals'; message: string }[] {
+  const out: { path: 'headless' | 'waitForApprovals'; message: string }[] = [];
+  if (r.mode) {
+    const headless = r.mode !== 'interactive';
+    const waits = r.mode === 'headless_with_approvals';
+    if (r.headless !== undefined && r.headless !== headless) {
+      out.push({ path: 'headless', message: `says ${r.headless}, but mode "${r.mode}" is ${headless ? 'a headless' : 'an interactive'} session; send mode alone` });
+    }
+    if (r.waitForApprovals !== undefined && r.waitForApprovals !== waits) {
+      out.push({ path: 'waitForApprovals', message: `says ${r.waitForApprovals}, but mode "${r.mode}" ${waits ? 'waits for approvals' : r.mode === 'headless' ? 'refuses approvals at once' : 'asks its developer directly'}; send mode alone` });
+    }
+  } else if (r.waitForApprovals && r.headless !== true) {
+    out.push({ path: 'waitForApprovals', message: 'goes with a headless session: send mode "headless_with_approvals" (or headless: true with it)' });
+  }
+  return out;
+}
+
 export const CreateSessionRequest = z
   .object({
     projectId: Id,
     instruction: z.string().trim().min(1, 'must not be empty').max(100_000),
     agent: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be an agent file name').default('general'),
-    headless: z.boolean().default(false),
+    /** How the session is run (L4); when absent, read from the older `headless` and `waitForApprovals`. */
+    mode: SessionMode.optional(),
+    /** Older form of `mode: "headless"`; must agree with `mode` when both are sent. */
+    headless: z.boolean().optional(),
     parentSessionId: Id.optional(),
     baseCommit: z.string().regex(/^[0-9a-f]{7,64}$/, 'must be a commit hash').optional(),
     branch: z.string().max(255).optional(),
@@ -22,8 +83,8 @@ export const CreateSessionRequest = z
     model: z.string().min(1).max(4096).optional(),
     /** `git diff HEAD --binary` of the developer's uncommitted work, applied over the base before the agent starts. */
     startingPatch: z.string().max(50 * 1024 * 1024).optional(),
-    /** Headless, but approvals wait in the inbox for a person instead of being refused at once. */
-    waitForApprovals: z.boolean().default(false),
+    /** Older form of `mode: "headless_with_approvals"` (with `headless: true`); must agree with `mode`. */
+    waitForApprovals: z.boolean().optional(),
     /** The developer's `LEMNISCATE_SESSION_*` variables (L5), read as a fallback below configuration. */
     environment: z.record(z.string().regex(/^LEMNISCATE_SESSION_[A-Z_]+$/, 'must be a LEMNISCATE_SESSION_* variable'), z.string().max(200)).optional(),
     /** The `execution:` mapping of the developer's `~/.lemniscate/config.yaml`. */
@@ -34,7 +95,12 @@ export const CreateSessionRequest = z
       .max(200)
       .optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((r, ctx) => {
+    for (const conflict of sessionModeConflicts(r)) ctx.addIssue({ code: 'custom', path: [conflict.path], message: conflict.message });
+  })
+  // The gateway reads one field: the older pair is folded into `mode` here.
+  .transform(({ headless, waitForApprovals, ...rest }) => ({ ...rest, mode: requestedSessionMode({ mode: rest.mode, headless, waitForApprovals }) }));
 export type CreateSessionRequest = z.infer<typeof CreateSessionRequest>;
 
 export const SessionView = z.object({
@@ -48,6 +114,8 @@ export const SessionView = z.object({
   policyVersionId: Id.nullable(),
   status: SessionStatus,
   stopReason: StopReason.nullable(),
+  mode: SessionMode,
+  /** True when nobody can approve (mode "headless"): approvals are refused at once. */
   headless: z.boolean(),
   actionsUsed: z.number().int(),
   extensionsUsed: z.number().int(),
@@ -56,7 +124,13 @@ export const SessionView = z.object({
   baseCommit: z.string().nullable(),
   branch: z.string().nullable(),
   includedUncommitted: z.boolean(),
+  /** X3: `sha256:…` over (mode, blob id, path) of every file the sandbox received; null when it never had one. */
   fingerprintStart: z.string().nullable(),
+  /**
+   * X3: the same hash over the tree the session kept (the start plus every accepted change: the tree
+   * `finalPatch` gives on `baseCommit`); equal to `fingerprintStart` when nothing was kept. Null when
+   * the sandbox never existed, or was gone after a change was accepted and before it could be read.
+   */
   fingerprintEnd: z.string().nullable(),
   finalPatch: z.string().nullable(),
   summary: z.string().nullable(),
@@ -77,6 +151,10 @@ export const PolicyDecision = z.object({
   rule: z.string(),
   reason: z.string(),
   thirdParty: z.array(z.object({ path: z.string(), class: z.string() })).optional(),
+  /** A command the person may approve with its identical repeats (P3). */
+  reapprovalExempt: z.boolean().optional(),
+  /** A command allowed again by an earlier "approve identical" answer: that approval. */
+  approvalId: z.string().optional(),
 });
 export type PolicyDecision = z.infer<typeof PolicyDecision>;
 

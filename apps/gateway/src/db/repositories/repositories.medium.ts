@@ -53,7 +53,7 @@ withTestDatabases((database) => {
     const { users, projects, sessions } = r();
     const user = await users.create({ email: `${unique('dev')}@example.test`, displayName: 'Dev', role: 'developer', passwordHash: 'scrypt$x' });
     const project = await projects.create({ name: unique('project'), repositorySource: '/srv/git/demo.git' });
-    const session = await sessions.create({ projectId: project.id, userId: user.id, agent: 'general', instruction: 'fix the tests' });
+    const session = await sessions.create({ projectId: project.id, userId: user.id, agent: 'general', instruction: 'fix the tests', mode: 'interactive' });
     return { user, project, session };
   }
 
@@ -188,7 +188,7 @@ withTestDatabases((database) => {
       await expect(sessions.findById(session.id)).resolves.toMatchObject({ actionsUsed: 10 });
       await expect(sessions.addExtension(session.id)).resolves.toBe(1);
       await sessions.update(session.id, { baseCommit: 'abc1234', fingerprintStart: 'sha256:1', sandboxId: 'sbx-1' });
-      const child = await sessions.create({ projectId: project.id, userId: user.id, parentSessionId: session.id, depth: 1, agent: 'explore', instruction: 'look' });
+      const child = await sessions.create({ projectId: project.id, userId: user.id, parentSessionId: session.id, depth: 1, agent: 'explore', instruction: 'look', mode: 'interactive' });
       await expect(sessions.list({ parentSessionId: session.id })).resolves.toEqual([child]);
       await expect(sessions.listRunningForUser(user.id)).resolves.toHaveLength(2);
       const ended = await sessions.end(session.id, { status: 'stopped', stopReason: 'stopped', summary: 'stopped by the developer' });
@@ -202,7 +202,7 @@ withTestDatabases((database) => {
       const { sessions } = r();
       const { project, user } = await fixture();
       const more = [];
-      for (let i = 0; i < 3; i++) more.push(await sessions.create({ projectId: project.id, userId: user.id, agent: 'general', instruction: `task ${i}`, startedAt: new Date(Date.UTC(2026, 0, 1 + i)) }));
+      for (let i = 0; i < 3; i++) more.push(await sessions.create({ projectId: project.id, userId: user.id, agent: 'general', instruction: `task ${i}`, mode: 'interactive', startedAt: new Date(Date.UTC(2026, 0, 1 + i)) }));
       const listed = await sessions.list({ projectIds: [project.id], userId: user.id });
       expect(listed.map((s) => s.instruction)).toEqual(['fix the tests', 'task 2', 'task 1', 'task 0']);
       await expect(sessions.list({ projectIds: [] })).resolves.toEqual([]);
@@ -272,14 +272,19 @@ withTestDatabases((database) => {
       await expectViolation(approvals.create({ sessionId: session.id, kind: 'command', payload: {}, agent: 'general', state: 'approved' }), 'approvals_decision_consistent');
     });
 
-    it('remembers approved commands exactly', async () => {
-      const { approvedCommands } = r();
+    it('remembers approved commands exactly: text, directory and session, with the approval', async () => {
+      const { approvedCommands, approvals } = r();
       const { session, user } = await fixture();
-      await approvedCommands.remember(session.id, 'npm test', user.id);
-      await approvedCommands.remember(session.id, 'npm test', user.id);
-      await expect(approvedCommands.has(session.id, 'npm test')).resolves.toBe(true);
-      await expect(approvedCommands.has(session.id, 'npm test ')).resolves.toBe(false);
-      await expect(approvedCommands.listForSession(session.id)).resolves.toHaveLength(1);
+      const other = await fixture();
+      const approval = await approvals.create({ sessionId: session.id, kind: 'command', payload: { command: 'npm test' }, agent: 'general' });
+      const entry = { command: 'npm test', workingDirectory: '/workspace', approvalId: approval.id };
+      await approvedCommands.remember(session.id, entry, user.id);
+      await approvedCommands.remember(session.id, entry, user.id);
+      await expect(approvedCommands.has(session.id, 'npm test', '/workspace')).resolves.toBe(true);
+      await expect(approvedCommands.has(session.id, 'npm test ', '/workspace')).resolves.toBe(false);
+      await expect(approvedCommands.has(session.id, 'npm test', '/workspace/src')).resolves.toBe(false);
+      await expect(approvedCommands.has(other.session.id, 'npm test', '/workspace')).resolves.toBe(false);
+      await expect(approvedCommands.listForSession(session.id)).resolves.toMatchObject([{ command: 'npm test', workingDirectory: '/workspace', approvalId: approval.id, approvedBy: user.id }]);
     });
   });
 

@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import { createPatch } from 'diff';
+import type { ApprovedCommand } from '@lemniscate/policy';
 import type { ExecExit, ExecOutputChunk, FileChange, SandboxInfo } from '@lemniscate/contracts';
 import { ExecHostError, type ExecHostPort } from '../exec-host.port';
 import type { ApprovalDraft, ApprovalOutcome, EventDraft, SessionEnd, SessionRecorder, ToolResultRecord } from '../ports';
@@ -32,7 +34,7 @@ export class InMemoryExecHost implements ExecHostPort {
       baseCommit: 'a'.repeat(40),
       branch: 'main',
       includedUncommitted: false,
-      fingerprint: `sha256:${'b'.repeat(64)}`,
+      fingerprint: this.fingerprint(),
       excluded: [],
       limits: { cpus: 1, memoryMb: 512, pids: 64, diskMb: 64, commandTimeoutSeconds: 60, outputCapBytes: 4096, lifetimeMinutes: 60 },
       createdAt: new Date().toISOString(),
@@ -107,8 +109,18 @@ export class InMemoryExecHost implements ExecHostPort {
     }
     return { paths };
   }
+  /** Fails the next patch reads (a sandbox gone or an exec-host that does not answer). */
+  patchUnreadable = false;
   async patch() {
-    return { baseCommit: 'a'.repeat(40), patch: this.applied.join(''), includedUncommitted: false, sessionPatch: this.applied.join('') };
+    if (this.patchUnreadable) throw new ExecHostError('sandbox_lost', 'The sandbox is gone.', 410);
+    return { baseCommit: 'a'.repeat(40), patch: this.applied.join(''), includedUncommitted: false, sessionPatch: this.applied.join(''), fingerprint: this.fingerprint() };
+  }
+  /** X3, as the exec-host computes it: a hash over what is kept (accepted files and applied diffs), not over what a command left. */
+  fingerprint(): string {
+    const hash = createHash('sha256');
+    for (const [p, c] of [...this.accepted].sort(([a], [b]) => (a < b ? -1 : 1))) hash.update(`${p}\0${c}\0`);
+    for (const d of this.applied) hash.update(`diff\0${d}\0`);
+    return `sha256:${hash.digest('hex')}`;
   }
 }
 
@@ -118,7 +130,7 @@ export class RecordingRecorder implements SessionRecorder {
   audits: { kind: string; payload: Record<string, unknown> }[] = [];
   approvals: ApprovalDraft[] = [];
   results = new Map<string, ToolResultRecord>();
-  remembered: string[] = [];
+  remembered: ApprovedCommand[] = [];
   end: SessionEnd | null = null;
   private nextCall = 0;
 
@@ -127,9 +139,12 @@ export class RecordingRecorder implements SessionRecorder {
 
   /**
    * `answer` decides each approval; a question is answered with `{ state: 'approved', response }`;
-   * `'pending'` leaves it unanswered, so it expires when the loop's wait runs out (or the signal aborts).
+   * `'approved_identical'` approves a command with its identical repeats (P3); `'pending'` leaves it
+   * unanswered, so it expires when the loop's wait runs out (or the signal aborts).
    */
-  constructor(private readonly answer: (draft: ApprovalDraft) => ApprovalOutcome['state'] | 'pending' | { state: 'approved'; response: string } = () => 'refused_headless') {}
+  constructor(
+    private readonly answer: (draft: ApprovalDraft) => ApprovalOutcome['state'] | 'approved_identical' | 'pending' | { state: 'approved'; response: string } = () => 'refused_headless',
+  ) {}
 
   async emit(event: EventDraft) {
     this.events.push(event);
@@ -157,6 +172,7 @@ export class RecordingRecorder implements SessionRecorder {
       this.audits.push({ kind: 'approval.expired', payload: { approvalId } });
       return { state: 'expired', approvalId, decidedBy: null };
     }
+    if (decided === 'approved_identical') return { state: 'approved', approvalId, decidedBy: 'usr_dev', rememberCommand: true };
     const state = typeof decided === 'string' ? decided : decided.state;
     if (state === 'approved') return { state, approvalId, decidedBy: 'usr_dev', rememberCommand: false, ...(typeof decided === 'string' ? {} : { response: decided.response }) };
     if (state === 'refused_headless') return { state, approvalId };
@@ -165,17 +181,26 @@ export class RecordingRecorder implements SessionRecorder {
   async approvedCommands() {
     return this.remembered;
   }
-  async rememberCommand(c: string) {
+  async rememberCommand(c: ApprovedCommand) {
     this.remembered.push(c);
   }
-  async recordWorkingCopy() {}
+  /** The tree recorded as kept, as the sessions table holds it (X3): the start's, then each patch's, null while a change is being kept. */
+  fingerprintEnd: string | null = null;
+  async recordWorkingCopy(info: SandboxInfo) {
+    this.fingerprintEnd = info.fingerprint;
+  }
   async recordProgress() {}
   patches: string[] = [];
-  async recordPatch(patch: string) {
+  async recordPatch(patch: string, fingerprint: string) {
     this.patches.push(patch);
+    this.fingerprintEnd = fingerprint;
+  }
+  async keepingChange() {
+    this.fingerprintEnd = null;
   }
   async finish(end: SessionEnd) {
     this.end = end;
+    if (end.fingerprintEnd !== undefined) this.fingerprintEnd = end.fingerprintEnd;
   }
   ofType<T extends EventDraft['type']>(type: T): Extract<EventDraft, { type: T }>[] {
     return this.events.filter((e): e is Extract<EventDraft, { type: T }> => e.type === type);
