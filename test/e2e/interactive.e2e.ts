@@ -1,8 +1,19 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT, containersOf, startStack, type Stack } from './harness';
+
+function commit(repository: string, files: Record<string, string>, message: string): void {
+  for (const [path, content] of Object.entries(files)) {
+    mkdirSync(join(repository, path, '..'), { recursive: true });
+    writeFileSync(join(repository, path), content);
+  }
+  for (const args of [['add', '-A', '-f'], ['commit', '-q', '-m', message]]) {
+    const r = spawnSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@example.invalid', ...args], { cwd: repository, encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`git ${args.join(' ')}: ${r.stderr}`);
+  }
+}
 
 /**
  * Issue 6 acceptance for interactive mode, in a real terminal: `lemni` runs inside tmux against the
@@ -279,4 +290,53 @@ describe('lemni (interactive) in a real terminal', () => {
       await stack.publishPolicy({ version: 1, commands: { free: ['sleep'] } });
     }
   });
+});
+
+describe('an @mention of a project agent in a running interactive session', () => {
+  it('starts the subagent through the gateway, which accepts the request; it runs and its report reaches the parent session', async () => {
+    commit(stack.repository, { '.lemniscate/agents/finder.md': '---\ndescription: Finds where things are.\nmode: subagent\n---\nYou find where code lives and say so in one sentence.\n' }, 'a project agent');
+    // One script, read in the order the model is asked: the parent sleeps, the mentioned finder asks
+    // twice while it sleeps, then the parent ends.
+    const script = stack.script('mention', [
+      { tool_calls: [{ name: 'Bash', arguments: { command: 'sleep 15' } }] },
+      { tool_calls: [{ name: 'Read', arguments: { path: 'src/calc.js' } }] },
+      { text: 'The average is computed in src/calc.js.' },
+      { text: 'Parent done.' },
+    ]);
+    openLemni('mention', script);
+    await waitForScreen('mention', /lemni ›/);
+    const instruction = 'wait while I ask the finder';
+    tmux('send-keys', '-t', 'mention', '-l', instruction);
+    tmux('send-keys', '-t', 'mention', 'Enter');
+    await waitForScreen('mention', /sleep 15/);
+    tmux('send-keys', '-t', 'mention', '@');
+    await waitForScreen('mention', /\? @/);
+    tmux('send-keys', '-t', 'mention', '-l', 'finder where is the average computed?');
+    tmux('send-keys', '-t', 'mention', 'Enter');
+
+    const started = await waitForScreen('mention', /Background finder session (\S+) started; its work is shown here marked \[finder\]\./);
+    const childId = /Background finder session (\S+) started/.exec(started)![1]!;
+    const done = await waitForScreen('mention', /Parent done\.[\s\S]*lemni ›/, 60_000);
+    // Nothing was refused for its shape: the request the CLI built is the one the gateway validates.
+    expect(done).not.toMatch(/request is invalid|unknown field|validation/i);
+    expect(done).toMatch(new RegExp(`Subagent finder finished \\(${childId}\\)`));
+
+    const parent = await sessionWithInstruction(instruction);
+    expect(parent.status).toBe('completed');
+    const child = (await stack.api(stack.tokens.developer, 'GET', `/sessions/${childId}`)).json;
+    expect(child).toMatchObject({ parentSessionId: parent.id, agent: 'finder', instruction: 'where is the average computed?', status: 'completed', depth: 1 });
+    const calls = (await stack.api(stack.tokens.developer, 'GET', `/sessions/${childId}/tool-calls`)).json as { name: string; arguments: { path?: string }; decision: { effect: string } }[];
+    expect(calls.map((c) => [c.name, c.arguments.path, c.decision.effect])).toEqual([['Read', 'src/calc.js', 'allow']]);
+    // The report is the parent's: recorded on the parent session's audit trail with the child's id.
+    const audit = await stack.api(stack.tokens.security, 'GET', `/audit?sessionId=${parent.id}&kind=subagent.started,subagent.finished&order=asc`);
+    expect(audit.json).toEqual([
+      expect.objectContaining({ kind: 'subagent.started', payload: expect.objectContaining({ childSessionId: childId, agent: 'finder', background: true }) }),
+      expect.objectContaining({ kind: 'subagent.finished', payload: expect.objectContaining({ childSessionId: childId, agent: 'finder', report: 'finished' }) }),
+    ]);
+    const refused = await stack.api(stack.tokens.security, 'GET', `/audit?sessionId=${parent.id}&kind=subagent.refused`);
+    expect(refused.json).toEqual([]);
+    expect(containersOf(parent.id)).toEqual([]);
+    tmux('send-keys', '-t', 'mention', 'Enter');
+    expect(await waitForExit('mention')).toBe(0);
+  }, 120_000);
 });

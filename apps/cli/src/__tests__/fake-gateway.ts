@@ -1,12 +1,30 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CreateSessionRequest, StartSubagentRequest, type ApprovalView, type ProjectView, type SessionView } from '@lemniscate/contracts';
+import {
+  CreateSessionRequest,
+  invalidRequestMessage,
+  matchGatewayRoute,
+  requestIssues,
+  type ApprovalView,
+  type GatewayRoute,
+  type GatewayRouteName,
+  type ProjectView,
+  type RequestIssue,
+  type RequestPart,
+  type SessionView,
+} from '@lemniscate/contracts';
 import { WebSocketServer, type WebSocket } from 'ws';
 
 /**
- * A loopback HTTP + WebSocket server that speaks the gateway's published contracts (routes of
- * apps/gateway, bodies of libs/contracts), so the CLI's wire behaviour is tested end to end through
- * the real bin without a database or Docker. It records every request it receives.
+ * A loopback HTTP + WebSocket server that speaks the gateway's published contracts (libs/contracts'
+ * GatewayRoutes, the table the gateway's controllers validate with), so the CLI's wire behaviour is
+ * tested end to end through the real bin without a database or Docker. It records every request it
+ * receives. Every request is checked against the table as the gateway checks it: an unknown route, or
+ * params, a query or a body the table refuses, is answered with the gateway's 400 and recorded as
+ * drift, and `close()` throws while unacknowledged drift remains, so a CLI that sends what the gateway
+ * would refuse fails its test even when the test expected the command to fail. Its own answers are
+ * checked against the route's response schema too (a fake that answers what the gateway never would
+ * is a test bug, reported the same way).
  */
 
 export const GOOD_TOKEN = 'lmn_good_token';
@@ -24,6 +42,16 @@ export interface RecordedRequest {
   path: string;
   headers: IncomingMessage['headers'];
   body: unknown;
+  /** The GatewayRoutes entry the request named; undefined for a route the gateway does not serve. */
+  route: GatewayRouteName | undefined;
+}
+
+/** A request the gateway would refuse (or an answer it would never give), as the fake saw it. */
+export interface Drift {
+  method: string;
+  path: string;
+  message: string;
+  issues: RequestIssue[];
 }
 
 const now = () => new Date().toISOString();
@@ -78,6 +106,8 @@ export function approvalView(id: string, over: Partial<ApprovalView> = {}): Appr
 
 export class FakeGateway {
   readonly requests: RecordedRequest[] = [];
+  /** Requests the gateway would have refused; see takeDrift(). */
+  private drift: Drift[] = [];
   projects: ProjectView[] = [{ id: 'p1', name: 'demo', repositorySource: '/nonexistent/demo.git', defaultRef: 'main', createdAt: now() }];
   scenario: Scenario = { events: [], final: {} };
   sessions = new Map<string, SessionView>();
@@ -122,11 +152,23 @@ export class FakeGateway {
     return this;
   }
 
+  /** Throws when the CLI sent a request the gateway would refuse and no test took it with takeDrift(). */
   async close(): Promise<void> {
     for (const ws of this.wss.clients) ws.terminate();
     await new Promise<void>((resolve) => this.wss.close(() => resolve()));
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    const drift = this.takeDrift();
+    if (drift.length > 0) {
+      throw new Error(`The CLI and the gateway's contract (GatewayRoutes) have drifted:\n${drift.map((d) => `  ${d.method} ${d.path}: ${d.message}`).join('\n')}`);
+    }
+  }
+
+  /** The drift seen so far, for a test that provokes it on purpose; taken drift no longer fails close(). */
+  takeDrift(): Drift[] {
+    const taken = this.drift;
+    this.drift = [];
+    return taken;
   }
 
   /** Resolves once emission is paused at the gate. */
@@ -191,8 +233,38 @@ export class FakeGateway {
   }
 
   private send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+    const current = this.current;
+    if (current && status < 300 && current.route.response !== undefined) {
+      const parsed = current.route.response.safeParse(body);
+      if (!parsed.success) {
+        const issues = requestIssues('body', parsed.error).map((i) => ({ ...i, path: `response${i.path.slice('body'.length)}` }));
+        const message = `the fake gateway's own answer breaks the response schema: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`;
+        this.drift.push({ method: current.method, path: current.path, message, issues });
+        return this.error(res, 500, 'internal', message);
+      }
+    }
     res.writeHead(status, { 'content-type': 'application/json', ...headers });
     res.end(body === undefined ? '' : JSON.stringify(body));
+  }
+
+  private current: { method: string; path: string; route: GatewayRoute } | undefined;
+
+  /** The table's verdict on one request: the issues the gateway's validation would answer with. */
+  private refusals(route: GatewayRoute, params: Record<string, string>, query: Record<string, string>, body: unknown): RequestIssue[] {
+    const parts: [RequestPart, unknown][] = [
+      ['params', params],
+      ['query', query],
+      ['body', body],
+    ];
+    const issues: RequestIssue[] = [];
+    for (const [part, value] of parts) {
+      const schema = route[part];
+      // As the gateway: a part its route does not read is ignored; a body is checked as sent, params and query default to {}.
+      if (schema === undefined) continue;
+      const result = schema.safeParse(value);
+      if (!result.success) issues.push(...requestIssues(part, result.error));
+    }
+    return issues;
   }
 
   private error(res: ServerResponse, status: number, code: string, message: string): void {
@@ -206,8 +278,22 @@ export class FakeGateway {
     const url = new URL(req.url ?? '/', 'http://x');
     const path = url.pathname.replace(/^\/api\/v1/, '');
     const body: unknown = text ? JSON.parse(text) : undefined;
-    this.requests.push({ method: req.method ?? '', path: `${path}${url.search}`, headers: req.headers, body });
+    const method = req.method ?? '';
+    const matched = matchGatewayRoute(method, url.pathname);
+    this.requests.push({ method, path: `${path}${url.search}`, headers: req.headers, body, route: matched?.name });
     const route = `${req.method} ${path}`;
+    if (!matched) {
+      const message = `The gateway serves no route ${method} ${url.pathname} (libs/contracts GatewayRoutes).`;
+      this.drift.push({ method, path: url.pathname, message, issues: [] });
+      return this.error(res, 404, 'route_not_found', message);
+    }
+    this.current = { method, path: url.pathname, route: matched.route };
+    const issues = this.refusals(matched.route, matched.params, Object.fromEntries(url.searchParams), body);
+    if (issues.length > 0) {
+      const message = invalidRequestMessage(issues);
+      this.drift.push({ method, path: url.pathname, message, issues });
+      return this.send(res, 400, { code: 'validation_failed', message, requestId: 'req-1', details: { issues } });
+    }
     if (route === 'POST /auth/login') {
       const b = body as { email: string; password: string };
       if (b.password !== 'correct horse') return this.error(res, 401, 'unauthenticated', 'Wrong email or password.');
@@ -232,10 +318,8 @@ export class FakeGateway {
       return this.send(res, 201, { id: 'pv2', projectId: m[1], version: 2, document: {}, sourceText: (body as { sourceText: string }).sourceText, authorId: 'u1', comment: '', createdAt: now() });
     }
     if (route === 'POST /sessions') {
-      // As the gateway does: the body must match the shared contract exactly, so drift fails a test.
-      const parsed = CreateSessionRequest.safeParse(body);
-      if (!parsed.success) return this.error(res, 400, 'validation_failed', `body: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(body)'} ${i.message}`).join('; ')}`);
-      const b = parsed.data;
+      // Checked against GatewayRoutes above; parsed again here for the defaults the gateway applies.
+      const b = CreateSessionRequest.parse(body);
       this.sessionId = `s${this.nextId++}`;
       const s = sessionView(this.sessionId, { instruction: b.instruction, agent: b.agent, mode: b.mode, headless: b.mode === 'headless', includedUncommitted: b.includedUncommitted, baseCommit: b.baseCommit ?? null });
       this.sessions.set(s.id, s);
@@ -246,10 +330,7 @@ export class FakeGateway {
     if (route === 'GET /sessions') return this.send(res, 200, [...this.sessions.values()]);
     m = /^\/sessions\/([^/]+)\/subagents$/.exec(path);
     if (m && req.method === 'POST') {
-      // As the gateway does: the body must match the shared contract exactly, so drift fails a test.
-      const parsed = StartSubagentRequest.safeParse(body);
-      if (!parsed.success) return this.error(res, 400, 'validation_failed', `body: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(body)'} ${i.message}`).join('; ')}`);
-      const b = parsed.data;
+      const b = body as { agent: string; instruction: string };
       const child = sessionView(`s${this.nextId++}`, { parentSessionId: m[1] as string, depth: 1, agent: b.agent, instruction: b.instruction, mode: 'interactive', headless: false });
       this.sessions.set(child.id, child);
       return this.send(res, 201, child);
@@ -287,6 +368,7 @@ export class FakeGateway {
       res.end(this.auditExport.slice(5));
       return;
     }
-    return this.error(res, 404, 'route_not_found', `No route ${route}.`);
+    // A route of the table this fake does not play: not drift, but no test may rely on it.
+    return this.error(res, 404, 'route_not_found', `The fake gateway does not serve ${route}.`);
   }
 }

@@ -16,8 +16,12 @@ interface ExportFlags {
   output?: string;
 }
 
-function checkTime(value: string | undefined, flag: string): void {
-  if (value !== undefined && Number.isNaN(Date.parse(value))) throw new CliError(`${flag} must be a date or time such as 2026-11-29 or 2026-11-29T10:00:00Z, not "${value}".`, 'usage');
+/** A `--from`/`--to` value as the gateway's filter takes it: an ISO-8601 timestamp (a date alone is its midnight UTC). */
+function checkTime(value: string | undefined, flag: string): string | undefined {
+  if (value === undefined) return undefined;
+  const at = Date.parse(value);
+  if (Number.isNaN(at)) throw new CliError(`${flag} must be a date or time such as 2026-11-29 or 2026-11-29T10:00:00Z, not "${value}".`, 'usage');
+  return new Date(at).toISOString();
 }
 
 /** `SEQ:HASH` as printed after a verify. */
@@ -95,8 +99,8 @@ export function registerAudit(program: Command, ctx: CliContext, done: Done): vo
     .action((opts: ExportFlags, cmd: Command) =>
       done(
         (async () => {
-          checkTime(opts.from, '--from');
-          checkTime(opts.to, '--to');
+          const from = checkTime(opts.from, '--from');
+          const to = checkTime(opts.to, '--to');
           const global = cmd.optsWithGlobals();
           const { client } = connect(ctx, globalFlags({ ...global, project: undefined }));
           const projectName = opts.project ?? (typeof global.project === 'string' ? global.project : undefined);
@@ -106,7 +110,7 @@ export function registerAudit(program: Command, ctx: CliContext, done: Done): vo
           // Chunks can split a multi-byte character; the decoder carries it over to the next chunk.
           const decoder = new TextDecoder();
           try {
-            await client.auditExport({ format: opts.format, project: projectId, user: opts.user, session: opts.session, kind: opts.kind, from: opts.from, to: opts.to }, (chunk) =>
+            await client.auditExport({ format: opts.format, project: projectId, user: opts.user, session: opts.session, kind: opts.kind, from, to }, (chunk) =>
               file ? file.write(chunk) : ctx.stdout(decoder.decode(chunk, { stream: true })),
             );
             if (!file) ctx.stdout(decoder.decode());

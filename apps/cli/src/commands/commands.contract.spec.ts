@@ -313,7 +313,8 @@ describe('lemni audit', () => {
     expect(gateway.requests.at(-1)?.path).toBe('/audit/export?format=csv&projectId=p1&actor=user%3Au7');
     expect(r.code).toBe(0);
     expect(r.stdout).toBe('{"seq":1}\n{"seq":2}\n');
-    expect(gateway.requests[0]?.path).toBe('/audit/export?format=jsonl&sessionId=s1&from=2026-11-01');
+    // The gateway's filter takes ISO timestamps; a date alone is sent as its midnight UTC.
+    expect(gateway.requests[0]?.path).toBe('/audit/export?format=jsonl&sessionId=s1&from=2026-11-01T00%3A00%3A00.000Z');
     const bad = await lemni(['audit', 'export', '--from', 'yesterday-ish'], { env: env() });
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain('--from must be a date or time');

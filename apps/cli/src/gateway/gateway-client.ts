@@ -1,44 +1,33 @@
 import {
-  AnswerApprovalRequest,
-  ApprovalState,
-  ApprovalView,
-  CreatedToken,
-  CreateSessionRequest,
   ErrorBody,
-  LoginResponse,
-  MeResponse,
-  PolicyVersionView,
-  ProjectView,
-  SessionStatus,
-  SessionView,
-  StartSubagentRequest,
-  StopSessionResponse,
-  ToolCallView,
+  fillPath,
+  GATEWAY_API_PREFIX,
+  GatewayRoutes,
+  type ApprovalState,
+  type ApprovalView,
+  type AuditVerificationView,
+  type CreatedToken,
+  type GatewayRoute,
+  type LoginResponse,
+  type MeResponse,
+  type PathParams,
+  type PolicyVersionView,
+  type ProjectView,
+  type SessionStatus,
+  type SessionView,
+  type StopSessionResponse,
+  type ToolCallView,
 } from '@lemniscate/contracts';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { CliError, type CliErrorClass } from '../errors';
 
-const API = '/api/v1';
+const API = GATEWAY_API_PREFIX;
 
-/** What a session start needs beyond the published contract; see apps/cli/NEEDS.md. */
-export type StartSessionRequest = z.input<typeof CreateSessionRequest> & {
-  /** A model reference such as `scripted:PATH`; omitted means the project's configured model. */
-  model?: string;
-  /** `git diff HEAD --binary` of the developer's uncommitted work, applied before the agent starts. */
-  startingPatch?: string;
-};
+/** A session start: the body of `POST /sessions` as libs/contracts' GatewayRoutes defines it. */
+export type StartSessionRequest = z.input<typeof GatewayRoutes.createSession.body>;
 
 /** The audit service's verification: the first altered, removed or reordered entry when the chain breaks. */
-export const AuditVerifyResult = z.looseObject({
-  ok: z.boolean(),
-  checked: z.number().int().nonnegative().optional(),
-  seq: z.number().int().optional(),
-  problem: z.string().optional(),
-  message: z.string().optional(),
-  lastSeq: z.number().int().optional(),
-  lastHash: z.string().optional(),
-});
-export type AuditVerifyResult = z.infer<typeof AuditVerifyResult>;
+export type AuditVerifyResult = AuditVerificationView;
 
 export interface AuditExportQuery {
   format: 'jsonl' | 'csv';
@@ -52,10 +41,15 @@ export interface AuditExportQuery {
 
 type FetchLike = typeof fetch;
 
-interface RequestOptions<T> {
-  schema: z.ZodType<T>;
-  body?: unknown;
-  query?: Record<string, string | number | undefined>;
+type Query = Record<string, string | number | undefined>;
+type JsonRoute = GatewayRoute & { readonly response: z.ZodType };
+type BodyOf<R> = R extends { readonly body: infer B extends z.ZodType } ? z.input<B> : undefined;
+
+/** A call of one GatewayRoutes entry: its path's values, its body (typed by the route's schema), its query. */
+interface CallOptions<R extends JsonRoute> {
+  params?: PathParams<R>;
+  body?: BodyOf<R>;
+  query?: Query;
   headers?: Record<string, string>;
   /** Turns a 404 into this sentence rather than the gateway's. */
   notFound?: string;
@@ -112,7 +106,19 @@ export class GatewayClient {
     }
   }
 
-  private async request<T>(method: string, path: string, options: RequestOptions<T>): Promise<T> {
+  /** The path of a route relative to the API prefix, with its values filled in. */
+  private pathOf(route: GatewayRoute, params: Record<string, string | number> = {}): string {
+    const full = fillPath(route.path, params);
+    return full.startsWith(`${API}/`) ? full.slice(API.length) : full;
+  }
+
+  /**
+   * One call of a GatewayRoutes entry: its method and path from the table, the answer parsed with the
+   * route's response schema, so a CLI and a gateway of different versions say so instead of crashing later.
+   */
+  private async request<R extends JsonRoute>(route: R, options: CallOptions<R> = {}): Promise<z.output<R['response']>> {
+    const { method } = route;
+    const path = this.pathOf(route, options.params as Record<string, string | number> | undefined);
     const response = await this.raw(method, path, options);
     const text = await response.text();
     let json: unknown = undefined;
@@ -124,12 +130,12 @@ export class GatewayClient {
       }
     }
     if (!response.ok) throw this.errorFor(response.status, json, method, path, options.notFound);
-    const parsed = options.schema.safeParse(json);
+    const parsed = route.response.safeParse(json);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
       throw this.contractError(method, path, `${issue?.path.join('.') || '(body)'} ${issue?.message ?? 'is invalid'}`);
     }
-    return parsed.data;
+    return parsed.data as z.output<R['response']>;
   }
 
   private contractError(method: string, path: string, detail: string): CliError {
@@ -160,17 +166,19 @@ export class GatewayClient {
   // --- identity ---
 
   me(): Promise<MeResponse> {
-    return this.request('GET', '/auth/me', { schema: MeResponse });
+    return this.request(GatewayRoutes.me);
   }
 
   /** Signs in with a password and returns the cookie and CSRF token needed to create an API token. */
   async login(email: string, password: string): Promise<{ cookie: string; csrfToken: string; response: LoginResponse }> {
-    const response = await this.raw('POST', '/auth/login', { body: { email, password } });
+    const route = GatewayRoutes.login;
+    const path = this.pathOf(route);
+    const response = await this.raw(route.method, path, { body: { email, password } satisfies z.input<typeof route.body> });
     const json: unknown = await response.json().catch(() => undefined);
     if (response.status === 401) throw new CliError('The gateway refused this email and password.', 'unauthenticated');
-    if (!response.ok) throw this.errorFor(response.status, json, 'POST', '/auth/login');
-    const parsed = LoginResponse.safeParse(json);
-    if (!parsed.success) throw this.contractError('POST', '/auth/login', parsed.error.issues[0]?.message ?? 'invalid');
+    if (!response.ok) throw this.errorFor(response.status, json, route.method, path);
+    const parsed = route.response.safeParse(json);
+    if (!parsed.success) throw this.contractError(route.method, path, parsed.error.issues[0]?.message ?? 'invalid');
     const cookie = response.headers
       .getSetCookie()
       .map((c) => c.split(';')[0] ?? '')
@@ -180,8 +188,7 @@ export class GatewayClient {
   }
 
   createToken(name: string, session: { cookie: string; csrfToken: string }, expiresInDays = 90): Promise<CreatedToken> {
-    return this.request('POST', '/auth/tokens', {
-      schema: CreatedToken,
+    return this.request(GatewayRoutes.createToken, {
       body: { name, expiresInDays },
       headers: { cookie: session.cookie, 'x-csrf-token': session.csrfToken, authorization: '' },
     });
@@ -190,7 +197,7 @@ export class GatewayClient {
   // --- projects and policy ---
 
   listProjects(): Promise<ProjectView[]> {
-    return this.request('GET', '/projects', { schema: z.array(ProjectView) });
+    return this.request(GatewayRoutes.listProjects);
   }
 
   /** Projects are named by people and identified by id on the wire. */
@@ -208,8 +215,8 @@ export class GatewayClient {
   }
 
   publishPolicy(projectId: string, sourceText: string, comment: string): Promise<PolicyVersionView> {
-    return this.request('POST', `/projects/${encodeURIComponent(projectId)}/policy`, {
-      schema: PolicyVersionView,
+    return this.request(GatewayRoutes.publishPolicy, {
+      params: { projectId },
       body: { sourceText, comment },
     });
   }
@@ -217,32 +224,32 @@ export class GatewayClient {
   // --- sessions ---
 
   startSession(request: StartSessionRequest): Promise<SessionView> {
-    return this.request('POST', '/sessions', { schema: SessionView, body: request });
+    return this.request(GatewayRoutes.createSession, { body: request });
   }
 
   listSessions(query: { projectId?: string | undefined; status?: SessionStatus | undefined; limit?: number | undefined } = {}): Promise<SessionView[]> {
-    return this.request('GET', '/sessions', { schema: z.array(SessionView), query });
+    return this.request(GatewayRoutes.listSessions, { query });
   }
 
   getSession(id: string): Promise<SessionView> {
-    return this.request('GET', `/sessions/${encodeURIComponent(id)}`, { schema: SessionView, notFound: `No session ${id} is visible to you (\`lemni sessions\` lists them).` });
+    return this.request(GatewayRoutes.getSession, { params: { id }, notFound: `No session ${id} is visible to you (\`lemni sessions\` lists them).` });
   }
 
   toolCalls(id: string): Promise<ToolCallView[]> {
-    return this.request('GET', `/sessions/${encodeURIComponent(id)}/tool-calls`, { schema: z.array(ToolCallView) });
+    return this.request(GatewayRoutes.sessionToolCalls, { params: { id } });
   }
 
   stopSession(id: string, reason?: string): Promise<StopSessionResponse> {
-    return this.request('POST', `/sessions/${encodeURIComponent(id)}/stop`, {
-      schema: StopSessionResponse,
+    return this.request(GatewayRoutes.stopSession, {
+      params: { id },
       body: reason === undefined ? {} : { reason },
       notFound: `No session ${id} is visible to you (\`lemni sessions\` lists them).`,
     });
   }
 
   revokeSession(id: string, reason?: string): Promise<StopSessionResponse> {
-    return this.request('POST', `/sessions/${encodeURIComponent(id)}/revoke`, {
-      schema: StopSessionResponse,
+    return this.request(GatewayRoutes.revokeSession, {
+      params: { id },
       body: reason === undefined ? {} : { reason },
       notFound: `No session ${id} is visible to you (\`lemni sessions\` lists them).`,
     });
@@ -250,26 +257,27 @@ export class GatewayClient {
 
   /** `@general …` / `@explore …`: a background subagent under a running session (NEEDS.md). */
   startSubagent(parentSessionId: string, agent: string, instruction: string): Promise<SessionView> {
-    return this.request('POST', `/sessions/${encodeURIComponent(parentSessionId)}/subagents`, {
-      schema: SessionView,
-      body: StartSubagentRequest.parse({ agent, instruction }),
+    return this.request(GatewayRoutes.startSubagent, {
+      params: { id: parentSessionId },
+      body: GatewayRoutes.startSubagent.body.parse({ agent, instruction }),
     });
   }
 
   // --- approvals ---
 
   listApprovals(query: { state?: ApprovalState | undefined; sessionId?: string | undefined } = {}): Promise<ApprovalView[]> {
-    return this.request('GET', '/approvals', { schema: z.array(ApprovalView), query });
+    return this.request(GatewayRoutes.listApprovals, { query });
   }
 
   getApproval(id: string): Promise<ApprovalView> {
-    return this.request('GET', `/approvals/${encodeURIComponent(id)}`, { schema: ApprovalView, notFound: `No approval ${id} is visible to you (\`lemni approvals\` lists the pending ones).` });
+    return this.request(GatewayRoutes.getApproval, { params: { id }, notFound: `No approval ${id} is visible to you (\`lemni approvals\` lists the pending ones).` });
   }
 
-  answerApproval(id: string, answer: 'approve' | 'reject', body: z.input<typeof AnswerApprovalRequest> = {}): Promise<ApprovalView> {
-    return this.request('POST', `/approvals/${encodeURIComponent(id)}/${answer}`, {
-      schema: ApprovalView,
-      body: AnswerApprovalRequest.parse(body),
+  answerApproval(id: string, answer: 'approve' | 'reject', body: z.input<typeof GatewayRoutes.approve.body> = {}): Promise<ApprovalView> {
+    const route = answer === 'approve' ? GatewayRoutes.approve : GatewayRoutes.reject;
+    return this.request(route, {
+      params: { id },
+      body: route.body.parse(body),
       notFound: `No approval ${id} is visible to you (\`lemni approvals\` lists the pending ones).`,
     });
   }
@@ -278,7 +286,7 @@ export class GatewayClient {
 
   /** With an anchor (a head kept from an earlier verification), a log rewritten end to end is caught too. */
   auditVerify(anchor?: { seq: number; hash: string }): Promise<AuditVerifyResult> {
-    return this.request('GET', '/audit/verify', { schema: AuditVerifyResult, query: anchor ? { anchorSeq: anchor.seq, anchorHash: anchor.hash } : {} });
+    return this.request(GatewayRoutes.auditVerify, { query: anchor ? { anchorSeq: anchor.seq, anchorHash: anchor.hash } : {} });
   }
 
   /** Streams the export body as it arrives; the export can be far larger than memory. */
@@ -286,10 +294,12 @@ export class GatewayClient {
     const { format, project, user, session, kind, from, to } = query;
     // Named as the audit service's filter (AuditFilter); a user is an actor `user:ID`.
     const params = { format, projectId: project, actor: user === undefined ? undefined : `user:${user}`, sessionId: session, kind, from, to };
-    const response = await this.raw('GET', '/audit/export', { query: params, headers: { accept: query.format === 'csv' ? 'text/csv' : 'application/x-ndjson' } });
+    const route = GatewayRoutes.auditExport;
+    const path = this.pathOf(route);
+    const response = await this.raw(route.method, path, { query: params, headers: { accept: query.format === 'csv' ? 'text/csv' : 'application/x-ndjson' } });
     if (!response.ok) {
       const json: unknown = await response.json().catch(() => undefined);
-      throw this.errorFor(response.status, json, 'GET', '/audit/export');
+      throw this.errorFor(response.status, json, route.method, path);
     }
     if (!response.body) return;
     const reader = response.body.getReader();

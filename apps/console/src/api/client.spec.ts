@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import { fillPath, GatewayRoutes, matchGatewayRoute, pathParams, type GatewayRoute } from '@lemniscate/contracts';
 import { ApiClient, ApiError, type Fetch } from './client';
+import { routes } from './routes';
 
 type Seen = { url: string; init: RequestInit };
 
@@ -68,5 +70,25 @@ describe('ApiClient', () => {
     const { blob, filename } = await new ApiClient('/api/v1', f.fetch).blob('/audit/export');
     expect(filename).toBe('audit.csv');
     expect(await blob.text()).toBe('a,b\r\n');
+  });
+});
+
+describe('ApiClient.call: every request from libs/contracts GatewayRoutes', () => {
+  const jsonRoutes = (Object.entries(GatewayRoutes) as [string, GatewayRoute][]).filter(([, r]) => r.response !== undefined && r.path.startsWith('/api/v1/'));
+
+  it.each(jsonRoutes)("%s: method and path from the table, the answer checked against the route's response schema", async (_, route) => {
+    const f = fakeFetch(() => json(route.status, { surely: 'not this shape' }));
+    const client = new ApiClient('/api/v1', f.fetch);
+    const params = Object.fromEntries(pathParams(route.path).map((n) => [n, n === 'version' ? 2 : 'id 1']));
+    const e = await client.call(route as GatewayRoute & { response: z.ZodType }, { params } as never).catch((err: unknown) => err);
+    expect(f.seen[0]!.init.method).toBe(route.method);
+    expect(f.seen[0]!.url).toBe(fillPath(route.path, params));
+    expect(matchGatewayRoute(route.method, f.seen[0]!.url)?.route).toBe(route);
+    expect(e).toBeInstanceOf(ApiError);
+    expect((e as ApiError).code).toBe('invalid_response');
+  });
+
+  it('the paths the console names outside call() are routes of the table', () => {
+    expect(matchGatewayRoute('GET', `/api/v1${routes.auditExport}`)?.name).toBe('auditExport');
   });
 });

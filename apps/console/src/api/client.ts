@@ -1,4 +1,4 @@
-import { ErrorBody } from '@lemniscate/contracts';
+import { ErrorBody, fillPath, GATEWAY_API_PREFIX, type GatewayRoute, type PathParams } from '@lemniscate/contracts';
 import type { z } from 'zod';
 
 /**
@@ -35,6 +35,21 @@ export interface RequestOptions {
 }
 
 export type Fetch = (input: string, init: RequestInit) => Promise<Response>;
+
+type JsonRoute = GatewayRoute & { readonly response: z.ZodType };
+type BodyOf<R> = R extends { readonly body: infer B extends z.ZodType } ? z.input<B> : undefined;
+
+/** A call of one libs/contracts GatewayRoutes entry: the values of its path, its body typed by the route's schema. */
+export interface CallOptions<R extends GatewayRoute> extends Omit<RequestOptions, 'method' | 'body'> {
+  params?: PathParams<R>;
+  body?: BodyOf<R>;
+}
+
+/** A route's path relative to the API prefix (`/sessions/s1`), its `:params` filled in and encoded. */
+export function routePath(route: GatewayRoute, params: Record<string, string | number> = {}): string {
+  const full = fillPath(route.path, params);
+  return full.startsWith(`${GATEWAY_API_PREFIX}/`) ? full.slice(GATEWAY_API_PREFIX.length) : full;
+}
 
 /**
  * The one way the console talks to the gateway. Authentication is the HttpOnly session cookie the
@@ -78,6 +93,15 @@ export class ApiClient {
       });
     }
     return parsed.data;
+  }
+
+  /**
+   * Calls a GatewayRoutes entry: method and path from the table, the answer parsed with the route's
+   * response schema, so the console and the gateway share one definition of every request.
+   */
+  call<R extends JsonRoute>(route: R, opts: CallOptions<R> = {}): Promise<z.output<R['response']>> {
+    const { params, ...rest } = opts;
+    return this.json(route.response, routePath(route, params as Record<string, string | number> | undefined), { ...rest, method: route.method }) as Promise<z.output<R['response']>>;
   }
 
   /** For downloads (patches, audit exports): the raw body. */

@@ -1,6 +1,5 @@
 import { Controller, Get } from '@nestjs/common';
-import { AuditEntryView, AuditExportQuery, AuditKindsView, AuditListQuery, AuditVerificationView, AuditVerifyQuery } from '@lemniscate/contracts';
-import { z } from 'zod';
+import { AuditExportQuery, AuditListQuery, AuditVerifyQuery, GatewayRoutes as R } from '@lemniscate/contracts';
 import { Can, CurrentPrincipal } from '../auth/permission.decorator';
 import type { Principal } from '../auth/principal';
 import { Returns, ZQuery } from '../common/zod-validation';
@@ -12,29 +11,29 @@ export class AuditApiController {
 
   @Get()
   @Can('read', 'Audit')
-  @Returns(z.array(AuditEntryView), 'Audit entries, filtered by project, actor, session, kind and time')
-  list(@CurrentPrincipal() principal: Principal, @ZQuery(AuditListQuery) query: AuditListQuery) {
+  @Returns(R.listAudit.response, 'Audit entries, filtered by project, actor, session, kind and time', R.listAudit.status)
+  list(@CurrentPrincipal() principal: Principal, @ZQuery(R.listAudit.query) query: AuditListQuery) {
     return this.audit.list(principal, query);
   }
 
   @Get('kinds')
   @Can('read', 'Audit')
-  @Returns(AuditKindsView, 'The kinds of entry the gateway records: the only values the kind filter accepts')
+  @Returns(R.auditKinds.response, 'The kinds of entry the gateway records: the only values the kind filter accepts', R.auditKinds.status)
   kinds() {
     return this.audit.kinds();
   }
 
   @Get('verify')
   @Can('verify', 'Audit')
-  @Returns(AuditVerificationView, 'Walk the hash chain and name the first altered, removed or reordered entry')
-  verify(@CurrentPrincipal() principal: Principal, @ZQuery(AuditVerifyQuery) query: AuditVerifyQuery) {
+  @Returns(R.auditVerify.response, 'Walk the hash chain and name the first altered, removed or reordered entry', R.auditVerify.status)
+  verify(@CurrentPrincipal() principal: Principal, @ZQuery(R.auditVerify.query) query: AuditVerifyQuery) {
     return this.audit.verify(principal, query);
   }
 
   @Get('export')
   @Can('export', 'Audit')
-  @Returns(null, 'Stream the matching entries as JSONL or CSV')
-  export(@CurrentPrincipal() principal: Principal, @ZQuery(AuditExportQuery) query: AuditExportQuery) {
+  @Returns(null, 'Stream the matching entries as JSONL or CSV', R.auditExport.status)
+  export(@CurrentPrincipal() principal: Principal, @ZQuery(R.auditExport.query) query: AuditExportQuery) {
     return this.audit.export(principal, query);
   }
 }

@@ -1,5 +1,6 @@
 import { RequestMethod, Type } from '@nestjs/common';
-import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
+import { HTTP_CODE_METADATA, METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
+import { API_PREFIX, UNPREFIXED } from '../app.constants';
 import { PERMISSION, RoutePermission } from '../auth/permission.decorator';
 import { RouteContract, routeContract } from './zod-validation';
 
@@ -9,6 +10,8 @@ export interface RouteInfo {
   method: string;
   /** Express-style path without the global prefix, e.g. `/sessions/:id/stop`. */
   path: string;
+  /** The status of a successful answer: `@HttpCode`, else Nest's default (201 for POST, 200 otherwise). */
+  status: number;
   permission: RoutePermission | undefined;
   contract: RouteContract;
 }
@@ -48,10 +51,16 @@ export function listRoutes(controllers: Type[]): RouteInfo[] {
         handler: name,
         method: RequestMethod[method] ?? String(method),
         path: join(base, first(path)),
+        status: (Reflect.getMetadata(HTTP_CODE_METADATA, fn) as number | undefined) ?? (method === RequestMethod.POST ? 201 : 200),
         permission,
         contract: routeContract(proto, name),
       });
     }
   }
   return routes;
+}
+
+/** The path as served: under the API prefix unless it is a probe, the metrics or the API description. */
+export function servedPath(path: string): string {
+  return UNPREFIXED.some((p) => path === `/${p}` || path.startsWith(`/${p}/`)) ? path : `/${API_PREFIX}${path}`;
 }

@@ -1,9 +1,8 @@
 import { Body, Param, PipeTransform, Query } from '@nestjs/common';
 import 'reflect-metadata';
+import { invalidRequestMessage, requestIssues, type RequestPart } from '@lemniscate/contracts';
 import { z } from 'zod';
 import { AppError, ErrorCode } from './errors';
-
-export type RequestPart = 'body' | 'query' | 'params';
 
 /** Validates one part of a request against its contract; a failure is a 400 naming every bad field. */
 export class ZodValidationPipe<S extends z.ZodType> implements PipeTransform<unknown, z.infer<S>> {
@@ -16,13 +15,12 @@ export class ZodValidationPipe<S extends z.ZodType> implements PipeTransform<unk
     const nul = nulPaths(value, [this.part]);
     if (nul.length > 0) {
       const issues = nul.map((path) => ({ path, message: 'contains a NUL character (\\u0000), which no text field may hold' }));
-      throw new AppError(ErrorCode.ValidationFailed, `The request is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}.`, { issues });
+      throw new AppError(ErrorCode.ValidationFailed, invalidRequestMessage(issues), { issues });
     }
     const result = this.schema.safeParse(value ?? (this.part === 'body' ? undefined : {}));
     if (result.success) return result.data;
-    const issues = result.error.issues.map((i) => ({ path: [this.part, ...i.path.map(String)].join('.'), message: describe(i) }));
-    const summary = issues.map((i) => `${i.path}: ${i.message}`).join('; ');
-    throw new AppError(ErrorCode.ValidationFailed, `The request is invalid: ${summary}.`, { issues });
+    const issues = requestIssues(this.part, result.error);
+    throw new AppError(ErrorCode.ValidationFailed, invalidRequestMessage(issues), { issues });
   }
 }
 
@@ -43,12 +41,6 @@ export function nulPaths(value: unknown, at: string[], out: string[] = []): stri
     }
   }
   return out;
-}
-
-function describe(issue: z.core.$ZodIssue): string {
-  if (issue.code === 'unrecognized_keys') return `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
-  if (issue.code === 'invalid_type' && issue.input === undefined) return 'is required';
-  return issue.message;
 }
 
 /** Contract schemas recorded per handler, read by the OpenAPI generator. */

@@ -1,5 +1,5 @@
 import { Controller, Get, Header, Inject, Res } from '@nestjs/common';
-import { GatewayHealth, GatewayReadiness } from '@lemniscate/contracts';
+import { GatewayHealth, GatewayReadiness, GatewayRoutes as R } from '@lemniscate/contracts';
 import type { Response } from 'express';
 import { Public } from '../auth/permission.decorator';
 import { Returns } from '../common/zod-validation';
@@ -19,14 +19,14 @@ export class HealthController {
 
   @Get('healthz')
   @Public('liveness probe: says only that the process answers')
-  @Returns(GatewayHealth, 'The process is alive')
+  @Returns(R.healthz.response, 'The process is alive', R.healthz.status)
   healthz(): GatewayHealth {
     return { status: 'ok' };
   }
 
   @Get('readyz')
   @Public('readiness probe: says whether the database and the exec-host answer')
-  @Returns(GatewayReadiness, 'Ready when the database and the exec-host answer (503 otherwise)')
+  @Returns(R.readyz.response, 'Ready when the database and the exec-host answer (503 otherwise)', R.readyz.status)
   async readyz(@Res({ passthrough: true }) res: Response): Promise<GatewayReadiness> {
     const [database, execHost] = await Promise.all([
       this.database.ping().then(
@@ -43,7 +43,7 @@ export class HealthController {
   @Get('metrics')
   @Public('Prometheus scrape endpoint; exposes counters, no personal data')
   @Header('content-type', 'text/plain; version=0.0.4; charset=utf-8')
-  @Returns(null, 'Prometheus metrics')
+  @Returns(null, 'Prometheus metrics', R.metrics.status)
   metricsText(): Promise<string> {
     return this.metrics.registry.metrics();
   }

@@ -2,9 +2,9 @@ import { Controller, Get } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import type { Type } from '@nestjs/common';
 import { Public } from '../auth/permission.decorator';
-import { listRoutes } from '../common/routes';
+import { listRoutes, servedPath } from '../common/routes';
+import { GatewayRoutes as R } from '@lemniscate/contracts';
 import { Returns } from '../common/zod-validation';
-import { API_PREFIX, UNPREFIXED } from '../app.constants';
 import { buildOpenApi } from './openapi';
 
 @Controller('api/docs')
@@ -15,7 +15,7 @@ export class OpenApiController {
 
   @Get()
   @Public('the API description is not a secret; every route it lists enforces its own permission')
-  @Returns(null, 'This API as an OpenAPI 3.1 document, generated from the zod contracts')
+  @Returns(null, 'This API as an OpenAPI 3.1 document, generated from the zod contracts', R.apiDocs.status)
   docs(): Record<string, unknown> {
     this.document ??= this.build();
     return this.document;
@@ -26,11 +26,8 @@ export class OpenApiController {
       .getControllers()
       .map((w) => w.metatype as Type | null)
       .filter((t): t is Type => !!t);
-    const routes = listRoutes(controllers).map((r) => ({ ...r, path: isUnprefixed(r.path) ? r.path : `/${API_PREFIX}${r.path}` }));
+    const routes = listRoutes(controllers).map((r) => ({ ...r, path: servedPath(r.path) }));
     return buildOpenApi(routes, '', '1');
   }
 }
 
-function isUnprefixed(path: string): boolean {
-  return UNPREFIXED.some((p) => path === `/${p}` || path.startsWith(`/${p}/`));
-}

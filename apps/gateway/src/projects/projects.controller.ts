@@ -1,6 +1,5 @@
 import { Controller, Delete, Get, Post } from '@nestjs/common';
-import { AddMemberRequest, CreateProjectRequest, OkResponse, ProjectMemberParams, ProjectParams, ProjectView } from '@lemniscate/contracts';
-import { z } from 'zod';
+import { AddMemberRequest, CreateProjectRequest, ProjectMemberParams, ProjectParams, GatewayRoutes as R } from '@lemniscate/contracts';
 import { Can, CurrentPrincipal } from '../auth/permission.decorator';
 import type { Principal } from '../auth/principal';
 import { Returns, ZBody, ZParams } from '../common/zod-validation';
@@ -12,36 +11,36 @@ export class ProjectsController {
 
   @Get()
   @Can('read', 'Project')
-  @Returns(z.array(ProjectView), 'Projects you are a member of')
+  @Returns(R.listProjects.response, 'Projects you are a member of', R.listProjects.status)
   list(@CurrentPrincipal() principal: Principal) {
     return this.projects.list(principal);
   }
 
   @Post()
   @Can('create', 'Project')
-  @Returns(ProjectView, 'Create a project (its policy starts as the built-in default)', 201)
-  create(@CurrentPrincipal() principal: Principal, @ZBody(CreateProjectRequest) body: CreateProjectRequest) {
+  @Returns(R.createProject.response, 'Create a project (its policy starts as the built-in default)', R.createProject.status)
+  create(@CurrentPrincipal() principal: Principal, @ZBody(R.createProject.body) body: CreateProjectRequest) {
     return this.projects.create(principal, body);
   }
 
   @Get(':projectId')
   @Can('read', 'Project')
-  @Returns(ProjectView, 'One project')
-  get(@CurrentPrincipal() principal: Principal, @ZParams(ProjectParams) params: ProjectParams) {
+  @Returns(R.getProject.response, 'One project', R.getProject.status)
+  get(@CurrentPrincipal() principal: Principal, @ZParams(R.getProject.params) params: ProjectParams) {
     return this.projects.get(principal, params.projectId);
   }
 
   @Post(':projectId/members')
   @Can('update', 'Project')
-  @Returns(OkResponse, 'Add a user to the project', 201)
-  addMember(@CurrentPrincipal() principal: Principal, @ZParams(ProjectParams) params: ProjectParams, @ZBody(AddMemberRequest) body: AddMemberRequest) {
+  @Returns(R.addMember.response, 'Add a user to the project', R.addMember.status)
+  addMember(@CurrentPrincipal() principal: Principal, @ZParams(R.addMember.params) params: ProjectParams, @ZBody(R.addMember.body) body: AddMemberRequest) {
     return this.projects.addMember(principal, params.projectId, body);
   }
 
   @Delete(':projectId/members/:userId')
   @Can('update', 'Project')
-  @Returns(OkResponse, 'Remove a user from the project')
-  removeMember(@CurrentPrincipal() principal: Principal, @ZParams(ProjectMemberParams) params: ProjectMemberParams) {
+  @Returns(R.removeMember.response, 'Remove a user from the project', R.removeMember.status)
+  removeMember(@CurrentPrincipal() principal: Principal, @ZParams(R.removeMember.params) params: ProjectMemberParams) {
     return this.projects.removeMember(principal, params.projectId, params.userId);
   }
 }

@@ -1,6 +1,5 @@
 import { Controller, Get, HttpCode, Post } from '@nestjs/common';
-import { AnswerApprovalRequest, ApprovalListQuery, ApprovalView, IdParams } from '@lemniscate/contracts';
-import { z } from 'zod';
+import { AnswerApprovalRequest, ApprovalListQuery, IdParams, GatewayRoutes as R } from '@lemniscate/contracts';
 import { Can, CurrentPrincipal } from '../auth/permission.decorator';
 import type { Principal } from '../auth/principal';
 import { Returns, ZBody, ZParams, ZQuery } from '../common/zod-validation';
@@ -12,31 +11,31 @@ export class ApprovalsController {
 
   @Get()
   @Can('read', 'Approval')
-  @Returns(z.array(ApprovalView), 'Approval requests you may see, newest first')
-  list(@CurrentPrincipal() principal: Principal, @ZQuery(ApprovalListQuery) query: ApprovalListQuery) {
+  @Returns(R.listApprovals.response, 'Approval requests you may see, newest first', R.listApprovals.status)
+  list(@CurrentPrincipal() principal: Principal, @ZQuery(R.listApprovals.query) query: ApprovalListQuery) {
     return this.approvals.list(principal, query);
   }
 
   @Get(':id')
   @Can('read', 'Approval')
-  @Returns(ApprovalView, 'One approval request, with the exact command or diff')
-  get(@CurrentPrincipal() principal: Principal, @ZParams(IdParams) params: IdParams) {
+  @Returns(R.getApproval.response, 'One approval request, with the exact command or diff', R.getApproval.status)
+  get(@CurrentPrincipal() principal: Principal, @ZParams(R.getApproval.params) params: IdParams) {
     return this.approvals.get(principal, params.id);
   }
 
   @Post(':id/approve')
   @HttpCode(200)
   @Can('answer', 'Approval')
-  @Returns(ApprovalView, 'Approve (once, or for identical commands when the policy allows)')
-  approve(@CurrentPrincipal() principal: Principal, @ZParams(IdParams) params: IdParams, @ZBody(AnswerApprovalRequest.default({ rememberCommand: false })) body: AnswerApprovalRequest) {
+  @Returns(R.approve.response, 'Approve (once, or for identical commands when the policy allows)', R.approve.status)
+  approve(@CurrentPrincipal() principal: Principal, @ZParams(R.approve.params) params: IdParams, @ZBody(R.approve.body) body: AnswerApprovalRequest) {
     return this.approvals.answer(principal, params.id, 'approved', body);
   }
 
   @Post(':id/reject')
   @HttpCode(200)
   @Can('answer', 'Approval')
-  @Returns(ApprovalView, 'Reject')
-  reject(@CurrentPrincipal() principal: Principal, @ZParams(IdParams) params: IdParams, @ZBody(AnswerApprovalRequest.default({ rememberCommand: false })) body: AnswerApprovalRequest) {
+  @Returns(R.reject.response, 'Reject', R.reject.status)
+  reject(@CurrentPrincipal() principal: Principal, @ZParams(R.reject.params) params: IdParams, @ZBody(R.reject.body) body: AnswerApprovalRequest) {
     return this.approvals.answer(principal, params.id, 'rejected', body);
   }
 }

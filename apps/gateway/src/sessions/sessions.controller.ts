@@ -1,6 +1,5 @@
 import { Controller, Get, HttpCode, Post } from '@nestjs/common';
-import { CreateSessionRequest, IdParams, StartSubagentRequest, SessionListQuery, SessionView, StopSessionRequest, StopSessionResponse, ToolCallView } from '@lemniscate/contracts';
-import { z } from 'zod';
+import { CreateSessionRequest, IdParams, StartSubagentRequest, SessionListQuery, StopSessionRequest, GatewayRoutes as R } from '@lemniscate/contracts';
 import { Can, CurrentPrincipal } from '../auth/permission.decorator';
 import type { Principal } from '../auth/principal';
 import { Returns, ZBody, ZParams, ZQuery } from '../common/zod-validation';
@@ -19,52 +18,52 @@ export class SessionsController {
 
   @Post()
   @Can('create', 'Session')
-  @Returns(SessionView, 'Start a session: record the instruction and run the agent in a new sandbox', 201)
-  create(@CurrentPrincipal() principal: Principal, @ZBody(CreateSessionRequest) body: CreateSessionRequest) {
+  @Returns(R.createSession.response, 'Start a session: record the instruction and run the agent in a new sandbox', R.createSession.status)
+  create(@CurrentPrincipal() principal: Principal, @ZBody(R.createSession.body) body: CreateSessionRequest) {
     return this.runtime.start(principal, body);
   }
 
   @Post(':id/subagents')
   @Can('create', 'Session')
-  @Returns(SessionView, 'Start a background subagent in a running session (a mention such as @explore)', 201)
-  startSubagent(@CurrentPrincipal() principal: Principal, @ZParams(IdParams) params: IdParams, @ZBody(StartSubagentRequest) body: StartSubagentRequest) {
+  @Returns(R.startSubagent.response, 'Start a background subagent in a running session (a mention such as @explore)', R.startSubagent.status)
+  startSubagent(@CurrentPrincipal() principal: Principal, @ZParams(R.startSubagent.params) params: IdParams, @ZBody(R.startSubagent.body) body: StartSubagentRequest) {
     return this.runtime.startSubagent(principal, params.id, body);
   }
 
   @Get()
   @Can('read', 'Session')
-  @Returns(z.array(SessionView), 'Sessions you may see, newest first')
-  list(@CurrentPrincipal() principal: Principal, @ZQuery(SessionListQuery) query: SessionListQuery) {
+  @Returns(R.listSessions.response, 'Sessions you may see, newest first', R.listSessions.status)
+  list(@CurrentPrincipal() principal: Principal, @ZQuery(R.listSessions.query) query: SessionListQuery) {
     return this.sessions.list(principal, query);
   }
 
   @Get(':id')
   @Can('read', 'Session')
-  @Returns(SessionView, 'One session')
-  get(@CurrentPrincipal() principal: Principal, @ZParams(IdParams) params: IdParams) {
+  @Returns(R.getSession.response, 'One session', R.getSession.status)
+  get(@CurrentPrincipal() principal: Principal, @ZParams(R.getSession.params) params: IdParams) {
     return this.sessions.get(principal, params.id);
   }
 
   @Get(':id/tool-calls')
   @Can('read', 'Session')
-  @Returns(z.array(ToolCallView), "A session's tool calls with their decisions and results")
-  toolCalls(@CurrentPrincipal() principal: Principal, @ZParams(IdParams) params: IdParams) {
+  @Returns(R.sessionToolCalls.response, "A session's tool calls with their decisions and results", R.sessionToolCalls.status)
+  toolCalls(@CurrentPrincipal() principal: Principal, @ZParams(R.sessionToolCalls.params) params: IdParams) {
     return this.sessions.listToolCalls(principal, params.id);
   }
 
   @Post(':id/stop')
   @HttpCode(200)
   @Can('stop', 'Session')
-  @Returns(StopSessionResponse, 'Stop a session: cancels its work, rejects pending approvals, destroys its sandbox')
-  stop(@CurrentPrincipal() principal: Principal, @ZParams(IdParams) params: IdParams, @ZBody(StopSessionRequest.default({})) body: StopSessionRequest) {
+  @Returns(R.stopSession.response, 'Stop a session: cancels its work, rejects pending approvals, destroys its sandbox', R.stopSession.status)
+  stop(@CurrentPrincipal() principal: Principal, @ZParams(R.stopSession.params) params: IdParams, @ZBody(R.stopSession.body) body: StopSessionRequest) {
     return this.revocation.stop(principal, params.id, body.reason);
   }
 
   @Post(':id/revoke')
   @HttpCode(200)
   @Can('revoke', 'Session')
-  @Returns(StopSessionResponse, 'Revoke a session (administrators)')
-  revoke(@CurrentPrincipal() principal: Principal, @ZParams(IdParams) params: IdParams, @ZBody(StopSessionRequest.default({})) body: StopSessionRequest) {
+  @Returns(R.revokeSession.response, 'Revoke a session (administrators)', R.revokeSession.status)
+  revoke(@CurrentPrincipal() principal: Principal, @ZParams(R.revokeSession.params) params: IdParams, @ZBody(R.revokeSession.body) body: StopSessionRequest) {
     return this.revocation.revokeSession(principal, params.id, body.reason);
   }
 }

@@ -1,5 +1,5 @@
 import { Controller, Get } from '@nestjs/common';
-import { DashboardQuery, DashboardStats } from '@lemniscate/contracts';
+import { DashboardQuery, GatewayRoutes as R } from '@lemniscate/contracts';
 import { Can, CurrentPrincipal } from '../auth/permission.decorator';
 import type { Principal } from '../auth/principal';
 import { Returns, ZQuery } from '../common/zod-validation';
@@ -11,8 +11,8 @@ export class StatsController {
 
   @Get('dashboard')
   @Can('read', 'Project')
-  @Returns(DashboardStats, "The dashboard's figures over the sessions, tool calls and approvals of the caller's projects")
-  dashboard(@CurrentPrincipal() principal: Principal, @ZQuery(DashboardQuery) query: DashboardQuery) {
+  @Returns(R.dashboard.response, "The dashboard's figures over the sessions, tool calls and approvals of the caller's projects", R.dashboard.status)
+  dashboard(@CurrentPrincipal() principal: Principal, @ZQuery(R.dashboard.query) query: DashboardQuery) {
     return this.stats.dashboard(principal, query);
   }
 }

@@ -1,6 +1,5 @@
 import { Controller, Get, Post } from '@nestjs/common';
-import { CreateUserRequest, IdParams, RevokeUserResponse, UserView } from '@lemniscate/contracts';
-import { z } from 'zod';
+import { CreateUserRequest, IdParams, GatewayRoutes as R } from '@lemniscate/contracts';
 import { Can, CurrentPrincipal } from '../auth/permission.decorator';
 import type { Principal } from '../auth/principal';
 import { Returns, ZBody, ZParams } from '../common/zod-validation';
@@ -16,29 +15,29 @@ export class UsersController {
 
   @Get()
   @Can('read', 'User')
-  @Returns(z.array(UserView), 'Users you may see (administrators: everyone)')
+  @Returns(R.listUsers.response, 'Users you may see (administrators: everyone)', R.listUsers.status)
   list(@CurrentPrincipal() principal: Principal) {
     return this.users.list(principal);
   }
 
   @Post()
   @Can('create', 'User')
-  @Returns(UserView, 'Create a user with a role and project memberships', 201)
-  create(@CurrentPrincipal() principal: Principal, @ZBody(CreateUserRequest) body: CreateUserRequest) {
+  @Returns(R.createUser.response, 'Create a user with a role and project memberships', R.createUser.status)
+  create(@CurrentPrincipal() principal: Principal, @ZBody(R.createUser.body) body: CreateUserRequest) {
     return this.users.create(principal, body);
   }
 
   @Get(':id')
   @Can('read', 'User')
-  @Returns(UserView, 'One user')
-  get(@CurrentPrincipal() principal: Principal, @ZParams(IdParams) params: IdParams) {
+  @Returns(R.getUser.response, 'One user', R.getUser.status)
+  get(@CurrentPrincipal() principal: Principal, @ZParams(R.getUser.params) params: IdParams) {
     return this.users.get(principal, params.id);
   }
 
   @Post(':id/revoke')
   @Can('revoke', 'User')
-  @Returns(RevokeUserResponse, 'Revoke a user: account, API tokens, console sessions and running sessions', 201)
-  revoke(@CurrentPrincipal() principal: Principal, @ZParams(IdParams) params: IdParams) {
+  @Returns(R.revokeUser.response, 'Revoke a user: account, API tokens, console sessions and running sessions', R.revokeUser.status)
+  revoke(@CurrentPrincipal() principal: Principal, @ZParams(R.revokeUser.params) params: IdParams) {
     return this.revocation.revokeUser(principal, params.id);
   }
 }

@@ -9,3 +9,4 @@ export * from './health';
 export * from './audit';
 export * from './policy-dry-run';
 export * from './stats';
+export * from './routes';

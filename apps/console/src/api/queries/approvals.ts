@@ -1,13 +1,11 @@
 import { queryOptions } from '@tanstack/react-query';
-import { z } from 'zod';
-import { ApprovalView, type AnswerApprovalRequest, type ApprovalState } from '@lemniscate/contracts';
+import { type AnswerApprovalRequest, type ApprovalState, GatewayRoutes as R } from '@lemniscate/contracts';
 import { api } from '../client';
-import { routes } from '../routes';
 
 export const approvalsQuery = (filter: { state?: ApprovalState; sessionId?: string } = { state: 'pending' }) =>
   queryOptions({
     queryKey: ['approvals', filter],
-    queryFn: ({ signal }) => api.json(z.array(ApprovalView), routes.approvals, { signal, query: filter }),
+    queryFn: ({ signal }) => api.call(R.listApprovals, { signal, query: filter }),
   });
 
 export type ApprovalAnswer = 'approve' | 'reject';
@@ -25,5 +23,5 @@ export interface AnswerOptions {
  */
 export const answerApproval = (id: string, answer: ApprovalAnswer, { rememberCommand, response }: AnswerOptions) => {
   const body: Partial<AnswerApprovalRequest> = answer === 'approve' && response !== undefined ? { response } : { rememberCommand: answer === 'approve' && rememberCommand };
-  return api.json(ApprovalView, answer === 'approve' ? routes.approve(id) : routes.reject(id), { method: 'POST', body });
+  return api.call(answer === 'approve' ? R.approve : R.reject, { params: { id }, body });
 };

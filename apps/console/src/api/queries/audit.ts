@@ -1,28 +1,27 @@
 import { queryOptions } from '@tanstack/react-query';
-import { AuditKindsView } from '@lemniscate/contracts';
-import { z } from 'zod';
+import { GatewayRoutes as R } from '@lemniscate/contracts';
 import { api } from '../client';
 import { routes } from '../routes';
-import { AuditEntry, AuditVerification, type AuditQuery } from '../console-contracts';
+import { type AuditQuery } from '../console-contracts';
 
 export const auditQuery = (filter: AuditQuery) =>
   queryOptions({
     queryKey: ['audit', filter],
-    queryFn: ({ signal }) => api.json(z.array(AuditEntry), routes.audit, { signal, query: filter }),
+    queryFn: ({ signal }) => api.call(R.listAudit, { signal, query: filter }),
   });
 
 /** The server owns the list of kinds; it changes only with the gateway, so it is fetched once. */
 export const auditKindsQuery = () =>
   queryOptions({
     queryKey: ['audit', 'kinds'],
-    queryFn: ({ signal }) => api.json(AuditKindsView, routes.auditKinds, { signal }),
+    queryFn: ({ signal }) => api.call(R.auditKinds, { signal }),
     staleTime: Infinity,
   });
 
 export const auditVerificationQuery = () =>
   queryOptions({
     queryKey: ['audit', 'verify'],
-    queryFn: ({ signal }) => api.json(AuditVerification, routes.auditVerify, { signal }),
+    queryFn: ({ signal }) => api.call(R.auditVerify, { signal }),
   });
 
 export const exportAudit = (format: 'jsonl' | 'csv', filter: AuditQuery) => api.blob(routes.auditExport, { query: { ...filter, format } });

@@ -1,13 +1,12 @@
 import { queryOptions } from '@tanstack/react-query';
-import { LoginResponse, MeResponse, OkResponse, type LoginRequest } from '@lemniscate/contracts';
+import { LoginResponse, type LoginRequest, GatewayRoutes as R } from '@lemniscate/contracts';
 import { api } from '../client';
-import { routes } from '../routes';
 
 export const meQuery = () =>
   queryOptions({
     queryKey: ['me'],
     queryFn: async ({ signal }) => {
-      const me = await api.json(MeResponse, routes.me, { signal });
+      const me = await api.call(R.me, { signal });
       api.setCsrfToken(me.csrfToken);
       return me;
     },
@@ -16,12 +15,12 @@ export const meQuery = () =>
   });
 
 export async function login(body: LoginRequest): Promise<LoginResponse> {
-  const res = await api.json(LoginResponse, routes.login, { method: 'POST', body });
+  const res = await api.call(R.login, { body });
   api.setCsrfToken(res.csrfToken);
   return res;
 }
 
 export async function logout(): Promise<void> {
-  await api.json(OkResponse, routes.logout, { method: 'POST' });
+  await api.call(R.logout);
   api.setCsrfToken(null);
 }

@@ -1,21 +1,13 @@
 import { queryOptions } from '@tanstack/react-query';
-import { z } from 'zod';
-import { OkResponse, ProjectView, UserView } from '@lemniscate/contracts';
+import { GatewayRoutes as R } from '@lemniscate/contracts';
 import { api } from '../client';
-import { routes } from '../routes';
 
 export const projectsQuery = () =>
   queryOptions({
     queryKey: ['projects'],
-    queryFn: ({ signal }) => api.json(z.array(ProjectView), routes.projects, { signal }),
+    queryFn: ({ signal }) => api.call(R.listProjects, { signal }),
     staleTime: 60_000,
   });
 
-export const membersQuery = (projectId: string) =>
-  queryOptions({
-    queryKey: ['projects', projectId, 'members'],
-    queryFn: ({ signal }) => api.json(z.array(UserView), routes.members(projectId), { signal }),
-  });
-
-export const addMember = (projectId: string, userId: string) => api.json(OkResponse, routes.members(projectId), { method: 'POST', body: { userId } });
-export const removeMember = (projectId: string, userId: string) => api.json(OkResponse, routes.member(projectId, userId), { method: 'DELETE' });
+export const addMember = (projectId: string, userId: string) => api.call(R.addMember, { params: { projectId }, body: { userId } });
+export const removeMember = (projectId: string, userId: string) => api.call(R.removeMember, { params: { projectId, userId } });

@@ -1,23 +1,21 @@
 import { queryOptions } from '@tanstack/react-query';
-import { z } from 'zod';
-import { CreatedToken, RevokeUserResponse, TokenView, UserView, type CreateTokenRequest, type CreateUserRequest } from '@lemniscate/contracts';
+import { type CreateTokenRequest, type CreateUserRequest, GatewayRoutes as R } from '@lemniscate/contracts';
 import { api } from '../client';
-import { routes } from '../routes';
 
 export const usersQuery = () =>
   queryOptions({
     queryKey: ['users'],
-    queryFn: ({ signal }) => api.json(z.array(UserView), routes.users, { signal }),
+    queryFn: ({ signal }) => api.call(R.listUsers, { signal }),
   });
 
 /** The signed-in person's own tokens: the gateway lists no one else's (revoking a user revokes theirs). */
 export const myTokensQuery = () =>
   queryOptions({
     queryKey: ['tokens'],
-    queryFn: ({ signal }) => api.json(z.array(TokenView), routes.tokens, { signal }),
+    queryFn: ({ signal }) => api.call(R.listTokens, { signal }),
   });
 
-export const createUser = (body: CreateUserRequest) => api.json(UserView, routes.users, { method: 'POST', body });
-export const revokeUser = (id: string) => api.json(RevokeUserResponse, routes.revokeUser(id), { method: 'POST', body: {} });
-export const createToken = (body: CreateTokenRequest) => api.json(CreatedToken, routes.tokens, { method: 'POST', body });
-export const revokeToken = (id: string) => api.json(TokenView, routes.token(id), { method: 'DELETE' });
+export const createUser = (body: CreateUserRequest) => api.call(R.createUser, { body });
+export const revokeUser = (id: string) => api.call(R.revokeUser, { params: { id } });
+export const createToken = (body: CreateTokenRequest) => api.call(R.createToken, { body });
+export const revokeToken = (id: string) => api.call(R.revokeToken, { params: { id } });
