@@ -78,4 +78,33 @@ describe('GatewayClient against the fake gateway (bodies checked against libs/co
       await gateway.close();
     }
   });
+
+  it.each([
+    ['a read (GET) is sent again once on a new connection and succeeds', 'GET', 2, null],
+    ['a write (POST) is not sent again: it may have arrived', 'POST', 1, 'gateway_unreachable'],
+  ] as const)('when the connection is reset under a request, %s', async (_name, method, requests, errorClass) => {
+    let seen = 0;
+    const resetting = createServer((req, res) => {
+      seen += 1;
+      if (seen === 1) {
+        req.socket.destroy();
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ ok: true }));
+    });
+    await new Promise<void>((r) => resetting.listen(0, '127.0.0.1', r));
+    const at = `http://127.0.0.1:${(resetting.address() as AddressInfo).port}`;
+    try {
+      const client = new GatewayClient(at, 't');
+      const outcome = await client.raw(method, '/anything', method === 'POST' ? { body: {} } : {}).then(
+        (r) => r.status,
+        (e: CliError) => e.errorClass,
+      );
+      expect({ outcome, seen }).toEqual({ outcome: errorClass ?? 200, seen: requests });
+    } finally {
+      resetting.closeAllConnections();
+      await new Promise<void>((r) => resetting.close(() => r()));
+    }
+  });
 });

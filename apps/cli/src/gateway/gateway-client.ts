@@ -55,6 +55,9 @@ interface CallOptions<R extends JsonRoute> {
   notFound?: string;
 }
 
+/** A connection that dropped under the request, as opposed to a gateway that is not there. */
+const RESET_CODES = ['ECONNRESET', 'UND_ERR_SOCKET', 'EPIPE'];
+
 function describeNetworkFailure(error: unknown): string | undefined {
   const cause = (error as { cause?: { code?: string } } | undefined)?.cause;
   return cause?.code;
@@ -95,8 +98,16 @@ export class GatewayClient {
       else headers[k] = v;
     }
     if (init.body !== undefined) headers['content-type'] = 'application/json';
+    const send = () => this.fetchImpl(url, { method, headers, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
     try {
-      return await this.fetchImpl(url, { method, headers, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
+      try {
+        return await send();
+      } catch (error) {
+        // A kept-alive socket the gateway closed as the request left is reset before any answer; a
+        // read is safe to send again on a new connection, once. A write is not: it may have arrived.
+        if ((method === 'GET' || method === 'HEAD') && RESET_CODES.includes(describeNetworkFailure(error) ?? '')) return await send();
+        throw error;
+      }
     } catch (error) {
       const code = describeNetworkFailure(error);
       if (code === undefined || ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT'].includes(code)) {
