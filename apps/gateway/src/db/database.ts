@@ -197,6 +197,10 @@ async function openPostgres(url: string, options: DatabaseOptions): Promise<Data
   // discards it, and discards a checked-out one that broke when it is released (pg-pool checks
   // `_queryable`), so the next query opens a fresh connection once the server is back.
   pool.on('error', () => undefined);
+  // A checked-out connection that breaks between two statements of a transaction reports it as an
+  // 'error' event, which would crash the process unheard; its next statement fails (a transient
+  // error the caller retries) and the pool drops it on release.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   const db = drizzlePg({ client: pool, schema }) as unknown as Db;
   return {
     db,
