@@ -98,8 +98,14 @@ export class EventsService implements OnModuleInit, OnModuleDestroy {
   }
 
   private async fetch(seq: number): Promise<StoredEvent | undefined> {
-    const row = await this.repo.findBySeq(seq);
-    return row ? toStoredEvent(row) : undefined;
+    try {
+      const row = await withDbRetry(() => this.repo.findBySeq(seq));
+      return row ? toStoredEvent(row) : undefined;
+    } catch (err) {
+      // Announced but unreadable: live clients missed it, and must replay from their last seq.
+      for (const listener of [...this.gapListeners]) listener();
+      throw err;
+    }
   }
 
   latestSeq(): number {
