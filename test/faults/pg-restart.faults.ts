@@ -108,6 +108,48 @@ describe('a PostgreSQL outage of 0.2–0.6 s during real sessions', () => {
     expect(stack.logs()).toMatch(/the database is unreachable; retrying/);
   });
 
+  it('away for longer than the retry window (35 s): the session ends failed, exit 1, with a sentence and no SQL, its calls shown audited', async () => {
+    const script = stack.script('long', [{ repeat: CALLS, tool_calls: [{ name: 'Bash', arguments: { command: 'echo long {{i}}' } }] }, { text: 'never reached' }]);
+    const child = stack.spawnCli(['-p', 'outlast the database', '--model', `scripted:${script}`, '--output-format', 'stream-json', '--no-apply']);
+    child.stdin!.end();
+    const events: { type: string; [k: string]: unknown }[] = [];
+    let raw = '';
+    let stderr = '';
+    let buffered = '';
+    let outage: Promise<void> | undefined;
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.stdout!.on('data', (d: Buffer) => {
+      raw += d.toString();
+      buffered += d.toString();
+      let nl;
+      while ((nl = buffered.indexOf('\n')) >= 0) {
+        const line = buffered.slice(0, nl);
+        buffered = buffered.slice(nl + 1);
+        if (!line.trim()) continue;
+        const event = JSON.parse(line) as { type: string };
+        events.push(event);
+        if (event.type === 'tool_call_proposed' && events.filter((e) => e.type === 'tool_call_proposed').length === 3) outage = proxy().cut(35_000);
+      }
+    });
+    const code = await new Promise<number | null>((r) => child.on('close', r));
+    await outage;
+    expect(outage).toBeDefined();
+    expect(SQL.exec(raw + stderr)?.[0] ?? null).toBeNull();
+    expect(code).toBe(1);
+    const result = events.at(-1) as Record<string, any>;
+    expect(result).toMatchObject({ type: 'result', status: 'failed', exit_code: 1 });
+    const sessionId = result.session_id as string;
+    const session = await stack.api(stack.tokens.developer, 'GET', `/sessions/${sessionId}`);
+    expect(session.json).toMatchObject({ status: 'failed', stopReason: 'crash' });
+    expect(JSON.stringify(session.json)).not.toMatch(SQL);
+    const failed = events.find((e) => e.type === 'session_failed');
+    expect(failed?.message).toMatch(/database did not answer for 30 s/);
+    const shown = events.filter((e) => e.type === 'tool_call_proposed').map((e) => e.callId as string);
+    expect([...(await auditedCalls(sessionId))].sort()).toEqual([...new Set(shown)].sort());
+    expect(containersOf(sessionId)).toEqual([]);
+    expect((await stack.api(stack.tokens.security, 'GET', '/audit/verify')).json).toMatchObject({ ok: true });
+  }, 240_000);
+
   it('no session is left running for the orphan sweep to misreport', async () => {
     const r = await stack.api(stack.tokens.admin, 'GET', '/sessions?status=running');
     expect(r.status).toBe(200);
