@@ -121,19 +121,20 @@ export class DatabaseUnavailableError extends Error {
     readonly waitedMs: number,
     options?: { cause?: unknown },
   ) {
-    super(`The gateway's database did not answer for ${Math.max(1, Math.round(waitedMs / 1000))} s (${reason}); the work was stopped rather than recorded incompletely.`, options);
+    super(`The gateway's database did not answer for ${Math.max(1, Math.round(waitedMs / 1000))} s; the work was stopped rather than recorded incompletely.`, options);
   }
 }
 
 /**
- * A sentence about a failure, fit for a person: a database error becomes a plain statement with
- * its SQLSTATE (the SQL and its parameters stay in the gateway's log); anything else keeps its message.
+ * A sentence about a failure, fit for a person: a database error becomes a plain statement (with
+ * the SQLSTATE of a refusal; the SQL, its parameters and the driver's error stay in the gateway's
+ * log); anything else keeps its message.
  */
 export function describeFailure(error: unknown): string {
   if (error instanceof DatabaseUnavailableError) return error.message;
   if (isDatabaseError(error)) {
     const reason = transientReason(error);
-    if (reason) return `The gateway lost its connection to the database (${reason}); the work was stopped rather than recorded incompletely.`;
+    if (reason) return 'The gateway lost its connection to the database; the work was stopped rather than recorded incompletely.';
     const info = pgErrorOf(error);
     return `The gateway's database refused to record this${info ? ` (SQLSTATE ${info.code})` : ''}; the gateway's log has the details.`;
   }
