@@ -98,6 +98,7 @@ describe('the gateway across a PostgreSQL outage of 0.2–0.6 s', () => {
       agent: 'general',
       instruction: 'run forty test shards',
       policyVersionId: null,
+      mode: 'headless',
       headless: true,
       baseCommit: null,
       branch: null,
