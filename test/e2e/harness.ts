@@ -1,17 +1,29 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve as resolvePath } from 'node:path';
+import { dirname, join, resolve as resolvePath } from 'node:path';
+import { Client } from 'pg';
+import { startPgProxy, testPostgresUrl, withDatabaseName, type PgProxy } from '../../apps/gateway/src/db/pg-server/testing';
 
 /**
  * The whole platform for end-to-end tests, as real processes: the exec-host driving the machine's
- * Docker engine, the gateway on a fresh PGlite directory, and the `lemni` CLI spawned per command.
+ * Docker engine, the gateway on a fresh PGlite directory (or, with `database: 'postgres'`, a fresh
+ * database on the PostgreSQL server of LEMNISCATE_TEST_PG_URL, optionally reached through a proxy
+ * that can cut it), and the `lemni` CLI spawned per command.
  * Nothing is mocked; the model is the scripted provider of DESIGN.md.
  */
 
-export const ROOT = join(__dirname, '..', '..');
+/** The repository's root: found upwards, so a compiled copy of this file (bench/) finds it too. */
+export const ROOT = findRoot(__dirname);
+
+function findRoot(start: string): string {
+  for (let dir = start; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'apps/cli/bin/lemni.js'))) return dir;
+    if (dirname(dir) === dir) throw new Error(`No Lemniscate checkout above ${start}`);
+  }
+}
 const CLI = join(ROOT, 'apps/cli/bin/lemni.js');
 
 export async function freePort(): Promise<number> {
@@ -91,6 +103,10 @@ export interface Stack {
   startExecHost(): Promise<void>;
   /** Everything the gateway and the exec-host have written so far. */
   logs(): string;
+  /** The running gateway's process id (for its memory), while it runs. */
+  gatewayPid(): number | undefined;
+  /** Which database the gateway runs on; on PostgreSQL, its URL and the proxy in front of it, if any. */
+  database: { kind: 'pglite' } | { kind: 'postgres'; url: string; proxy: PgProxy | null };
   stop(): Promise<void>;
 }
 
@@ -99,12 +115,47 @@ export function instanceLabel(stateDir: string): string {
   return createHash('sha256').update(resolvePath(stateDir)).digest('hex').slice(0, 16);
 }
 
-/**
- * `gatewayEnv`: extra environment for the gateway (a model configuration, a log level);
- * `execHostEnv`: for the exec-host (`DOCKER_HOST`, `LEMNISCATE_EXEC_HOST_REAPER_SECONDS`).
- */
-export async function startStack(options: { gatewayEnv?: Record<string, string>; execHostEnv?: Record<string, string> } = {}): Promise<Stack> {
+export interface StackOptions {
+  /** Extra environment for the gateway (a model configuration, a log level). */
+  gatewayEnv?: Record<string, string>;
+  /** Extra environment for the exec-host (`DOCKER_HOST`, `LEMNISCATE_EXEC_HOST_REAPER_SECONDS`). */
+  execHostEnv?: Record<string, string>;
+  /** `postgres`: a fresh database (created here, dropped by `stop`) instead of PGlite. */
+  database?: 'pglite' | 'postgres';
+  /** With `postgres`: the gateway reaches it through a proxy the test can cut (db/testing.ts). */
+  proxy?: boolean;
+}
+
+/** A new, empty database on the test server; the gateway migrates it at start-up. */
+async function createPostgresDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const adminUrl = testPostgresUrl();
+  const name = `lemniscate_e2e_${randomBytes(6).toString('hex')}`;
+  const admin = new Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  return {
+    url: withDatabaseName(adminUrl, name),
+    async drop() {
+      const c = new Client({ connectionString: adminUrl });
+      await c.connect();
+      try {
+        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await c.end();
+      }
+    },
+  };
+}
+
+export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const dir = mkdtempSync(join(tmpdir(), 'lemniscate-e2e-'));
+  const pg = options.database === 'postgres' ? await createPostgresDatabase() : null;
+  const proxy = pg && options.proxy ? await startPgProxy(pg.url) : null;
+  const databaseEnv: Record<string, string> = pg ? { DATABASE_URL: proxy?.url ?? pg.url } : {};
   const execHostPort = await freePort();
   const gatewayPort = await freePort();
   const execHostToken = randomBytes(24).toString('base64url');
@@ -161,6 +212,7 @@ export async function startStack(options: { gatewayEnv?: Record<string, string>;
         LEMNISCATE_LOOP_LEASE_SECONDS: '4',
         // The scripted model answers only when the configuration turns it on.
         LEMNISCATE_MODELS_CONFIG: scriptedModels,
+        ...databaseEnv,
         ...options.gatewayEnv,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -268,6 +320,8 @@ export async function startStack(options: { gatewayEnv?: Record<string, string>;
     stopExecHost,
     startExecHost,
     logs: () => logs.join(''),
+    gatewayPid: () => (gateway as ChildProcess | null)?.pid,
+    database: pg ? { kind: 'postgres', url: pg.url, proxy } : { kind: 'pglite' },
     async stop() {
       await stopGateway();
       // An exec-host a test killed, or one whose sandboxes outlived a failed destroy, is started
@@ -283,6 +337,8 @@ export async function startStack(options: { gatewayEnv?: Record<string, string>;
         await startExecHost().catch(() => undefined);
         await stopExecHost('SIGTERM');
       }
+      await proxy?.close();
+      await pg?.drop();
       if (process.env.LEMNISCATE_E2E_KEEP !== '1') rmSync(dir, { recursive: true, force: true });
       if (process.env.LEMNISCATE_E2E_LOGS === '1') process.stderr.write(logs.join(''));
     },

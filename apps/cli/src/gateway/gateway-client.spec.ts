@@ -6,11 +6,18 @@ import { GatewayClient } from './gateway-client';
 let server: Server;
 let url: string;
 let reply: { status: number; body: string };
+/** When set, answers in turn before `reply` (a database restarting, then back). */
+let replies: { status: number; body: string }[] = [];
+let requests: string[] = [];
 
 beforeEach(async () => {
+  replies = [];
+  requests = [];
   server = createServer((req, res) => {
-    res.writeHead(reply.status, { 'content-type': 'application/json' });
-    res.end(reply.body);
+    requests.push(`${req.method} ${req.url}`);
+    const r = replies.shift() ?? reply;
+    res.writeHead(r.status, { 'content-type': 'application/json' });
+    res.end(r.body);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -106,5 +113,30 @@ describe('GatewayClient against the fake gateway (bodies checked against libs/co
       resetting.closeAllConnections();
       await new Promise<void>((r) => resetting.close(() => r()));
     }
+  });
+
+  describe("while the gateway's database restarts (503 database_unavailable)", () => {
+    const unavailable = { status: 503, body: JSON.stringify({ code: 'database_unavailable', message: "The gateway's database is not reachable right now; try again in a few seconds.", requestId: 'r-1' }) };
+    const verified = { status: 200, body: JSON.stringify({ ok: true, checked: 3, lastSeq: 3, lastHash: 'a'.repeat(64) }) };
+
+    it.each([1, 2, 4])('a read answered %i times with 503 is asked again until it succeeds', async (n) => {
+      replies = Array.from({ length: n }, () => unavailable);
+      reply = verified;
+      await expect(new GatewayClient(url, 't').auditVerify()).resolves.toMatchObject({ ok: true });
+      expect(requests).toHaveLength(n + 1);
+    });
+
+    it('a write is not sent twice: its 503 is reported at once', async () => {
+      reply = unavailable;
+      const e = await failure(new GatewayClient(url, 't').publishPolicy('p1', 'version: 1', ''));
+      expect(e.message).toBe("The gateway's database is not reachable right now; try again in a few seconds. (request r-1)");
+      expect(requests).toHaveLength(1);
+    });
+
+    it('another 503 is not retried', async () => {
+      reply = { status: 503, body: JSON.stringify({ code: 'internal', message: 'Shutting down.' }) };
+      await failure(new GatewayClient(url, 't').auditVerify());
+      expect(requests).toHaveLength(1);
+    });
   });
 });

@@ -63,6 +63,9 @@ function describeNetworkFailure(error: unknown): string | undefined {
   return cause?.code;
 }
 
+/** How long a read waits out the gateway's database being away (its own retry window is 30 s). */
+export const DATABASE_WAIT_MS = 30_000;
+
 /**
  * The gateway's REST API, typed by libs/contracts. Every response is validated, so a mismatch between
  * CLI and gateway versions is reported as such instead of surfacing later as a confusing crash.
@@ -130,15 +133,26 @@ export class GatewayClient {
   private async request<R extends JsonRoute>(route: R, options: CallOptions<R> = {}): Promise<z.output<R['response']>> {
     const { method } = route;
     const path = this.pathOf(route, options.params as Record<string, string | number> | undefined);
-    const response = await this.raw(method, path, options);
-    const text = await response.text();
+    const started = Date.now();
+    let response: Response;
     let json: unknown = undefined;
-    if (text !== '') {
-      try {
-        json = JSON.parse(text);
-      } catch {
-        if (response.ok) throw this.contractError(method, path, 'the body is not JSON');
+    for (let attempt = 1; ; attempt++) {
+      response = await this.raw(method, path, options);
+      const text = await response.text();
+      json = undefined;
+      if (text !== '') {
+        try {
+          json = JSON.parse(text);
+        } catch {
+          if (response.ok) throw this.contractError(method, path, 'the body is not JSON');
+        }
       }
+      // The gateway's database is restarting: a read is asked again, for up to DATABASE_WAIT_MS,
+      // instead of ending a session the gateway is still running.
+      if (method !== 'GET' || response.status !== 503 || (json as { code?: unknown } | undefined)?.code !== 'database_unavailable') break;
+      const pause = Math.min(2_000, 100 * 2 ** (attempt - 1));
+      if (Date.now() - started + pause > DATABASE_WAIT_MS) break;
+      await new Promise((r) => setTimeout(r, pause));
     }
     if (!response.ok) throw this.errorFor(response.status, json, method, path, options.notFound);
     const parsed = route.response.safeParse(json);

@@ -1,7 +1,8 @@
-import { Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
+import { Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
 import { Readable } from 'node:stream';
 import { AppError, ErrorCode } from '../common/errors';
 import { AuditLogRepository, type AuditFilter, type AuditPageRequest } from '../db/repositories/audit-log.repository';
+import { withDbRetry } from '../db/retry';
 import type { AuditLogRow } from '../db/schema';
 import { CanonicalJsonError, canonicalJson, chainHash, ChainVerifier, type ChainAnchor, type ChainBreak, type ChainEntry, type ChainProblem } from './audit-chain';
 import { CSV_HEADER, csvLine, jsonlLine, type ActorIdentity, type AuditExportFormat } from './audit-export';
@@ -57,6 +58,8 @@ const EXPORT_PAGE = 1000;
  */
 @Injectable()
 export class AuditService implements BeforeApplicationShutdown {
+  private readonly logger = new Logger('Audit');
+
   constructor(private readonly log: AuditLogRepository) {}
 
   private readonly queue: PendingAppend[] = [];
@@ -91,16 +94,7 @@ export class AuditService implements BeforeApplicationShutdown {
       while (this.queue.length > 0) {
         const batch = takeBatch(this.queue);
         try {
-          const rows = await this.log.append((head, now) => {
-            let prevHash = head.hash;
-            return batch.map((pending, i) => {
-              const entry = { ...pending.entry, seq: head.seq + 1 + i, at: now };
-              const hash = chainHash(prevHash, entry);
-              const row = { ...entry, prevHash, hash };
-              prevHash = hash;
-              return row;
-            });
-          });
+          const rows = await this.writeBatch(batch);
           batch.forEach((pending, i) => pending.resolve(rows[i] as AuditLogRow));
         } catch (error) {
           for (const pending of batch) pending.reject(error);
@@ -109,6 +103,49 @@ export class AuditService implements BeforeApplicationShutdown {
     } finally {
       this.flushing = undefined;
     }
+  }
+
+  /**
+   * Writes one batch, retrying across a short database outage (db/retry.ts). The batch is chained
+   * afresh from the head on every attempt, so a retry links to whatever the chain holds by then; and
+   * before a retry, the rows of earlier attempts are looked up by their last hash: when the connection
+   * broke after the commit had landed, that attempt is the batch, and it is not written twice. The
+   * next batch waits for this one, so entries keep the order they were appended in.
+   */
+  private async writeBatch(batch: PendingAppend[]): Promise<AuditLogRow[]> {
+    const unknown: AuditLogRow[][] = [];
+    return withDbRetry(
+      async () => {
+        for (const attempt of unknown) {
+          if (await this.landed(attempt)) return attempt;
+        }
+        unknown.length = 0;
+        return this.log.append((head, now) => {
+          let prevHash = head.hash;
+          const rows = batch.map((pending, i) => {
+            const entry = { ...pending.entry, seq: head.seq + 1 + i, at: now };
+            const hash = chainHash(prevHash, entry);
+            const row = { ...entry, prevHash, hash };
+            prevHash = hash;
+            return row;
+          });
+          unknown.push(rows);
+          return rows;
+        });
+      },
+      {
+        onRetry: ({ attempt, reason, delayMs }) =>
+          this.logger.warn({ attempt, reason, delayMs, entries: batch.length }, 'audit append: the database is unreachable; retrying'),
+      },
+    );
+  }
+
+  /** True when the last row of `rows` is in the log with the same hash (the same seq, time and content). */
+  private async landed(rows: AuditLogRow[]): Promise<boolean> {
+    const last = rows[rows.length - 1];
+    if (!last) return false;
+    const [stored] = await this.log.range(last.seq - 1, last.seq, 1);
+    return stored?.hash === last.hash;
   }
 
   /**

@@ -1,6 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
 import type { ErrorBody } from '@lemniscate/contracts';
 import type { Request, Response } from 'express';
+import { DatabaseUnavailableError, isTransientDbError } from '../db/errors';
 import { AppError, ErrorCode, assertUnreachable } from './errors';
 import { requestIdOf } from './request-id';
 
@@ -25,6 +26,8 @@ export function statusFor(code: ErrorCode): number {
       return HttpStatus.TOO_MANY_REQUESTS;
     case ErrorCode.ExecHostUnavailable:
       return HttpStatus.BAD_GATEWAY;
+    case ErrorCode.DatabaseUnavailable:
+      return HttpStatus.SERVICE_UNAVAILABLE;
     case ErrorCode.Internal:
       return HttpStatus.INTERNAL_SERVER_ERROR;
     default:
@@ -60,6 +63,11 @@ export class AppErrorFilter implements ExceptionFilter {
     if (exception instanceof AppError) error = exception;
     else if (exception instanceof HttpException) error = fromHttpException(exception);
     else if (isBodyParserError(exception)) error = new AppError(ErrorCode.ValidationFailed, 'The request body is not valid JSON.');
+    // A database that went away (a restart) is worth a retry; one that refused the statement is not.
+    // Neither answer quotes the driver's message, which carries SQL and its parameters.
+    else if (isTransientDbError(exception) || exception instanceof DatabaseUnavailableError) {
+      error = new AppError(ErrorCode.DatabaseUnavailable, "The gateway's database is not reachable right now; try again in a few seconds.", undefined, 5);
+    }
     else error = new AppError(ErrorCode.Internal, 'The gateway failed to handle this request; the request id identifies it in the logs.');
 
     const status = statusFor(error.code);

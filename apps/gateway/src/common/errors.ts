@@ -15,6 +15,7 @@ export enum ErrorCode {
   PolicyInvalid = 'policy_invalid',
   RateLimited = 'rate_limited',
   ExecHostUnavailable = 'exec_host_unavailable',
+  DatabaseUnavailable = 'database_unavailable',
   Internal = 'internal',
 }
 

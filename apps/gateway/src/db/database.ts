@@ -187,12 +187,20 @@ async function openPostgres(url: string, options: DatabaseOptions): Promise<Data
   } finally {
     await owner.end();
   }
-  const config: PoolConfig = { connectionString: url, max: options.poolSize ?? 10 };
+  // A server that does not answer a connect within 10 s counts as down (the retry window then
+  // decides, db/retry.ts) instead of holding the caller forever; keep-alive notices a dead peer.
+  const config: PoolConfig = { connectionString: url, max: options.poolSize ?? 10, connectionTimeoutMillis: 10_000, keepAlive: true };
   // A startup parameter rather than a query after connect: no connection is ever handed out unswitched.
   if (role) config.options = `-c role=${role}`;
   const pool = new Pool(config);
-  // An idle connection dropped by the server must not crash the process; the next query reconnects.
+  // An idle connection dropped by the server (a restart) must not crash the process: the pool
+  // discards it, and discards a checked-out one that broke when it is released (pg-pool checks
+  // `_queryable`), so the next query opens a fresh connection once the server is back.
   pool.on('error', () => undefined);
+  // A checked-out connection that breaks between two statements of a transaction reports it as an
+  // 'error' event, which would crash the process unheard; its next statement fails (a transient
+  // error the caller retries) and the pool drops it on release.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   const db = drizzlePg({ client: pool, schema }) as unknown as Db;
   return {
     db,

@@ -6,8 +6,10 @@ import { afterAll, beforeAll, describe } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { IN_MEMORY, openDatabase, type Database, type DatabaseKind, type DatabaseOptions } from './database';
+import { testPostgresUrl, withDatabaseName } from './pg-server/testing';
 
-export const DEFAULT_TEST_PG_URL = 'postgres://postgres@/postgres?host=/var/run/postgresql';
+export { DEFAULT_TEST_PG_URL, startPgProxy, testPostgresUrl, withDatabaseName, type PgProxy } from './pg-server/testing';
+
 // Opening PGlite compiles its WASM; on a loaded machine that alone can pass Jest's 5 s default.
 const HOOK_TIMEOUT_MS = 60_000;
 export const TEST_DATABASE_KINDS: readonly DatabaseKind[] = ['pglite', 'postgres'];
@@ -15,18 +17,6 @@ export const TEST_DATABASE_KINDS: readonly DatabaseKind[] = ['pglite', 'postgres
 export interface TestDatabase extends Database {
   /** Runs one statement with the rights of the login that created the database (a superuser). */
   superuser<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>;
-}
-
-/** The server the medium tests use: `LEMNISCATE_TEST_PG_URL`, else the local socket. */
-export function testPostgresUrl(env: NodeJS.ProcessEnv = process.env): string {
-  return env['LEMNISCATE_TEST_PG_URL']?.trim() || DEFAULT_TEST_PG_URL;
-}
-
-/** Replaces the database name in a PostgreSQL URL, keeping credentials and query (socket host). */
-export function withDatabaseName(url: string, name: string): string {
-  const match = /^(postgres(?:ql)?:\/\/[^/?]*)(?:\/([^?]*))?(\?.*)?$/.exec(url);
-  if (!match) throw new Error(`Not a PostgreSQL URL: ${url}`);
-  return `${match[1]}/${encodeURIComponent(name)}${match[3] ?? ''}`;
 }
 
 export async function freshDatabase(kind: DatabaseKind, options: Omit<DatabaseOptions, 'url' | 'dataDir'> = {}): Promise<TestDatabase> {
@@ -120,3 +110,4 @@ export function withTestDatabases(
     }, kind);
   });
 }
+

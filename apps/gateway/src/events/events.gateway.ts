@@ -7,6 +7,7 @@ import { AccessService } from '../auth/access.service';
 import { AuthService, SESSION_COOKIE } from '../auth/auth.service';
 import type { Principal } from '../auth/principal';
 import { AppError, ErrorCode } from '../common/errors';
+import { describeFailure, isDatabaseError } from '../db/errors';
 import { SessionsRepository } from '../db/repositories/sessions.repository';
 import { MetricsService } from '../health/metrics.service';
 import type { StoredEvent } from './event-bus';
@@ -98,6 +99,7 @@ export class EventsGateway implements OnGatewayConnection, OnGatewayDisconnect, 
     try {
       principal = await this.authenticate(req);
     } catch (error) {
+      if (isDatabaseError(error)) return this.resume(socket);
       const message = error instanceof AppError ? error.message : 'Authentication failed.';
       this.send(socket, { type: 'error', code: ErrorCode.Unauthenticated, message });
       socket.close(CLOSE_UNAUTHENTICATED, 'unauthenticated');
@@ -118,7 +120,18 @@ export class EventsGateway implements OnGatewayConnection, OnGatewayDisconnect, 
   }
 
   private enqueue(connection: Connection, task: () => Promise<void>): void {
-    connection.chain = connection.chain.then(task).catch((err: unknown) => this.logger.error({ err }, 'event stream task failed'));
+    connection.chain = connection.chain.then(task).catch((err: unknown) => {
+      this.logger.error({ err }, 'event stream task failed');
+      if (isDatabaseError(err)) this.resume(connection.socket);
+    });
+  }
+
+  /**
+   * The database is away (a restart): not the client's fault, and not a reason to give up. The
+   * socket is closed with "service restart", so the client reconnects with its last seq and replays.
+   */
+  private resume(socket: WebSocket): void {
+    if (socket.readyState === socket.OPEN || socket.readyState === socket.CONNECTING) socket.close(CLOSE_RESUME, 'the database is not reachable; reconnect with your last seq');
   }
 
   private async authenticate(req: IncomingMessage): Promise<Principal> {
@@ -160,8 +173,9 @@ export class EventsGateway implements OnGatewayConnection, OnGatewayDisconnect, 
     try {
       await this.authorise(connection, msg.sessionId, msg.projectId);
     } catch (error) {
+      if (isDatabaseError(error)) return this.resume(connection.socket);
       const code = error instanceof AppError ? error.code : ErrorCode.Internal;
-      this.send(connection.socket, { type: 'error', code, message: (error as Error).message });
+      this.send(connection.socket, { type: 'error', code, message: error instanceof AppError ? error.message : describeFailure(error) });
       return;
     }
     // Without a seq the stream starts now: nothing this replica already knows of is sent again.

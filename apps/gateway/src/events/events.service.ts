@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { EventsRepository, type EventScope } from '../db/repositories/events.repository';
+import { withDbRetry } from '../db/retry';
 import type { EventRow } from '../db/schema';
 import { EVENT_FAN_OUT, type EventFanOut, type EventListener, type StoredEvent } from './event-bus';
 
@@ -61,11 +62,18 @@ export class EventsService implements OnModuleInit, OnModuleDestroy {
     await this.delivery;
   }
 
+  /**
+   * Stores and announces one event, retrying across a short database outage (db/retry.ts). An
+   * announcement that still fails is logged, not thrown: the event is stored, and the outage that
+   * lost it also broke the listening connection, whose reconnection tells live clients to replay.
+   */
   async publish(input: NewGatewayEvent): Promise<StoredEvent> {
-    const row = await this.repo.append({ type: input.type, sessionId: input.sessionId ?? null, projectId: input.projectId ?? null, payload: input.payload });
+    const onRetry = ({ attempt, reason, delayMs }: { attempt: number; reason: string; delayMs: number }) =>
+      this.logger.warn({ type: input.type, attempt, reason, delayMs }, 'event: the database is unreachable; retrying');
+    const row = await withDbRetry(() => this.repo.append({ type: input.type, sessionId: input.sessionId ?? null, projectId: input.projectId ?? null, payload: input.payload }), { onRetry });
     const event = toStoredEvent(row);
     this.latest = Math.max(this.latest, event.seq);
-    await this.fanOut.announce(event);
+    await withDbRetry(() => this.fanOut.announce(event), { onRetry }).catch((err: unknown) => this.logger.error({ err, seq: event.seq }, 'event stored but not announced'));
     return event;
   }
 
@@ -90,8 +98,14 @@ export class EventsService implements OnModuleInit, OnModuleDestroy {
   }
 
   private async fetch(seq: number): Promise<StoredEvent | undefined> {
-    const row = await this.repo.findBySeq(seq);
-    return row ? toStoredEvent(row) : undefined;
+    try {
+      const row = await withDbRetry(() => this.repo.findBySeq(seq));
+      return row ? toStoredEvent(row) : undefined;
+    } catch (err) {
+      // Announced but unreadable: live clients missed it, and must replay from their last seq.
+      for (const listener of [...this.gapListeners]) listener();
+      throw err;
+    }
   }
 
   latestSeq(): number {

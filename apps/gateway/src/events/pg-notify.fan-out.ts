@@ -56,8 +56,11 @@ export class PgNotifyFanOut implements EventFanOut {
       if (Number.isSafeInteger(seq) && seq > 0) this.handlers?.deliver(seq);
     });
     let lost = false;
+    let listening = false;
     const onLost = (err?: Error) => {
-      if (lost || this.stopped) return;
+      // A connection that never got to LISTEN is retried by the caller of listen(), once: reacting
+      // here too would start a second retry chain per failure, doubling them while the server is away.
+      if (!listening || lost || this.stopped) return;
       lost = true;
       if (this.client === client) this.client = undefined;
       this.logger.warn({ err }, 'event listener connection lost; reconnecting');
@@ -65,12 +68,20 @@ export class PgNotifyFanOut implements EventFanOut {
     };
     client.on('error', onLost);
     client.on('end', () => onLost());
-    await client.connect();
-    await client.query(`LISTEN ${CHANNEL}`);
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${CHANNEL}`);
+    } catch (error) {
+      lost = true;
+      await client.end().catch(() => undefined);
+      throw error;
+    }
+    listening = true;
     this.client = client;
   }
 
   private reconnect(delayMs: number): void {
+    clearTimeout(this.retry);
     this.retry = setTimeout(() => {
       this.listen().then(
         () => this.handlers?.onGap(),

@@ -1,6 +1,9 @@
+import { randomUUID } from 'node:crypto';
+import { Logger } from '@nestjs/common';
 import type { ApprovedCommand } from '@lemniscate/policy';
 import type { PolicyDecision, SandboxInfo } from '@lemniscate/contracts';
 import type { AuditService } from '../audit/audit.service';
+import { withDbRetry } from '../db/retry';
 import type { ApprovedCommandsRepository } from '../db/repositories/approved-commands.repository';
 import type { ApprovalsRepository } from '../db/repositories/approvals.repository';
 import type { SessionsRepository } from '../db/repositories/sessions.repository';
@@ -31,9 +34,17 @@ const TERMINAL = new Set(['session_completed', 'session_stopped', 'session_faile
  * the approvals service (one queue for the whole session tree, labelled with the agent), audit
  * entries and live events. Events of a subagent go out on the root session's stream, carrying the
  * child's id, so the developer follows one stream and answers at one approval point.
+ *
+ * Every write is retried across a short database outage (db/retry.ts; the audit and events services
+ * retry their own): a PostgreSQL restart pauses the session instead of ending it. A write that may
+ * have landed before the connection broke is made idempotent (the tool call's id is chosen here and
+ * looked up before a retry; updates set values rather than add to them).
  */
 export class DbSessionRecorder implements SessionRecorder {
   private endedByOthers = false;
+  /** Set once this recorder started writing the ending: a status found afterwards may be its own. */
+  private ending = false;
+  private readonly logger = new Logger('SessionRecorder');
 
   constructor(
     private readonly deps: DbRecorderDeps,
@@ -58,17 +69,22 @@ export class DbSessionRecorder implements SessionRecorder {
   }
 
   async proposeToolCall(call: { name: string; arguments: Record<string, unknown>; agent: string }): Promise<string> {
-    const row = await this.deps.toolCalls.create({ sessionId: this.session.id, name: call.name, arguments: call.arguments, decision: null, agent: call.agent });
+    const id = randomUUID();
+    const row = await this.retry('tool call', async (attempt) => {
+      // A retry after a broken connection: the first insert may have committed.
+      const landed = attempt > 1 ? await this.deps.toolCalls.findById(id) : undefined;
+      return landed ?? (await this.deps.toolCalls.create({ id, sessionId: this.session.id, name: call.name, arguments: call.arguments, decision: null, agent: call.agent }));
+    });
     await this.deps.audit.append({ actor: `agent:${call.agent}`, kind: 'tool_call.proposed', projectId: this.session.projectId, sessionId: this.session.id, payload: { callId: row.id, seq: row.seq, name: call.name, arguments: call.arguments } });
     return row.id;
   }
 
   async recordDecision(callId: string, decision: PolicyDecision): Promise<void> {
-    await this.deps.toolCalls.update(callId, { decision });
+    await this.retry('decision', () => this.deps.toolCalls.update(callId, { decision }));
   }
 
   async recordResult(callId: string, result: ToolResultRecord): Promise<void> {
-    await this.deps.toolCalls.update(callId, { result });
+    await this.retry('result', () => this.deps.toolCalls.update(callId, { result }));
   }
 
   async requestApproval(draft: ApprovalDraft, signal: AbortSignal, timeoutMs: number): Promise<ApprovalOutcome> {
@@ -143,7 +159,7 @@ export class DbSessionRecorder implements SessionRecorder {
 
   async approvedCommands(): Promise<ApprovedCommand[]> {
     // A row whose approval is gone (never, short of a deleted session) names no approval: not used.
-    return (await this.deps.approvedCommands.listForSession(this.session.id)).flatMap((r) => (r.approvalId ? [{ command: r.command, workingDirectory: r.workingDirectory, approvalId: r.approvalId }] : []));
+    return (await this.retry('approved commands', () => this.deps.approvedCommands.listForSession(this.session.id))).flatMap((r) => (r.approvalId ? [{ command: r.command, workingDirectory: r.workingDirectory, approvalId: r.approvalId }] : []));
   }
 
   async rememberCommand(): Promise<void> {
@@ -152,33 +168,40 @@ export class DbSessionRecorder implements SessionRecorder {
 
   async recordWorkingCopy(info: SandboxInfo): Promise<void> {
     if (this.session.rootId !== this.session.id) return;
-    await this.deps.sessions.update(this.session.id, {
-      baseCommit: info.baseCommit,
-      branch: info.branch,
-      includedUncommitted: info.includedUncommitted,
-      fingerprintStart: info.fingerprint,
-      // Nothing kept yet: the tree kept so far is the start's (X3).
-      fingerprintEnd: info.fingerprint,
-      sandboxId: info.sandboxId,
-    });
+    await this.retry('working copy', () =>
+      this.deps.sessions.update(this.session.id, {
+        baseCommit: info.baseCommit,
+        branch: info.branch,
+        includedUncommitted: info.includedUncommitted,
+        fingerprintStart: info.fingerprint,
+        // Nothing kept yet: the tree kept so far is the start's (X3).
+        fingerprintEnd: info.fingerprint,
+        sandboxId: info.sandboxId,
+      }),
+    );
   }
 
   async recordProgress(progress: { actionsUsed: number; extensionsUsed: number }): Promise<void> {
-    await this.deps.sessions.update(this.session.id, progress);
+    await this.retry('progress', () => this.deps.sessions.update(this.session.id, progress));
   }
 
   async recordPatch(patch: string, fingerprint: string): Promise<void> {
-    await this.deps.sessions.update(this.session.rootId, { finalPatch: patch, fingerprintEnd: fingerprint });
+    await this.retry('patch', () => this.deps.sessions.update(this.session.rootId, { finalPatch: patch, fingerprintEnd: fingerprint }));
   }
 
   async keepingChange(): Promise<void> {
-    await this.deps.sessions.update(this.session.rootId, { fingerprintEnd: null });
+    await this.retry('keeping change', () => this.deps.sessions.update(this.session.rootId, { fingerprintEnd: null }));
   }
 
   async finish(end: SessionEnd): Promise<void> {
+    await this.retry('session end', () => this.end(end));
+  }
+
+  /** Idempotent: run again after a broken connection, it finds its own ending already written and keeps it. */
+  private async end(end: SessionEnd): Promise<void> {
     const current = await this.deps.sessions.findById(this.session.id);
     const patch = end.finalPatch ?? current?.finalPatch ?? null;
-    if (current && current.status !== 'running') {
+    if (current && current.status !== 'running' && !this.ending) {
       // Stopped or revoked by a person: keep their status and reason, add what the loop knows.
       this.endedByOthers = true;
       await this.deps.sessions.update(this.session.id, {
@@ -190,6 +213,8 @@ export class DbSessionRecorder implements SessionRecorder {
       });
       return;
     }
+    if (current && current.status !== 'running') return;
+    this.ending = true;
     await this.deps.sessions.update(this.session.id, { actionsUsed: end.actionsUsed, extensionsUsed: end.extensionsUsed });
     await this.deps.sessions.end(this.session.id, {
       status: end.status,
@@ -198,6 +223,12 @@ export class DbSessionRecorder implements SessionRecorder {
       finalPatch: patch,
       // Unread at the end: the fingerprint recorded with the last patch stands (null while a change was being kept).
       ...(end.fingerprintEnd !== undefined ? { fingerprintEnd: end.fingerprintEnd } : {}),
+    });
+  }
+
+  private retry<T>(what: string, work: (attempt: number) => Promise<T>): Promise<T> {
+    return withDbRetry(work, {
+      onRetry: ({ attempt, reason, delayMs }) => this.logger.warn({ sessionId: this.session.id, what, attempt, reason, delayMs }, 'session recorder: the database is unreachable; retrying'),
     });
   }
 }

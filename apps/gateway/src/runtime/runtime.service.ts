@@ -18,11 +18,13 @@ import { AuditService } from '../audit/audit.service';
 import { actorOf, type Principal } from '../auth/principal';
 import { AppError, ErrorCode } from '../common/errors';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config/config';
+import { describeFailure } from '../db/errors';
 import { ApprovedCommandsRepository } from '../db/repositories/approved-commands.repository';
 import { ApprovalsRepository } from '../db/repositories/approvals.repository';
 import { ProjectsRepository } from '../db/repositories/projects.repository';
 import { SessionsRepository } from '../db/repositories/sessions.repository';
 import { ToolCallsRepository } from '../db/repositories/tool-calls.repository';
+import { withDbRetry } from '../db/retry';
 import { EventsService } from '../events/events.service';
 import { ModelError, ModelsConfig, createModelProvider, type ModelProvider } from '../model';
 import { PoliciesService } from '../projects/policies.service';
@@ -131,7 +133,8 @@ export class SessionRuntimeService implements OnApplicationShutdown {
     tracker.openSession(view.id);
     const abortReason = () => (signal.reason === 'revoked' ? 'revoked' : 'stopped') as 'stopped' | 'revoked';
     const lock = createLock();
-    const policyNow = async () => (await this.policies.inForce(project.id)).policy;
+    // Read before every call, so it rides out a short database outage like the recorder's writes.
+    const policyNow = async () => (await withDbRetry(() => this.policies.inForce(project.id))).policy;
     const repository = { source: project.repositorySource, ...(ref ? { ref } : {}) };
     let sandboxInfo: SandboxInfo | null = null;
     const trackingHost: ExecHostPort = Object.assign(Object.create(this.execHost) as ExecHostPort, {
@@ -196,7 +199,10 @@ export class SessionRuntimeService implements OnApplicationShutdown {
     const run = runner
       .run()
       .then(() => subagents.settle())
-      .catch((err: unknown) => this.logger.error({ err, sessionId: view.id }, 'session loop failed'))
+      .catch(async (err: unknown) => {
+        this.logger.error({ err, sessionId: view.id }, 'session loop failed');
+        await this.endAfterFailure(view.id, project.id, err);
+      })
       .finally(() => {
         done();
         this.lease.release(view.id);
@@ -242,6 +248,23 @@ export class SessionRuntimeService implements OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     this.registry.cancelAll('stopped');
     await Promise.allSettled(this.running.values());
+  }
+
+  /**
+   * The loop failed before it could record its ending (the database stayed away longer than the
+   * retry window): the session is ended here as failed, with a sentence rather than the driver's
+   * message, so it is not left `running` for the orphan sweep to misreport later.
+   */
+  private async endAfterFailure(sessionId: string, projectId: string, err: unknown): Promise<void> {
+    const message = describeFailure(err);
+    try {
+      const ended = await withDbRetry(() => this.sessions.end(sessionId, { status: 'failed', stopReason: 'crash', summary: message }));
+      if (!ended) return;
+      await this.audit.append({ actor: 'system', kind: 'session.ended', projectId, sessionId, payload: { status: 'failed', stopReason: 'crash', message } });
+      await withDbRetry(() => this.events.publish({ type: 'session_failed', sessionId, projectId, payload: { status: 'failed', stopReason: 'crash', class: 'crash', message, exitCode: 1 } }));
+    } catch (error) {
+      this.logger.error({ err: error, sessionId }, 'the failed session could not be recorded as ended; the orphan sweep will end it');
+    }
   }
 
   private pickAgent(agents: AgentCatalogue, name: string): AgentDefinition {

@@ -18,6 +18,7 @@ import {
   type SessionOutcome,
 } from '@lemniscate/session';
 import type { FileChange, SandboxInfo, SessionEventOf } from '@lemniscate/contracts';
+import { describeFailure } from '../db/errors';
 import type { ChatMessage, ModelProvider, ToolCall, ToolDefinition, TurnResult } from '../model/model.types';
 import { ExecHostError, type ExecHostPort } from './exec-host.port';
 import type { ApprovalDraft, ApprovalOutcome, EventDraft, SessionRecorder } from './ports';
@@ -371,7 +372,8 @@ export class SessionRunner {
         if (!this.auditedResults.has(callId)) await this.deps.recorder.audit('tool.result', { callId, exitCode: null, class: cls, message: summary });
         throw err;
       }
-      const message = err instanceof Error ? err.message : String(err);
+      // A database error's message quotes SQL: the model, the summary and the console get a sentence.
+      const message = describeFailure(err);
       await this.deps.recorder.recordResult(callId, { ok: false, summary: message });
       return { id: call.id, control: `Failed: ${message}`, isError: true };
     }
@@ -827,7 +829,7 @@ export class SessionRunner {
     else if (err instanceof ExecHostError && (err.code === 'engine_unavailable' || err.status >= 500)) this.lastErrorClass = 'platform_error';
     else if (e?.class === 'model_error' || (err as Error)?.name?.startsWith('Model')) this.lastErrorClass = 'model_error';
     else this.lastErrorClass = 'crash';
-    return outcomes.crashed(e?.message ?? String(err));
+    return outcomes.crashed(describeFailure(err));
   }
 
   private throwIfAborted(): void {
