@@ -1,7 +1,9 @@
 import { INestApplication, RequestMethod } from '@nestjs/common';
 import { WsAdapter } from '@nestjs/platform-ws';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import { Limits } from '@lemniscate/contracts';
 import cookieParser from 'cookie-parser';
+import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import { Logger } from 'nestjs-pino';
 import { API_PREFIX, UNPREFIXED } from './app.constants';
@@ -10,8 +12,18 @@ import { serveConsole } from './console-static';
 import type { GatewayConfig } from './config/config';
 import { MetricsService } from './health/metrics.service';
 
-/** Policy documents and diffs can be large; anything beyond this is refused with a 400 sentence. */
-export const BODY_LIMIT = '2mb';
+/**
+ * A session start carries the developer's starting patch, up to Limits.startingPatchBytes, so its body
+ * may be as large as Limits.sessionRequestBodyBytes; every other request is held to
+ * Limits.requestBodyBytes. A body over its limit is refused before it is read, with the limit's sentence.
+ */
+export const SESSION_START_PATH = `/${API_PREFIX}/sessions`;
+
+function isSessionStart(req: IncomingMessage): boolean {
+  const path = (req.url ?? '').split('?')[0]?.replace(/\/+$/, '');
+  const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+  return req.method === 'POST' && path === SESSION_START_PATH && type === 'application/json';
+}
 
 /**
  * Everything an application instance needs beyond its module: the same for `main.ts` and for tests,
@@ -36,7 +48,8 @@ export function configureApp(app: INestApplication, config: GatewayConfig): void
     });
     next();
   });
-  express.useBodyParser('json', { limit: BODY_LIMIT });
+  express.useBodyParser('json', { limit: Limits.sessionRequestBodyBytes, type: isSessionStart });
+  express.useBodyParser('json', { limit: Limits.requestBodyBytes });
   express.use(cookieParser());
   express.disable('x-powered-by');
   express.set('trust proxy', config.trustProxyHops);

@@ -14,11 +14,27 @@ import {
   StartSubagentRequest,
   StopSessionResponse,
   ToolCallView,
+  checkSize,
+  checkText,
 } from '@lemniscate/contracts';
 import { z } from 'zod';
 import { CliError, type CliErrorClass } from '../errors';
 
 const API = '/api/v1';
+
+/**
+ * The checks the gateway makes on a session start's sizes, made before anything is uploaded, with
+ * the same sentences (the limits come from the contracts). null when the request fits.
+ */
+export function startRequestOverLimit(request: Pick<StartSessionRequest, 'instruction' | 'startingPatch'>): string | null {
+  const instruction = checkText('instructionBytes', request.instruction);
+  if (instruction) return instruction;
+  if (request.startingPatch !== undefined) {
+    const patch = checkText('startingPatchBytes', request.startingPatch);
+    if (patch) return `${patch} Commit part of the work, or leave out --include-uncommitted.`;
+  }
+  return null;
+}
 
 /** What a session start needs beyond the published contract; see apps/cli/NEEDS.md. */
 export type StartSessionRequest = z.input<typeof CreateSessionRequest> & {
@@ -101,8 +117,14 @@ export class GatewayClient {
       else headers[k] = v;
     }
     if (init.body !== undefined) headers['content-type'] = 'application/json';
+    const body = init.body === undefined ? undefined : JSON.stringify(init.body);
+    // The gateway would refuse a body over its limit; say so here, before uploading it.
+    if (body !== undefined) {
+      const tooLarge = checkSize(method === 'POST' && path === '/sessions' ? 'sessionRequestBodyBytes' : 'requestBodyBytes', Buffer.byteLength(body));
+      if (tooLarge) throw new CliError(tooLarge, 'too_large');
+    }
     try {
-      return await this.fetchImpl(url, { method, headers, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
+      return await this.fetchImpl(url, { method, headers, body });
     } catch (error) {
       const code = describeNetworkFailure(error);
       if (code === undefined || ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT'].includes(code)) {
@@ -217,6 +239,8 @@ export class GatewayClient {
   // --- sessions ---
 
   startSession(request: StartSessionRequest): Promise<SessionView> {
+    const tooLarge = startRequestOverLimit(request);
+    if (tooLarge) return Promise.reject(new CliError(tooLarge, 'too_large'));
     return this.request('POST', '/sessions', { schema: SessionView, body: request });
   }
 
