@@ -1,12 +1,13 @@
 import { INestApplication, RequestMethod } from '@nestjs/common';
 import { WsAdapter } from '@nestjs/platform-ws';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { Limits } from '@lemniscate/contracts';
+import { Limits, tooLargeMessage } from '@lemniscate/contracts';
 import cookieParser from 'cookie-parser';
 import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import { Logger } from 'nestjs-pino';
 import { API_PREFIX, UNPREFIXED } from './app.constants';
+import { AppError, ErrorCode } from './common/errors';
 import { requestIdFor } from './common/request-id';
 import { serveConsole } from './console-static';
 import type { GatewayConfig } from './config/config';
@@ -19,10 +20,19 @@ import { MetricsService } from './health/metrics.service';
  */
 export const SESSION_START_PATH = `/${API_PREFIX}/sessions`;
 
-function isSessionStart(req: IncomingMessage): boolean {
+function startsSession(req: IncomingMessage): boolean {
   const path = (req.url ?? '').split('?')[0]?.replace(/\/+$/, '');
+  return req.method === 'POST' && path === SESSION_START_PATH;
+}
+
+function isSessionStart(req: IncomingMessage): boolean {
   const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
-  return req.method === 'POST' && path === SESSION_START_PATH && type === 'application/json';
+  return startsSession(req) && type === 'application/json';
+}
+
+/** The body limit of a request, by its route. */
+export function bodyLimitOf(req: IncomingMessage): 'sessionRequestBodyBytes' | 'requestBodyBytes' {
+  return startsSession(req) ? 'sessionRequestBodyBytes' : 'requestBodyBytes';
 }
 
 /**
@@ -47,6 +57,15 @@ export function configureApp(app: INestApplication, config: GatewayConfig): void
       metrics.httpRequests.inc({ method: req.method, route, status: String(res.statusCode) });
     });
     next();
+  });
+  // A body announced over its limit is refused from its header, before a byte of it is read, and the
+  // connection is closed so the client stops sending (the parser would drain the whole body first).
+  express.use((req: Request, res: Response, next: NextFunction) => {
+    const limit = bodyLimitOf(req);
+    const length = Number(req.headers['content-length']);
+    if (!Number.isFinite(length) || length <= Limits[limit]) return next();
+    res.setHeader('connection', 'close');
+    next(new AppError(ErrorCode.ValidationFailed, tooLargeMessage(limit, length)));
   });
   express.useBodyParser('json', { limit: Limits.sessionRequestBodyBytes, type: isSessionStart });
   express.useBodyParser('json', { limit: Limits.requestBodyBytes });

@@ -21,7 +21,8 @@ export class ZodValidationPipe<S extends z.ZodType> implements PipeTransform<unk
     const result = this.schema.safeParse(value ?? (this.part === 'body' ? undefined : {}));
     if (result.success) return result.data;
     const issues = result.error.issues.map((i) => ({ path: [this.part, ...i.path.map(String)].join('.'), message: describe(i) }));
-    const summary = issues.map((i) => `${i.path}: ${i.message}`).join('; ');
+    // Messages that are whole sentences keep their own full stop; the summary adds the last one.
+    const summary = issues.map((i) => `${i.path}: ${i.message.replace(/\.$/, '')}`).join('; ');
     throw new AppError(ErrorCode.ValidationFailed, `The request is invalid: ${summary}.`, { issues });
   }
 }
