@@ -19,6 +19,7 @@ export type CliErrorClass =
   | 'gateway_error'
   | 'gateway_contract'
   | 'git'
+  | 'too_large'
   | 'apply_conflict';
 
 /** A failure the person can act on: `message` is one sentence saying what happened and what to do. */

@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { Logger, Module, type DynamicModule, type INestApplication } from '@nestjs/common';
 import { APP_FILTER, NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import { Limits } from '@lemniscate/contracts';
 import { EXEC_HOST_CONFIG, type ExecHostConfig } from './config';
 import { SANDBOX_DRIVER, type SandboxDriver } from './driver/sandbox.driver';
 import { requireToken } from './http/auth.middleware';
@@ -50,7 +51,8 @@ export async function createExecHost(config: ExecHostConfig, driver: SandboxDriv
     logger: options.logger === false ? false : ['error', 'warn', 'log'],
   });
   app.use(requireToken(config.token));
-  app.useBodyParser('json', { limit: '64mb' });
+  // The one limit of the control channel: a session's starting patch at its limit, JSON-encoded.
+  app.useBodyParser('json', { limit: Limits.sessionRequestBodyBytes });
   reaper.start();
   let closed = false;
   return {

@@ -1,17 +1,39 @@
 import { INestApplication, RequestMethod } from '@nestjs/common';
 import { WsAdapter } from '@nestjs/platform-ws';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import { Limits, tooLargeMessage } from '@lemniscate/contracts';
 import cookieParser from 'cookie-parser';
+import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import { Logger } from 'nestjs-pino';
 import { API_PREFIX, UNPREFIXED } from './app.constants';
+import { AppError, ErrorCode } from './common/errors';
 import { requestIdFor } from './common/request-id';
 import { serveConsole } from './console-static';
 import type { GatewayConfig } from './config/config';
 import { MetricsService } from './health/metrics.service';
 
-/** Policy documents and diffs can be large; anything beyond this is refused with a 400 sentence. */
-export const BODY_LIMIT = '2mb';
+/**
+ * A session start carries the developer's starting patch, up to Limits.startingPatchBytes, so its body
+ * may be as large as Limits.sessionRequestBodyBytes; every other request is held to
+ * Limits.requestBodyBytes. A body over its limit is refused before it is read, with the limit's sentence.
+ */
+export const SESSION_START_PATH = `/${API_PREFIX}/sessions`;
+
+function startsSession(req: IncomingMessage): boolean {
+  const path = (req.url ?? '').split('?')[0]?.replace(/\/+$/, '');
+  return req.method === 'POST' && path === SESSION_START_PATH;
+}
+
+function isSessionStart(req: IncomingMessage): boolean {
+  const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+  return startsSession(req) && type === 'application/json';
+}
+
+/** The body limit of a request, by its route. */
+export function bodyLimitOf(req: IncomingMessage): 'sessionRequestBodyBytes' | 'requestBodyBytes' {
+  return startsSession(req) ? 'sessionRequestBodyBytes' : 'requestBodyBytes';
+}
 
 /**
  * Everything an application instance needs beyond its module: the same for `main.ts` and for tests,
@@ -36,7 +58,17 @@ export function configureApp(app: INestApplication, config: GatewayConfig): void
     });
     next();
   });
-  express.useBodyParser('json', { limit: BODY_LIMIT });
+  // A body announced over its limit is refused from its header, before a byte of it is read, and the
+  // connection is closed so the client stops sending (the parser would drain the whole body first).
+  express.use((req: Request, res: Response, next: NextFunction) => {
+    const limit = bodyLimitOf(req);
+    const length = Number(req.headers['content-length']);
+    if (!Number.isFinite(length) || length <= Limits[limit]) return next();
+    res.setHeader('connection', 'close');
+    next(new AppError(ErrorCode.ValidationFailed, tooLargeMessage(limit, length)));
+  });
+  express.useBodyParser('json', { limit: Limits.sessionRequestBodyBytes, type: isSessionStart });
+  express.useBodyParser('json', { limit: Limits.requestBodyBytes });
   express.use(cookieParser());
   express.disable('x-powered-by');
   express.set('trust proxy', config.trustProxyHops);

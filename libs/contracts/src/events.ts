@@ -30,6 +30,8 @@ export const EventClass = z.enum([
   'tool_not_in_catalogue',
   'outside_project',
   'third_party_forbidden',
+  'over_limit',
+  'symlink_outside',
   // approvals and questions
   'approval_refused_headless',
   'approval_expired',
@@ -132,7 +134,7 @@ export const DecisionEvent = z.object({
   rule: z.string().min(1),
   reason: z.string().min(1),
   thirdParty: z.boolean(),
-  class: classes('policy_denied', 'tool_disabled', 'tool_not_in_catalogue', 'outside_project', 'third_party_forbidden').optional(),
+  class: classes('policy_denied', 'tool_disabled', 'tool_not_in_catalogue', 'outside_project', 'third_party_forbidden', 'over_limit', 'symlink_outside').optional(),
 });
 
 export const ApprovalRequestedEvent = z.object({

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { SessionId } from './common';
+import { Limits, limitedText } from './limits';
 
 /**
  * The exec-host control channel (HTTP, JSON). Only the gateway calls it. Every route requires
@@ -100,7 +101,7 @@ export const SandboxLimits = z.object({
   pids: z.int().min(16).max(32_768),
   diskMb: z.int().min(16).max(102_400),
   commandTimeoutSeconds: z.int().min(1).max(7_200),
-  outputCapBytes: z.int().min(1_024).max(16 * 1024 * 1024),
+  outputCapBytes: z.int().min(1_024).max(Limits.toolOutputBytes),
   lifetimeMinutes: z.int().min(1).max(24 * 60),
 });
 export type SandboxLimits = z.infer<typeof SandboxLimits>;
@@ -168,7 +169,7 @@ export const CreateSandboxRequest = z.object({
   sessionId: SessionId,
   repository: RepositorySource,
   /** The developer's uncommitted changes, as `git diff --binary HEAD` output, applied over the base commit. */
-  uncommittedPatch: z.string().max(50 * 1024 * 1024).optional(),
+  uncommittedPatch: limitedText('startingPatchBytes').optional(),
   contextExclusions: z.array(z.string().min(1).max(512)).max(500).optional(),
   limits: SandboxLimits.partial().optional(),
   runtime: SandboxRuntime.default('runc'),
@@ -211,7 +212,7 @@ export type DestroySandboxResponse = z.infer<typeof DestroySandboxResponse>;
 // ───────────────────────────── exec
 
 export const ExecRequest = z.object({
-  command: z.string().min(1).max(256 * 1024),
+  command: limitedText('commandBytes').min(1),
   /** Lower than the sandbox's commandTimeoutSeconds or ignored: no argument can raise a limit (X1). */
   timeoutMs: z.int().positive().optional(),
 });
@@ -312,13 +313,13 @@ export const SearchFilesResponse = z.object({
 });
 export type SearchFilesResponse = z.infer<typeof SearchFilesResponse>;
 
-export const ProposeWriteRequest = z.object({ path: WorkspacePath, content: z.string().max(10 * 1024 * 1024) });
+export const ProposeWriteRequest = z.object({ path: WorkspacePath, content: limitedText('fileWriteBytes') });
 export type ProposeWriteRequest = z.infer<typeof ProposeWriteRequest>;
 
 export const ProposeEditRequest = z.object({
   path: WorkspacePath,
-  old_string: z.string().min(1),
-  new_string: z.string(),
+  old_string: limitedText('fileWriteBytes').min(1),
+  new_string: limitedText('fileWriteBytes'),
 });
 export type ProposeEditRequest = z.infer<typeof ProposeEditRequest>;
 
@@ -331,7 +332,7 @@ export const ProposedChange = z.object({
 });
 export type ProposedChange = z.infer<typeof ProposedChange>;
 
-export const ApplyDiffRequest = z.object({ diff: z.string().min(1).max(50 * 1024 * 1024) });
+export const ApplyDiffRequest = z.object({ diff: limitedText('applyDiffBytes').min(1) });
 export type ApplyDiffRequest = z.infer<typeof ApplyDiffRequest>;
 
 /** An applied diff was approved by a person: its files are written and accepted (checkpointed) at once. */
@@ -353,6 +354,11 @@ export const FileChange = z.object({
   /** Size in bytes of the file now (0 when deleted). */
   size: z.int().nonnegative(),
   diffBytes: z.int().nonnegative(),
+  /**
+   * Set when the path is now a symbolic link: its target as written, and whether it points outside
+   * the working copy once every link on its way is followed (resolveWorkspaceLink).
+   */
+  symlink: z.object({ target: z.string(), outside: z.boolean() }).optional(),
 });
 export type FileChange = z.infer<typeof FileChange>;
 

@@ -2,3 +2,5 @@ export * from './common';
 export * from './api';
 export * from './events';
 export * from './exec-host';
+export * from './limits';
+export * from './symlinks';

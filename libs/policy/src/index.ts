@@ -19,7 +19,7 @@ export {
   type Effect,
 } from './schema';
 export { checkPolicy, issueLine } from './check';
-export { classifyChanges, classifyPath } from './third-party';
+export { classifyChanges, classifyPath, type ChangeFacts } from './third-party';
 export { resolveInScope, type ScopeFs, type ScopeResult } from './scope';
 export { initPolicyEngine, isPolicyEngineReady } from './shell/parser';
 export { runPolicyCommand, type PolicyCliIo } from './cli';

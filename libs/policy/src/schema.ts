@@ -212,6 +212,10 @@ const thirdPartySchema = z.strictObject({
     .default(DEFAULT_THIRD_PARTY_CLASSES),
   binary: z.boolean().default(true).describe('Binary content is a third-party change.'),
   maxDiffBytes: positiveInt(1024 * 1024 * 1024).default(1024 * 1024).describe('A diff larger than this is a third-party change.'),
+  symlinksOutside: z
+    .enum(['forbid', 'approve'])
+    .default('forbid')
+    .describe('A symbolic link a command leaves behind that points outside the working copy (absolute, or escaping with ".." or through other links). forbid: reverted at once; approve: a dedicated, flagged approval.'),
 });
 
 // Each value is a ceiling (P1, L5): a workstation may lower it, never raise it.

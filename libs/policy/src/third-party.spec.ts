@@ -113,3 +113,48 @@ describe('classifyChanges', () => {
     expect(classifyChanges([{ path: 'logo.png', binary: true, diffBytes: 10 }], policy).rule).toBe('changes.review');
   });
 });
+
+describe('classifyChanges: symbolic links out of the working copy (G01)', () => {
+  const plain = { binary: false, diffBytes: 40 };
+  const out = [
+    ['leak', '/etc/passwd'],
+    ['up', '../../..'],
+    ['src/x', '/etc/passwd'],
+  ] as const;
+
+  it.each(out)('refuses %s → %s by default, with a sentence naming the link and its target', (path, target) => {
+    const d = classifyChanges([{ path, ...plain, symlink: { target, outside: true } }], parsePolicy({ version: 1 }));
+    expect(d).toMatchObject({ effect: 'deny', rule: 'thirdPartyFiles.symlinksOutside', thirdParty: [{ path, class: 'symlink_outside' }] });
+    expect(d.reason).toBe(`The change creates a symlink ${path} → ${target}, which points outside the working copy; such links are refused (thirdPartyFiles.symlinksOutside).`);
+  });
+
+  it('refuses them even where third-party files only need an approval (their own key, not thirdPartyFiles.mode)', () => {
+    const d = classifyChanges([{ path: 'leak', ...plain, symlink: { target: '/etc/passwd', outside: true } }], parsePolicy({ version: 1, thirdPartyFiles: { mode: 'approve' } }));
+    expect(d.effect).toBe('deny');
+  });
+
+  it('asks a dedicated, flagged approval when the policy says symlinksOutside: approve', () => {
+    const d = classifyChanges(
+      [
+        { path: 'leak', ...plain, symlink: { target: '/etc/passwd', outside: true } },
+        { path: 'package.json', ...plain },
+      ],
+      parsePolicy({ version: 1, thirdPartyFiles: { symlinksOutside: 'approve' } }),
+    );
+    expect(d).toMatchObject({ effect: 'ask', rule: 'thirdPartyFiles.symlinksOutside' });
+    expect(d.thirdParty).toEqual([
+      { path: 'leak', class: 'symlink_outside' },
+      { path: 'package.json', class: 'manifests' },
+    ]);
+  });
+
+  it('keeps a link inside the working copy an ordinary change', () => {
+    const d = classifyChanges([{ path: 'inside', ...plain, symlink: { target: 'src/calc.js', outside: false } }], parsePolicy({ version: 1 }));
+    expect(d).toMatchObject({ effect: 'ask', rule: 'changes.review' });
+    expect(d.thirdParty).toBeUndefined();
+  });
+
+  it('refuses an unknown value for the key with the allowed ones', () => {
+    expect(() => parsePolicy({ version: 1, thirdPartyFiles: { symlinksOutside: 'allow' } })).toThrow(/symlinksOutside/);
+  });
+});

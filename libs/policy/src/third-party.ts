@@ -16,7 +16,16 @@ const CLASS_LABELS: Record<string, string> = {
   manifests: 'a dependency manifest or lock file',
   binary: 'binary content',
   oversize: 'a change larger than the review limit',
+  symlink_outside: 'a symbolic link pointing outside the working copy',
 };
+
+/** What a change is, as the policy reads it; `symlink` is set when the path is now a symbolic link. */
+export interface ChangeFacts {
+  path: string;
+  binary: boolean;
+  diffBytes: number;
+  symlink?: { target: string; outside: boolean } | undefined;
+}
 
 export function classLabel(name: string): string {
   return CLASS_LABELS[name] ?? `a third-party file of class \`${name}\``;
@@ -70,7 +79,8 @@ export function classifyPath(filePath: string, policy: Policy): string | null {
 }
 
 /** The class of a change: its path first, then binary content, then its size. */
-export function classifyChange(file: { path: string; binary: boolean; diffBytes: number }, policy: Policy): string | null {
+export function classifyChange(file: ChangeFacts, policy: Policy): string | null {
+  if (file.symlink?.outside) return 'symlink_outside';
   const byPath = classifyPath(file.path, policy);
   if (byPath) return byPath;
   if (file.binary && policy.thirdPartyFiles.binary) return 'binary';
@@ -80,6 +90,7 @@ export function classifyChange(file: { path: string; binary: boolean; diffBytes:
 
 export function thirdPartyRule(cls: string): string {
   if (cls === 'oversize') return 'thirdPartyFiles.maxDiffBytes';
+  if (cls === 'symlink_outside') return 'thirdPartyFiles.symlinksOutside';
   return `thirdPartyFiles.${cls}`;
 }
 
@@ -108,8 +119,33 @@ export function thirdPartyDecision(files: ThirdPartyFile[], policy: Policy): Dec
  * Judges what a command left behind in the working copy. Every change goes to a person (P2);
  * third-party files are refused or flagged according to the policy (P5).
  */
-export function classifyChanges(files: { path: string; binary: boolean; diffBytes: number }[], policy: Policy): Decision {
+export function classifyChanges(files: ChangeFacts[], policy: Policy): Decision {
   if (files.length === 0) return { effect: 'allow', rule: 'changes.none', reason: 'The command changed no file.' };
+  // G01: a link out of the working copy is its own class, refused unless the policy says otherwise.
+  const links = files.filter((f) => f.symlink?.outside);
+  if (links.length > 0) {
+    const rule = 'thirdPartyFiles.symlinksOutside';
+    const thirdParty = links.map((f) => ({ path: normaliseRelative(f.path), class: 'symlink_outside' }));
+    const list = links.map((f) => `${normaliseRelative(f.path)} → ${f.symlink!.target}`).join(', ');
+    const one = links.length === 1;
+    if (policy.thirdPartyFiles.symlinksOutside === 'forbid') {
+      return {
+        effect: 'deny',
+        rule,
+        reason: `The change creates ${one ? 'a symlink' : 'symlinks'} ${list}, which ${one ? 'points' : 'point'} outside the working copy; such links are refused (${rule}).`,
+        thirdParty,
+      };
+    }
+    return {
+      effect: 'ask',
+      rule,
+      reason: `The change creates ${one ? 'a symlink' : 'symlinks'} ${list}, which ${one ? 'points' : 'point'} outside the working copy: it needs a dedicated approval (${rule}).`,
+      thirdParty: [...thirdParty, ...files.filter((f) => !f.symlink?.outside).flatMap((f) => {
+        const cls = classifyChange(f, policy);
+        return cls ? [{ path: normaliseRelative(f.path), class: cls }] : [];
+      })],
+    };
+  }
   const thirdParty: ThirdPartyFile[] = [];
   for (const file of files) {
     const cls = classifyChange(file, policy);

@@ -17,6 +17,8 @@ import {
   type SessionView,
   type StopSessionResponse,
   type ToolCallView,
+  checkSize,
+  checkText,
 } from '@lemniscate/contracts';
 import type { z } from 'zod';
 import { CliError, type CliErrorClass } from '../errors';
@@ -25,6 +27,20 @@ const API = GATEWAY_API_PREFIX;
 
 /** A session start: the body of `POST /sessions` as libs/contracts' GatewayRoutes defines it. */
 export type StartSessionRequest = z.input<typeof GatewayRoutes.createSession.body>;
+
+/**
+ * The checks the gateway makes on a session start's sizes, made before anything is uploaded, with
+ * the same sentences (the limits come from the contracts). null when the request fits.
+ */
+export function startRequestOverLimit(request: Pick<StartSessionRequest, 'instruction' | 'startingPatch'>): string | null {
+  const instruction = checkText('instructionBytes', request.instruction);
+  if (instruction) return instruction;
+  if (request.startingPatch !== undefined) {
+    const patch = checkText('startingPatchBytes', request.startingPatch);
+    if (patch) return `${patch} Commit part of the work, or leave out --include-uncommitted.`;
+  }
+  return null;
+}
 
 /** The audit service's verification: the first altered, removed or reordered entry when the chain breaks. */
 export type AuditVerifyResult = AuditVerificationView;
@@ -101,7 +117,13 @@ export class GatewayClient {
       else headers[k] = v;
     }
     if (init.body !== undefined) headers['content-type'] = 'application/json';
-    const send = () => this.fetchImpl(url, { method, headers, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
+    const body = init.body === undefined ? undefined : JSON.stringify(init.body);
+    // The gateway would refuse a body over its limit; say so here, before uploading it.
+    if (body !== undefined) {
+      const tooLarge = checkSize(method === 'POST' && path === '/sessions' ? 'sessionRequestBodyBytes' : 'requestBodyBytes', Buffer.byteLength(body));
+      if (tooLarge) throw new CliError(tooLarge, 'too_large');
+    }
+    const send = () => this.fetchImpl(url, { method, headers, body });
     try {
       try {
         return await send();
@@ -249,6 +271,8 @@ export class GatewayClient {
   // --- sessions ---
 
   startSession(request: StartSessionRequest): Promise<SessionView> {
+    const tooLarge = startRequestOverLimit(request);
+    if (tooLarge) return Promise.reject(new CliError(tooLarge, 'too_large'));
     return this.request(GatewayRoutes.createSession, { body: request });
   }
 

@@ -36,6 +36,8 @@ interface ExecContext {
   compiled: string | null;
   /** The container's memory cap in bytes (0: none). */
   memoryBytes: number;
+  /** The container's process cap for the sandbox user (RLIMIT_NPROC under runsc; 0: none). */
+  processes: number;
 }
 
 /**
@@ -49,6 +51,36 @@ export function withMemoryCap(command: string, runtime: string, memoryBytes: num
   if (runtime !== 'runsc' || memoryBytes <= 0) return command;
   return `ulimit -v ${Math.floor(memoryBytes / 1024)}\n${command}`;
 }
+
+/**
+ * How many of the sandbox user's processes are kept out of a command's reach under gVisor: the
+ * keeper (pid 1 and its sleep) and the kill that ends the command are processes of that same user,
+ * and a kill that cannot be spawned leaves the exec-host nothing but stopping the sandbox.
+ */
+export function processHeadroom(processes: number): number {
+  return Math.min(32, Math.max(4, Math.floor(processes / 8)));
+}
+
+/**
+ * Under gVisor the process cap is RLIMIT_NPROC of the sandbox user (see RUNSC_PIDS_BACKSTOP), and the
+ * exec-host's kill is a new process of that user. A fork bomb that filled the cap would leave no room
+ * for it, and the sandbox would be lost. So every command there starts with a lower RLIMIT_NPROC
+ * (hard and soft, which the sandbox user cannot raise again): the bomb's forks fail with EAGAIN at
+ * `processes - processHeadroom(processes)`, and the kill, started with the container's full limit,
+ * still has room. Under runc the kill goes through the freezer cgroup and needs no new process.
+ */
+export function withProcessCap(command: string, runtime: string, processes: number): string {
+  if (runtime !== 'runsc' || processes <= 0) return command;
+  return `ulimit -u ${Math.max(1, processes - processHeadroom(processes))}\n${command}`;
+}
+
+/** Every per-command cap of a runtime, in front of the command (the command's text is unchanged). */
+export function withCommandCaps(command: string, runtime: string, caps: { memoryBytes: number; processes: number }): string {
+  return withProcessCap(withMemoryCap(command, runtime, caps.memoryBytes), runtime, caps.processes);
+}
+
+/** Repeats kill(-1) until it finds nothing to signal (exit 0), or gives up after 1000 rounds (exit 2). */
+export const KILL_EVERY_PROCESS = 'n=0; while kill -KILL -1 2>/dev/null; do n=$((n+1)); if [ "$n" -ge 1000 ]; then exit 2; fi; done; exit 0';
 
 function statusCode(e: unknown): number | undefined {
   return (e as { statusCode?: number }).statusCode;
@@ -128,8 +160,8 @@ export class DockerSandboxDriver implements SandboxDriver {
       }
     });
     try {
-      const { runtime, profile, compiled, memoryBytes } = await this.execContext(containerId);
-      const exec = await this.docker.getContainer(containerId).exec(toExecOptions(withMemoryCap(spec.command, runtime, memoryBytes), runtime, profile, compiled));
+      const { runtime, profile, compiled, memoryBytes, processes } = await this.execContext(containerId);
+      const exec = await this.docker.getContainer(containerId).exec(toExecOptions(withCommandCaps(spec.command, runtime, { memoryBytes, processes }), runtime, profile, compiled));
       const stream = (await exec.start({ hijack: true, stdin: false })) as unknown as Readable;
       const out = new PassThrough();
       const err = new PassThrough();
@@ -211,10 +243,12 @@ export class DockerSandboxDriver implements SandboxDriver {
   }
 
   private async killFromInside(containerId: string): Promise<void> {
-    // kill(-1) runs in one pass over the process table under its lock, so a fork bomb cannot outrun it;
-    // it spares pid 1 and the caller, and as the sandbox uid it reaches nothing else.
+    // kill(-1) spares pid 1 and the caller, and as the sandbox uid it reaches nothing else. Under runc
+    // it runs in one pass over the process table under its lock; gVisor's walks the tasks while a
+    // spinning fork loop keeps adding some, so it is repeated, from this one process (the shell's
+    // builtin kill needs no fork), until nothing is left to signal.
     const exec = await this.docker.getContainer(containerId).exec({
-      Cmd: ['/bin/kill', '-KILL', '-1'],
+      Cmd: ['/bin/bash', '-c', KILL_EVERY_PROCESS],
       User: `${SANDBOX_UID}:${SANDBOX_GID}`,
       AttachStdout: true,
       AttachStderr: true,
@@ -223,9 +257,9 @@ export class DockerSandboxDriver implements SandboxDriver {
     const stream = (await exec.start({ hijack: true, stdin: false })) as unknown as Readable;
     stream.resume();
     await streamDone(stream);
-    // 0: processes were killed; 1: none was left. Anything else: the kill itself could not run.
+    // 0: nothing is left. Anything else: the kill itself could not run, or could not finish.
     const { ExitCode } = await exec.inspect();
-    if (ExitCode !== 0 && ExitCode !== 1) throw new Error(`kill -1 could not run in the sandbox (exit ${String(ExitCode)}).`);
+    if (ExitCode !== 0) throw new Error(`kill -1 could not run in the sandbox (exit ${String(ExitCode)}).`);
   }
 
   async stop(containerId: string): Promise<void> {
@@ -297,7 +331,8 @@ export class DockerSandboxDriver implements SandboxDriver {
     const runtime = HostConfig.Runtime ?? 'runc';
     const profile = seccompProfileOf(HostConfig.SecurityOpt);
     const compiled = runtime === 'runsc' && profile !== null ? await this.compiledFilter(Image, profile) : null;
-    const context = { runtime, profile, compiled, memoryBytes: HostConfig.Memory ?? 0 };
+    const nproc = (HostConfig.Ulimits ?? []).find((u) => u.Name === 'nproc');
+    const context = { runtime, profile, compiled, memoryBytes: HostConfig.Memory ?? 0, processes: nproc?.Hard ?? 0 };
     this.execContexts.set(containerId, context);
     return context;
   }

@@ -1,9 +1,11 @@
-import type {
-  ApplyDiffResponse,
-  ListFilesResponse,
-  ProposedChange,
-  ReadFileResponse,
-  SearchFilesResponse,
+import {
+  Limits,
+  tooLargeMessage,
+  type ApplyDiffResponse,
+  type ListFilesResponse,
+  type ProposedChange,
+  type ReadFileResponse,
+  type SearchFilesResponse,
 } from '@lemniscate/contracts';
 import { applyPatch, parsePatch } from 'diff';
 import * as fs from 'node:fs';
@@ -24,7 +26,7 @@ export const FILE_LIMITS = {
   searchMaxBytes: 64 * 1024,
   searchMaxLineChars: 500,
   searchTimeMs: 5_000,
-  writeMaxBytes: 10 * 1024 * 1024,
+  writeMaxBytes: Limits.fileWriteBytes,
 };
 
 const SKIP_DIRS = new Set(['.git', 'node_modules']);
@@ -265,7 +267,7 @@ export class FileOperations {
       const current = existing ? existing.content.toString('utf8') : '';
       const next = applyPatch(current, p, { fuzzFactor: 0 });
       if (next === false) throw new ExecHostError('patch_does_not_apply', `The diff no longer applies to ${displayPath(rel)}: the file changed since it was proposed.`);
-      if (Buffer.byteLength(next) > FILE_LIMITS.writeMaxBytes) throw new ExecHostError('file_too_large', `${displayPath(rel)} would exceed ${FILE_LIMITS.writeMaxBytes} bytes.`);
+      if (Buffer.byteLength(next) > FILE_LIMITS.writeMaxBytes) throw new ExecHostError('file_too_large', `${displayPath(rel)} after the edit: ${tooLargeMessage('fileWriteBytes', Buffer.byteLength(next))}`);
       plans.push({ rel, next: newName ? next : null, mode: existing ? existing.mode & 0o777 : 0o644 });
     }
     const unreviewed = await this.wc.pending(plans.map((p) => p.rel));

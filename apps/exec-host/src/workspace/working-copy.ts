@@ -1,4 +1,5 @@
-import type { ChangesResponse, FileChange } from '@lemniscate/contracts';
+import { resolveWorkspaceLink, type ChangesResponse, type FileChange } from '@lemniscate/contracts';
+import { lstatSync, readlinkSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
@@ -203,8 +204,32 @@ export class WorkingCopy {
         files.push({ path: a.path, status: 'added', diff: info.diff, binary: info.binary, size: info.size, diffBytes: Buffer.byteLength(info.diff) });
       }
     }
+    for (const f of files) {
+      if (f.status === 'deleted') continue;
+      const link = this.symlinkOf(f.path);
+      if (link) f.symlink = link;
+    }
     files.sort((x, y) => (x.path < y.path ? -1 : x.path > y.path ? 1 : 0));
     return { files, truncated: status.length > MAX_CHANGED_FILES };
+  }
+
+  /**
+   * When `rel` is now a symbolic link: its target, and whether it points outside the working copy,
+   * every link on the way followed inside the working copy only (never through the host's file
+   * system: each path read is one whose parents were already found to be plain directories).
+   */
+  private symlinkOf(rel: string): FileChange['symlink'] | null {
+    const readLink = (p: string): string | null => {
+      const full = path.join(this.files.root, p);
+      try {
+        return lstatSync(full).isSymbolicLink() ? readlinkSync(full) : null;
+      } catch {
+        return null;
+      }
+    };
+    const target = readLink(rel);
+    if (target === null) return null;
+    return { target, outside: resolveWorkspaceLink(rel, target, readLink).outside };
   }
 
   /** Stages the given changed paths into the checkpoint. Returns the paths accepted. */

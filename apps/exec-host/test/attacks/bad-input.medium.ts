@@ -1,6 +1,6 @@
 // Bad input at the control channel: each is refused with its code and a sentence, gives away
 // nothing to a caller without the token, and leaves no container or working directory behind.
-import { ExecHostRoutes } from '@lemniscate/contracts';
+import { ExecHostRoutes, Limits, tooLargeMessage, type LimitName } from '@lemniscate/contracts';
 import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { tmpdir } from 'node:os';
@@ -123,6 +123,16 @@ describe('malformed requests', () => {
     expect(stateTree()).toEqual(before);
   });
 
+  it('create with an uncommitted patch one byte over the starting patch limit: 400 with the sentence, nothing created', async () => {
+    const before = stateTree();
+    const bytes = Limits.startingPatchBytes + 1;
+    const res = await host.client.raw('POST', ExecHostRoutes.sandboxes(), { body: { sessionId: 'too-large', repository: { source: repo.dir }, uncommittedPatch: '+'.repeat(bytes) } });
+    expect({ status: res.status, code: (res.json as { code?: string })?.code }).toEqual({ status: 400, code: 'invalid_request' });
+    expect(field(res)).toContain(tooLargeMessage('startingPatchBytes', bytes));
+    expect(stateTree()).toEqual(before);
+    expect(await containersOf('too-large')).toEqual([]);
+  }, 60_000);
+
   it('refuses a body that is not JSON, and one that is not an object', async () => {
     for (const rawBody of ['{"sessionId": ', 'null', '[]', '"text"']) {
       const res = await host.client.raw('POST', ExecHostRoutes.sandboxes(), { rawBody });
@@ -151,6 +161,30 @@ describe('malformed requests', () => {
       expect({ status: res.status, code: (res.json as { code?: string })?.code }).toEqual({ status: 400, code: 'invalid_request' });
       expect(field(res)).toContain(name);
     });
+
+    // Limits: every size limit of the control channel, at and one byte over, generated from one table.
+    const sized: [string, 'exec' | 'propose-write' | 'propose-edit' | 'apply', LimitName, (n: number) => Record<string, unknown>][] = [
+      ['exec command', 'exec', 'commandBytes', (n) => ({ command: `: ${'y'.repeat(n - 11)}; echo ok` })],
+      ['propose-write content', 'propose-write', 'fileWriteBytes', (n) => ({ path: 'big.txt', content: 'w'.repeat(n) })],
+      ['propose-edit new_string', 'propose-edit', 'fileWriteBytes', (n) => ({ path: 'README.md', old_string: 'r', new_string: 'e'.repeat(n) })],
+      ['apply diff', 'apply', 'applyDiffBytes', (n) => ({ diff: `diff --git a/x b/x\n${'#'.repeat(n - 19)}` })],
+    ];
+    it.each(sized)('%s (route %s) one byte over %s: 400 invalid_request with the sentence, the working copy untouched', async (_what, op, limit, body) => {
+      const route = op === 'exec' ? `${ExecHostRoutes.exec(id)}?stream=false` : ExecHostRoutes.file(id, op);
+      const res = await host.client.raw('POST', route, { body: body(Limits[limit] + 1) });
+      expect({ status: res.status, code: (res.json as { code?: string })?.code }).toEqual({ status: 400, code: 'invalid_request' });
+      expect(field(res)).toContain(tooLargeMessage(limit, Limits[limit] + 1));
+      expect((await host.client.changes(id)).files).toEqual([]);
+    }, 60_000);
+
+    it('runs a command exactly at the command limit, and proposes a write exactly at the write limit', async () => {
+      const command = sized[0]![3](Limits.commandBytes).command as string;
+      expect(Buffer.byteLength(command)).toBe(Limits.commandBytes);
+      expect(await host.client.exec(id, { command })).toMatchObject({ exitCode: 0, stdout: 'ok\n' });
+      const write = await host.client.raw('POST', ExecHostRoutes.file(id, 'propose-write'), { body: sized[1]![3](Limits.fileWriteBytes) });
+      expect(write.status).toBe(200);
+      expect((await host.client.changes(id)).files).toEqual([]);
+    }, 60_000);
 
     it('refuses a second command while one runs, with sandbox_busy', async () => {
       let started!: () => void;

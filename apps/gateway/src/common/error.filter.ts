@@ -1,5 +1,5 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
-import type { ErrorBody } from '@lemniscate/contracts';
+import { Limits, tooLargeMessage, type ErrorBody } from '@lemniscate/contracts';
 import type { Request, Response } from 'express';
 import { DatabaseUnavailableError, isTransientDbError } from '../db/errors';
 import { AppError, ErrorCode, assertUnreachable } from './errors';
@@ -62,6 +62,7 @@ export class AppErrorFilter implements ExceptionFilter {
     let error: AppError;
     if (exception instanceof AppError) error = exception;
     else if (exception instanceof HttpException) error = fromHttpException(exception);
+    else if (isBodyTooLarge(exception)) error = new AppError(ErrorCode.ValidationFailed, bodyTooLargeMessage(exception));
     else if (isBodyParserError(exception)) error = new AppError(ErrorCode.ValidationFailed, 'The request body is not valid JSON.');
     // A database that went away (a restart) is worth a retry; one that refused the statement is not.
     // Neither answer quotes the driver's message, which carries SQL and its parameters.
@@ -76,6 +77,22 @@ export class AppErrorFilter implements ExceptionFilter {
     const body: ErrorBody = { code: error.code, message: error.message, requestId, ...(error.details === undefined ? {} : { details: error.details }) };
     res.status(status).json(body);
   }
+}
+
+interface TooLarge {
+  type: 'entity.too.large';
+  length?: number;
+  limit?: number;
+}
+
+function isBodyTooLarge(e: unknown): e is TooLarge {
+  return typeof e === 'object' && e !== null && (e as { type?: unknown }).type === 'entity.too.large';
+}
+
+/** The body parser knows the body's length and the limit it applied; the sentence names both. */
+export function bodyTooLargeMessage(e: { length?: number; limit?: number }): string {
+  const limit = e.limit === Limits.sessionRequestBodyBytes ? 'sessionRequestBodyBytes' : 'requestBodyBytes';
+  return typeof e.length === 'number' ? tooLargeMessage(limit, e.length) : `The request body is too large; ${limit === 'requestBodyBytes' ? 'request bodies' : 'session requests'} are limited to ${Limits[limit]} bytes.`;
 }
 
 function isBodyParserError(e: unknown): boolean {

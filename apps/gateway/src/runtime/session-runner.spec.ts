@@ -1,4 +1,5 @@
 import { initPolicyEngine, parsePolicy, recommendedPolicy, type Policy } from '@lemniscate/policy';
+import { Limits, TOOL_ARGUMENT_LIMITS, tooLargeMessage } from '@lemniscate/contracts';
 import { EXECUTION_DEFAULTS, LOOP_BLOCKED_MESSAGE, type Clock, type ExecutionConfig } from '@lemniscate/session';
 import { ScriptedProvider, parseModelScript } from '../model';
 import type { ChatMessage, ModelProvider, ModelRequest, TurnResult } from '../model/model.types';
@@ -581,5 +582,47 @@ describe('X3: the tree at the end', () => {
     expect(recorder.patches).toHaveLength(2);
     expect(recorder.fingerprintEnd).toBe(execHost.fingerprint());
     expect(recorder.fingerprintEnd).not.toBe(start);
+  });
+});
+
+describe('SessionRunner: tool arguments over the platform limits (Limits, G02)', () => {
+  const argsFor = (tool: string, arg: string, value: string): Record<string, unknown> =>
+    ({
+      Bash: { command: value },
+      Write: { path: 'big.txt', content: value },
+      Edit: { path: 'README.md', old_string: 'hello', new_string: 'bye', [arg]: value },
+      Task: { agent: 'explore', instruction: value },
+    })[tool] ?? { [arg]: value };
+  const table = Object.entries(TOOL_ARGUMENT_LIMITS).flatMap(([tool, args]) => Object.entries(args).map(([arg, limit]) => ({ tool, arg, limit })));
+
+  it.each(table)('$tool $arg one byte over $limit: refused before any approval, nothing run, the model told why, the value not kept', async ({ tool, arg, limit }) => {
+    const bytes = Limits[limit] + 1;
+    const value = 'y'.repeat(bytes);
+    const { runner, execHost, recorder, model } = setup({ turns: [{ tool_calls: [{ name: tool, arguments: argsFor(tool, arg, value) }] }, { text: 'ok' }], headless: false, answer: () => 'approved', policy: parsePolicy({ version: 1 }) });
+    await runner.run();
+    expect(recorder.approvals).toEqual([]);
+    expect(execHost.commands).toEqual([]);
+    expect(execHost.applied).toEqual([]);
+    const decision = recorder.ofType('decision')[0]!;
+    expect(decision).toMatchObject({ effect: 'deny', rule: `limits.${limit}`, class: 'over_limit' });
+    expect(decision.reason).toContain(tooLargeMessage(limit, bytes));
+    const told = model.requests[1]!.messages.filter((m): m is Extract<ChatMessage, { role: 'tool' }> => m.role === 'tool').at(-1)!;
+    expect(told.content).toContain(tooLargeMessage(limit, bytes));
+    // Neither the event stream nor the audit log holds the oversized value.
+    const kept = JSON.stringify([recorder.events, recorder.audits]);
+    expect(kept).not.toContain(value.slice(0, 1024));
+    expect(kept.length).toBeLessThan(bytes);
+  });
+
+  it.each(table.filter((c) => c.tool === 'Bash' || c.tool === 'Write'))('$tool $arg exactly at $limit: offered to the person as usual, and run once approved', async ({ tool, arg, limit }) => {
+    const value = tool === 'Bash' ? `: ${'y'.repeat(Limits[limit] - 2)}` : 'y'.repeat(Limits[limit]);
+    // The review threshold for large diffs is the policy's own, raised here so only the platform limit is tested.
+    const policy = parsePolicy({ version: 1, thirdPartyFiles: { maxDiffBytes: 4 * Limits.fileWriteBytes } });
+    const { runner, execHost, recorder } = setup({ turns: [{ tool_calls: [{ name: tool, arguments: argsFor(tool, arg, value) }] }, { text: 'ok' }], headless: false, answer: () => 'approved', policy });
+    await runner.run();
+    expect(recorder.ofType('decision').map((d) => d.rule)).not.toContainEqual(expect.stringMatching(/^limits\./));
+    expect(recorder.approvals).toHaveLength(1);
+    if (tool === 'Bash') expect(execHost.commands).toEqual([value]);
+    else expect(execHost.applied).toHaveLength(1);
   });
 });

@@ -17,7 +17,7 @@ import {
   type RandomBytes,
   type SessionOutcome,
 } from '@lemniscate/session';
-import type { FileChange, SandboxInfo, SessionEventOf } from '@lemniscate/contracts';
+import { formatBytes, toolArgumentsOverLimit, utf8Bytes, type FileChange, type SandboxInfo, type SessionEventOf } from '@lemniscate/contracts';
 import { describeFailure } from '../db/errors';
 import type { ChatMessage, ModelProvider, ToolCall, ToolDefinition, TurnResult } from '../model/model.types';
 import { ExecHostError, type ExecHostPort } from './exec-host.port';
@@ -328,8 +328,11 @@ export class SessionRunner {
       return { id: call.id, control: `Not run: the session reached its ${check === 'limit_actions' ? 'action' : 'time'} limit.`, isError: true };
     }
     const agent = this.input.agent.name;
-    const callId = await this.deps.recorder.proposeToolCall({ name: call.name, arguments: call.arguments, agent });
-    await this.emit({ type: 'tool_call_proposed', callId, agent, name: call.name, arguments: call.arguments });
+    // An argument over its limit is not stored, streamed or audited whole: only its size is.
+    const over = toolArgumentsOverLimit(call.name, call.arguments);
+    const recorded: ToolCall = over ? { ...call, arguments: { ...call.arguments, [over.argument]: `[not kept: ${formatBytes(utf8Bytes(call.arguments[over.argument] as string))}, over the limit]` } } : call;
+    const callId = await this.deps.recorder.proposeToolCall({ name: call.name, arguments: recorded.arguments, agent });
+    await this.emit({ type: 'tool_call_proposed', callId, agent, name: call.name, arguments: recorded.arguments });
     // 2. loop detector: blocked before it runs, the session handed back
     const verdict = this.loop.observe({ name: call.name, arguments: call.arguments });
     if (verdict.blocked) {
@@ -344,9 +347,9 @@ export class SessionRunner {
     // 3–5. catalogue, path scope and policy, in one decision read from the policy in force
     const policy = await this.deps.policy();
     const decision = await this.decideCall(call, policy);
-    await this.recordDecision(callId, call, decision);
+    await this.recordDecision(callId, recorded, decision);
     if (decision.effect === 'deny') {
-      await this.deps.recorder.recordResult(callId, { ok: false, summary: decision.reason, class: 'policy_denied' });
+      await this.deps.recorder.recordResult(callId, { ok: false, summary: decision.reason, class: decision.rule.startsWith('limits.') ? 'over_limit' : 'policy_denied' });
       return { id: call.id, control: `Refused: ${decision.reason}`, isError: true };
     }
     try {
@@ -380,6 +383,10 @@ export class SessionRunner {
   }
 
   private async decideCall(call: ToolCall, policy: Policy): Promise<Decision> {
+    // A value over one of the platform's limits could never run: refused before policy, and before
+    // any person is asked to approve it (the exec-host would refuse it after the approval).
+    const over = toolArgumentsOverLimit(call.name, call.arguments);
+    if (over) return { effect: 'deny', rule: `limits.${over.limit}`, reason: `${over.message} Split the work into smaller ${call.name === 'Bash' ? 'commands' : 'calls'}.` };
     if (!this.toolNames.includes(call.name)) {
       return { effect: 'deny', rule: 'tools.catalogue', reason: `${call.name} is not one of this session's tools (${this.toolNames.join(', ') || 'none'}); the catalogue was fixed when the session started.` };
     }
@@ -531,11 +538,14 @@ export class SessionRunner {
     const { files } = await this.deps.execHost.changes(sandboxId, this.deps.signal);
     if (files.length === 0) return null;
     const forbidden: FileChange[] = [];
+    const forbiddenLinks: { file: FileChange; reason: string }[] = [];
     const reviewable: FileChange[] = [];
     const thirdPartyPaths = new Set<string>();
+    const facts = (f: FileChange) => ({ path: f.path, binary: f.binary, diffBytes: f.diffBytes, symlink: f.symlink });
     for (const f of files) {
-      const d = classifyChanges([{ path: f.path, binary: f.binary, diffBytes: f.diffBytes }], policy);
-      (d.effect === 'deny' ? forbidden : reviewable).push(f);
+      const d = classifyChanges([facts(f)], policy);
+      if (d.effect === 'deny' && d.rule === 'thirdPartyFiles.symlinksOutside') forbiddenLinks.push({ file: f, reason: d.reason });
+      else (d.effect === 'deny' ? forbidden : reviewable).push(f);
       if ((d.thirdParty?.length ?? 0) > 0) thirdPartyPaths.add(f.path);
     }
     await this.emit({
@@ -544,15 +554,21 @@ export class SessionRunner {
       files: files.map((f) => ({ path: f.path, change: f.status === 'added' || f.status === 'deleted' ? f.status : 'modified', thirdParty: thirdPartyPaths.has(f.path) })),
     });
     const notes: string[] = [];
+    if (forbiddenLinks.length) {
+      // G01: a link out of the working copy is never offered as an ordinary change, and never kept.
+      for (const { reason } of forbiddenLinks) {
+        await this.emit({ type: 'decision', callId, effect: 'deny', rule: 'thirdPartyFiles.symlinksOutside', reason, thirdParty: true, class: 'symlink_outside' });
+        await this.deps.recorder.audit('policy.decision', { callId, tool: 'Bash', effect: 'deny', rule: 'thirdPartyFiles.symlinksOutside', reason });
+      }
+      await this.revert(forbiddenLinks.map((l) => l.file.path), 'forbidden');
+      notes.push(`Reverted at once: ${forbiddenLinks.map((l) => l.reason).join(' ')}`);
+    }
     if (forbidden.length) {
       await this.revert(forbidden.map((f) => f.path), 'forbidden');
       notes.push(`Reverted at once, third-party files the policy forbids changing: ${forbidden.map((f) => f.path).join(', ')}.`);
     }
     if (reviewable.length) {
-      const d = classifyChanges(
-        reviewable.map((f) => ({ path: f.path, binary: f.binary, diffBytes: f.diffBytes })),
-        policy,
-      );
+      const d = classifyChanges(reviewable.map(facts), policy);
       const diff = reviewable.map((f) => f.diff || `Binary or empty change: ${f.path} (${f.status}, ${f.size} bytes)\n`).join('');
       const answer = await this.approval(callId, {
         kind: d.thirdParty?.length ? 'third_party' : 'changes',
@@ -867,7 +883,9 @@ function refusedByPerson(what: string, state: ApprovalOutcome['state'] = 'reject
   return { control: `Not done: ${what} was not carried out because ${why}. Continue without it or explain what you need.`, isError: true };
 }
 
-function denyClass(d: Decision): 'policy_denied' | 'tool_disabled' | 'tool_not_in_catalogue' | 'outside_project' | 'third_party_forbidden' {
+function denyClass(d: Decision): 'policy_denied' | 'tool_disabled' | 'tool_not_in_catalogue' | 'outside_project' | 'third_party_forbidden' | 'over_limit' | 'symlink_outside' {
+  if (d.rule.startsWith('limits.')) return 'over_limit';
+  if (d.rule === 'thirdPartyFiles.symlinksOutside') return 'symlink_outside';
   if (d.rule === 'tools.disabled') return 'tool_disabled';
   if (d.rule === 'tools.catalogue' || d.rule.startsWith('agent.')) return 'tool_not_in_catalogue';
   if (d.rule.startsWith('scope')) return 'outside_project';

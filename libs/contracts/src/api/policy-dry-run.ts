@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Id } from './common';
+import { limitedText } from '../limits';
 import { PolicyDecision } from './sessions';
 
 /**
@@ -8,7 +9,7 @@ import { PolicyDecision } from './sessions';
  */
 export const PolicyDryRunRequest = z
   .object({
-    sourceText: z.string().min(1, 'must not be empty').max(1_000_000),
+    sourceText: limitedText('policySourceBytes').min(1, 'must not be empty'),
     sessions: z.number().int().min(1).max(100).default(20),
   })
   .strict();

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Id, IsoTimestamp } from './common';
+import { limitedText } from '../limits';
 
 export const ProjectName = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, 'must be 1–63 lower-case letters, digits, ".", "-" or "_", starting with a letter or digit');
 
@@ -34,7 +35,7 @@ export type ProjectMemberParams = z.infer<typeof ProjectMemberParams>;
 export const PublishPolicyRequest = z
   .object({
     document: z.unknown().optional(),
-    sourceText: z.string().max(1_000_000).optional(),
+    sourceText: limitedText('policySourceBytes').optional(),
     comment: z.string().max(1000).default(''),
   })
   .strict()

@@ -203,7 +203,8 @@ export function requestIssues(part: RequestPart, error: z.ZodError): RequestIssu
 
 /** The sentence the gateway answers for an invalid request: "The request is invalid: body.agent: is required." */
 export function invalidRequestMessage(issues: RequestIssue[]): string {
-  return `The request is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}.`;
+  // Messages that are whole sentences keep their own full stop; the summary adds the last one.
+  return `The request is invalid: ${issues.map((i) => `${i.path}: ${i.message.replace(/\.$/, '')}`).join('; ')}.`;
 }
 
 function describeIssue(issue: z.core.$ZodIssue): string {

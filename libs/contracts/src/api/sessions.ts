@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Id, IsoTimestamp } from './common';
+import { limitedText } from '../limits';
 
 export const SessionStatus = z.enum(['running', 'completed', 'stopped', 'failed']);
 export type SessionStatus = z.infer<typeof SessionStatus>;
@@ -69,7 +70,7 @@ export function sessionModeConflicts(r: ModeFields): { path: 'headless' | 'waitF
 export const CreateSessionRequest = z
   .object({
     projectId: Id,
-    instruction: z.string().trim().min(1, 'must not be empty').max(100_000),
+    instruction: limitedText('instructionBytes').trim().min(1, 'must not be empty'),
     agent: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be an agent file name').default('general'),
     /** How the session is run (L4); when absent, read from the older `headless` and `waitForApprovals`. */
     mode: SessionMode.optional(),
@@ -82,7 +83,7 @@ export const CreateSessionRequest = z
     /** A model reference such as `scripted:PATH` or `anthropic:MODEL`; the gateway's default when absent. */
     model: z.string().min(1).max(4096).optional(),
     /** `git diff HEAD --binary` of the developer's uncommitted work, applied over the base before the agent starts. */
-    startingPatch: z.string().max(50 * 1024 * 1024).optional(),
+    startingPatch: limitedText('startingPatchBytes').optional(),
     /** Older form of `mode: "headless_with_approvals"` (with `headless: true`); must agree with `mode`. */
     waitForApprovals: z.boolean().optional(),
     /** The developer's `LEMNISCATE_SESSION_*` variables (L5), read as a fallback below configuration. */
@@ -175,7 +176,7 @@ export type ToolCallView = z.infer<typeof ToolCallView>;
  * `POST /sessions/:id/subagents`: `@general …` / `@explore …` in a running session, a background
  * subagent under the session's limits. The gateway, the CLI and the CLI's fake gateway all use this one schema.
  */
-export const StartSubagentRequest = z.object({ agent: z.string().min(1).max(64), instruction: z.string().trim().min(1, 'must not be empty').max(100_000) }).strict();
+export const StartSubagentRequest = z.object({ agent: z.string().min(1).max(64), instruction: limitedText('instructionBytes').trim().min(1, 'must not be empty') }).strict();
 export type StartSubagentRequest = z.infer<typeof StartSubagentRequest>;
 
 export const StopSessionRequest = z.object({ reason: z.string().max(1000).optional() }).strict();
