@@ -89,7 +89,7 @@ describe('the gateway across a PostgreSQL outage of 0.2–0.6 s', () => {
     expect(await audit.verify()).toMatchObject({ ok: true });
   });
 
-  async function newSession(): Promise<string> {
+  async function newSession(mode: 'headless' | 'interactive' = 'headless'): Promise<string> {
     const row = await gw.app.get(SessionsRepository).create({
       projectId: project,
       userId: dev.userId,
@@ -98,8 +98,8 @@ describe('the gateway across a PostgreSQL outage of 0.2–0.6 s', () => {
       agent: 'general',
       instruction: 'run forty test shards',
       policyVersionId: null,
-      mode: 'headless',
-      headless: true,
+      mode,
+      headless: mode === 'headless',
       baseCommit: null,
       branch: null,
       includedUncommitted: false,
@@ -132,6 +132,25 @@ describe('the gateway across a PostgreSQL outage of 0.2–0.6 s', () => {
     const rows = await gw.app.get(ToolCallsRepository).listForSession(sessionId);
     expect(rows.map((r) => r.id)).toEqual([callId]);
     expect((await auditOf('tool_call.proposed')).filter((e) => e.sessionId === sessionId)).toHaveLength(1);
+  });
+
+  it('an approval request whose INSERT landed but whose reply was lost is one pending approval, announced and audited once', async () => {
+    const sessionId = await newSession('interactive');
+    const approvals = gw.app.get(ApprovalsService);
+    proxy.loseNextReplyTo(/insert into "approvals"/);
+    const lostBefore = proxy.stats.commitRepliesLost;
+    const view = await approvals.request({ sessionId, toolCallId: null, kind: 'command', payload: { command: 'npm test', workingDirectory: '/workspace' }, agent: 'general' });
+    expect(proxy.stats.commitRepliesLost).toBe(lostBefore + 1);
+    const rows = await gw.app.get(ApprovalsRepository).list({ sessionId });
+    expect(rows.map((r) => ({ id: r.id, state: r.state }))).toEqual([{ id: view.id, state: 'pending' }]);
+    expect((await auditOf('approval.request')).filter((e) => e.sessionId === sessionId).map((e) => (e.payload as { approvalId: string }).approvalId)).toEqual([view.id]);
+
+    // Its expiry, whose UPDATE landed but whose reply was lost: expired once, audited once.
+    proxy.loseNextReplyTo(/update "approvals"/);
+    await expect(approvals.expire(view.id, 'nobody answered within 1 second')).resolves.toBe(true);
+    expect(proxy.stats.commitRepliesLost).toBe(lostBefore + 2);
+    expect((await gw.app.get(ApprovalsRepository).findById(view.id))?.state).toBe('expired');
+    expect((await auditOf('approval.expired')).filter((e) => e.sessionId === sessionId)).toHaveLength(1);
   });
 
   it('a headless session cut three times (0.2–0.6 s) completes: right status, no SQL shown, one audit entry per call shown, chain intact', async () => {

@@ -98,12 +98,13 @@ export class DbSessionRecorder implements SessionRecorder {
     let approvalId: string | null = null;
     const check = async () => {
       if (!approvalId) return;
-      const row = await this.deps.approvals.findById(approvalId);
+      const id = approvalId;
+      const row = await this.retry('approval', () => this.deps.approvals.findById(id));
       if (!row || row.state === 'pending') return;
       if (row.state === 'approved') {
         const remembered =
           draft.kind === 'command' && 'command' in draft.payload && draft.payload.workingDirectory !== undefined
-            ? await this.deps.approvedCommands.has(this.session.id, draft.payload.command, draft.payload.workingDirectory)
+            ? await this.rememberedCommand(draft.payload.command, draft.payload.workingDirectory)
             : false;
         settle({ state: 'approved', approvalId, decidedBy: row.decidedBy ?? 'unknown', rememberCommand: remembered, response: row.response });
       } else if (row.state === 'refused_headless') {
@@ -155,6 +156,10 @@ export class DbSessionRecorder implements SessionRecorder {
         await this.deps.approvalsService.expire(approvalId, 'the session ended before anyone answered').catch(() => undefined);
       }
     }
+  }
+
+  private rememberedCommand(command: string, workingDirectory: string): Promise<boolean> {
+    return this.retry('approved commands', () => this.deps.approvedCommands.has(this.session.id, command, workingDirectory));
   }
 
   async approvedCommands(): Promise<ApprovedCommand[]> {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type { AnswerApprovalRequest, ApprovalFlags, ApprovalKind, ApprovalListQuery, ApprovalPayload, ApprovalView } from '@lemniscate/contracts';
 import { AuditService } from '../audit/audit.service';
@@ -8,6 +9,7 @@ import { ApprovalsRepository, type ApprovalWithProject } from '../db/repositorie
 import { ApprovedCommandsRepository } from '../db/repositories/approved-commands.repository';
 import { SessionsRepository } from '../db/repositories/sessions.repository';
 import { Transactions } from '../db/repositories/transactions';
+import { withDbRetry } from '../db/retry';
 import type { ApprovalRow, SessionRow } from '../db/schema';
 import { EventsService } from '../events/events.service';
 import { MetricsService } from '../health/metrics.service';
@@ -173,20 +175,31 @@ export class ApprovalsService {
    * request is refused at once and recorded as refused by the automated process (AG5).
    */
   async request(input: ApprovalRequest): Promise<ApprovalView> {
-    const session = await this.sessions.findById(input.sessionId);
+    // A session waiting for a person rides out a database restart (G06): reads and the insert are
+    // retried; the id is chosen first, so an insert whose reply was lost is found, not made twice.
+    const session = await withDbRetry(() => this.sessions.findById(input.sessionId));
     if (!session) throw new AppError(ErrorCode.NotFound, `There is no session ${input.sessionId}.`);
     if (session.status !== 'running') throw new AppError(ErrorCode.SessionEnded, `Session ${session.id} has ended; it cannot ask for approvals.`);
     const flags = input.flags ?? { thirdParty: [] };
-    const row = await this.approvals.create({
-      sessionId: session.id,
-      toolCallId: input.toolCallId ?? null,
-      kind: input.kind,
-      payload: input.payload,
-      flags,
-      agent: input.agent,
-      state: session.headless ? 'refused_headless' : 'pending',
-      decidedAt: session.headless ? new Date() : null,
-      reason: session.headless ? 'headless session: nobody to ask' : null,
+    const id = randomUUID();
+    const row = await withDbRetry(async (attempt): Promise<ApprovalRow> => {
+      const landed = attempt > 1 ? await this.approvals.findById(id) : undefined;
+      if (landed) {
+        const { projectId: _projectId, ...stored } = landed;
+        return stored;
+      }
+      return this.approvals.create({
+        id,
+        sessionId: session.id,
+        toolCallId: input.toolCallId ?? null,
+        kind: input.kind,
+        payload: input.payload,
+        flags,
+        agent: input.agent,
+        state: session.headless ? 'refused_headless' : 'pending',
+        decidedAt: session.headless ? new Date() : null,
+        reason: session.headless ? 'headless session: nobody to ask' : null,
+      });
     });
     await this.audit.append({
       actor: `agent:${input.agent}`,
@@ -219,8 +232,12 @@ export class ApprovalsService {
    * when a person answered first (the row is only updated while pending).
    */
   async expire(approvalId: string, reason: string): Promise<boolean> {
-    const { approval, session } = await this.load(approvalId);
-    const row = await this.approvals.answer(approval.id, { state: 'expired', decidedBy: null, reason });
+    // Retried through a database restart; an update whose reply was lost is recognised by its reason.
+    const { approval, session, row } = await withDbRetry(async (attempt) => {
+      const loaded = await this.load(approvalId);
+      if (attempt > 1 && loaded.approval.state === 'expired' && loaded.approval.reason === reason) return { ...loaded, row: loaded.approval };
+      return { ...loaded, row: await this.approvals.answer(loaded.approval.id, { state: 'expired', decidedBy: null, reason }) };
+    });
     if (!row) return false;
     await this.audit.append({
       actor: 'system',
