@@ -1,3 +1,4 @@
+import { Limits, tooLargeMessage } from '@lemniscate/contracts';
 import { startStack, type Stack } from '../e2e/harness';
 import { leftoversAfter, NOTHING_LEFT } from './leftovers';
 import { endRuns, startRun, terminal } from './run';
@@ -112,16 +113,21 @@ describe('bad input over the running stack', () => {
     }
   });
 
-  it('bodies over the limits: the 2 MB request cap and a field over its maximum, each refused with a sentence', async () => {
-    const huge = JSON.stringify({ projectId: stack.projectId, instruction: 'x'.repeat(3 * 1024 * 1024) });
-    const tooLarge = await raw('POST', '/sessions', huge);
-    expectSentence(tooLarge, [400, 413]);
-    expect(tooLarge.json.message).toBe('The request body is too large.');
-    const longField = await raw('POST', '/sessions', JSON.stringify({ projectId: stack.projectId, instruction: 'x'.repeat(100_001) }));
+  it('bodies and fields over the limits of libs/contracts: each refused with the limit\'s sentence', async () => {
+    // A request body over the cap of every route but a session start (a policy publication here).
+    const padding = `version: 1\n${'# padding\n'.repeat(Math.ceil(Limits.requestBodyBytes / 10))}`;
+    const body = JSON.stringify({ sourceText: padding, comment: 'too large' });
+    const tooLarge = await raw('POST', `/projects/${stack.projectId}/policy`, body);
+    expectSentence(tooLarge, 400);
+    expect(tooLarge.json.message).toBe(tooLargeMessage('requestBodyBytes', Buffer.byteLength(body)));
+    // A field over its own limit inside a body the route accepts.
+    const longField = await raw('POST', '/sessions', JSON.stringify({ projectId: stack.projectId, instruction: 'x'.repeat(Limits.instructionBytes + 1) }));
     expectSentence(longField, 400);
-    expect(longField.json.message).toContain('body.instruction');
-    const bigPolicy = await raw('POST', `/projects/${stack.projectId}/policy`, JSON.stringify({ sourceText: `version: 1\n${'# padding\n'.repeat(200_000)}` }));
-    expectSentence(bigPolicy, [400, 413]);
+    expect(longField.json.message).toBe(`The request is invalid: body.instruction: ${tooLargeMessage('instructionBytes', Limits.instructionBytes + 1).replace(/\.$/, '')}.`);
+    const source = `version: 1\n${'#'.repeat(Limits.policySourceBytes)}`;
+    const bigPolicy = await raw('POST', `/projects/${stack.projectId}/policy`, JSON.stringify({ sourceText: source }));
+    expectSentence(bigPolicy, 400);
+    expect(bigPolicy.json.message).toContain(tooLargeMessage('policySourceBytes', Buffer.byteLength(source)).replace(/\.$/, ''));
   });
 
   it('malformed JSON and the wrong shape: 400 with a sentence', async () => {
