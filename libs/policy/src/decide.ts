@@ -166,7 +166,7 @@ function decideFile(tool: 'Read' | 'List' | 'Search' | 'Write' | 'Edit', call: T
   if (!cls && policy.thirdPartyFiles.binary && content.includes('\0')) cls = 'binary';
   if (!cls && Buffer.byteLength(content, 'utf8') > policy.thirdPartyFiles.maxDiffBytes) cls = 'oversize';
   if (cls) return thirdPartyDecision([{ path: scope.relative, class: cls }], policy);
-  return { effect: 'ask', rule: 'tools.write', reason: `A ${tool === 'Write' ? 'write' : 'edit'} to \`${scope.relative}\` is shown to a person as a diff before it touches the working copy (tools.write).` };
+  return { effect: 'ask', rule: 'tools.write', reason: `${tool === 'Write' ? 'A write' : 'An edit'} to \`${scope.relative}\` is shown to a person as a diff before it touches the working copy (tools.write).` };
 }
 
 function decideTool(call: ToolCall, policy: Policy, context: DecisionContext): Decision {
