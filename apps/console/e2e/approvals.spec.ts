@@ -142,7 +142,7 @@ async function questionGateway(page: Page, opts: { refuse?: { status: number; co
     ws.onMessage((m) => {
       const msg = JSON.parse(String(m)) as { type: string; sessionId?: string };
       if (msg.type !== 'subscribe' || msg.sessionId !== 'ses_fix_sum') return;
-      for (const event of [...f.events, ...f.questionEvents]) ws.send(JSON.stringify({ type: 'event', event }));
+      for (const event of [...f.events, ...f.questionEvents, ...f.closedApprovalEvents]) ws.send(JSON.stringify({ type: 'event', event }));
     });
   });
   return { writes };
@@ -303,7 +303,7 @@ test.describe('A question from the agent', () => {
     await questionGateway(page);
     await page.goto('/sessions/ses_fix_sum');
     const stream = page.getByRole('region', { name: 'Session events' });
-    await expect(stream.getByRole('listitem')).toHaveCount(f.events.length + f.questionEvents.length);
+    await expect(stream.getByRole('listitem')).toHaveCount(f.events.length + f.questionEvents.length + f.closedApprovalEvents.length);
     const asked = stream.getByRole('listitem').filter({ hasText: 'Question asked by general' }).first();
     await expect(asked).toContainText(QUESTION);
     await expect(asked).toContainText('Suggested: Keep exact floating-point results · Round to two decimals');
@@ -311,5 +311,13 @@ test.describe('A question from the agent', () => {
     await expect(stream.getByRole('listitem').filter({ hasText: 'The agent has its answer: Round to two decimals' })).toHaveCount(1);
     await expect(stream.getByRole('listitem').filter({ hasText: 'Question declined: the agent states its assumption and continues' })).toContainText('May I rename sum() to add()?');
     await expect(stream.getByRole('listitem').filter({ hasText: 'Question not asked (headless run or subagent)' })).toContainText('Which test runner should I look for?');
+  });
+
+  test('an approval no person closed says why: refused in a headless run, or expired unanswered', async ({ page }) => {
+    await questionGateway(page);
+    await page.goto('/sessions/ses_fix_sum');
+    const stream = page.getByRole('region', { name: 'Session events' });
+    await expect(stream.getByRole('listitem').filter({ hasText: 'Approval refused: nobody can approve in a headless run' })).toHaveCount(1);
+    await expect(stream.getByRole('listitem').filter({ hasText: 'Approval expired: nobody answered in time' })).toContainText('nobody answered within 1800 seconds');
   });
 });

@@ -35,6 +35,12 @@ test.describe('session mode', () => {
       const end =
         s.status === 'running' ? '— (still running)' : s.fingerprintEnd === null ? 'unknown (the sandbox could not be read at the end)' : s.fingerprintEnd === s.fingerprintStart ? 'unchanged: nothing was kept' : s.fingerprintEnd;
       await expect(fact('Tree at the end')).toHaveText(end);
+      // A fingerprint is one long word: it must wrap inside the card, not run out of it.
+      const card = await facts.boundingBox();
+      for (const term of ['Tree at the start', 'Tree at the end']) {
+        const box = await fact(term).boundingBox();
+        expect(box!.x + box!.width).toBeLessThanOrEqual(card!.x + card!.width);
+      }
     });
   }
 });

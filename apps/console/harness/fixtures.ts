@@ -125,7 +125,7 @@ const baseSession: SessionView = {
 
 export const sessions: SessionView[] = [
   baseSession,
-  { ...baseSession, id: 'ses_lint', instruction: 'Fix the lint warnings in src/api', status: 'completed', mode: 'headless', headless: true, actionsUsed: 23, startedAt: t(120), endedAt: t(95), fingerprintEnd: 'sha256:cd34', finalPatch: sourcePatch, summary: 'Done: the lint warnings are fixed and the tests pass.' },
+  { ...baseSession, id: 'ses_lint', instruction: 'Fix the lint warnings in src/api', status: 'completed', mode: 'headless', headless: true, actionsUsed: 23, startedAt: t(120), endedAt: t(95), fingerprintEnd: `sha256:${'cd34'.repeat(16)}`, finalPatch: sourcePatch, summary: 'Done: the lint warnings are fixed and the tests pass.' },
   { ...baseSession, id: 'ses_loop', instruction: 'Upgrade every dependency to its latest version', status: 'stopped', stopReason: 'loop', mode: 'headless_with_approvals', actionsUsed: 41, startedAt: t(300), endedAt: t(280), fingerprintEnd: 'sha256:ab12' },
   { ...baseSession, id: 'ses_limit', instruction: 'Rewrite the payment module in Rust', projectId: 'prj_payments', status: 'stopped', stopReason: 'limit_actions', mode: 'headless', headless: true, actionsUsed: 150, startedAt: t(800), endedAt: t(760), fingerprintEnd: 'sha256:ab12' },
   { ...baseSession, id: 'ses_crash', instruction: 'Add a health check endpoint', status: 'failed', stopReason: 'crash', actionsUsed: 2, startedAt: t(1500), endedAt: t(1499) },
@@ -161,6 +161,14 @@ export const questionEvents: GatewayEvent[] = [
   ev('approval_answered', 0.7, { approvalId: 'apr_q2', answer: 'rejected', by: { kind: 'user', userId: 'usr_dev' } }),
   ev('question', 0.7, { questionId: 'apr_q2', question: 'May I rename sum() to add()?', options: [], answer: 'The developer declined to answer: state your assumption and continue.', class: 'question_declined' }),
   ev('question', 0.5, { subSessionId: 'ses_explore', questionId: 'tc_q3', question: 'Which test runner should I look for?', options: ['jest', 'vitest'], answer: 'Nobody can answer in a headless run: state your assumption and continue.', class: 'question_default_headless' }),
+];
+
+/** Approvals closed by no person: refused because the run is headless, and expired unanswered. */
+export const closedApprovalEvents: GatewayEvent[] = [
+  ev('approval_requested', 0.4, { approvalId: 'apr_h', callId: 'tc_h', agent: 'general', kind: 'diff', thirdParty: false, subject: 'src/sum.ts' }),
+  ev('approval_answered', 0.4, { approvalId: 'apr_h', answer: 'rejected', by: { kind: 'process', description: 'headless session' }, class: 'approval_refused_headless' }),
+  ev('approval_requested', 0.3, { approvalId: 'apr_x', callId: 'tc_x', agent: 'general', kind: 'command', thirdParty: false, subject: 'npm install' }),
+  ev('approval_answered', 0.1, { approvalId: 'apr_x', answer: 'rejected', by: { kind: 'process', description: 'nobody answered within 1800 seconds' }, class: 'approval_expired' }),
 ];
 
 export const versions: PolicyVersionSummary[] = [

@@ -32,7 +32,10 @@ export function describeEvent(e: GatewayEvent): Described {
       // Only a question's answer carries words; a declined question reads as a rejection here and
       // is told in words by the `question` event that follows.
       if (typeof f.response === 'string') return { title: `Question answered: ${oneLine(f.response)}`, detail: f.response.includes('\n') || f.response.length > 120 ? f.response : undefined, tone: 'good' };
-      return { title: `Approval ${str(f.answer)}`, tone: f.answer === 'approved' ? 'good' : 'bad' };
+      // Who closed it, in words: a headless run refuses what needs a person; an unanswered one expires.
+      if (f.class === 'approval_refused_headless') return { title: 'Approval refused: nobody can approve in a headless run', tone: 'bad' };
+      if (f.class === 'approval_expired') return { title: 'Approval expired: nobody answered in time', detail: by(f.by), tone: 'bad' };
+      return { title: `Approval ${str(f.answer)}`, detail: by(f.by), tone: f.answer === 'approved' ? 'good' : 'bad' };
     case 'question':
       return describeQuestion(f);
     case 'tool_result':
@@ -56,6 +59,14 @@ export function describeEvent(e: GatewayEvent): Described {
     default:
       return { title: e.type.replace(/_/g, ' '), tone: 'muted' };
   }
+}
+
+/** What closed an approval, when it was not a person (a person's answer is the title). */
+function by(actor: unknown): string | undefined {
+  const a = actor as { kind?: string; description?: string } | null | undefined;
+  if (a?.kind === 'process' && a.description) return a.description;
+  if (a?.kind === 'policy') return 'by the policy';
+  return undefined;
 }
 
 function oneLine(text: string, max = 120): string {
