@@ -203,6 +203,10 @@ test.describe('audit', () => {
     const offeredKinds = await page.getByLabel('Kind').locator('option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value));
     expect(offeredKinds).toEqual(expect.arrayContaining(['', 'policy.decision', 'session.instruction', 'auth.login_failed']));
     expect(offeredKinds.filter((k) => k && !/^[a-z_]+\.[a-z_]+$/.test(k))).toEqual([]);
+    // Each kind reads as it is stored, so what a person sees is what they filter and export by.
+    const offeredLabels = await page.getByLabel('Kind').locator('option').allTextContents();
+    expect(offeredLabels.slice(1)).toEqual(offeredKinds.slice(1));
+    for (const badge of await page.locator('table .badge').allTextContents()) expect(badge).toMatch(/^[a-z_]+\.[a-z_]+$/);
     await page.getByLabel('Kind').selectOption('policy.decision');
     await page.getByLabel('Session id').fill('ses_fix_sum');
     await page.getByLabel('Actor').fill('user:usr_dev');

@@ -78,7 +78,7 @@ export function AuditPageView({ projects, filter, onFilter, entries, verificatio
             <option value="">Any kind</option>
             {kinds.map((k) => (
               <option key={k} value={k}>
-                {k.replace(/_/g, ' ')}
+                {k}
               </option>
             ))}
           </select>
@@ -144,7 +144,7 @@ export function AuditPageView({ projects, filter, onFilter, entries, verificatio
                         )}
                       </td>
                       <td>
-                        <span className="badge">{e.kind.replace(/_/g, ' ')}</span>
+                        <span className="badge">{e.kind}</span>
                       </td>
                       <td>{e.sessionId ? <code>{e.sessionId}</code> : '—'}</td>
                       <td className="truncate">
