@@ -1,4 +1,5 @@
 import { containersOf, startStack, type Stack } from '../e2e/harness';
+import { endRuns, nthProposal, startRun } from './run';
 
 /**
  * PostgreSQL goes away for 0.2–0.6 s in the middle of real sessions: the real CLI, the gateway on
@@ -15,6 +16,7 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
+  endRuns();
   await stack?.stop();
 });
 
@@ -29,33 +31,11 @@ function proxy() {
 /** Runs one headless session in stream-json, cutting the database when the given proposals appear. */
 async function sessionWithCuts(name: string, cutsAt: Map<number, number>) {
   const script = stack.script(name, [{ repeat: CALLS, tool_calls: [{ name: 'Bash', arguments: { command: `echo ${name} {{i}}` } }] }, { text: `${name}: all ${CALLS} echoed.` }]);
-  const child = stack.spawnCli(['-p', `echo ${CALLS} times`, '--model', `scripted:${script}`, '--output-format', 'stream-json', '--no-apply']);
-  child.stdin!.end();
-  const events: { type: string; [k: string]: unknown }[] = [];
-  const cuts: Promise<void>[] = [];
-  let stderr = '';
-  let raw = '';
-  let buffered = '';
-  let proposals = 0;
-  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-  child.stdout!.on('data', (d: Buffer) => {
-    raw += d.toString();
-    buffered += d.toString();
-    let nl;
-    while ((nl = buffered.indexOf('\n')) >= 0) {
-      const line = buffered.slice(0, nl);
-      buffered = buffered.slice(nl + 1);
-      if (!line.trim()) continue;
-      const event = JSON.parse(line) as { type: string };
-      events.push(event);
-      if (event.type === 'tool_call_proposed') {
-        const ms = cutsAt.get(++proposals);
-        if (ms !== undefined) cuts.push(proxy().cut(ms));
-      }
-    }
-  });
-  const code = await new Promise<number | null>((r) => child.on('close', r));
+  const run = startRun(stack, ['-p', `echo ${CALLS} times`, '--model', `scripted:${script}`]);
+  const cuts = [...cutsAt].map(([n, ms]) => run.until(nthProposal(run, n), `call ${n}`).then(() => proxy().cut(ms)));
+  const code = await run.exited;
   await Promise.all(cuts);
+  const { events, stderr, stdout: raw } = run;
   return { code, events, stderr, raw, result: events.at(-1) as Record<string, any> };
 }
 
@@ -113,30 +93,11 @@ describe('a PostgreSQL outage of 0.2–0.6 s during real sessions', () => {
   // agree, nobody is shown SQL, and nothing is left running or behind.
   it('away for 35 s: the session ends one way, told the same by the CLI, the API and the audit, with no SQL', async () => {
     const script = stack.script('long', [{ repeat: CALLS, tool_calls: [{ name: 'Bash', arguments: { command: 'echo long {{i}}' } }] }, { text: 'never reached' }]);
-    const child = stack.spawnCli(['-p', 'outlast the database', '--model', `scripted:${script}`, '--output-format', 'stream-json', '--no-apply']);
-    child.stdin!.end();
-    const events: { type: string; [k: string]: unknown }[] = [];
-    let raw = '';
-    let stderr = '';
-    let buffered = '';
-    let outage: Promise<void> | undefined;
-    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.stdout!.on('data', (d: Buffer) => {
-      raw += d.toString();
-      buffered += d.toString();
-      let nl;
-      while ((nl = buffered.indexOf('\n')) >= 0) {
-        const line = buffered.slice(0, nl);
-        buffered = buffered.slice(nl + 1);
-        if (!line.trim()) continue;
-        const event = JSON.parse(line) as { type: string };
-        events.push(event);
-        if (event.type === 'tool_call_proposed' && events.filter((e) => e.type === 'tool_call_proposed').length === 3) outage = proxy().cut(35_000);
-      }
-    });
-    const code = await new Promise<number | null>((r) => child.on('close', r));
+    const run = startRun(stack, ['-p', 'outlast the database', '--model', `scripted:${script}`]);
+    const outage = run.until(nthProposal(run, 3), 'the third call').then(() => proxy().cut(35_000));
+    const code = await run.exited;
     await outage;
-    expect(outage).toBeDefined();
+    const { events, stderr, stdout: raw } = run;
     const leak = SQL.exec(raw + stderr);
     expect(leak ? (raw + stderr).slice(Math.max(0, leak.index - 300), leak.index + 100) : null).toBeNull();
     const result = events.at(-1) as Record<string, any>;

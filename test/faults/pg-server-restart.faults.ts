@@ -1,5 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { containersOf, startStack, type Stack } from '../e2e/harness';
+import { endRuns, nthProposal, startRun } from './run';
 
 /**
  * The real thing: the PostgreSQL server the gateway uses is restarted (`pg_ctlcluster … restart`,
@@ -38,6 +39,7 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
+  endRuns();
   await stack?.stop();
 });
 
@@ -45,31 +47,13 @@ it(`a session of ${CALLS} calls across a real restart of its PostgreSQL server c
   if (stack.database.kind !== 'postgres') throw new Error('the stack runs on PGlite');
   const [version, name] = cluster(stack.database.url);
   const script = stack.script('restart', [{ repeat: CALLS, tool_calls: [{ name: 'Bash', arguments: { command: 'echo restart {{i}} && sleep 0.1' } }] }, { text: `all ${CALLS} echoed across the restart.` }]);
-  const child = stack.spawnCli(['-p', `echo ${CALLS} times`, '--model', `scripted:${script}`, '--output-format', 'stream-json', '--no-apply']);
-  child.stdin!.end();
-  const events: { type: string; [k: string]: unknown }[] = [];
-  let raw = '';
-  let stderr = '';
-  let buffered = '';
-  let restarted: ReturnType<typeof restart> | undefined;
-  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-  child.stdout!.on('data', (d: Buffer) => {
-    raw += d.toString();
-    buffered += d.toString();
-    let nl;
-    while ((nl = buffered.indexOf('\n')) >= 0) {
-      const line = buffered.slice(0, nl);
-      buffered = buffered.slice(nl + 1);
-      if (!line.trim()) continue;
-      const event = JSON.parse(line) as { type: string };
-      events.push(event);
-      if (event.type === 'tool_call_proposed' && !restarted && events.filter((e) => e.type === 'tool_call_proposed').length === 8) restarted = restart(version, name);
-    }
-  });
-  const code = await new Promise<number | null>((r) => child.on('close', r));
+  const run = startRun(stack, ['-p', `echo ${CALLS} times`, '--model', `scripted:${script}`]);
+  const restarted = run.until(nthProposal(run, 8), 'the eighth call').then(() => restart(version, name));
+  const code = await run.exited;
   const restart_ = await restarted;
   expect(restart_).toMatchObject({ code: 0 });
-  console.log(`PostgreSQL ${version}/${name} restarted in ${restart_!.ms} ms during the session`);
+  console.log(`PostgreSQL ${version}/${name} restarted in ${restart_.ms} ms during the session`);
+  const { events, stdout: raw, stderr } = run;
 
   const leak = SQL.exec(raw + stderr);
   expect(leak ? (raw + stderr).slice(Math.max(0, leak.index - 300), leak.index + 100) : null).toBeNull();

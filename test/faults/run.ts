@@ -11,6 +11,8 @@ export interface Event {
 export interface Run {
   child: ChildProcess;
   events: Event[];
+  /** Everything the CLI printed, as printed. */
+  stdout: string;
   stderr: string;
   sessionId: string;
   /** The CLI's exit code, once it has exited. */
@@ -45,6 +47,7 @@ export function startRun(
   const run: Run = {
     child,
     events: [],
+    stdout: '',
     stderr: '',
     sessionId: '',
     exited: new Promise((resolve) => child.on('close', (code) => resolve(code))),
@@ -66,6 +69,7 @@ export function startRun(
   let buffered = '';
   child.stderr!.on('data', (d) => (run.stderr += d));
   child.stdout!.on('data', (d: Buffer) => {
+    run.stdout += d.toString();
     buffered += d.toString();
     let nl;
     while ((nl = buffered.indexOf('\n')) >= 0) {
@@ -88,6 +92,11 @@ export function startRun(
     }
   });
   return run;
+}
+
+/** The `n`th proposal of a tool call the run shows (1-based), as a matcher for `until`. */
+export function nthProposal(run: Run, n: number): (event: Event) => boolean {
+  return (event) => event.type === 'tool_call_proposed' && run.events.filter((e) => e.type === 'tool_call_proposed').indexOf(event) === n - 1;
 }
 
 /** The session's terminal event: stream-json ends with it and then one `result` line (L4). */
