@@ -79,8 +79,8 @@ function jest(name, project, extra = []) {
 
 // The module-boundary rule reads Nx's project graph, which `nx show projects` computes first.
 tier('lint', 'sh', ['-c', 'npx nx show projects > /dev/null && npx eslint . --max-warnings=0']);
-// The build step type-checked the shipped code; this checks the console and the test code too.
-tier('typecheck', 'sh', ['-c', 'npm run typecheck -w @lemniscate/console && npx tsc -p apps/exec-host/test/attacks --noEmit']);
+// The build step type-checked the shipped code; this checks the console and every test, helper and benchmark (tsconfig.tests.json).
+tier('typecheck', 'sh', ['-c', 'npm run typecheck -w @lemniscate/console && npx tsc -p tsconfig.tests.json']);
 jest('unit', 'unit', ['--maxWorkers=2']);
 jest('medium', 'medium', ['--maxWorkers=2']);
 jest('e2e', 'e2e', ['--runInBand']);

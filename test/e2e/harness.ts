@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve as resolvePath } from 'node:path';
 import { Client } from 'pg';
-import { startPgProxy, testPostgresUrl, withDatabaseName, type PgProxy } from '../../apps/gateway/src/db/pg-server/testing';
+import { startPgProxy, testPostgresUrl, withDatabaseName, type PgProxy } from '../../apps/gateway/test/support/pg-server';
 
 /**
  * The whole platform for end-to-end tests, as real processes: the exec-host driving the machine's
@@ -122,7 +122,7 @@ export interface StackOptions {
   execHostEnv?: Record<string, string>;
   /** `postgres`: a fresh database (created here, dropped by `stop`) instead of PGlite. */
   database?: 'pglite' | 'postgres';
-  /** With `postgres`: the gateway reaches it through a proxy the test can cut (db/testing.ts). */
+  /** With `postgres`: the gateway reaches it through a proxy the test can cut (apps/gateway/test/support/db.ts). */
   proxy?: boolean;
 }
 

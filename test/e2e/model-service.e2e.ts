@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { json, openAiChunk, sse, startLoopback, streamSse, type Loopback, type RecordedRequest } from '../../apps/gateway/src/model/__tests__/loopback-server';
+import { json, openAiChunk, sse, startLoopback, streamSse, type Loopback, type RecordedRequest } from '../../apps/gateway/test/support/loopback-server';
 import { containersOf, startStack, type Stack } from './harness';
 
 /**
@@ -66,7 +66,7 @@ it('the key reaches the model service and nothing else: not the sandbox, the eve
   expect((model.requests[1]!.body as { model: string; stream: boolean })).toMatchObject({ model: 'fake-1', stream: true });
 
   // The commands ran in the sandbox, and neither the command's environment nor pid 1's holds the key.
-  const results = events.filter((e) => e.type === 'tool_result') as { stdout: string; exitCode: number }[];
+  const results = events.filter((e) => e.type === 'tool_result') as unknown as { stdout: string; exitCode: number }[];
   expect(results.map((e) => e.exitCode)).toEqual([0, 0]);
   expect(results[0]!.stdout).toMatch(/^PATH=/m);
   expect(results[1]!.stdout).toMatch(/^PATH=/m);

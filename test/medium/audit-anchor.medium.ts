@@ -1,10 +1,10 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { buildCli, lemni } from '../../apps/cli/src/__tests__/run-bin';
-import { rewriteEndToEnd } from '../../apps/gateway/src/audit/testing';
-import { withTestDatabases } from '../../apps/gateway/src/db/testing';
-import { ADMIN_EMAIL, ADMIN_PASSWORD, createProject, startGateway, tokenFor, type Gateway } from '../../apps/gateway/test/harness';
+import { buildCli, lemni } from '../../apps/cli/test/support/run-bin';
+import { rewriteEndToEnd } from '../../apps/gateway/test/support/audit';
+import { withTestDatabases } from '../../apps/gateway/test/support/db';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, createProject, startGateway, tokenFor, type Gateway } from '../../apps/gateway/test/support/harness';
 
 jest.setTimeout(180_000);
 

@@ -1,6 +1,6 @@
-import { buildCli, lemni } from '../../apps/cli/src/__tests__/run-bin';
-import { withTestDatabases } from '../../apps/gateway/src/db/testing';
-import { ADMIN_EMAIL, ADMIN_PASSWORD, createProject, startGateway, tokenFor, type Gateway } from '../../apps/gateway/test/harness';
+import { buildCli, lemni } from '../../apps/cli/test/support/run-bin';
+import { withTestDatabases } from '../../apps/gateway/test/support/db';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, createProject, startGateway, tokenFor, type Gateway } from '../../apps/gateway/test/support/harness';
 
 jest.setTimeout(120_000);
 

@@ -3,10 +3,10 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
-import { buildCli, lemni } from '../../apps/cli/src/__tests__/run-bin';
+import { buildCli, lemni } from '../../apps/cli/test/support/run-bin';
 import { EXECUTION_ENV, type ExecutionKey } from '@lemniscate/session';
-import { withTestDatabases } from '../../apps/gateway/src/db/testing';
-import { ADMIN_EMAIL, ADMIN_PASSWORD, bearer, createProject, createUser, startGateway, tokenFor, type Gateway } from '../../apps/gateway/test/harness';
+import { withTestDatabases } from '../../apps/gateway/test/support/db';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, bearer, createProject, createUser, startGateway, tokenFor, type Gateway } from '../../apps/gateway/test/support/harness';
 
 /**
  * P1, L5: the project policy's `execution:` values are ceilings that nothing on a workstation can

@@ -4,9 +4,9 @@ import path from 'node:path';
 import { stringify } from 'yaml';
 import { defaultPolicy, issueLine, recommendedPolicy } from '@lemniscate/policy';
 import { diagnosePolicy } from '../../apps/console/src/policy/validate';
-import { buildCli, lemni } from '../../apps/cli/src/__tests__/run-bin';
-import { withTestDatabases } from '../../apps/gateway/src/db/testing';
-import { ADMIN_EMAIL, ADMIN_PASSWORD, bearer, createProject, startGateway, tokenFor, type Gateway } from '../../apps/gateway/test/harness';
+import { buildCli, lemni } from '../../apps/cli/test/support/run-bin';
+import { withTestDatabases } from '../../apps/gateway/test/support/db';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, bearer, createProject, startGateway, tokenFor, type Gateway } from '../../apps/gateway/test/support/harness';
 
 jest.setTimeout(300_000);
 

@@ -4,7 +4,7 @@ import { ExecHostRoutes, Limits, tooLargeMessage, type LimitName } from '@lemnis
 import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { tmpdir } from 'node:os';
-import { RUNTIMES, containersOf, expectSentence, refusal, repoFixture, startExecHost, type ExecHostProcess, type RepoFixture } from './harness';
+import { RUNTIMES, containersOf, expectSentence, refusal, repoFixture, startExecHost, type ExecHostProcess, type RepoFixture } from '../support/attack-harness';
 
 let host: ExecHostProcess;
 let repo: RepoFixture;

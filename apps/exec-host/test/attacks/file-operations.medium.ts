@@ -7,7 +7,7 @@ import { ExecHostRoutes } from '@lemniscate/contracts';
 import { closeSync, constants, existsSync, mkdirSync, openSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ExecHostError, RUNTIMES, expectSentence, refusal, repoFixture, startExecHost, type ExecHostProcess, type RepoFixture } from './harness';
+import { ExecHostError, RUNTIMES, expectSentence, refusal, repoFixture, startExecHost, type ExecHostProcess, type RepoFixture } from '../support/attack-harness';
 
 let host: ExecHostProcess;
 let repo: RepoFixture;

@@ -16,7 +16,7 @@ import {
   type ExecHostProcess,
   type ProbeResult,
   type RepoFixture,
-} from './harness';
+} from '../support/attack-harness';
 
 let host: ExecHostProcess;
 let repo: RepoFixture;

@@ -1,7 +1,7 @@
 // G05 and S3: no destination is reachable from a sandbox, outside or inside the host, and no name
 // resolves. Every attempt must fail for the reason "there is no network", not a refusal by the peer.
 import { networkInterfaces } from 'node:os';
-import { RUNTIMES, expectRefused, repoFixture, runProbes, startExecHost, type ExecHostProcess, type ProbeResult, type RepoFixture } from './harness';
+import { RUNTIMES, expectRefused, repoFixture, runProbes, startExecHost, type ExecHostProcess, type ProbeResult, type RepoFixture } from '../support/attack-harness';
 
 /**
  * What a connection to a routed address fails with when the only interface is loopback: Linux

@@ -2,7 +2,7 @@
 // create interfaces, mount, enter or create namespaces, trace, load modules, poke the kernel, or
 // gain privileges through setuid files. Each attempt asserts the errno the kernel (or gVisor) gives.
 import { existsSync, readFileSync } from 'node:fs';
-import { RUNTIMES, expectRefused, repoFixture, runProbes, startExecHost, type ExecHostProcess, type ProbeResult, type RepoFixture } from './harness';
+import { RUNTIMES, expectRefused, repoFixture, runProbes, startExecHost, type ExecHostProcess, type ProbeResult, type RepoFixture } from '../support/attack-harness';
 
 let host: ExecHostProcess;
 let repo: RepoFixture;

@@ -2,7 +2,7 @@
 // the class that names it, the host stays responsive and the caps do not leak onto the host.
 import { ExecHostRoutes, type SandboxInfo } from '@lemniscate/contracts';
 import { statfsSync } from 'node:fs';
-import { RUNTIMES, containersOf, expectSentence, repoFixture, startExecHost, type ExecHostProcess, type RepoFixture } from './harness';
+import { RUNTIMES, containersOf, expectSentence, repoFixture, startExecHost, type ExecHostProcess, type RepoFixture } from '../support/attack-harness';
 
 let host: ExecHostProcess;
 let repo: RepoFixture;

@@ -55,7 +55,7 @@ const api = <const P extends string>(path: P) => `${GATEWAY_API_PREFIX}${path}` 
 
 /**
  * Every request and answer of the gateway, defined once. The gateway's controllers take their
- * validation schemas from here (apps/gateway/src/common/gateway-routes.spec.ts fails when a controller
+ * validation schemas from here (apps/gateway/test/unit/common/gateway-routes.spec.ts fails when a controller
  * route and this table differ), the CLI and the console build their requests from it and parse the
  * answers with its response schemas, and the CLI's fake gateway refuses any request this table would
  * refuse, so a client that drifts from the gateway fails a unit test instead of a person's session.

@@ -1,0 +1,422 @@
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parse } from 'yaml';
+import { SESSION_MODE_LABELS, SessionMode } from '@lemniscate/contracts';
+import { approvalView, FakeGateway, GOOD_TOKEN, sessionView } from '../../support/fake-gateway';
+import { buildCli, gitIn, lemni, makeRepo } from '../../support/run-bin';
+
+let gateway: FakeGateway;
+let home: string;
+const dirs: string[] = [];
+
+beforeAll(() => buildCli(), 180_000);
+beforeEach(async () => {
+  gateway = await new FakeGateway().start();
+  home = mkdtempSync(path.join(os.tmpdir(), 'lemni-home-'));
+  dirs.push(home);
+});
+afterEach(async () => {
+  await gateway.close();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+const env = (extra: Record<string, string> = {}) => ({ HOME: home, LEMNISCATE_GATEWAY: gateway.url, LEMNISCATE_TOKEN: GOOD_TOKEN, ...extra });
+
+describe('lemni login', () => {
+  it('--token checks the token with the gateway and stores a profile with mode 600', async () => {
+    const r = await lemni(['login', '--gateway', gateway.url, '--token', GOOD_TOKEN, '--project', 'demo'], { env: { HOME: home } });
+    expect(r.code).toBe(0);
+    const file = path.join(home, '.lemniscate', 'config.yaml');
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(parse(readFileSync(file, 'utf8'))).toEqual({ profiles: { default: { gateway: gateway.url, token: GOOD_TOKEN, project: 'demo' } }, defaultProfile: 'default' });
+    expect(r.stdout).toContain('as dev@example.org (developer)');
+    // The stored profile is then used with no flags at all.
+    const projects = await lemni(['projects', '--json'], { env: { HOME: home } });
+    expect(projects.code).toBe(0);
+    expect((JSON.parse(projects.stdout) as { name: string }[]).map((p) => p.name)).toEqual(['demo']);
+  });
+
+  it('with an email and a password creates a personal API token through the gateway', async () => {
+    const r = await lemni(['login', '--profile', 'work', '--gateway', gateway.url, '--email', 'dev@example.org', '--password-stdin'], { env: { HOME: home }, input: 'correct horse\n' });
+    expect(r.code).toBe(0);
+    expect(gateway.hits('POST', '/auth/tokens')).toHaveLength(1);
+    const config = parse(readFileSync(path.join(home, '.lemniscate', 'config.yaml'), 'utf8')) as { profiles: Record<string, { token: string }> };
+    expect(config.profiles.work?.token).toBe(GOOD_TOKEN);
+  });
+
+  it('a wrong password or a bad token is one sentence and exit 1, and nothing is written', async () => {
+    const bad = await lemni(['login', '--gateway', gateway.url, '--email', 'dev@example.org', '--password-stdin'], { env: { HOME: home }, input: 'wrong\n' });
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toBe('The gateway refused this email and password.\n');
+    const token = await lemni(['login', '--gateway', gateway.url, '--token', 'nope'], { env: { HOME: home } });
+    expect(token.code).toBe(1);
+    expect(token.stderr).toContain('refused the API token');
+    expect(() => statSync(path.join(home, '.lemniscate', 'config.yaml'))).toThrow();
+  });
+
+  it('without a terminal, asks for --token or --password-stdin instead of hanging', async () => {
+    const r = await lemni(['login', '--gateway', gateway.url], { env: { HOME: home } });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe('No terminal to ask for a password: pass --token TOKEN, or --email and --password-stdin.\n');
+  });
+});
+
+describe('profiles', () => {
+  it('--profile picks the gateway/token pair; an unknown one is refused', async () => {
+    mkdirSync(path.join(home, '.lemniscate'), { recursive: true });
+    writeFileSync(
+      path.join(home, '.lemniscate', 'config.yaml'),
+      `profiles:\n  developer: { gateway: "http://127.0.0.1:1", token: x }\n  admin: { gateway: "${gateway.url}", token: ${GOOD_TOKEN} }\ndefaultProfile: developer\n`,
+      { mode: 0o600 },
+    );
+    const ok = await lemni(['--profile', 'admin', 'projects'], { env: { HOME: home } });
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toContain('demo');
+    const down = await lemni(['projects'], { env: { HOME: home } });
+    expect(down.stderr).toBe('Cannot reach the gateway at http://127.0.0.1:1: is it running? (`npm start`)\n');
+    const ghost = await lemni(['--profile', 'ghost', 'projects'], { env: { HOME: home } });
+    expect(ghost.code).toBe(1);
+    expect(ghost.stderr).toContain('No profile named "ghost"');
+  });
+});
+
+describe('sessions, session show, stop', () => {
+  beforeEach(() => {
+    gateway.sessions.set('s9', sessionView('s9', { status: 'stopped', stopReason: 'limit_actions', actionsUsed: 150, instruction: 'fix the flaky test', summary: 'Half done.', finalPatch: 'diff --git a/x b/x\n' }));
+  });
+
+  it('lists sessions as a table and as JSON', async () => {
+    const table = await lemni(['sessions'], { env: env() });
+    expect(table.code).toBe(0);
+    expect(table.stdout).toMatch(/^ID\s+STATUS\s+MODE\s+AGENT\s+ACTIONS\s+STARTED\s+INSTRUCTION\ns9\s+stopped \(limit_actions\)\s+headless\s+general\s+150/);
+    const json = await lemni(['sessions', '--json'], { env: env() });
+    expect((JSON.parse(json.stdout) as { id: string }[])[0]?.id).toBe('s9');
+  });
+
+  it(`prints the mode each session was started in, for all ${SessionMode.options.length} modes, in the list and in show`, async () => {
+    gateway.sessions.clear();
+    for (const mode of SessionMode.options) gateway.sessions.set(`s-${mode}`, sessionView(`s-${mode}`, { mode, headless: mode === 'headless' }));
+    const table = await lemni(['sessions'], { env: env() });
+    for (const mode of SessionMode.options) {
+      expect(table.stdout).toMatch(new RegExp(`^s-${mode}\\s+running\\s+${mode}\\s+general`, 'm'));
+      const show = await lemni(['session', 'show', `s-${mode}`], { env: env() });
+      expect(show.stdout).toContain(`Mode      ${SESSION_MODE_LABELS[mode]} (${mode})\n`);
+    }
+    expect(SESSION_MODE_LABELS).toEqual({ interactive: 'Interactive', headless: 'Headless', headless_with_approvals: 'Headless, approvals waited for' });
+  }, 60_000);
+
+  it('session show says where the tree stood at the start and at the end (X3)', async () => {
+    const start = `sha256:${'1'.repeat(64)}`;
+    const end = `sha256:${'2'.repeat(64)}`;
+    const cases = [
+      { over: { fingerprintStart: start, fingerprintEnd: end }, line: `Tree      ${start} at the start, ${end} at the end\n` },
+      { over: { fingerprintStart: start, fingerprintEnd: start }, line: `Tree      ${start} at the start, unchanged at the end\n` },
+      { over: { fingerprintStart: start, fingerprintEnd: null }, line: `Tree      ${start} at the start, unknown at the end\n` },
+      { over: { fingerprintStart: start, fingerprintEnd: null, status: 'running' as const, endedAt: null }, line: `Tree      ${start} at the start\n` },
+    ];
+    for (const [i, c] of cases.entries()) {
+      gateway.sessions.set(`t${i}`, sessionView(`t${i}`, { status: 'completed', endedAt: new Date().toISOString(), ...c.over }));
+      expect((await lemni(['session', 'show', `t${i}`], { env: env() })).stdout).toContain(c.line);
+    }
+  }, 60_000);
+
+  it('rejects a bad --limit before calling the gateway', async () => {
+    const r = await lemni(['sessions', '--limit', '0'], { env: env() });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe('--limit must be a whole number from 1 to 500, not "0".\n');
+    expect(gateway.requests).toEqual([]);
+  });
+
+  it('session show prints the session with its tool calls; an unknown id is one sentence', async () => {
+    const r = await lemni(['session', 'show', 's9'], { env: env() });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('Status    stopped (limit_actions)');
+    expect(r.stdout).toContain('Bash npm test  → allow (commands.free[0])');
+    expect(r.stdout).toContain('`lemni apply s9` applies it');
+    const missing = await lemni(['session', 'show', 'zz'], { env: env() });
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toBe('No session zz is visible to you (`lemni sessions` lists them).\n');
+  });
+
+  it('stop stops the session and says what happened', async () => {
+    gateway.sessions.set('s9', sessionView('s9'));
+    const r = await lemni(['stop', 's9', '--reason', 'wrong branch'], { env: env() });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe('Session s9 is stopped: 1 pending approval(s) rejected, sandbox destroyed.\n');
+    expect(gateway.hits('POST', '/sessions/s9/stop')[0]?.body).toEqual({ reason: 'wrong branch' });
+  });
+});
+
+describe('sessions revoke', () => {
+  it('revokes through the gateway; a developer gets the gateway\'s refusal', async () => {
+    gateway.sessions.set('s9', sessionView('s9'));
+    const r = await lemni(['sessions', 'revoke', 's9', '--reason', 'left'], { env: env() });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe('Session s9 is stopped (revoked): 1 pending approval(s) rejected, sandbox destroyed.\n');
+    expect(gateway.hits('POST', '/sessions/s9/revoke')[0]?.body).toEqual({ reason: 'left' });
+  });
+});
+
+describe('approvals', () => {
+  beforeEach(() => {
+    gateway.approvals = [
+      approvalView('a1'),
+      approvalView('a2', { kind: 'third_party', payload: { diff: 'diff --git a/.github/ci.yml b/.github/ci.yml\n+x\n', files: ['.github/ci.yml'] }, flags: { thirdParty: [{ path: '.github/ci.yml', class: 'ci' }] } }),
+    ];
+  });
+
+  it('lists pending approvals with third-party ones flagged', async () => {
+    const r = await lemni(['approvals'], { env: env() });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/a1\s+command\s+general\s+s1\s+npm install left-pad/);
+    expect(r.stdout).toMatch(/a2\s+third_party\s+general\s+s1\s+YES\s+\.github\/ci\.yml/);
+    expect(gateway.requests[0]?.path).toBe('/approvals?state=pending');
+  });
+
+  it('approve and reject answer through the gateway; answering twice is the gateway\'s sentence', async () => {
+    const ok = await lemni(['approvals', 'approve', 'a1', '--remember'], { env: env() });
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toBe('Approved a1 (command: npm install left-pad).\n');
+    expect(gateway.hits('POST', '/approvals/a1/approve')[0]?.body).toEqual({ rememberCommand: true });
+    const again = await lemni(['approvals', 'reject', 'a1', '--reason', 'no'], { env: env() });
+    expect(again.code).toBe(1);
+    expect(again.stderr).toBe('Approval a1 was already answered (approved). (request req-1)\n');
+  });
+
+  it('show prints the diff and flags third-party files', async () => {
+    const r = await lemni(['approvals', 'show', 'a2'], { env: env() });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('THIRD-PARTY FILE');
+    expect(r.stdout).toContain('THIRD-PARTY FILES: .github/ci.yml (ci)');
+  });
+
+  describe("an agent's question", () => {
+    beforeEach(() => {
+      gateway.approvals.push(approvalView('q1', { kind: 'question', payload: { question: 'Keep the old API or break it?', options: ['keep it', 'break it'] } }));
+    });
+
+    it('is listed and shown with its numbered options and how to answer', async () => {
+      const list = await lemni(['approvals'], { env: env() });
+      expect(list.stdout).toMatch(/q1\s+question\s+general\s+s1\s+\? Keep the old API or break it\?/);
+      const r = await lemni(['approvals', 'show', 'q1'], { env: env() });
+      expect(r.stdout).toContain('Question: Keep the old API or break it?\n  1. keep it\n  2. break it\n');
+      expect(r.stdout).toContain('Answer with `lemni approvals approve q1 --answer TEXT`');
+    });
+
+    it('--answer N picks the Nth option; other text is sent as written', async () => {
+      const picked = await lemni(['approvals', 'approve', 'q1', '--answer', '2'], { env: env() });
+      expect(picked.code).toBe(0);
+      expect(gateway.hits('POST', '/approvals/q1/approve')[0]?.body).toEqual({ rememberCommand: false, response: 'break it' });
+      expect(picked.stdout).toBe('Answered q1 (? Keep the old API or break it?): break it\n');
+      gateway.approvals.push(approvalView('q2', { kind: 'question', payload: { question: 'Name?', options: [] } }));
+      await lemni(['approvals', 'approve', 'q2', '--answer', 'fast path'], { env: env() });
+      expect(gateway.hits('POST', '/approvals/q2/approve')[0]?.body).toEqual({ rememberCommand: false, response: 'fast path' });
+    });
+
+    it('an empty answer is refused before anything is sent', async () => {
+      const r = await lemni(['approvals', 'approve', 'q1', '--answer', '  '], { env: env() });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain('An answer cannot be empty; reject the question to decline it.');
+      expect(gateway.hits('POST', '/approvals/q1/approve')).toEqual([]);
+    });
+  });
+});
+
+describe('lemni apply SESSION', () => {
+  it('applies the approved patch to this checkout', async () => {
+    const dir = makeRepo({ 'a.txt': 'one\n' });
+    dirs.push(dir);
+    writeFileSync(path.join(dir, 'a.txt'), 'two\n');
+    const patch = gitIn(dir, 'diff');
+    gitIn(dir, 'checkout', '--', 'a.txt');
+    gateway.sessions.set('s5', sessionView('s5', { status: 'completed', finalPatch: patch }));
+    const r = await lemni(['apply', 's5'], { cwd: dir, env: env() });
+    expect(r.code).toBe(0);
+    expect(readFileSync(path.join(dir, 'a.txt'), 'utf8')).toBe('two\n');
+  });
+
+  it('refuses outside a git checkout and while the session runs', async () => {
+    const plain = mkdtempSync(path.join(os.tmpdir(), 'lemni-plain-'));
+    dirs.push(plain);
+    const outside = await lemni(['apply', 's5'], { cwd: plain, env: env() });
+    expect(outside.code).toBe(1);
+    expect(outside.stderr).toContain('not in one');
+    const dir = makeRepo({ 'a.txt': 'one\n' });
+    dirs.push(dir);
+    gateway.sessions.set('s6', sessionView('s6'));
+    const running = await lemni(['apply', 's6'], { cwd: dir, env: env() });
+    expect(running.stderr).toBe('Session s6 is still running; apply its patch once it has ended.\n');
+  });
+});
+
+describe('lemni audit', () => {
+  it('verify exits 0 on an intact chain and 1 naming the first broken entry', async () => {
+    const ok = await lemni(['audit', 'verify'], { env: env() });
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toBe('The audit chain is intact (3 entries checked).\n');
+    expect(ok.stderr).toBe('Verified without an anchor, so a log rewritten and re-hashed from end to end by someone holding the database would pass. Keep this head outside the database and pass it next time: --anchor 3:h3\n');
+    gateway.auditVerify = { ok: false, checked: 41, seq: 42, problem: 'altered', message: 'Entry 42 was altered: its content no longer matches the hash recorded when it was written.' };
+    const broken = await lemni(['audit', 'verify'], { env: env() });
+    expect(broken.code).toBe(1);
+    expect(broken.stdout).toBe('The audit chain is broken at entry 42 (altered). Entry 42 was altered: its content no longer matches the hash recorded when it was written.\n');
+  });
+
+  it('verify --anchor sends the anchor, and --anchor-file reads it and keeps the new head', async () => {
+    const hash = 'a'.repeat(64);
+    const head = 'b'.repeat(64);
+    gateway.auditVerify = { ok: true, checked: 3, lastSeq: 3, lastHash: head };
+    const anchored = await lemni(['audit', 'verify', '--anchor', `2:${hash}`], { env: env() });
+    expect(anchored.code).toBe(0);
+    expect(gateway.requests.at(-1)?.path).toBe(`/audit/verify?anchorSeq=2&anchorHash=${hash}`);
+    expect(anchored.stdout).toBe('The audit chain is intact (3 entries checked, and it still leads to the anchor at entry 2).\n');
+    expect(anchored.stderr).toBe(`Keep this head outside the database and pass it next time: --anchor 3:${head}\n`);
+
+    const file = path.join(home, 'audit.anchor');
+    const first = await lemni(['audit', 'verify', '--anchor-file', file], { env: env() });
+    expect(first.code).toBe(0);
+    expect(gateway.requests.at(-1)?.path).toBe('/audit/verify');
+    expect(readFileSync(file, 'utf8')).toBe(`3:${head}\n`);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(first.stderr).toBe(`Head 3:${head} written to ${file}; the next verify with --anchor-file checks against it.\n`);
+    const second = await lemni(['audit', 'verify', '--anchor-file', file], { env: env() });
+    expect(second.code).toBe(0);
+    expect(gateway.requests.at(-1)?.path).toBe(`/audit/verify?anchorSeq=3&anchorHash=${head}`);
+
+    // A broken chain keeps the old anchor: the head of a rewritten log must never replace it.
+    writeFileSync(file, `2:${hash}\n`);
+    gateway.auditVerify = { ok: false, checked: 1, seq: 2, problem: 'altered', message: 'Entry 2 was altered.' };
+    const broken = await lemni(['audit', 'verify', '--anchor-file', file], { env: env() });
+    expect(broken.code).toBe(1);
+    expect(gateway.requests.at(-1)?.path).toBe(`/audit/verify?anchorSeq=2&anchorHash=${hash}`);
+    expect(readFileSync(file, 'utf8')).toBe(`2:${hash}\n`);
+
+    for (const bad of ['12', 'x:y', `3:${'A'.repeat(64)}`, `-1:${hash}`]) {
+      const r = await lemni(['audit', 'verify', `--anchor=${bad}`], { env: env() });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain('--anchor must be an entry number and its SHA-256 hash as printed by `lemni audit verify`');
+    }
+    writeFileSync(file, 'garbage\n');
+    const badFile = await lemni(['audit', 'verify', '--anchor-file', file], { env: env() });
+    expect(badFile.code).toBe(1);
+    expect(badFile.stderr).toContain(`The anchor file ${file} must be an entry number`);
+    const both = await lemni(['audit', 'verify', '--anchor', `2:${hash}`, '--anchor-file', file], { env: env() });
+    expect(both.code).toBe(1);
+    expect(both.stderr).toContain('Give --anchor or --anchor-file, not both.');
+  });
+
+  it('export streams the body with the filters as query parameters', async () => {
+    const r = await lemni(['audit', 'export', '--format', 'jsonl', '--session', 's1', '--from', '2026-11-01'], { env: env() });
+    const csv = await lemni(['audit', 'export', '--format', 'csv', '--user', 'u7', '--project', 'demo'], { env: env() });
+    expect(csv.code).toBe(0);
+    expect(gateway.requests.at(-1)?.path).toBe('/audit/export?format=csv&projectId=p1&actor=user%3Au7');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe('{"seq":1}\n{"seq":2}\n');
+    // The gateway's filter takes ISO timestamps; a date alone is sent as its midnight UTC.
+    expect(gateway.requests[0]?.path).toBe('/audit/export?format=jsonl&sessionId=s1&from=2026-11-01T00%3A00%3A00.000Z');
+    const bad = await lemni(['audit', 'export', '--from', 'yesterday-ish'], { env: env() });
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('--from must be a date or time');
+  });
+});
+
+describe('lemni policy publish', () => {
+  it('publishes the file text for the named project', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'lemni-pol-'));
+    dirs.push(dir);
+    const file = path.join(dir, 'p.yaml');
+    writeFileSync(file, '# keep me\nversion: 1\ncommands: { free: [npm test] }\n');
+    const r = await lemni(['--profile', 'admin', 'policy', 'publish', file, '--project', 'demo'], {
+      env: { HOME: home },
+      // a profile named admin, as `npm start` writes
+    }).then(async (first) => {
+      expect(first.code).toBe(1);
+      expect(first.stderr).toContain('No profile named "admin"');
+      return lemni(['policy', 'publish', file, '--project', 'demo', '-m', 'free tests'], { env: env() });
+    });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe(`Published ${file} as version 2 of the policy of demo; it is in force from the next action.\n`);
+    expect(gateway.hits('POST', '/projects/p1/policy')[0]?.body).toEqual({ sourceText: '# keep me\nversion: 1\ncommands: { free: [npm test] }\n', comment: 'free tests' });
+  });
+
+  it('an invalid policy is reported with its paths and never sent', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'lemni-pol-'));
+    dirs.push(dir);
+    const file = path.join(dir, 'bad.yaml');
+    writeFileSync(file, 'version: 1\ncommands: { default: maybe }\n');
+    const r = await lemni(['policy', 'publish', file, '--project', 'demo'], { env: env() });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('commands.default: must be one of allow, ask, deny');
+    expect(r.stderr).toContain('nothing was published');
+    expect(gateway.requests).toEqual([]);
+  });
+});
+
+describe('local policy commands', () => {
+  it('work with global options in front and need no gateway or profile', async () => {
+    const r = await lemni(['--profile', 'nowhere', 'policy', 'init'], { env: { HOME: home } });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('version: 1');
+    expect(gateway.requests).toEqual([]);
+  });
+});
+
+describe('help and completion', () => {
+  const commands = [[], ['login'], ['projects'], ['sessions'], ['sessions', 'revoke'], ['session', 'show'], ['stop'], ['approvals'], ['approvals', 'approve'], ['approvals', 'reject'], ['approvals', 'show'], ['apply'], ['audit', 'verify'], ['audit', 'export'], ['policy', 'init'], ['policy', 'check'], ['policy', 'explain'], ['policy', 'publish'], ['agents'], ['completion']];
+  it.each(commands.map((c) => [c.join(' ') || 'lemni', c]))('%s --help shows an example', async (_name, args) => {
+    const r = await lemni([...(args as string[]), '--help']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/Examples?:\n\s+\$ lemni/);
+  });
+
+  it('bash completion is valid bash and completes subcommands', async () => {
+    const r = await lemni(['completion', 'bash']);
+    expect(r.code).toBe(0);
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'lemni-comp-'));
+    dirs.push(dir);
+    const script = path.join(dir, 'lemni.bash');
+    writeFileSync(script, r.stdout);
+    expect(spawnSync('bash', ['-n', script]).status).toBe(0);
+    const complete = (line: string) =>
+      spawnSync('bash', ['-c', `source ${script}; COMP_WORDS=(${line}); COMP_CWORD=$((\${#COMP_WORDS[@]}-1)); _lemni; echo "\${COMPREPLY[*]}"`], { encoding: 'utf8' }).stdout.trim();
+    expect(complete('lemni ses').split(' ').sort()).toEqual(['session', 'sessions']);
+    expect(complete('lemni approvals a')).toBe('approve');
+    expect(complete('lemni audit ""').split(' ')).toEqual(expect.arrayContaining(['verify', 'export']));
+  });
+
+  it('zsh completion is printed, and an unknown shell is refused', async () => {
+    const r = await lemni(['completion', 'zsh']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^#compdef lemni/);
+    expect(r.stdout).toContain('"policy") words=(init check explain publish');
+    const zsh = spawnSync('zsh', ['-n'], { input: r.stdout });
+    if (zsh.error === undefined) expect(zsh.status).toBe(0);
+    const fish = await lemni(['completion', 'fish']);
+    expect(fish.code).toBe(1);
+    expect(fish.stderr).toBe('Completion is available for bash and zsh, not "fish".\n');
+  });
+});
+
+describe('lemni agents', () => {
+  it('lists discovered agents with warnings for ignored name fields and discarded namesakes', async () => {
+    const dir = makeRepo({ 'README.md': 'x\n' });
+    dirs.push(dir);
+    mkdirSync(path.join(dir, '.lemniscate', 'agents'), { recursive: true });
+    writeFileSync(path.join(dir, '.lemniscate', 'agents', 'reviewer.md'), '---\nname: other\ndescription: Reviews diffs\nmode: all\ntools: [Read, Search]\n---\nReview carefully.\n');
+    writeFileSync(path.join(dir, '.lemniscate', 'agents', 'explore.md'), '---\ndescription: An impostor\n---\nDo anything.\n');
+    mkdirSync(path.join(home, '.lemniscate', 'agents'), { recursive: true });
+    writeFileSync(path.join(home, '.lemniscate', 'agents', 'reviewer.md'), '---\ndescription: Personal reviewer\n---\nMine.\n');
+    const r = await lemni(['agents', '--json'], { cwd: dir, env: { HOME: home } });
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout) as { agents: { name: string; origin: string; description: string }[]; notices: { code: string }[] };
+    expect(out.agents.map((a) => [a.name, a.origin])).toEqual([
+      ['explore', 'builtin'],
+      ['general', 'builtin'],
+      ['reviewer', 'project'],
+    ]);
+    expect(out.notices.map((n) => n.code)).toEqual(expect.arrayContaining(['name_field_ignored', 'reserved_name', 'shadowed']));
+    expect(r.stderr).toMatch(/warning: .*name/);
+    expect(r.stderr).toMatch(/warning: .*explore.*discarded/);
+  });
+});

@@ -1,0 +1,35 @@
+import { policyJsonSchema } from '@lemniscate/policy';
+import { commonFields, readFields, writeField } from '../../../src/policy/form-model';
+
+const fields = commonFields(policyJsonSchema);
+const field = (p: string) => fields.find((f) => f.path.join('.') === p)!;
+
+describe('policy form model', () => {
+  it('takes options and defaults from the JSON schema', () => {
+    expect(field('commands.default')).toMatchObject({ defaultValue: 'ask', options: ['allow', 'ask', 'deny'] });
+    expect(field('tools.disabled').options).toContain('Bash');
+    expect(field('execution.sessionMaxActions').defaultValue).toBe(150);
+  });
+
+  it('reads defaults for settings the document leaves out', () => {
+    expect(readFields('version: 1\n', fields)).toMatchObject({ 'commands.default': 'ask', 'commands.free': [] });
+  });
+
+  it('reads lists and scalars that are present', () => {
+    const v = readFields('version: 1\ncommands:\n  free: [npm test]\n  default: deny\n', fields);
+    expect(v).toMatchObject({ 'commands.free': ['npm test'], 'commands.default': 'deny' });
+  });
+
+  it('writes a setting and keeps the comments around it', () => {
+    const text = '# reviewed by security, 2026-11\nversion: 1\ncommands:\n  # keep ask: P2\n  default: ask\n';
+    const out = writeField(text, field('commands.free'), ['npm test', 'npm run lint']);
+    expect(out).toContain('# reviewed by security, 2026-11');
+    expect(out).toContain('# keep ask: P2');
+    expect(readFields(out, fields)!['commands.free']).toEqual(['npm test', 'npm run lint']);
+  });
+
+  it('leaves unreadable YAML untouched rather than guessing', () => {
+    expect(readFields('version: [1\n', fields)).toBeNull();
+    expect(writeField('version: [1\n', field('commands.default'), 'deny')).toBe('version: [1\n');
+  });
+});

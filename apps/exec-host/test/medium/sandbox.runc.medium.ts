@@ -1,0 +1,3 @@
+import { sandboxSuite } from '../support/sandbox-suite';
+
+sandboxSuite('runc');

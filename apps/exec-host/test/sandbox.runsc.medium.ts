@@ -1,3 +1,0 @@
-import { sandboxSuite } from './sandbox-suite';
-
-sandboxSuite('runsc');

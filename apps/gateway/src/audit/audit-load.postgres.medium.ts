@@ -1,6 +1,0 @@
-import { loadTest } from './audit-load';
-
-// Jest reads testTimeout only from the root configuration, not from a project: set it here.
-jest.setTimeout(120_000);
-
-loadTest('postgres');

@@ -1,0 +1,208 @@
+import { createHash } from 'node:crypto';
+import { createPatch } from 'diff';
+import type { ApprovedCommand } from '@lemniscate/policy';
+import type { ExecExit, ExecOutputChunk, FileChange, SandboxInfo } from '@lemniscate/contracts';
+import { ExecHostError, type ExecHostPort } from '../../src/runtime/exec-host.port';
+import type { ApprovalDraft, ApprovalOutcome, EventDraft, SessionEnd, SessionRecorder, ToolResultRecord } from '../../src/runtime/ports';
+
+/**
+ * An in-memory stand-in for the exec-host, for the loop's unit tests only: files in a map, commands
+ * that echo and may leave changes behind. The real exec-host is exercised by the medium and e2e tiers.
+ */
+export class InMemoryExecHost implements ExecHostPort {
+  files = new Map<string, string>();
+  accepted = new Map<string, string>();
+  commands: string[] = [];
+  destroyed: string[] = [];
+  /** Changes the next command leaves behind, path → new content. */
+  pendingChanges: Record<string, string> = {};
+  onExec?: (command: string, signal?: AbortSignal) => Promise<void>;
+
+  constructor(initial: Record<string, string> = {}) {
+    for (const [k, v] of Object.entries(initial)) {
+      this.files.set(k, v);
+      this.accepted.set(k, v);
+    }
+  }
+
+  async create(req: { sessionId: string }): Promise<SandboxInfo> {
+    return {
+      sandboxId: `sbx_${req.sessionId}`,
+      sessionId: req.sessionId,
+      runtime: 'runc',
+      state: 'ready',
+      baseCommit: 'a'.repeat(40),
+      branch: 'main',
+      includedUncommitted: false,
+      fingerprint: this.fingerprint(),
+      excluded: [],
+      limits: { cpus: 1, memoryMb: 512, pids: 64, diskMb: 64, commandTimeoutSeconds: 60, outputCapBytes: 4096, lifetimeMinutes: 60 },
+      createdAt: new Date().toISOString(),
+      expiresAt: new Date(Date.now() + 24 * 3600_000).toISOString(),
+    };
+  }
+  async destroy(id: string) {
+    this.destroyed.push(id);
+  }
+  async exec(_id: string, req: { command: string }, onOutput: (c: ExecOutputChunk) => void, signal?: AbortSignal): Promise<ExecExit> {
+    this.commands.push(req.command);
+    if (this.onExec) await this.onExec(req.command, signal);
+    onOutput({ type: 'stdout', data: `ran: ${req.command}\n` });
+    for (const [p, c] of Object.entries(this.pendingChanges)) this.files.set(p, c);
+    this.pendingChanges = {};
+    return { type: 'exit', exitCode: 0, durationMs: 1, timedOut: false, truncated: false, class: null, classes: [] };
+  }
+  private resolve(p: string): string {
+    const rel = p.replace(/^\/workspace\/?/, '').replace(/^\.\//, '');
+    if (rel.startsWith('..') || rel.startsWith('/')) throw new ExecHostError('outside_working_copy', `${p} is outside the working copy.`, 403);
+    return rel;
+  }
+  async read(_id: string, req: { path: string }) {
+    const rel = this.resolve(req.path);
+    const content = this.files.get(rel);
+    if (content === undefined) throw new ExecHostError('file_not_found', `${rel} does not exist.`, 404);
+    const lines = content.split('\n').length;
+    return { path: rel, content, offset: 0, lines, totalLines: lines, size: content.length, truncated: false };
+  }
+  async list() {
+    return { path: '.', entries: [...this.files.keys()].map((name) => ({ name, type: 'file' as const, size: this.files.get(name)!.length })), truncated: false };
+  }
+  async search(_id: string, req: { pattern: string }) {
+    const matches = [...this.files].flatMap(([path, c]) => c.split('\n').map((text, i) => ({ path, line: i + 1, text })).filter((m) => m.text.includes(req.pattern)));
+    return { matches, filesScanned: this.files.size, skippedBinary: 0, skippedLarge: 0, truncated: false, stoppedBy: null };
+  }
+  async proposeWrite(_id: string, req: { path: string; content: string }) {
+    const rel = this.resolve(req.path);
+    const before = this.files.get(rel);
+    return { path: rel, diff: before === req.content ? '' : createPatch(rel, before ?? '', req.content), created: before === undefined, binary: false };
+  }
+  async proposeEdit(_id: string, req: { path: string; old_string: string; new_string: string }) {
+    const rel = this.resolve(req.path);
+    const before = this.files.get(rel) ?? '';
+    return { path: rel, diff: createPatch(rel, before, before.replace(req.old_string, req.new_string)), created: false, binary: false, next: before.replace(req.old_string, req.new_string) };
+  }
+  applied: string[] = [];
+  async apply(_id: string, diff: string) {
+    this.applied.push(diff);
+    return { applied: [] };
+  }
+  async changes() {
+    const files: FileChange[] = [...this.files]
+      .filter(([p, c]) => this.accepted.get(p) !== c)
+      .map(([path, c]) => {
+        const diff = createPatch(path, this.accepted.get(path) ?? '', c);
+        return { path, status: this.accepted.has(path) ? ('modified' as const) : ('added' as const), diff, binary: false, size: c.length, diffBytes: diff.length };
+      });
+    return { files, truncated: false };
+  }
+  async accept(_id: string, paths: string[]) {
+    for (const p of paths) this.accepted.set(p, this.files.get(p)!);
+    return { paths };
+  }
+  reverted: string[] = [];
+  async revert(_id: string, paths: string[]) {
+    for (const p of paths) {
+      this.reverted.push(p);
+      const a = this.accepted.get(p);
+      if (a === undefined) this.files.delete(p);
+      else this.files.set(p, a);
+    }
+    return { paths };
+  }
+  /** Fails the next patch reads (a sandbox gone or an exec-host that does not answer). */
+  patchUnreadable = false;
+  async patch() {
+    if (this.patchUnreadable) throw new ExecHostError('sandbox_lost', 'The sandbox is gone.', 410);
+    return { baseCommit: 'a'.repeat(40), patch: this.applied.join(''), includedUncommitted: false, sessionPatch: this.applied.join(''), fingerprint: this.fingerprint() };
+  }
+  /** X3, as the exec-host computes it: a hash over what is kept (accepted files and applied diffs), not over what a command left. */
+  fingerprint(): string {
+    const hash = createHash('sha256');
+    for (const [p, c] of [...this.accepted].sort(([a], [b]) => (a < b ? -1 : 1))) hash.update(`${p}\0${c}\0`);
+    for (const d of this.applied) hash.update(`diff\0${d}\0`);
+    return `sha256:${hash.digest('hex')}`;
+  }
+}
+
+/** Records everything the loop reports; approvals are answered by a test-provided policy. */
+export class RecordingRecorder implements SessionRecorder {
+  events: EventDraft[] = [];
+  audits: { kind: string; payload: Record<string, unknown> }[] = [];
+  approvals: ApprovalDraft[] = [];
+  results = new Map<string, ToolResultRecord>();
+  remembered: ApprovedCommand[] = [];
+  end: SessionEnd | null = null;
+  private nextCall = 0;
+
+  /** The wait the loop allowed each approval, in milliseconds. */
+  waits: number[] = [];
+
+  /**
+   * `answer` decides each approval; a question is answered with `{ state: 'approved', response }`;
+   * `'approved_identical'` approves a command with its identical repeats (P3); `'pending'` leaves it
+   * unanswered, so it expires when the loop's wait runs out (or the signal aborts).
+   */
+  constructor(
+    private readonly answer: (draft: ApprovalDraft) => ApprovalOutcome['state'] | 'approved_identical' | 'pending' | { state: 'approved'; response: string } = () => 'refused_headless',
+  ) {}
+
+  async emit(event: EventDraft) {
+    this.events.push(event);
+  }
+  async audit(kind: string, payload: Record<string, unknown>) {
+    this.audits.push({ kind, payload });
+  }
+  async proposeToolCall() {
+    return `call_${++this.nextCall}`;
+  }
+  async recordDecision() {}
+  async recordResult(callId: string, result: ToolResultRecord) {
+    this.results.set(callId, result);
+  }
+  async requestApproval(draft: ApprovalDraft, signal: AbortSignal, timeoutMs: number): Promise<ApprovalOutcome> {
+    this.approvals.push(draft);
+    this.waits.push(timeoutMs);
+    const decided = this.answer(draft);
+    const approvalId = `apr_${this.approvals.length}`;
+    if (decided === 'pending') {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(resolve, timeoutMs);
+        signal.addEventListener('abort', () => (clearTimeout(timer), reject(new Error('aborted'))), { once: true });
+      });
+      this.audits.push({ kind: 'approval.expired', payload: { approvalId } });
+      return { state: 'expired', approvalId, decidedBy: null };
+    }
+    if (decided === 'approved_identical') return { state: 'approved', approvalId, decidedBy: 'usr_dev', rememberCommand: true };
+    const state = typeof decided === 'string' ? decided : decided.state;
+    if (state === 'approved') return { state, approvalId, decidedBy: 'usr_dev', rememberCommand: false, ...(typeof decided === 'string' ? {} : { response: decided.response }) };
+    if (state === 'refused_headless') return { state, approvalId };
+    return { state, approvalId, decidedBy: 'usr_dev' };
+  }
+  async approvedCommands() {
+    return this.remembered;
+  }
+  async rememberCommand(c: ApprovedCommand) {
+    this.remembered.push(c);
+  }
+  /** The tree recorded as kept, as the sessions table holds it (X3): the start's, then each patch's, null while a change is being kept. */
+  fingerprintEnd: string | null = null;
+  async recordWorkingCopy(info: SandboxInfo) {
+    this.fingerprintEnd = info.fingerprint;
+  }
+  async recordProgress() {}
+  patches: string[] = [];
+  async recordPatch(patch: string, fingerprint: string) {
+    this.patches.push(patch);
+    this.fingerprintEnd = fingerprint;
+  }
+  async keepingChange() {
+    this.fingerprintEnd = null;
+  }
+  async finish(end: SessionEnd) {
+    this.end = end;
+    if (end.fingerprintEnd !== undefined) this.fingerprintEnd = end.fingerprintEnd;
+  }
+  ofType<T extends EventDraft['type']>(type: T): Extract<EventDraft, { type: T }>[] {
+    return this.events.filter((e): e is Extract<EventDraft, { type: T }> => e.type === type);
+  }
+}
