@@ -1,28 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type {
-  ApplyDiffResponse,
-  ChangePathsResponse,
-  ChangesResponse,
-  CreateSandboxRequest,
-  ExecExit,
-  ExecOutputChunk,
-  ExecRequest,
-  ListFilesRequest,
-  ListFilesResponse,
-  PatchResponse,
-  ProposeEditRequest,
-  ProposeWriteRequest,
-  ProposedChange,
-  ReadFileRequest,
-  ReadFileResponse,
-  SandboxInfo,
-  SearchFilesRequest,
-  SearchFilesResponse,
-  SessionView,
-} from '@lemniscate/contracts';
+import type { SandboxInfo, SessionView } from '@lemniscate/contracts';
 import { SubagentTracker, type AgentCatalogue, type AgentDefinition, type ExecutionCeilings, type ExecutionConfig } from '@lemniscate/session';
 import { withDbRetry } from '../db/retry';
-import { EXEC_HOST, type ExecHostCheck, type ExecHostPort } from '../exec-host/exec-host.port';
+import { EXEC_HOST, type ExecHostPort } from '../exec-host/exec-host.port';
 import type { ModelProvider } from '../model';
 import { PoliciesService } from '../projects/policies.service';
 import { SessionsService } from '../sessions/sessions.service';
@@ -148,47 +128,21 @@ export class SandboxRecordingExecHost implements ExecHostPort {
 
   constructor(private readonly execHost: ExecHostPort) {}
 
-  async create(request: CreateSandboxRequest, signal?: AbortSignal): Promise<SandboxInfo> {
-    this.created = await this.execHost.create(request, signal);
+  async create(...args: Parameters<ExecHostPort['create']>): Promise<SandboxInfo> {
+    this.created = await this.execHost.create(...args);
     return this.created;
   }
-  health(): Promise<ExecHostCheck> {
-    return this.execHost.health();
-  }
-  destroy(sandboxId: string): Promise<void> {
-    return this.execHost.destroy(sandboxId);
-  }
-  exec(sandboxId: string, request: ExecRequest, onOutput: (chunk: ExecOutputChunk) => void, signal?: AbortSignal): Promise<ExecExit> {
-    return this.execHost.exec(sandboxId, request, onOutput, signal);
-  }
-  read(sandboxId: string, request: ReadFileRequest, signal?: AbortSignal): Promise<ReadFileResponse> {
-    return this.execHost.read(sandboxId, request, signal);
-  }
-  list(sandboxId: string, request: ListFilesRequest, signal?: AbortSignal): Promise<ListFilesResponse> {
-    return this.execHost.list(sandboxId, request, signal);
-  }
-  search(sandboxId: string, request: SearchFilesRequest, signal?: AbortSignal): Promise<SearchFilesResponse> {
-    return this.execHost.search(sandboxId, request, signal);
-  }
-  proposeWrite(sandboxId: string, request: ProposeWriteRequest, signal?: AbortSignal): Promise<ProposedChange> {
-    return this.execHost.proposeWrite(sandboxId, request, signal);
-  }
-  proposeEdit(sandboxId: string, request: ProposeEditRequest, signal?: AbortSignal): Promise<ProposedChange> {
-    return this.execHost.proposeEdit(sandboxId, request, signal);
-  }
-  apply(sandboxId: string, diff: string, signal?: AbortSignal): Promise<ApplyDiffResponse> {
-    return this.execHost.apply(sandboxId, diff, signal);
-  }
-  changes(sandboxId: string, signal?: AbortSignal): Promise<ChangesResponse> {
-    return this.execHost.changes(sandboxId, signal);
-  }
-  accept(sandboxId: string, paths: string[], signal?: AbortSignal): Promise<ChangePathsResponse> {
-    return this.execHost.accept(sandboxId, paths, signal);
-  }
-  revert(sandboxId: string, paths: string[], signal?: AbortSignal): Promise<ChangePathsResponse> {
-    return this.execHost.revert(sandboxId, paths, signal);
-  }
-  patch(sandboxId: string, signal?: AbortSignal): Promise<PatchResponse> {
-    return this.execHost.patch(sandboxId, signal);
-  }
+  health = () => this.execHost.health();
+  destroy = (...args: Parameters<ExecHostPort['destroy']>) => this.execHost.destroy(...args);
+  exec = (...args: Parameters<ExecHostPort['exec']>) => this.execHost.exec(...args);
+  read = (...args: Parameters<ExecHostPort['read']>) => this.execHost.read(...args);
+  list = (...args: Parameters<ExecHostPort['list']>) => this.execHost.list(...args);
+  search = (...args: Parameters<ExecHostPort['search']>) => this.execHost.search(...args);
+  proposeWrite = (...args: Parameters<ExecHostPort['proposeWrite']>) => this.execHost.proposeWrite(...args);
+  proposeEdit = (...args: Parameters<ExecHostPort['proposeEdit']>) => this.execHost.proposeEdit(...args);
+  apply = (...args: Parameters<ExecHostPort['apply']>) => this.execHost.apply(...args);
+  changes = (...args: Parameters<ExecHostPort['changes']>) => this.execHost.changes(...args);
+  accept = (...args: Parameters<ExecHostPort['accept']>) => this.execHost.accept(...args);
+  revert = (...args: Parameters<ExecHostPort['revert']>) => this.execHost.revert(...args);
+  patch = (...args: Parameters<ExecHostPort['patch']>) => this.execHost.patch(...args);
 }
