@@ -22,7 +22,7 @@ import { EVENT_FAN_OUT, InProcessFanOut, type EventFanOut } from './events/event
 import { EventsGateway } from './events/events.gateway';
 import { EventsService } from './events/events.service';
 import { PgNotifyFanOut } from './events/pg-notify.fan-out';
-import { ExecHostClient } from './exec-host/exec-host.client';
+import { execHostProvider } from './exec-host/exec-host.provider';
 import { HealthController } from './health/health.controller';
 import { MetricsService } from './health/metrics.service';
 import { OpenApiController } from './openapi/openapi.controller';
@@ -37,7 +37,9 @@ import { RevocationService } from './sessions/revocation.service';
 import { SessionLeaseService } from './sessions/session-lease.service';
 import { SessionRunRegistry } from './sessions/session-run.registry';
 import { SessionsController } from './sessions/sessions.controller';
+import { DbRecorders } from './runtime/db-recorder';
 import { SESSION_LOOPS, SessionRuntimeService, type SessionLoops } from './runtime/runtime.service';
+import { SessionTrees } from './runtime/session-tree';
 import { SessionsService } from './sessions/sessions.service';
 import { CREDENTIALS_OUTPUT, UsersService, type CredentialsOutput } from './users/users.service';
 import { UsersController } from './users/users.controller';
@@ -85,7 +87,7 @@ export class AppModule {
       MetricsService,
       AuditApiService,
       StatsService,
-      ExecHostClient,
+      execHostProvider,
       AuthService,
       AccessService,
       UsersService,
@@ -97,6 +99,8 @@ export class AppModule {
       RevocationService,
       SessionLeaseService,
       SessionRuntimeService,
+      SessionTrees,
+      DbRecorders,
       SessionRunRegistry,
       EventsService,
       EventsGateway,

@@ -99,7 +99,9 @@ describe('unknown sandbox', () => {
   });
 
   it('DELETE of an unknown sandbox is 200 destroyed:false, never 404', async () => {
-    await expect(host.client.destroy('sbx-does-not-exist')).resolves.toEqual({ sandboxId: 'sbx-does-not-exist', destroyed: false });
+    const res = await host.client.raw('DELETE', ExecHostRoutes.sandbox('sbx-does-not-exist'));
+    expect({ status: res.status, body: res.json }).toEqual({ status: 200, body: { sandboxId: 'sbx-does-not-exist', destroyed: false } });
+    await expect(host.client.destroy('sbx-does-not-exist')).resolves.toBeUndefined();
   });
 });
 
@@ -180,7 +182,7 @@ describe('malformed requests', () => {
     it('runs a command exactly at the command limit, and proposes a write exactly at the write limit', async () => {
       const command = sized[0]![3](Limits.commandBytes).command as string;
       expect(Buffer.byteLength(command)).toBe(Limits.commandBytes);
-      expect(await host.client.exec(id, { command })).toMatchObject({ exitCode: 0, stdout: 'ok\n' });
+      expect(await host.client.run(id, { command })).toMatchObject({ exitCode: 0, stdout: 'ok\n' });
       const write = await host.client.raw('POST', ExecHostRoutes.file(id, 'propose-write'), { body: sized[1]![3](Limits.fileWriteBytes) });
       expect(write.status).toBe(200);
       expect((await host.client.changes(id)).files).toEqual([]);
@@ -193,20 +195,20 @@ describe('malformed requests', () => {
         if (chunk.type === 'stdout' && chunk.data.includes('started')) started();
       });
       await running;
-      const second = await refusal(host.client.exec(id, { command: 'echo second' }));
-      expect({ status: second.status, code: second.body.code }).toEqual({ status: 409, code: 'sandbox_busy' });
-      expectSentence(second.body.message, 'sandbox_busy');
+      const second = await refusal(host.client.run(id, { command: 'echo second' }));
+      expect({ status: second.status, code: second.code }).toEqual({ status: 409, code: 'sandbox_busy' });
+      expectSentence(second.message, 'sandbox_busy');
       await expect(first).resolves.toMatchObject({ stdout: 'started\nfirst\n', exit: { exitCode: 0 } });
     });
 
     it('refuses a regular expression that does not compile with invalid_pattern', async () => {
       const refused = await refusal(host.client.search(id, { pattern: '(unclosed', regex: true }));
-      expect({ status: refused.status, code: refused.body.code }).toEqual({ status: 400, code: 'invalid_pattern' });
-      expectSentence(refused.body.message, 'invalid_pattern');
+      expect({ status: refused.status, code: refused.code }).toEqual({ status: 400, code: 'invalid_pattern' });
+      expectSentence(refused.message, 'invalid_pattern');
     });
 
     it('cannot raise a limit from a request: a timeout above the sandbox cap is held to the cap', async () => {
-      const result = await host.client.exec(id, { command: 'sleep 30', timeoutMs: 600_000 });
+      const result = await host.client.run(id, { command: 'sleep 30', timeoutMs: 600_000 });
       expect(result).toMatchObject({ timedOut: true, class: 'timeout' });
       expect(result.durationMs).toBeGreaterThanOrEqual(2_000);
       expect(result.durationMs).toBeLessThan(12_000);
@@ -220,15 +222,15 @@ describe('a repository that does not exist', () => {
     const before = stateTree();
     for (const source of [join(tmpdir(), 'lemniscate-no-such-repository-' + Date.now()), '/etc', 'file:///nonexistent/repo.git']) {
       const refused = await refusal(host.client.create({ sessionId, repository: { source }, runtime }));
-      expect({ source, status: refused.status, code: refused.body.code }).toEqual({ source, status: 400, code: 'repository_not_found' });
-      expectSentence(refused.body.message, 'repository_not_found');
+      expect({ source, status: refused.status, code: refused.code }).toEqual({ source, status: 400, code: 'repository_not_found' });
+      expectSentence(refused.message, 'repository_not_found');
     }
     const badRef = await refusal(host.client.create({ sessionId, repository: { source: repo.dir, ref: 'no-such-branch' }, runtime }));
-    expect({ status: badRef.status, code: badRef.body.code }).toEqual({ status: 400, code: 'repository_ref_not_found' });
-    expectSentence(badRef.body.message, 'repository_ref_not_found');
+    expect({ status: badRef.status, code: badRef.code }).toEqual({ status: 400, code: 'repository_ref_not_found' });
+    expectSentence(badRef.message, 'repository_ref_not_found');
     expect(await containersOf(sessionId)).toEqual([]);
     expect(stateTree()).toEqual(before);
-    expect((await host.client.list()).sandboxes.filter((s) => s.sessionId === sessionId)).toEqual([]);
+    expect((await host.client.sandboxes()).sandboxes.filter((s) => s.sessionId === sessionId)).toEqual([]);
   });
 });
 
@@ -239,8 +241,8 @@ describe('more sandboxes than the exec-host allows', () => {
       await small.createSandbox({ repository: { source: repo.dir } }, 'first');
       const sessionId = small.newSessionId('over-limit');
       const refused = await refusal(small.client.create({ sessionId, repository: { source: repo.dir } }));
-      expect({ status: refused.status, code: refused.body.code }).toEqual({ status: 429, code: 'sandbox_limit_reached' });
-      expectSentence(refused.body.message, 'sandbox_limit_reached');
+      expect({ status: refused.status, code: refused.code }).toEqual({ status: 429, code: 'sandbox_limit_reached' });
+      expectSentence(refused.message, 'sandbox_limit_reached');
       expect(await containersOf(sessionId)).toEqual([]);
     } finally {
       await small.stop();

@@ -7,7 +7,8 @@ import { ExecHostRoutes } from '@lemniscate/contracts';
 import { closeSync, constants, existsSync, mkdirSync, openSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ExecHostError, RUNTIMES, expectSentence, refusal, repoFixture, startExecHost, type ExecHostProcess, type RepoFixture } from '../support/attack-harness';
+import { ExecHostCallError } from '@lemniscate/gateway/src/exec-host/exec-host.port';
+import { RUNTIMES, expectSentence, refusal, repoFixture, startExecHost, type ExecHostProcess, type RepoFixture } from '../support/attack-harness';
 
 let host: ExecHostProcess;
 let repo: RepoFixture;
@@ -34,10 +35,10 @@ async function expectOutside(call: Promise<unknown>, what: string): Promise<void
   const refused = await refusal(call).catch((error: unknown) => {
     throw new Error(`${what}: ${String(error)}`);
   });
-  expect({ what, status: refused.status, code: refused.body.code }).toEqual({ what, status: 403, code: 'outside_working_copy' });
-  expectSentence(refused.body.message, 'outside_working_copy');
-  expect(refused.body.message).not.toContain(hostCanary.value);
-  expect(refused.body.message).not.toContain('root:x:0:0');
+  expect({ what, status: refused.status, code: refused.code }).toEqual({ what, status: 403, code: 'outside_working_copy' });
+  expectSentence(refused.message, 'outside_working_copy');
+  expect(refused.message).not.toContain(hostCanary.value);
+  expect(refused.message).not.toContain('root:x:0:0');
 }
 
 /** Escape through a leak: content of /etc/passwd (container or host) or of the host canary. */
@@ -50,7 +51,7 @@ describe.each(RUNTIMES)('file operations under %s', (runtime) => {
 
   beforeAll(async () => {
     id = (await host.createSandbox({ repository: { source: repo.dir }, runtime }, `files-${runtime}`)).sandboxId;
-    const planted = await host.client.exec(id, {
+    const planted = await host.client.run(id, {
       command: [
         'set -e',
         'ln -s /etc etc-link',
@@ -83,10 +84,10 @@ describe.each(RUNTIMES)('file operations under %s', (runtime) => {
       ['inner/deeper/etc-link/passwd', 'read'],
       ['inner/deeper/etc-link', 'list'],
     ] as const) {
-      const call = op === 'read' ? host.client.read(id, { path }) : host.client.listFiles(id, { path });
+      const call = op === 'read' ? host.client.read(id, { path }) : host.client.list(id, { path });
       const refused = await refusal(call);
       const finding = `${op} ${path} (a link to a missing host path) must be refused as outside, exactly like a link to an existing one`;
-      expect({ [finding]: `${refused.status} ${refused.body.code}` }).toEqual({ [finding]: '403 outside_working_copy' });
+      expect({ [finding]: `${refused.status} ${refused.code}` }).toEqual({ [finding]: '403 outside_working_copy' });
     }
   });
 
@@ -96,7 +97,7 @@ describe.each(RUNTIMES)('file operations under %s', (runtime) => {
   });
 
   it('refuses to list outside', async () => {
-    for (const path of ['..', '/', '/etc', 'etc-link', 'up-link', 'outside-link']) await expectOutside(host.client.listFiles(id, { path }), `list ${path}`);
+    for (const path of ['..', '/', '/etc', 'etc-link', 'up-link', 'outside-link']) await expectOutside(host.client.list(id, { path }), `list ${path}`);
   });
 
   it('refuses to search outside, and a search of the whole copy does not follow symlinks out', async () => {
@@ -119,18 +120,18 @@ describe.each(RUNTIMES)('file operations under %s', (runtime) => {
     const diffFor = (path: string) => `diff --git a/${path} b/${path}\nnew file mode 100644\n--- /dev/null\n+++ b/${path}\n@@ -0,0 +1 @@\n+evil\n`;
     for (const path of ['../escape.txt', 'outside-link/evil.txt', 'up-link/tmp/evil.txt', 'etc-link/evil.txt']) {
       const refused = await refusal(host.client.apply(id, diffFor(path)));
-      expect({ path, status: refused.status, code: refused.body.code }).toEqual({ path, status: 403, code: 'outside_working_copy' });
-      expectSentence(refused.body.message);
+      expect({ path, status: refused.status, code: refused.code }).toEqual({ path, status: 403, code: 'outside_working_copy' });
+      expectSentence(refused.message);
     }
     expect(readdirSync(outsideDir)).toEqual([]);
-    const inside = await host.client.exec(id, { command: `ls -A ${outsideDir} /tmp; test ! -e /escape.txt && echo none`, timeoutMs: 20_000 });
+    const inside = await host.client.run(id, { command: `ls -A ${outsideDir} /tmp; test ! -e /escape.txt && echo none`, timeoutMs: 20_000 });
     expect(inside.stdout).not.toMatch(/evil|escape/);
     expect(inside.stdout).toContain('none');
   });
 
   it('host-side git never runs what a command planted (nested repository with fsmonitor, hooks, filters)', async () => {
     const marker = join(tmpdir(), `lemniscate-pwned-${randomBytes(6).toString('hex')}`);
-    const planted = await host.client.exec(id, {
+    const planted = await host.client.run(id, {
       command: [
         'set -e',
         'mkdir -p nested/hooks && cd nested && git init -q',
@@ -151,7 +152,7 @@ describe.each(RUNTIMES)('file operations under %s', (runtime) => {
     await host.client.patch(id);
     const ran = ['fsmonitor', 'hook', 'filter'].filter((what) => existsSync(`${marker}-${what}`));
     expect({ 'planted git programs that ran on the host': ran }).toEqual({ 'planted git programs that ran on the host': [] });
-    const reverted = await host.client.exec(id, { command: 'rm -rf nested .gitattributes && git -C /workspace status --short >/dev/null 2>&1; echo cleaned', timeoutMs: 20_000 });
+    const reverted = await host.client.run(id, { command: 'rm -rf nested .gitattributes && git -C /workspace status --short >/dev/null 2>&1; echo cleaned', timeoutMs: 20_000 });
     expect(reverted.stdout).toContain('cleaned');
   });
 
@@ -162,24 +163,24 @@ describe.each(RUNTIMES)('file operations under %s', (runtime) => {
     });
 
     it('a tracked file replaced by a link to a host file shows the link, never the host file, in changes and the patch', async () => {
-      const swapped = await host.client.exec(sid, { command: `ln -sf ${hostCanary.path} README.md && ln -sf /etc/passwd test.js && echo swapped`, timeoutMs: 20_000 });
+      const swapped = await host.client.run(sid, { command: `ln -sf ${hostCanary.path} README.md && ln -sf /etc/passwd test.js && echo swapped`, timeoutMs: 20_000 });
       expect(swapped).toMatchObject({ exitCode: 0, stdout: 'swapped\n' });
       const changes = await host.client.changes(sid);
       expect(changes.files.map((f) => f.path)).toEqual(expect.arrayContaining(['README.md', 'test.js']));
       for (const f of changes.files) expect({ path: f.path, leaked: leaked(f.diff) }).toEqual({ path: f.path, leaked: false });
-      await host.client.acceptChanges(sid, ['README.md', 'test.js']);
+      await host.client.accept(sid, ['README.md', 'test.js']);
       const patch = await host.client.patch(sid);
       expect({ leakedInPatch: leaked(patch.patch) || leaked(patch.sessionPatch) }).toEqual({ leakedInPatch: false });
     });
 
     it('reverting files under a directory swapped for a link to a host directory writes nothing there', async () => {
-      const swapped = await host.client.exec(sid, { command: `mv src src.moved && ln -s ${outsideDir} src && echo swapped`, timeoutMs: 20_000 });
+      const swapped = await host.client.run(sid, { command: `mv src src.moved && ln -s ${outsideDir} src && echo swapped`, timeoutMs: 20_000 });
       expect(swapped).toMatchObject({ exitCode: 0, stdout: 'swapped\n' });
-      const reverted = await host.client.revertChanges(sid, ['src/index.js', 'src/util/strings.js', 'src']);
+      const reverted = await host.client.revert(sid, ['src/index.js', 'src/util/strings.js', 'src']);
       expect([...reverted.paths].sort()).toEqual(['src', 'src/index.js', 'src/util/strings.js']);
       expect({ 'files written into the host directory the link pointed to': readdirSync(outsideDir) }).toEqual({ 'files written into the host directory the link pointed to': [] });
       // The link is gone and the base files are back inside the working copy.
-      const after = await host.client.exec(sid, { command: 'test ! -L src && cat src/index.js', timeoutMs: 20_000 });
+      const after = await host.client.run(sid, { command: 'test ! -L src && cat src/index.js', timeoutMs: 20_000 });
       expect(after).toMatchObject({ exitCode: 0, stdout: 'module.exports = (a, b) => a + b;\n' });
     });
   });
@@ -219,7 +220,7 @@ describe.each(RUNTIMES)('file operations under %s', (runtime) => {
 
     it('read, search and propose-write on a FIFO neither hang nor freeze the exec-host', async () => {
       const name = `pipe-${randomBytes(4).toString('hex')}`;
-      const made = await host.client.exec(id, { command: `mkfifo ${name} && echo made`, timeoutMs: 20_000 });
+      const made = await host.client.run(id, { command: `mkfifo ${name} && echo made`, timeoutMs: 20_000 });
       if (made.exitCode !== 0) {
         // The seccomp profile denies mknod: no FIFO can be planted in the first place.
         expect(made.stderr).toBe(`mkfifo: cannot create fifo '${name}': Operation not permitted\n`);
@@ -273,7 +274,7 @@ describe.each(RUNTIMES)('file operations under %s', (runtime) => {
             try {
               outcome = await attempt();
             } catch (error) {
-              outcome = error instanceof ExecHostError ? `${error.status} ${error.body.code}` : `error ${String(error)}`;
+              outcome = error instanceof ExecHostCallError ? `${error.status} ${error.code}` : `error ${String(error)}`;
             }
             if (stop()) outcome = `late ${outcome}`;
             outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
@@ -311,11 +312,11 @@ describe.each(RUNTIMES)('file operations under %s', (runtime) => {
       const [{ exit, stdout }, during] = await Promise.all([command, attackUntil(() => done, attempt)]);
       expect({ racerExit: exit.exitCode, swapped: stdout.includes('swaps') }).toEqual({ racerExit: 0, swapped: true });
 
-      const launched = await host.client.exec(id, { command: `python3 - >/dev/null 2>&1 <<'EOF' &\n${racerProgram(racer, seconds)}\nEOF\necho launched`, timeoutMs: 20_000 });
+      const launched = await host.client.run(id, { command: `python3 - >/dev/null 2>&1 <<'EOF' &\n${racerProgram(racer, seconds)}\nEOF\necho launched`, timeoutMs: 20_000 });
       expect(launched).toMatchObject({ exitCode: 0, stdout: 'launched\n' });
       const deadline = Date.now() + seconds * 1000;
       const after = await attackUntil(() => Date.now() > deadline, attempt);
-      const ps = await host.client.exec(id, { command: 'ps -eo args=', timeoutMs: 20_000 });
+      const ps = await host.client.run(id, { command: 'ps -eo args=', timeoutMs: 20_000 });
       const survivors = ps.stdout.split('\n').filter((l) => l.startsWith('python3 -'));
       return { during, after, survivors };
     }
@@ -365,7 +366,7 @@ describe.each(RUNTIMES)('file operations under %s', (runtime) => {
         'os.symlink("/etc", "race-dir")',
       ].join('\n');
       const listed = await race(swapDir, 3, async () => {
-        const res = await host.client.listFiles(id, { path: 'race-dir' });
+        const res = await host.client.list(id, { path: 'race-dir' });
         const names = res.entries.map((e) => e.name);
         return names.some((n) => n === 'shadow' || n === 'hostname' || n === 'os-release') ? 'ESCAPED' : 'inside';
       });

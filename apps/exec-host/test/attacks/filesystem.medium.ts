@@ -230,8 +230,8 @@ probe("readme", lambda: open("/workspace/README.md").read())
 
   it('answers file_not_found for an excluded file through the file operations, and search finds no secret', async () => {
     const missing = await refusal(host.client.read(info.sandboxId, { path: '.env' }));
-    expect({ status: missing.status, code: missing.body.code }).toEqual({ status: 404, code: 'file_not_found' });
-    expectSentence(missing.body.message, 'file_not_found');
+    expect({ status: missing.status, code: missing.code }).toEqual({ status: 404, code: 'file_not_found' });
+    expectSentence(missing.message, 'file_not_found');
     for (const secret of Object.values(repo.secrets)) {
       const found = await host.client.search(info.sandboxId, { pattern: secret });
       expect({ secret, matches: found.matches }).toEqual({ secret, matches: [] });

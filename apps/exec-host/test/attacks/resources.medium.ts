@@ -23,20 +23,20 @@ afterAll(async () => {
 
 async function timedHealth(): Promise<number> {
   const started = performance.now();
-  await host.client.health();
+  await host.client.healthReport();
   return performance.now() - started;
 }
 
 /** Process command lines in the sandbox, to look for survivors of a killed command. */
 async function processes(sandboxId: string): Promise<string[]> {
-  const ps = await host.client.exec(sandboxId, { command: 'ps -eo args=', timeoutMs: 20_000 });
+  const ps = await host.client.run(sandboxId, { command: 'ps -eo args=', timeoutMs: 20_000 });
   expect(ps.exitCode).toBe(0);
   return ps.stdout.split('\n').map((l) => l.trim()).filter(Boolean);
 }
 
 /** After any attack the sandbox still runs an ordinary command, and its working copy is intact. */
 async function expectStillWorks(sandboxId: string): Promise<void> {
-  const after = await host.client.exec(sandboxId, { command: 'echo alive && echo ok > /workspace/.alive && cat /workspace/.alive && rm /workspace/.alive', timeoutMs: 30_000 });
+  const after = await host.client.run(sandboxId, { command: 'echo alive && echo ok > /workspace/.alive && cat /workspace/.alive && rm /workspace/.alive', timeoutMs: 30_000 });
   expect({ exitCode: after.exitCode, stdout: after.stdout, stderr: after.stderr, class: after.class }).toEqual({ exitCode: 0, stdout: 'alive\nok\n', stderr: '', class: null });
 }
 
@@ -48,7 +48,7 @@ describe.each(RUNTIMES)('resource caps under %s', (runtime) => {
     });
 
     it('kills a command that never ends at its timeout, with its background child', async () => {
-      const result = await host.client.exec(sandboxId, { command: 'sleep 3571 & echo "child $!"; sleep 3572', timeoutMs: 2_000 });
+      const result = await host.client.run(sandboxId, { command: 'sleep 3571 & echo "child $!"; sleep 3572', timeoutMs: 2_000 });
       expect(result).toMatchObject({ timedOut: true, class: 'timeout' });
       expect(result.classes[0]).toBe('timeout');
       expectSentence(result.message ?? '', 'timeout');
@@ -61,7 +61,7 @@ describe.each(RUNTIMES)('resource caps under %s', (runtime) => {
     });
 
     it('kills a command that ignores SIGTERM and spins', async () => {
-      const result = await host.client.exec(sandboxId, { command: "trap '' TERM INT HUP; while :; do : spin-3575; done", timeoutMs: 2_000 });
+      const result = await host.client.run(sandboxId, { command: "trap '' TERM INT HUP; while :; do : spin-3575; done", timeoutMs: 2_000 });
       expect(result).toMatchObject({ timedOut: true, class: 'timeout' });
       expect(result.durationMs).toBeLessThan(15_000);
       const left = (await processes(sandboxId)).filter((p) => p.includes('spin-3575'));
@@ -70,7 +70,7 @@ describe.each(RUNTIMES)('resource caps under %s', (runtime) => {
     });
 
     it('leaves no daemon behind: a child that detached itself with setsid is killed too', async () => {
-      const result = await host.client.exec(sandboxId, { command: 'setsid nohup sleep 3573 >/dev/null 2>&1 < /dev/null & sleep 3574', timeoutMs: 2_000 });
+      const result = await host.client.run(sandboxId, { command: 'setsid nohup sleep 3573 >/dev/null 2>&1 < /dev/null & sleep 3574', timeoutMs: 2_000 });
       expect(result).toMatchObject({ timedOut: true, class: 'timeout' });
       const left = (await processes(sandboxId)).filter((p) => /sleep 357[34]/.test(p));
       const finding = 'processes a timed-out command detached with setsid, still running';
@@ -81,7 +81,7 @@ describe.each(RUNTIMES)('resource caps under %s', (runtime) => {
     it('cuts output at the cap and says so', async () => {
       const info = await host.client.get(sandboxId);
       const cap = info.limits.outputCapBytes;
-      const result = await host.client.exec(sandboxId, { command: `head -c ${cap * 3} /dev/zero | tr '\\0' 'x'`, timeoutMs: 30_000 });
+      const result = await host.client.run(sandboxId, { command: `head -c ${cap * 3} /dev/zero | tr '\\0' 'x'`, timeoutMs: 30_000 });
       expect(result).toMatchObject({ exitCode: 0, truncated: true, class: 'output_truncated' });
       expect(result.stdout.length).toBeLessThanOrEqual(cap + 200);
       expect(result.stdout).toContain(`[lemniscate: output truncated at the cap of ${cap} bytes]`);
@@ -115,7 +115,7 @@ for c in children:
     os.waitpid(c, 0)
 print(json.dumps({"forked": len(children), "errno": err}))
 `;
-      const result = await host.client.exec(sandboxId, { command: `python3 - <<'EOF'\n${program}\nEOF`, timeoutMs: 30_000 });
+      const result = await host.client.run(sandboxId, { command: `python3 - <<'EOF'\n${program}\nEOF`, timeoutMs: 30_000 });
       expect({ exitCode: result.exitCode, stderr: result.stderr }).toEqual({ exitCode: 0, stderr: '' });
       const outcome = JSON.parse(result.stdout.trim().split('\n').pop() ?? '{}') as { forked: number; errno: string | null };
       expect(outcome.errno).toBe('EAGAIN');
@@ -156,7 +156,7 @@ print(json.dumps({"forked": len(children), "errno": err}))
 
     it('survives a second fork bomb in the same sandbox, written differently (a C-style fork loop)', async () => {
       const program = 'import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n';
-      const exit = await host.client.exec(sandboxId, { command: `python3 -c '${program.replace(/'/g, "'\\''")}'`, timeoutMs: 8_000 });
+      const exit = await host.client.run(sandboxId, { command: `python3 -c '${program.replace(/'/g, "'\\''")}'`, timeoutMs: 8_000 });
       expect(['pids_limit', 'timeout']).toContain(exit.class);
       expect(exit.classes).not.toContain('sandbox_lost');
       expect(await processes(sandboxId).then((ps) => ps.filter((p) => p.includes('os.fork')).length)).toBe(0);
@@ -178,7 +178,7 @@ print(json.dumps({"forked": len(children), "errno": err}))
     });
 
     it.each(bombs)('stops %s as oom, and the sandbox runs the next command', async (_name, command) => {
-      const result = await host.client.exec(sandboxId, { command, timeoutMs: 60_000 });
+      const result = await host.client.run(sandboxId, { command, timeoutMs: 60_000 });
       expect({ class: result.class, classes: result.classes, timedOut: result.timedOut }).toEqual({ class: 'oom', classes: ['oom'], timedOut: false });
       expect(result.exitCode).not.toBe(0);
       expectSentence(result.message ?? '', 'oom');
@@ -191,7 +191,7 @@ print(json.dumps({"forked": len(children), "errno": err}))
       const diskMb = 32;
       const { sandboxId, limits } = await host.createSandbox({ repository: { source: repo.dir }, runtime, limits: { diskMb } }, `disk-${runtime}`);
       expect(limits.diskMb).toBe(diskMb);
-      const health = await host.client.health();
+      const health = await host.client.healthReport();
       expect(health.diskCap).toMatchObject({ mechanism: 'ext4-loop', available: true });
       const free = () => {
         const s = statfsSync(host.stateDir);
@@ -199,16 +199,16 @@ print(json.dumps({"forked": len(children), "errno": err}))
       };
       const before = free();
       const attempt = 1024; // MB, thirty-two times the cap
-      const result = await host.client.exec(sandboxId, { command: `dd if=/dev/zero of=/workspace/fill bs=1M count=${attempt} status=none`, timeoutMs: 120_000 });
+      const result = await host.client.run(sandboxId, { command: `dd if=/dev/zero of=/workspace/fill bs=1M count=${attempt} status=none`, timeoutMs: 120_000 });
       const used = before - free();
       expect({ class: result.class, exitCode: result.exitCode }).toEqual({ class: 'disk_full', exitCode: 1 });
       expect(result.stderr).toContain('No space left on device');
       expectSentence(result.message ?? '', 'disk_full');
-      const size = await host.client.exec(sandboxId, { command: 'stat -c %s /workspace/fill', timeoutMs: 20_000 });
+      const size = await host.client.run(sandboxId, { command: 'stat -c %s /workspace/fill', timeoutMs: 20_000 });
       expect(Number(size.stdout.trim())).toBeLessThanOrEqual(diskMb * 1024 * 1024);
       // Other work on this machine moves the free space too; a cap that leaked would move it by a gigabyte.
       expect(used).toBeLessThan(256 * 1024 * 1024);
-      const cleaned = await host.client.exec(sandboxId, { command: 'rm /workspace/fill && echo ok > /workspace/after.txt && cat /workspace/after.txt', timeoutMs: 20_000 });
+      const cleaned = await host.client.run(sandboxId, { command: 'rm /workspace/fill && echo ok > /workspace/after.txt && cat /workspace/after.txt', timeoutMs: 20_000 });
       expect(cleaned).toMatchObject({ exitCode: 0, stdout: 'ok\n' });
       await expectStillWorks(sandboxId);
     });

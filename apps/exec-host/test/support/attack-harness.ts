@@ -1,31 +1,17 @@
 // The real exec-host, started as the gateway would find it: a built child process on a loopback
-// port, spoken to over HTTP with every response validated by the contract's schemas. Nothing here
-// imports the exec-host's sources: the battery attacks the service, not its classes.
+// port, spoken to over HTTP by the gateway's own client, every response validated by the contract's
+// schemas. Nothing here imports the exec-host's sources: the battery attacks the service, not its classes.
 import {
-  ApplyDiffResponse,
-  ChangePathsResponse,
-  ChangesResponse,
-  DestroySandboxResponse,
-  ErrorBody,
   ExecHostHealth,
   ExecHostRoutes,
   ExecResult,
-  ExecStreamChunk,
-  ListFilesResponse,
-  PatchResponse,
-  ProposedChange,
-  ReadFileResponse,
   SandboxInfo,
   SandboxList,
-  SearchFilesResponse,
   type CreateSandboxRequest,
+  type ExecExit,
   type ExecRequest,
-  type ListFilesRequest,
-  type ProposeEditRequest,
-  type ProposeWriteRequest,
-  type ReadFileRequest,
+  type ExecStreamChunk,
   type SandboxRuntime,
-  type SearchFilesRequest,
 } from '@lemniscate/contracts';
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -35,6 +21,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import type { z } from 'zod';
+import { ExecHostCallError } from '@lemniscate/gateway/src/exec-host/exec-host.port';
+import { HttpExecHost, refusalOf } from '@lemniscate/gateway/src/exec-host/http-exec-host';
 
 const execFileAsync = promisify(execFile);
 
@@ -79,16 +67,6 @@ export function buildExecHost(): void {
 
 // ───────────────────────────── client
 
-export class ExecHostError extends Error {
-  constructor(
-    readonly status: number,
-    readonly body: ErrorBody,
-    readonly route: string,
-  ) {
-    super(`${route} answered ${status} ${body.code}: ${body.message}`);
-  }
-}
-
 export interface RawResponse {
   status: number;
   headers: Headers;
@@ -107,16 +85,23 @@ export interface RawRequest {
   signal?: AbortSignal;
 }
 
-/** A typed client of the exec-host API: every answer is checked against libs/contracts. */
-export class ExecHostClient {
+/**
+ * The gateway's own exec-host client (every answer checked against libs/contracts, a refusal thrown
+ * as ExecHostCallError), plus what only the battery needs: raw requests, the calls the gateway never
+ * makes (the health report, one sandbox, the list, the non-streaming exec), and the streamed exec's
+ * output gathered.
+ */
+export class ExecHostClient extends HttpExecHost {
   constructor(
     readonly baseUrl: string,
-    private readonly token: string,
-  ) {}
+    private readonly bearer: string,
+  ) {
+    super({ url: baseUrl, token: bearer });
+  }
 
   async raw(method: string, route: string, init: RawRequest = {}): Promise<RawResponse> {
     const headers: Record<string, string> = { ...init.headers };
-    const token = init.token === undefined ? this.token : init.token;
+    const token = init.token === undefined ? this.bearer : init.token;
     if (token !== null) headers.authorization = `Bearer ${token}`;
     let body: string | undefined;
     if (init.rawBody !== undefined) {
@@ -137,125 +122,53 @@ export class ExecHostClient {
     return { status: res.status, headers: res.headers, text, json };
   }
 
-  private async call<T extends z.ZodType>(schema: T, method: string, route: string, body?: unknown, expected = [200, 201]): Promise<z.output<T>> {
+  private async call<T extends z.ZodType>(schema: T, method: string, route: string, body?: unknown): Promise<z.output<T>> {
     const res = await this.raw(method, route, { body });
-    if (!expected.includes(res.status)) throw toError(res, `${method} ${route}`);
+    if (res.status !== 200) throw refusalOf(res.status, res.text);
     const parsed = schema.safeParse(res.json);
     if (!parsed.success) throw new Error(`${method} ${route} answered ${res.status} with a body outside the contract: ${parsed.error.message}\n${res.text.slice(0, 2000)}`);
     return parsed.data;
   }
 
-  health() {
+  /** The whole health document (the gateway only reads whether it is ready). */
+  healthReport() {
     return this.call(ExecHostHealth, 'GET', ExecHostRoutes.health());
-  }
-  create(req: CreateSandboxRequest) {
-    return this.call(SandboxInfo, 'POST', ExecHostRoutes.sandboxes(), req, [201]);
   }
   get(id: string) {
     return this.call(SandboxInfo, 'GET', ExecHostRoutes.sandbox(id));
   }
-  list() {
+  sandboxes() {
     return this.call(SandboxList, 'GET', ExecHostRoutes.sandboxes());
   }
-  destroy(id: string) {
-    return this.call(DestroySandboxResponse, 'DELETE', ExecHostRoutes.sandbox(id));
-  }
-  exec(id: string, req: ExecRequest) {
+  /** A command through the non-streaming form of exec. */
+  run(id: string, req: ExecRequest) {
     return this.call(ExecResult, 'POST', `${ExecHostRoutes.exec(id)}?stream=false`, req);
-  }
-  read(id: string, req: ReadFileRequest) {
-    return this.call(ReadFileResponse, 'POST', ExecHostRoutes.file(id, 'read'), req);
-  }
-  listFiles(id: string, req: ListFilesRequest) {
-    return this.call(ListFilesResponse, 'POST', ExecHostRoutes.file(id, 'list'), req);
-  }
-  search(id: string, req: SearchFilesRequest) {
-    return this.call(SearchFilesResponse, 'POST', ExecHostRoutes.file(id, 'search'), req);
-  }
-  proposeWrite(id: string, req: ProposeWriteRequest) {
-    return this.call(ProposedChange, 'POST', ExecHostRoutes.file(id, 'propose-write'), req);
-  }
-  proposeEdit(id: string, req: ProposeEditRequest) {
-    return this.call(ProposedChange, 'POST', ExecHostRoutes.file(id, 'propose-edit'), req);
-  }
-  apply(id: string, diff: string) {
-    return this.call(ApplyDiffResponse, 'POST', ExecHostRoutes.file(id, 'apply'), { diff });
-  }
-  changes(id: string) {
-    return this.call(ChangesResponse, 'GET', ExecHostRoutes.changes(id));
-  }
-  acceptChanges(id: string, paths: string[]) {
-    return this.call(ChangePathsResponse, 'POST', ExecHostRoutes.acceptChanges(id), { paths });
-  }
-  revertChanges(id: string, paths: string[]) {
-    return this.call(ChangePathsResponse, 'POST', ExecHostRoutes.revertChanges(id), { paths });
-  }
-  patch(id: string) {
-    return this.call(PatchResponse, 'GET', ExecHostRoutes.patch(id));
   }
 
   /**
    * The streamed exec: `onChunk` sees every line as it arrives (so a test can act while the command
    * still runs); the promise resolves with the exit line and everything that came before it.
    */
-  async execStream(id: string, req: ExecRequest, onChunk?: (chunk: ExecStreamChunk) => void): Promise<{ exit: Extract<ExecStreamChunk, { type: 'exit' }>; stdout: string; stderr: string }> {
-    const route = ExecHostRoutes.exec(id);
-    const res = await fetch(this.baseUrl + route, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${this.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify(req),
-    });
-    if (res.status !== 200 || !res.body) {
-      const text = await res.text();
-      let json: unknown;
-      try {
-        json = JSON.parse(text);
-      } catch {
-        json = undefined;
-      }
-      throw toError({ status: res.status, headers: res.headers, text, json }, `POST ${route}`);
-    }
-    const decoder = new TextDecoder();
-    let pending = '';
+  async execStream(id: string, req: ExecRequest, onChunk?: (chunk: ExecStreamChunk) => void): Promise<{ exit: ExecExit; stdout: string; stderr: string }> {
     let stdout = '';
     let stderr = '';
-    let exit: Extract<ExecStreamChunk, { type: 'exit' }> | undefined;
-    const take = (line: string) => {
-      if (line.trim() === '') return;
-      const chunk = ExecStreamChunk.parse(JSON.parse(line));
-      if (exit) throw new Error(`the exec stream went on after its exit line: ${line}`);
-      if (chunk.type === 'exit') exit = chunk;
-      else if (chunk.type === 'stdout') stdout += chunk.data;
+    const exit = await this.exec(id, req, (chunk) => {
+      if (chunk.type === 'stdout') stdout += chunk.data;
       else stderr += chunk.data;
       onChunk?.(chunk);
-    };
-    for await (const bytes of res.body) {
-      pending += decoder.decode(bytes as Uint8Array, { stream: true });
-      let nl: number;
-      while ((nl = pending.indexOf('\n')) >= 0) {
-        take(pending.slice(0, nl));
-        pending = pending.slice(nl + 1);
-      }
-    }
-    take(pending + decoder.decode());
-    if (!exit) throw new Error(`the exec stream ended without an exit line (stdout so far: ${stdout.slice(-500)})`);
+    });
+    onChunk?.(exit);
     return { exit, stdout, stderr };
   }
 }
 
-function toError(res: RawResponse, route: string): Error {
-  const body = ErrorBody.safeParse(res.json);
-  if (!body.success) return new Error(`${route} answered ${res.status} without an ErrorBody: ${res.text.slice(0, 1000)}`);
-  return new ExecHostError(res.status, body.data, route);
-}
-
 /** Awaits a call that must be refused and returns the refusal, failing with what came instead. */
-export async function refusal(call: Promise<unknown>): Promise<ExecHostError> {
+export async function refusal(call: Promise<unknown>): Promise<ExecHostCallError> {
   let value: unknown;
   try {
     value = await call;
   } catch (error) {
-    if (error instanceof ExecHostError) return error;
+    if (error instanceof ExecHostCallError) return error;
     throw error;
   }
   throw new Error(`expected a refusal, the exec-host answered: ${JSON.stringify(value).slice(0, 1500)}`);
@@ -552,7 +465,7 @@ MACHINE = os.uname().machine
 export async function runProbes(client: ExecHostClient, sandboxId: string, program: string, timeoutMs = 60_000): Promise<Record<string, ProbeResult>> {
   const script = PROBE_PRELUDE + '\n' + program;
   const marker = `PROBE_${randomBytes(6).toString('hex')}`;
-  const result = await client.exec(sandboxId, { command: `python3 - <<'${marker}'\n${script}\n${marker}\n`, timeoutMs });
+  const result = await client.run(sandboxId, { command: `python3 - <<'${marker}'\n${script}\n${marker}\n`, timeoutMs });
   if (result.exitCode !== 0) throw new Error(`the probe program itself failed (exit ${result.exitCode}, class ${result.class}):\n${result.stderr}\n${result.stdout}`);
   const results: Record<string, ProbeResult> = {};
   for (const line of result.stdout.split('\n')) {

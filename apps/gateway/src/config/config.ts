@@ -22,6 +22,10 @@ const EnvSchema = z.object({
   LEMNISCATE_TRUST_PROXY_HOPS: z.coerce.number({ error: 'must be a number of proxy hops' }).int().min(0).max(10).default(0),
   LEMNISCATE_LOOP_LEASE_SECONDS: z.coerce.number({ error: 'must be a number of seconds' }).int().min(2).max(3600).default(30),
   LEMNISCATE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** The model a session runs with when its request names none. */
+  LEMNISCATE_DEFAULT_MODEL: z.string().optional(),
+  /** A YAML file of model services (keys, endpoints, the scripted model for demos and tests). */
+  LEMNISCATE_MODELS_CONFIG: z.string().optional(),
 });
 
 export interface GatewayConfig {
@@ -38,6 +42,13 @@ export interface GatewayConfig {
   trustProxyHops: number;
   /** How long a session's loop may go without its gateway saying it still runs it (orphans, ADR 0009). */
   loopLeaseSeconds: number;
+  /** Models: the default for a session that names none, and the file that configures the services. */
+  models: { default: string | undefined; configFile: string | undefined };
+  /**
+   * The gateway's own `LEMNISCATE_SESSION_*` variables (L5), read as a session's environment layer
+   * when its request brings none (a CLI sends the developer's).
+   */
+  sessionEnvironment: Record<string, string>;
 }
 
 export class ConfigError extends Error {}
@@ -64,6 +75,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
     logLevel: e.LEMNISCATE_LOG_LEVEL,
     trustProxyHops: e.LEMNISCATE_TRUST_PROXY_HOPS,
     loopLeaseSeconds: e.LEMNISCATE_LOOP_LEASE_SECONDS,
+    models: { default: e.LEMNISCATE_DEFAULT_MODEL, configFile: e.LEMNISCATE_MODELS_CONFIG },
+    // Taken as they are, empty values included: the execution settings say which value they refuse.
+    sessionEnvironment: Object.fromEntries(Object.entries(env).filter((v): v is [string, string] => v[0].startsWith('LEMNISCATE_SESSION_') && typeof v[1] === 'string')),
   };
 }
 

@@ -5,7 +5,7 @@ import { Public } from '../auth/permission.decorator';
 import { Returns } from '../common/zod-validation';
 import { DATABASE } from '../db/tokens';
 import type { Database } from '../db/database';
-import { ExecHostClient } from '../exec-host/exec-host.client';
+import { EXEC_HOST, type ExecHostPort } from '../exec-host/exec-host.port';
 import { MetricsService } from './metrics.service';
 
 /** Probes and metrics live outside /api/v1 so load balancers and Prometheus need no credentials. */
@@ -13,7 +13,7 @@ import { MetricsService } from './metrics.service';
 export class HealthController {
   constructor(
     @Inject(DATABASE) private readonly database: Database,
-    private readonly execHost: ExecHostClient,
+    @Inject(EXEC_HOST) private readonly execHost: ExecHostPort,
     private readonly metrics: MetricsService,
   ) {}
 

@@ -1,15 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { Logger } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import type { ApprovedCommand } from '@lemniscate/policy';
 import type { PolicyDecision, SandboxInfo } from '@lemniscate/contracts';
-import type { AuditService } from '../audit/audit.service';
+import { AuditService } from '../audit/audit.service';
 import { withDbRetry } from '../db/retry';
-import type { ApprovedCommandsRepository } from '../db/repositories/approved-commands.repository';
-import type { ApprovalsRepository } from '../db/repositories/approvals.repository';
-import type { SessionsRepository } from '../db/repositories/sessions.repository';
-import type { ToolCallsRepository } from '../db/repositories/tool-calls.repository';
-import type { EventsService } from '../events/events.service';
-import type { ApprovalsService } from '../sessions/approvals.service';
+import { ApprovedCommandsRepository } from '../db/repositories/approved-commands.repository';
+import { ApprovalsRepository } from '../db/repositories/approvals.repository';
+import { SessionsRepository } from '../db/repositories/sessions.repository';
+import { ToolCallsRepository } from '../db/repositories/tool-calls.repository';
+import { EventsService } from '../events/events.service';
+import { ApprovalsService } from '../sessions/approvals.service';
 import type { ApprovalDraft, ApprovalOutcome, EventDraft, SessionEnd, SessionRecorder, ToolResultRecord } from './ports';
 
 export interface DbRecorderDeps {
@@ -20,6 +20,24 @@ export interface DbRecorderDeps {
   approvedCommands: ApprovedCommandsRepository;
   audit: AuditService;
   events: EventsService;
+}
+
+/** Opens the database recorder of each session a tree runs: what the recorders write to, injected once. */
+@Injectable()
+export class DbRecorders implements DbRecorderDeps {
+  constructor(
+    readonly sessions: SessionsRepository,
+    readonly toolCalls: ToolCallsRepository,
+    readonly approvals: ApprovalsRepository,
+    readonly approvalsService: ApprovalsService,
+    readonly approvedCommands: ApprovedCommandsRepository,
+    readonly audit: AuditService,
+    readonly events: EventsService,
+  ) {}
+
+  open(session: { id: string; projectId: string; rootId: string; agent: string }): DbSessionRecorder {
+    return new DbSessionRecorder(this, session);
+  }
 }
 
 /**
@@ -102,11 +120,7 @@ export class DbSessionRecorder implements SessionRecorder {
       const row = await this.retry('approval', () => this.deps.approvals.findById(id));
       if (!row || row.state === 'pending') return;
       if (row.state === 'approved') {
-        const remembered =
-          draft.kind === 'command' && 'command' in draft.payload && draft.payload.workingDirectory !== undefined
-            ? await this.rememberedCommand(draft.payload.command, draft.payload.workingDirectory)
-            : false;
-        settle({ state: 'approved', approvalId, decidedBy: row.decidedBy ?? 'unknown', rememberCommand: remembered, response: row.response });
+        settle({ state: 'approved', approvalId, decidedBy: row.decidedBy ?? 'unknown', response: row.response });
       } else if (row.state === 'refused_headless') {
         settle({ state: 'refused_headless', approvalId });
       } else {
@@ -158,17 +172,9 @@ export class DbSessionRecorder implements SessionRecorder {
     }
   }
 
-  private rememberedCommand(command: string, workingDirectory: string): Promise<boolean> {
-    return this.retry('approved commands', () => this.deps.approvedCommands.has(this.session.id, command, workingDirectory));
-  }
-
   async approvedCommands(): Promise<ApprovedCommand[]> {
     // A row whose approval is gone (never, short of a deleted session) names no approval: not used.
     return (await this.retry('approved commands', () => this.deps.approvedCommands.listForSession(this.session.id))).flatMap((r) => (r.approvalId ? [{ command: r.command, workingDirectory: r.workingDirectory, approvalId: r.approvalId }] : []));
-  }
-
-  async rememberCommand(): Promise<void> {
-    // The approvals service stores the command when the person answers "approve identical commands".
   }
 
   async recordWorkingCopy(info: SandboxInfo): Promise<void> {

@@ -15,19 +15,23 @@ export interface ApprovalDraft {
 }
 
 export type ApprovalOutcome =
-  | { state: 'approved'; approvalId: string; decidedBy: string; rememberCommand: boolean; /** A question's answer. */ response?: string | null }
+  | { state: 'approved'; approvalId: string; decidedBy: string; /** A question's answer. */ response?: string | null }
   | { state: 'rejected' | 'expired'; approvalId: string; decidedBy: string | null }
   /** Headless: nobody can answer; refused at once and recorded as the automated process's refusal. */
   | { state: 'refused_headless'; approvalId: string };
 
-export interface ToolResultRecord {
-  ok: boolean;
+/** What running a tool produced, when it ran a command or was refused on the way. */
+export interface CallOutcome {
   exitCode?: number | null;
   stdout?: string;
   stderr?: string;
   truncated?: boolean;
   durationMs?: number;
   class?: string | null;
+}
+
+export interface ToolResultRecord extends CallOutcome {
+  ok: boolean;
   /** What the model was told, bounded. */
   summary: string;
 }
@@ -61,9 +65,11 @@ export interface SessionRecorder {
    * recorded and audited as such, and the outcome is `expired` (L1, X4: nothing waits forever).
    */
   requestApproval(draft: ApprovalDraft, signal: AbortSignal, timeoutMs: number): Promise<ApprovalOutcome>;
-  /** Commands approved "with their identical repeats" in this session (P3), with their approvals. */
+  /**
+   * Commands approved "with their identical repeats" in this session (P3), with their approvals. The
+   * approvals service stores one when the person gives that answer; the loop only reads them.
+   */
   approvedCommands(): Promise<ApprovedCommand[]>;
-  rememberCommand(entry: ApprovedCommand): Promise<void>;
   /** Where the working copy stood at the start (X3); the tree kept so far is the start's. */
   recordWorkingCopy(info: SandboxInfo): Promise<void>;
   recordProgress(progress: { actionsUsed: number; extensionsUsed: number }): Promise<void>;

@@ -20,8 +20,8 @@ import {
 import { formatBytes, toolArgumentsOverLimit, utf8Bytes, type FileChange, type SandboxInfo, type SessionEventOf } from '@lemniscate/contracts';
 import { describeFailure } from '../db/errors';
 import type { ChatMessage, ModelProvider, ToolCall, ToolDefinition, TurnResult } from '../model/model.types';
-import { ExecHostError, type ExecHostPort } from './exec-host.port';
-import type { ApprovalDraft, ApprovalOutcome, EventDraft, SessionRecorder } from './ports';
+import { ExecHostCallError, type ExecHostPort } from '../exec-host/exec-host.port';
+import type { ApprovalDraft, ApprovalOutcome, CallOutcome, EventDraft, SessionRecorder } from './ports';
 import { sessionCatalogue } from './tool-catalogue';
 
 /** Why a session failed: the sandbox gone, the platform (exec-host, engine) failing, the model, or a crash. */
@@ -358,14 +358,14 @@ export class SessionRunner {
       return { id: call.id, control: result.control, data: result.data, isError: result.isError };
     } catch (err) {
       if (err instanceof SessionAborted || this.deps.signal.aborted) throw err;
-      if (err instanceof ExecHostError && err.code === 'outside_working_copy') {
+      if (err instanceof ExecHostCallError && err.code === 'outside_working_copy') {
         await this.emit({ type: 'decision', callId, effect: 'deny', rule: 'scope.outside', reason: err.message, thirdParty: false, class: 'outside_project' });
         await this.deps.recorder.recordResult(callId, { ok: false, summary: err.message, class: 'outside_project' });
         return { id: call.id, control: `Refused: ${err.message}`, isError: true };
       }
       // The sandbox or the control channel is gone, or the platform itself failed (the exec-host answered
       // 5xx): not a result of the command. The call is audited as such and the session ends failed.
-      const platformFailed = err instanceof ExecHostError && (err.code === 'sandbox_lost' || err.code === 'sandbox_not_found' || err.code === 'engine_unavailable' || err.status >= 500);
+      const platformFailed = err instanceof ExecHostCallError && (err.code === 'sandbox_lost' || err.code === 'sandbox_not_found' || err.code === 'engine_unavailable' || err.status >= 500);
       if (platformFailed) {
         const summary = bound(`The platform failed, not the command: ${err.message}`, 2000);
         const cls = err.code === 'sandbox_lost' || err.code === 'sandbox_not_found' ? 'sandbox_lost' : 'platform_error';
@@ -511,7 +511,7 @@ export class SessionRunner {
     });
     await this.deps.recorder.audit('tool.result', { callId, exitCode: exit.exitCode, durationMs: exit.durationMs, class: exit.class, stdoutDigest: digest(stdout), stderrDigest: digest(stderr) });
     this.auditedResults.add(callId);
-    if (exit.class === 'sandbox_lost') throw new ExecHostError('sandbox_lost', exit.message ?? 'The sandbox was lost while the command ran.', 410);
+    if (exit.class === 'sandbox_lost') throw new ExecHostCallError('sandbox_lost', exit.message ?? 'The sandbox was lost while the command ran.', 410);
     const review = await this.reviewChanges(callId, policy);
     const status = exit.timedOut ? `timed out after ${exit.durationMs} ms and was killed` : `exited with ${exit.exitCode}`;
     const note = exit.message ? ` ${exit.message}` : '';
@@ -656,9 +656,6 @@ export class SessionRunner {
     const payload = shell ? { command, workingDirectory: WORKING_DIRECTORY } : { command };
     const flags = { thirdParty: decision.thirdParty ?? [], ...(offer ? { reapprovalExempt: true } : {}) };
     const answer = await this.approval(callId, { kind: 'command', payload, flags }, 'command', command);
-    if (answer.state === 'approved' && answer.rememberCommand && offer) {
-      await this.deps.recorder.rememberCommand({ command, workingDirectory: WORKING_DIRECTORY, approvalId: answer.approvalId });
-    }
     return answer.state === 'approved';
   }
 
@@ -841,8 +838,8 @@ export class SessionRunner {
     if (this.deps.signal.aborted) return outcomes.stopped(this.deps.abortReason());
     const e = err as { code?: string; class?: string; message?: string };
     if (e?.class === 'model_timeout' || e?.code === 'model_timeout') this.lastErrorClass = 'model_timeout';
-    else if (err instanceof ExecHostError && (err.code === 'sandbox_lost' || err.code === 'sandbox_not_found')) this.lastErrorClass = 'sandbox_lost';
-    else if (err instanceof ExecHostError && (err.code === 'engine_unavailable' || err.status >= 500)) this.lastErrorClass = 'platform_error';
+    else if (err instanceof ExecHostCallError && (err.code === 'sandbox_lost' || err.code === 'sandbox_not_found')) this.lastErrorClass = 'sandbox_lost';
+    else if (err instanceof ExecHostCallError && (err.code === 'engine_unavailable' || err.status >= 500)) this.lastErrorClass = 'platform_error';
     else if (e?.class === 'model_error' || (err as Error)?.name?.startsWith('Model')) this.lastErrorClass = 'model_error';
     else this.lastErrorClass = 'crash';
     return outcomes.crashed(describeFailure(err));
@@ -857,16 +854,10 @@ export class SessionRunner {
   }
 }
 
-interface ExecutedCall {
+interface ExecutedCall extends CallOutcome {
   control: string;
   data?: { source: string; content: string };
   isError: boolean;
-  exitCode?: number | null;
-  stdout?: string;
-  stderr?: string;
-  truncated?: boolean;
-  durationMs?: number;
-  class?: string | null;
 }
 
 function data(control: string, source: string, content: string): ExecutedCall {

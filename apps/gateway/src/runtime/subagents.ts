@@ -12,7 +12,7 @@ import {
 } from '@lemniscate/session';
 import type { SandboxInfo } from '@lemniscate/contracts';
 import type { ModelProvider } from '../model/model.types';
-import type { ExecHostPort } from './exec-host.port';
+import type { ExecHostPort } from '../exec-host/exec-host.port';
 import type { SessionRecorder } from './ports';
 import { SessionRunner, type DelegationContext, type SessionRunDeps, type SubagentLauncher, type TaskAnswer, type TaskStart } from './session-runner';
 

@@ -1,4 +1,4 @@
-import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import type { RevokeUserResponse, StopSessionResponse } from '@lemniscate/contracts';
 import { AuditService } from '../audit/audit.service';
 import { AccessService } from '../auth/access.service';
@@ -12,7 +12,7 @@ import { UsersRepository } from '../db/repositories/users.repository';
 import { WebSessionsRepository } from '../db/repositories/web-sessions.repository';
 import type { SessionRow } from '../db/schema';
 import { EventsService } from '../events/events.service';
-import { ExecHostClient } from '../exec-host/exec-host.client';
+import { EXEC_HOST, destroyOrLeaveToReaper, type ExecHostPort } from '../exec-host/exec-host.port';
 import { MetricsService } from '../health/metrics.service';
 import { SessionRunRegistry, type CancelReason } from './session-run.registry';
 import { toSessionView } from './views';
@@ -35,7 +35,7 @@ export class RevocationService implements OnModuleInit, OnModuleDestroy {
     private readonly webSessions: WebSessionsRepository,
     private readonly transactions: Transactions,
     private readonly registry: SessionRunRegistry,
-    private readonly execHost: ExecHostClient,
+    @Inject(EXEC_HOST) private readonly execHost: ExecHostPort,
     private readonly access: AccessService,
     private readonly audit: AuditService,
     private readonly events: EventsService,
@@ -111,7 +111,7 @@ export class RevocationService implements OnModuleInit, OnModuleDestroy {
     if (!result) throw ended((await this.sessions.findById(session.id)) ?? session);
     const { endedRow, rejected } = result;
 
-    const { sandboxDestroyed, sandboxNote } = await this.execHost.destroyOrLeaveToReaper(session.sandboxId);
+    const { sandboxDestroyed, sandboxNote } = await destroyOrLeaveToReaper(this.execHost, session.sandboxId);
     if (sandboxNote) this.logger.warn({ sessionId: session.id, sandboxId: session.sandboxId, note: sandboxNote }, 'sandbox not destroyed');
     this.metrics.sessionsEnded.inc({ reason });
     await this.audit.append({

@@ -7,7 +7,7 @@ import { SessionsRepository } from '../db/repositories/sessions.repository';
 import { Transactions } from '../db/repositories/transactions';
 import type { SessionRow } from '../db/schema';
 import { EventsService } from '../events/events.service';
-import { ExecHostClient } from '../exec-host/exec-host.client';
+import { EXEC_HOST, destroyOrLeaveToReaper, type ExecHostPort } from '../exec-host/exec-host.port';
 import { MetricsService } from '../health/metrics.service';
 import { SessionRunRegistry } from './session-run.registry';
 
@@ -39,7 +39,7 @@ export class SessionLeaseService implements OnApplicationBootstrap, OnApplicatio
     private readonly sessions: SessionsRepository,
     private readonly approvals: ApprovalsRepository,
     private readonly transactions: Transactions,
-    private readonly execHost: ExecHostClient,
+    @Inject(EXEC_HOST) private readonly execHost: ExecHostPort,
     private readonly audit: AuditService,
     private readonly events: EventsService,
     private readonly metrics: MetricsService,
@@ -124,7 +124,7 @@ export class SessionLeaseService implements OnApplicationBootstrap, OnApplicatio
     });
     if (!result) return false;
 
-    const { sandboxDestroyed, sandboxNote } = await this.execHost.destroyOrLeaveToReaper(root.sandboxId);
+    const { sandboxDestroyed, sandboxNote } = await destroyOrLeaveToReaper(this.execHost, root.sandboxId);
     this.metrics.sessionsEnded.inc({ reason: 'crash' });
     await this.audit.append({
       actor: 'system',

@@ -1,14 +1,16 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { refusesApprovals, type CreateSessionRequest, type PolicyDecision, type SessionListQuery, type SessionView, type ToolCallView } from '@lemniscate/contracts';
 import { AuditService } from '../audit/audit.service';
 import { AccessService } from '../auth/access.service';
 import { actorOf, type Principal } from '../auth/principal';
 import { AppError, ErrorCode } from '../common/errors';
+import { describeFailure } from '../db/errors';
 import { ProjectsRepository } from '../db/repositories/projects.repository';
 import { SessionsRepository } from '../db/repositories/sessions.repository';
 import { ToolCallsRepository } from '../db/repositories/tool-calls.repository';
 import type { SessionRow, ToolCallRow } from '../db/schema';
+import { withDbRetry } from '../db/retry';
 import { EventsService } from '../events/events.service';
 import { PoliciesService } from '../projects/policies.service';
 import { toSessionView, toToolCallView } from './views';
@@ -30,9 +32,34 @@ export interface ToolResult {
   idleMs: number;
 }
 
-/** Session records: the instruction, who gave it, the policy version it runs under, and its tool calls. */
+/** A subagent's session, as its parent delegates to it (AG3): the tree it joins and what it is asked. */
+export interface ChildSession {
+  sessionId: string;
+  parentSessionId: string;
+  depth: number;
+  agent: string;
+  instruction: string;
+  headless: boolean;
+}
+
+/** The root session of a tree, and the agent that delegates on its behalf. */
+export interface SessionTreeRoot {
+  projectId: string;
+  userId: string;
+  policyVersionId: string | null;
+  mode: SessionView['mode'];
+  agent: string;
+}
+
+/**
+ * Session records: the instruction, who gave it, the policy version it runs under, and its tool
+ * calls. Every session is created here: a developer's through `create`, a subagent's through
+ * `createChild`.
+ */
 @Injectable()
 export class SessionsService {
+  private readonly logger = new Logger('Sessions');
+
   constructor(
     private readonly sessions: SessionsRepository,
     private readonly projects: ProjectsRepository,
@@ -47,21 +74,13 @@ export class SessionsService {
     const project = await this.projects.findById(input.projectId);
     if (!project) throw new AppError(ErrorCode.NotFound, `There is no project ${input.projectId}.`);
     await this.access.require(principal, 'create', 'Session', { projectId: project.id, userId: principal.userId });
-    let depth = 0;
-    if (input.parentSessionId) {
-      const parent = await this.sessions.findById(input.parentSessionId);
-      if (!parent || parent.projectId !== project.id || parent.userId !== principal.userId) {
-        throw new AppError(ErrorCode.NotFound, `There is no session ${input.parentSessionId} of yours in project "${project.name}" to attach to.`);
-      }
-      if (parent.status !== 'running') throw new AppError(ErrorCode.SessionEnded, `The parent session ${parent.id} has ended (${parent.status}).`);
-      // Depth is counted here, never taken from the caller (AG4).
-      depth = parent.depth + 1;
-    }
+    // A request starts a root session; subagents are started by the agent (createChild).
+    const depth = 0;
     const { versionId, version } = await this.policies.inForce(project.id);
     const session = await this.sessions.create({
       projectId: project.id,
       userId: principal.userId,
-      parentSessionId: input.parentSessionId ?? null,
+      parentSessionId: null,
       depth,
       agent: input.agent,
       instruction: input.instruction,
@@ -86,6 +105,53 @@ export class SessionsService {
       payload: { text: session.instruction, author: { kind: 'user', userId: principal.userId } },
     });
     return toSessionView(session);
+  }
+
+  /**
+   * A subagent's session, recorded when its parent delegates (the depth counted by the tree's
+   * tracker, never taken from the model, AG4). It runs the way its tree was started, and its
+   * instruction is audited as the delegating agent's.
+   */
+  async createChild(root: SessionTreeRoot, child: ChildSession): Promise<void> {
+    await this.sessions.create({
+      id: child.sessionId,
+      projectId: root.projectId,
+      userId: root.userId,
+      parentSessionId: child.parentSessionId,
+      depth: child.depth,
+      agent: child.agent,
+      instruction: child.instruction,
+      policyVersionId: root.policyVersionId,
+      mode: root.mode,
+      headless: child.headless,
+      baseCommit: null,
+      branch: null,
+      includedUncommitted: false,
+    });
+    await this.audit.append({
+      actor: `agent:${root.agent}`,
+      kind: 'session.instruction',
+      projectId: root.projectId,
+      sessionId: child.sessionId,
+      payload: { instruction: child.instruction, agent: child.agent, depth: child.depth, parentSessionId: child.parentSessionId },
+    });
+  }
+
+  /**
+   * A session loop failed before it could record its ending (the database stayed away longer than
+   * the retry window): the session is ended here as failed, with a sentence rather than the driver's
+   * message, so it is not left `running` for the orphan sweep to misreport later.
+   */
+  async endAfterFailure(sessionId: string, projectId: string, err: unknown): Promise<void> {
+    const message = describeFailure(err);
+    try {
+      const ended = await withDbRetry(() => this.sessions.end(sessionId, { status: 'failed', stopReason: 'crash', summary: message }));
+      if (!ended) return;
+      await this.audit.append({ actor: 'system', kind: 'session.ended', projectId, sessionId, payload: { status: 'failed', stopReason: 'crash', message } });
+      await withDbRetry(() => this.events.publish({ type: 'session_failed', sessionId, projectId, payload: { status: 'failed', stopReason: 'crash', class: 'crash', message, exitCode: 1 } }));
+    } catch (error) {
+      this.logger.error({ err: error, sessionId }, 'the failed session could not be recorded as ended; the orphan sweep will end it');
+    }
   }
 
   async list(principal: Principal, query: SessionListQuery): Promise<SessionView[]> {

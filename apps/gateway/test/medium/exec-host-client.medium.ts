@@ -1,13 +1,18 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { AppError, ErrorCode } from '../../src/common/errors';
 import { loadConfig } from '../../src/config/config';
-import { ExecHostClient } from '../../src/exec-host/exec-host.client';
+import { ExecHostCallError, destroyOrLeaveToReaper, toAppError } from '../../src/exec-host/exec-host.port';
+import { HttpExecHost } from '../../src/exec-host/http-exec-host';
+import { ErrorCode } from '../../src/common/errors';
 import { startExecHostDouble, type ExecHostDouble } from '../support/exec-host-double';
 
-const client = (url: string, token?: string) => new ExecHostClient(loadConfig({ LEMNISCATE_EXEC_HOST_URL: url, ...(token ? { LEMNISCATE_EXEC_HOST_TOKEN: token } : {}) }));
+/** The client as the gateway makes it: from its configuration. */
+const client = (url: string, token?: string) => {
+  const config = loadConfig({ LEMNISCATE_EXEC_HOST_URL: url, ...(token ? { LEMNISCATE_EXEC_HOST_TOKEN: token } : {}) });
+  return new HttpExecHost({ url: config.execHost.url, token: config.execHost.token });
+};
 
-describe('ExecHostClient', () => {
+describe('HttpExecHost (the gateway side of the control channel)', () => {
   let execHost: ExecHostDouble;
   let broken: Server;
   let brokenUrl: string;
@@ -31,18 +36,30 @@ describe('ExecHostClient', () => {
     await c.destroy('sbx-1');
     expect(execHost.destroyed).toContain('sbx-1');
     await expect(c.health()).resolves.toEqual({ ok: true });
+    await expect(destroyOrLeaveToReaper(c, 'sbx-5')).resolves.toEqual({ sandboxDestroyed: true, sandboxNote: null });
+    await expect(destroyOrLeaveToReaper(c, null)).resolves.toEqual({ sandboxDestroyed: false, sandboxNote: null });
   });
 
   it('says when the exec-host refuses the token', async () => {
     await expect(client(execHost.url, 'wrong').health()).resolves.toEqual({ ok: false, message: 'The exec-host refused the gateway token.' });
-    await expect(client(execHost.url, 'wrong').destroy('sbx-2')).rejects.toThrow('The exec-host refused to destroy sandbox sbx-2 (HTTP 401).');
+    const refused = await client(execHost.url, 'wrong').destroy('sbx-2').catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ExecHostCallError);
+    expect({ code: (refused as ExecHostCallError).code, status: (refused as ExecHostCallError).status }).toEqual({ code: 'unauthorized', status: 401 });
+    expect(toAppError(refused, 'destroy sandbox sbx-2').message).toBe('The exec-host refused to destroy sandbox sbx-2 (HTTP 401).');
+    await expect(destroyOrLeaveToReaper(client(execHost.url, 'wrong'), 'sbx-2')).resolves.toEqual({
+      sandboxDestroyed: false,
+      sandboxNote: "The exec-host refused to destroy sandbox sbx-2 (HTTP 401). The exec-host's reaper removes it by its session label.",
+    });
   });
 
   it('turns a failing or unreachable exec-host into a coded error with a sentence', async () => {
-    const failing = await client(brokenUrl).destroy('sbx-3').catch((e: unknown) => e);
-    expect(failing).toBeInstanceOf(AppError);
-    expect((failing as AppError).code).toBe(ErrorCode.ExecHostUnavailable);
+    const failing = toAppError(await client(brokenUrl).destroy('sbx-3').catch((e: unknown) => e), 'destroy sandbox sbx-3');
+    expect({ code: failing.code, message: failing.message }).toEqual({ code: ErrorCode.ExecHostUnavailable, message: 'The exec-host refused to destroy sandbox sbx-3 (HTTP 500).' });
     await expect(client(brokenUrl).health()).resolves.toEqual({ ok: false, message: 'The exec-host answered HTTP 500.' });
     await expect(client('http://127.0.0.1:9').destroy('sbx-4')).rejects.toThrow('The exec-host at http://127.0.0.1:9 could not be reached.');
+    await expect(destroyOrLeaveToReaper(client('http://127.0.0.1:9'), 'sbx-4')).resolves.toEqual({
+      sandboxDestroyed: false,
+      sandboxNote: "The exec-host at http://127.0.0.1:9 could not be reached. The exec-host's reaper removes it by its session label.",
+    });
   });
 });

@@ -129,6 +129,9 @@ withTestDatabases((db) => {
     const dev = await createUser(gw, admin, 'mentioner@example.test', 'developer', [projectId]);
     const parent = await gw.http().post(gatewayPath(GatewayRoutes.createSession)).set(bearer(dev.token)).send({ projectId, instruction: 'parent' });
     expect(parent.status).toBe(201);
+    // A subagent is started by its parent's agent or by a mention, never by a new session's request naming a parent.
+    const withParent = await gw.http().post(gatewayPath(GatewayRoutes.createSession)).set(bearer(dev.token)).send({ projectId, instruction: 'child', parentSessionId: parent.body.id });
+    expect({ status: withParent.status, message: withParent.body.message }).toEqual({ status: 400, message: 'The request is invalid: body: unknown field "parentSessionId".' });
     const body = GatewayRoutes.startSubagent.body.parse({ agent: 'explore', instruction: 'look around' });
     const res = await gw.http().post(gatewayPath(GatewayRoutes.startSubagent, { id: parent.body.id })).set(bearer(dev.token)).send(body);
     // Sessions here are recorded without a loop, so the gateway refuses for that reason; the body passed validation.

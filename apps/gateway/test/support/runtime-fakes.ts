@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { createPatch } from 'diff';
 import type { ApprovedCommand } from '@lemniscate/policy';
 import type { ExecExit, ExecOutputChunk, FileChange, SandboxInfo } from '@lemniscate/contracts';
-import { ExecHostError, type ExecHostPort } from '../../src/runtime/exec-host.port';
+import { ExecHostCallError, type ExecHostPort } from '../../src/exec-host/exec-host.port';
 import type { ApprovalDraft, ApprovalOutcome, EventDraft, SessionEnd, SessionRecorder, ToolResultRecord } from '../../src/runtime/ports';
 
 /**
@@ -23,6 +23,10 @@ export class InMemoryExecHost implements ExecHostPort {
       this.files.set(k, v);
       this.accepted.set(k, v);
     }
+  }
+
+  async health() {
+    return { ok: true };
   }
 
   async create(req: { sessionId: string }): Promise<SandboxInfo> {
@@ -54,13 +58,13 @@ export class InMemoryExecHost implements ExecHostPort {
   }
   private resolve(p: string): string {
     const rel = p.replace(/^\/workspace\/?/, '').replace(/^\.\//, '');
-    if (rel.startsWith('..') || rel.startsWith('/')) throw new ExecHostError('outside_working_copy', `${p} is outside the working copy.`, 403);
+    if (rel.startsWith('..') || rel.startsWith('/')) throw new ExecHostCallError('outside_working_copy', `${p} is outside the working copy.`, 403);
     return rel;
   }
   async read(_id: string, req: { path: string }) {
     const rel = this.resolve(req.path);
     const content = this.files.get(rel);
-    if (content === undefined) throw new ExecHostError('file_not_found', `${rel} does not exist.`, 404);
+    if (content === undefined) throw new ExecHostCallError('file_not_found', `${rel} does not exist.`, 404);
     const lines = content.split('\n').length;
     return { path: rel, content, offset: 0, lines, totalLines: lines, size: content.length, truncated: false };
   }
@@ -112,7 +116,7 @@ export class InMemoryExecHost implements ExecHostPort {
   /** Fails the next patch reads (a sandbox gone or an exec-host that does not answer). */
   patchUnreadable = false;
   async patch() {
-    if (this.patchUnreadable) throw new ExecHostError('sandbox_lost', 'The sandbox is gone.', 410);
+    if (this.patchUnreadable) throw new ExecHostCallError('sandbox_lost', 'The sandbox is gone.', 410);
     return { baseCommit: 'a'.repeat(40), patch: this.applied.join(''), includedUncommitted: false, sessionPatch: this.applied.join(''), fingerprint: this.fingerprint() };
   }
   /** X3, as the exec-host computes it: a hash over what is kept (accepted files and applied diffs), not over what a command left. */
@@ -172,17 +176,20 @@ export class RecordingRecorder implements SessionRecorder {
       this.audits.push({ kind: 'approval.expired', payload: { approvalId } });
       return { state: 'expired', approvalId, decidedBy: null };
     }
-    if (decided === 'approved_identical') return { state: 'approved', approvalId, decidedBy: 'usr_dev', rememberCommand: true };
+    if (decided === 'approved_identical') {
+      // As the approvals service does: the command is stored with the answer, when the approval offered it.
+      if (draft.kind === 'command' && 'command' in draft.payload && draft.payload.workingDirectory !== undefined && draft.flags.reapprovalExempt === true) {
+        this.remembered.push({ command: draft.payload.command, workingDirectory: draft.payload.workingDirectory, approvalId });
+      }
+      return { state: 'approved', approvalId, decidedBy: 'usr_dev' };
+    }
     const state = typeof decided === 'string' ? decided : decided.state;
-    if (state === 'approved') return { state, approvalId, decidedBy: 'usr_dev', rememberCommand: false, ...(typeof decided === 'string' ? {} : { response: decided.response }) };
+    if (state === 'approved') return { state, approvalId, decidedBy: 'usr_dev', ...(typeof decided === 'string' ? {} : { response: decided.response }) };
     if (state === 'refused_headless') return { state, approvalId };
     return { state, approvalId, decidedBy: 'usr_dev' };
   }
   async approvedCommands() {
     return this.remembered;
-  }
-  async rememberCommand(c: ApprovedCommand) {
-    this.remembered.push(c);
   }
   /** The tree recorded as kept, as the sessions table holds it (X3): the start's, then each patch's, null while a change is being kept. */
   fingerprintEnd: string | null = null;

@@ -76,7 +76,6 @@ export const CreateSessionRequest = z
     mode: SessionMode.optional(),
     /** Older form of `mode: "headless"`; must agree with `mode` when both are sent. */
     headless: z.boolean().optional(),
-    parentSessionId: Id.optional(),
     baseCommit: z.string().regex(/^[0-9a-f]{7,64}$/, 'must be a commit hash').optional(),
     branch: z.string().max(255).optional(),
     includedUncommitted: z.boolean().default(false),

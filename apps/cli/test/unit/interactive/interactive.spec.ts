@@ -72,7 +72,11 @@ class MemoryApi implements SessionRunApi {
 
   async startSubagent(parent: string, agent: string, instruction: string): Promise<SessionView> {
     this.subagents.push({ parent, agent, instruction });
-    return this.startSession({ projectId: 'p1', instruction, agent, parentSessionId: parent });
+    // As the gateway does: a mention starts a child of the running session, never a session of its own.
+    const id = `s${++this.n}`;
+    this.streams.set(id, { queue: [], wake: null, seq: 0 });
+    queueMicrotask(() => this.onStart(id));
+    return sessionView(id, { agent, parentSessionId: parent, depth: 1, mode: 'interactive', headless: false });
   }
 }
 

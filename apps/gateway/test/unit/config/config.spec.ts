@@ -17,6 +17,13 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ LEMNISCATE_ADMIN_PASSWORD: 'short' })).toThrow(/LEMNISCATE_ADMIN_PASSWORD: must be at least 12 characters/);
   });
 
+  it("reads the models and the gateway's own LEMNISCATE_SESSION_* variables once, with the rest of the environment", () => {
+    const c = loadConfig({ LEMNISCATE_DEFAULT_MODEL: 'scripted:/tmp/s.json', LEMNISCATE_MODELS_CONFIG: '/etc/lemni/models.yaml', LEMNISCATE_SESSION_MAX_ACTIONS: '7', LEMNISCATE_OTHER: 'x' });
+    expect(c.models).toEqual({ default: 'scripted:/tmp/s.json', configFile: '/etc/lemni/models.yaml' });
+    expect(c.sessionEnvironment).toEqual({ LEMNISCATE_SESSION_MAX_ACTIONS: '7' });
+    expect(loadConfig({}).models).toEqual({ default: undefined, configFile: undefined });
+  });
+
   it('treats an empty variable as unset', () => {
     expect(loadConfig({ LEMNISCATE_GATEWAY_PORT: '' }).port).toBe(7070);
   });

@@ -5,7 +5,7 @@ import { ScriptedProvider, parseModelScript } from '../../../src/model';
 import type { ChatMessage, ModelProvider, ModelRequest, TurnResult } from '../../../src/model/model.types';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { HttpExecHost } from '../../../src/runtime/exec-host.port';
+import { HttpExecHost } from '../../../src/exec-host/http-exec-host';
 import { SessionRunner, sandboxLifetimeMinutes, type SessionRunInput } from '../../../src/runtime/session-runner';
 import { InMemoryExecHost, RecordingRecorder } from '../../support/runtime-fakes';
 import type { ApprovalDraft, ApprovalOutcome } from '../../../src/runtime/ports';

@@ -66,3 +66,11 @@ describe('session mode (L4)', () => {
     for (const mode of SessionMode.options) expect(SessionView.parse({ ...view, mode }).mode).toBe(mode);
   });
 });
+
+describe('CreateSessionRequest', () => {
+  it('has no parent: a request naming one is refused as an unknown field (subagents are started by the agent or a mention)', () => {
+    const parsed = CreateSessionRequest.safeParse({ ...base, parentSessionId: '00000000-0000-4000-8000-000000000000' });
+    expect(parsed.success).toBe(false);
+    expect(parsed.error?.issues.map((i) => ({ code: i.code, keys: 'keys' in i ? i.keys : undefined }))).toEqual([{ code: 'unrecognized_keys', keys: ['parentSessionId'] }]);
+  });
+});

@@ -1,6 +1,8 @@
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ExecHostError, HttpExecHost } from '../../../src/runtime/exec-host.port';
+import { ErrorCode } from '../../../src/common/errors';
+import { ExecHostCallError, toAppError } from '../../../src/exec-host/exec-host.port';
+import { HttpExecHost } from '../../../src/exec-host/http-exec-host';
 
 /** A real HTTP server that answers an exec with part of a stream and then does something to it. */
 async function withServer(respond: (res: http.ServerResponse) => void, fn: (url: string) => Promise<void>): Promise<void> {
@@ -41,9 +43,9 @@ describe('HttpExecHost.exec when the command stream breaks', () => {
         const host = new HttpExecHost({ url, token: 't' });
         const seen: string[] = [];
         const err = await host.exec('sbx-1', { command: 'echo hello' }, (c) => seen.push(c.data)).catch((e: unknown) => e);
-        expect(err).toBeInstanceOf(ExecHostError);
-        expect((err as ExecHostError).code).toBe('sandbox_lost');
-        expect((err as ExecHostError).message).toMatch(/^The connection to the exec-host broke while the command ran .*: the sandbox is lost\.$/);
+        expect(err).toBeInstanceOf(ExecHostCallError);
+        expect((err as ExecHostCallError).code).toBe('sandbox_lost');
+        expect((err as ExecHostCallError).message).toMatch(/^The connection to the exec-host broke while the command ran .*: the sandbox is lost\.$/);
         expect(seen.length).toBeGreaterThanOrEqual(1);
       },
     );
@@ -57,7 +59,7 @@ describe('HttpExecHost.exec when the command stream breaks', () => {
       },
       async (url) => {
         const err = await new HttpExecHost({ url, token: 't' }).exec('sbx-1', { command: 'echo' }, () => undefined).catch((e: unknown) => e);
-        expect({ code: (err as ExecHostError).code }).toEqual({ code: 'sandbox_lost' });
+        expect({ code: (err as ExecHostCallError).code }).toEqual({ code: 'sandbox_lost' });
       },
     );
   });
@@ -70,7 +72,7 @@ describe('HttpExecHost.exec when the command stream breaks', () => {
       },
       async (url) => {
         const err = await new HttpExecHost({ url, token: 't' }).exec('sbx-1', { command: 'echo' }, () => undefined).catch((e: unknown) => e);
-        expect({ code: (err as ExecHostError).code }).toEqual({ code: 'sandbox_lost' });
+        expect({ code: (err as ExecHostCallError).code }).toEqual({ code: 'sandbox_lost' });
       },
     );
   });
@@ -95,7 +97,7 @@ describe('HttpExecHost.exec when the connection fails', () => {
       (res) => res.socket?.destroy(),
       async (url) => {
         const err = await new HttpExecHost({ url, token: 't' }).exec('sbx-1', { command: 'echo' }, () => undefined).catch((e: unknown) => e);
-        expect({ code: (err as ExecHostError).code }).toEqual({ code: 'sandbox_lost' });
+        expect({ code: (err as ExecHostCallError).code }).toEqual({ code: 'sandbox_lost' });
       },
     );
   });
@@ -106,6 +108,44 @@ describe('HttpExecHost.exec when the connection fails', () => {
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     await new Promise((resolve) => server.close(resolve));
     const err = await new HttpExecHost({ url, token: 't' }).exec('sbx-1', { command: 'echo' }, () => undefined).catch((e: unknown) => e);
-    expect({ code: (err as ExecHostError).code, neverReached: (err as ExecHostError).neverReached }).toEqual({ code: 'engine_unavailable', neverReached: true });
+    expect({ code: (err as ExecHostCallError).code, neverReached: (err as ExecHostCallError).neverReached }).toEqual({ code: 'engine_unavailable', neverReached: true });
+  });
+});
+
+describe('HttpExecHost bounds', () => {
+  const timeoutsMs = { health: 1_000, destroy: 1_000, files: 1_000, create: 1_000, patch: 1_000 };
+
+  it('a control call that gets no answer in time fails with the wait in its sentence; the exec stream has no bound', async () => {
+    await withServer(
+      (res) => {
+        // Answers every call after 1.5 s: too late for a control call, in time for a command's stream.
+        setTimeout(() => {
+          res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+          res.end(`${line({ type: 'exit', exitCode: 0, durationMs: 1500, truncated: false, timedOut: false, class: null, classes: [] })}`);
+        }, 1_500);
+      },
+      async (url) => {
+        const host = new HttpExecHost({ url, token: 't', timeoutsMs });
+        const read = await host.read('sbx-1', { path: 'a' }).catch((e: unknown) => e);
+        expect({ code: (read as ExecHostCallError).code, answered: (read as ExecHostCallError).answered, message: (read as ExecHostCallError).message }).toEqual({
+          code: 'engine_unavailable',
+          answered: false,
+          message: `The exec-host at ${url} did not answer within 1 s.`,
+        });
+        await expect(host.health()).resolves.toEqual({ ok: false, message: `The exec-host at ${url} did not answer within 1 s.` });
+        await expect(host.exec('sbx-1', { command: 'sleep 1.5' }, () => undefined)).resolves.toMatchObject({ type: 'exit', exitCode: 0 });
+      },
+    );
+  });
+});
+
+describe('toAppError, the one mapping of an exec-host failure', () => {
+  it('says a refusal with its HTTP status, and keeps the sentence of a call that got no answer', () => {
+    const refused = toAppError(new ExecHostCallError('internal', 'The exec-host failed to handle this request.', 500), 'destroy sandbox sbx-1');
+    expect({ code: refused.code, message: refused.message }).toEqual({ code: ErrorCode.ExecHostUnavailable, message: 'The exec-host refused to destroy sandbox sbx-1 (HTTP 500).' });
+    const unanswered = toAppError(new ExecHostCallError('engine_unavailable', 'The exec-host at http://x could not be reached.', 503, { answered: false }), 'destroy sandbox sbx-1');
+    expect(unanswered.message).toBe('The exec-host at http://x could not be reached.');
+    const unreadable = toAppError(new ExecHostCallError('internal', 'The exec-host answered the destruction of sandbox sbx-1 with a body the gateway does not understand.', 200), 'destroy sandbox sbx-1');
+    expect(unreadable.message).toBe('The exec-host answered the destruction of sandbox sbx-1 with a body the gateway does not understand.');
   });
 });

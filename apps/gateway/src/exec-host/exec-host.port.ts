@@ -1,0 +1,102 @@
+import type {
+  ApplyDiffResponse,
+  ChangePathsResponse,
+  ChangesResponse,
+  CreateSandboxRequest,
+  ExecExit,
+  ExecHostErrorCode,
+  ExecOutputChunk,
+  ExecRequest,
+  ListFilesRequest,
+  ListFilesResponse,
+  PatchResponse,
+  ProposeEditRequest,
+  ProposeWriteRequest,
+  ProposedChange,
+  ReadFileRequest,
+  ReadFileResponse,
+  SandboxInfo,
+  SearchFilesRequest,
+  SearchFilesResponse,
+} from '@lemniscate/contracts';
+import { AppError, ErrorCode } from '../common/errors';
+
+/** The injection token of the gateway's one exec-host client (ExecHostPort). */
+export const EXEC_HOST = Symbol('EXEC_HOST');
+
+/** What the readiness probe reports about the exec-host: whether it can run sandboxes, and if not why. */
+export interface ExecHostCheck {
+  ok: boolean;
+  message?: string;
+}
+
+/**
+ * What the gateway needs from an exec-host: the control channel of libs/contracts/exec-host.ts.
+ * Every method throws ExecHostCallError when the exec-host refuses or cannot be reached.
+ */
+export interface ExecHostPort {
+  health(): Promise<ExecHostCheck>;
+  create(request: CreateSandboxRequest, signal?: AbortSignal): Promise<SandboxInfo>;
+  /** Destroying a sandbox that is already gone is success: the goal is that it no longer exists. */
+  destroy(sandboxId: string): Promise<void>;
+  exec(sandboxId: string, request: ExecRequest, onOutput: (chunk: ExecOutputChunk) => void, signal?: AbortSignal): Promise<ExecExit>;
+  read(sandboxId: string, request: ReadFileRequest, signal?: AbortSignal): Promise<ReadFileResponse>;
+  list(sandboxId: string, request: ListFilesRequest, signal?: AbortSignal): Promise<ListFilesResponse>;
+  search(sandboxId: string, request: SearchFilesRequest, signal?: AbortSignal): Promise<SearchFilesResponse>;
+  proposeWrite(sandboxId: string, request: ProposeWriteRequest, signal?: AbortSignal): Promise<ProposedChange>;
+  proposeEdit(sandboxId: string, request: ProposeEditRequest, signal?: AbortSignal): Promise<ProposedChange>;
+  apply(sandboxId: string, diff: string, signal?: AbortSignal): Promise<ApplyDiffResponse>;
+  changes(sandboxId: string, signal?: AbortSignal): Promise<ChangesResponse>;
+  accept(sandboxId: string, paths: string[], signal?: AbortSignal): Promise<ChangePathsResponse>;
+  revert(sandboxId: string, paths: string[], signal?: AbortSignal): Promise<ChangePathsResponse>;
+  patch(sandboxId: string, signal?: AbortSignal): Promise<PatchResponse>;
+}
+
+/**
+ * A call to the exec-host that failed, with the exec-host's code and sentence. (The exec-host's own
+ * ExecHostError is what it throws inside; this is what the gateway sees of it.)
+ */
+export class ExecHostCallError extends Error {
+  /** For engine_unavailable: the connection was refused, so no request reached the exec-host. */
+  readonly neverReached: boolean;
+  /** Whether the exec-host answered (a refusal, or a body the gateway cannot read) rather than the call failing on the way. */
+  readonly answered: boolean;
+
+  constructor(
+    readonly code: ExecHostErrorCode,
+    message: string,
+    /** The HTTP status it answered; 503 when it did not answer, 502 when a command's stream broke. */
+    readonly status: number,
+    how: { neverReached?: boolean; answered?: boolean } = {},
+  ) {
+    super(message);
+    this.name = 'ExecHostCallError';
+    this.neverReached = how.neverReached ?? false;
+    this.answered = how.answered ?? true;
+  }
+}
+
+/**
+ * The one place where an exec-host failure becomes the gateway's coded error. A refusal is said as
+ * "The exec-host refused to <what was asked> (HTTP n)."; a call that got no answer, or an answer the
+ * gateway cannot read, keeps its own sentence (it names the address and the wait, or the call).
+ */
+export function toAppError(err: unknown, asked: string): AppError {
+  if (!(err instanceof ExecHostCallError)) return new AppError(ErrorCode.ExecHostUnavailable, err instanceof Error ? err.message : String(err));
+  const refused = err.answered && (err.status < 200 || err.status > 299);
+  return new AppError(ErrorCode.ExecHostUnavailable, refused ? `The exec-host refused to ${asked} (HTTP ${err.status}).` : err.message);
+}
+
+/**
+ * For the endings (stop, revocation, orphan): destroys the session's sandbox if it has one, and on
+ * failure says, in a sentence for the record, that the exec-host's reaper will remove it instead.
+ */
+export async function destroyOrLeaveToReaper(execHost: ExecHostPort, sandboxId: string | null): Promise<{ sandboxDestroyed: boolean; sandboxNote: string | null }> {
+  if (!sandboxId) return { sandboxDestroyed: false, sandboxNote: null };
+  try {
+    await execHost.destroy(sandboxId);
+    return { sandboxDestroyed: true, sandboxNote: null };
+  } catch (error) {
+    return { sandboxDestroyed: false, sandboxNote: `${toAppError(error, `destroy sandbox ${sandboxId}`).message} The exec-host's reaper removes it by its session label.` };
+  }
+}

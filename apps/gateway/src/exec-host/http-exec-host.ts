@@ -1,0 +1,217 @@
+import {
+  ApplyDiffResponse,
+  ChangePathsResponse,
+  ChangesResponse,
+  DestroySandboxResponse,
+  ErrorBody,
+  ExecExit,
+  ExecHostErrorCode,
+  ExecHostHealth,
+  ExecHostRoutes,
+  ExecStreamChunk,
+  ListFilesResponse,
+  PatchResponse,
+  ProposedChange,
+  ReadFileResponse,
+  SandboxInfo,
+  SearchFilesResponse,
+  type CreateSandboxRequest,
+  type ExecOutputChunk,
+  type ExecRequest,
+  type ListFilesRequest,
+  type ProposeEditRequest,
+  type ProposeWriteRequest,
+  type ReadFileRequest,
+  type SearchFilesRequest,
+} from '@lemniscate/contracts';
+import type { z } from 'zod';
+import { ExecHostCallError, type ExecHostCheck, type ExecHostPort } from './exec-host.port';
+
+/**
+ * How long each kind of control call may take, in milliseconds. The exec stream has no bound here:
+ * a command is bounded by its sandbox's own command timeout, and its output streams as it comes.
+ */
+export const EXEC_HOST_TIMEOUTS_MS = {
+  /** A readiness probe: the exec-host answers at once or it is not ready. */
+  health: 5_000,
+  /** Removing a container and unmounting its disk, which takes seconds when many sandboxes end at once. */
+  destroy: 30_000,
+  /** A file operation or a review of the working copy's changes (a search has its own 5 s budget). */
+  files: 30_000,
+  /** Cloning the repository, applying the developer's patch and starting the container. */
+  create: 120_000,
+  /** The patch of everything kept, which may be large. */
+  patch: 120_000,
+};
+export type ExecHostTimeouts = typeof EXEC_HOST_TIMEOUTS_MS;
+
+export interface HttpExecHostOptions {
+  url: string;
+  /** Sent as a bearer token on every call (LEMNISCATE_EXEC_HOST_TOKEN). */
+  token: string | undefined;
+  timeoutsMs?: Partial<ExecHostTimeouts>;
+}
+
+interface Call {
+  body?: unknown;
+  signal?: AbortSignal;
+  /** null: no bound (the exec stream). */
+  timeoutMs: number | null;
+}
+
+/**
+ * The exec-host over HTTP, the gateway's one client of it: a bearer token on every call, a bound on
+ * every call but the exec stream, responses validated with the shared schemas, and failures thrown
+ * as ExecHostCallError with the exec-host's code and sentence.
+ */
+export class HttpExecHost implements ExecHostPort {
+  private readonly timeouts: ExecHostTimeouts;
+
+  constructor(private readonly options: HttpExecHostOptions) {
+    this.timeouts = { ...EXEC_HOST_TIMEOUTS_MS, ...options.timeoutsMs };
+  }
+
+  async health(): Promise<ExecHostCheck> {
+    try {
+      const res = await this.fetch('GET', ExecHostRoutes.health(), { timeoutMs: this.timeouts.health });
+      if (!res.ok) {
+        await res.body?.cancel();
+        return { ok: false, message: res.status === 401 ? 'The exec-host refused the gateway token.' : `The exec-host answered HTTP ${res.status}.` };
+      }
+      const body = ExecHostHealth.safeParse(await res.json().catch(() => undefined));
+      if (!body.success) return { ok: false, message: 'The exec-host answered its health check with a body the gateway does not understand.' };
+      if (!body.data.engine.reachable) return { ok: false, message: `The exec-host cannot reach its container engine${body.data.engine.message ? `: ${body.data.engine.message}` : '.'}` };
+      return body.data.status === 'ok' ? { ok: true } : { ok: true, message: 'The exec-host runs degraded (see its /v1/health).' };
+    } catch (e) {
+      return { ok: false, message: e instanceof ExecHostCallError ? e.message : 'The exec-host did not answer.' };
+    }
+  }
+
+  create(request: CreateSandboxRequest, signal?: AbortSignal) {
+    return this.json('POST', ExecHostRoutes.sandboxes(), SandboxInfo, { body: request, signal, timeoutMs: this.timeouts.create });
+  }
+
+  async destroy(sandboxId: string): Promise<void> {
+    const res = await this.fetch('DELETE', ExecHostRoutes.sandbox(sandboxId), { timeoutMs: this.timeouts.destroy });
+    if (res.status === 404) return void (await res.body?.cancel());
+    if (!res.ok) throw await this.refusal(res);
+    const body = DestroySandboxResponse.safeParse(await res.json().catch(() => undefined));
+    if (!body.success) throw new ExecHostCallError('internal', `The exec-host answered the destruction of sandbox ${sandboxId} with a body the gateway does not understand.`, res.status);
+  }
+
+  async exec(sandboxId: string, request: ExecRequest, onOutput: (chunk: ExecOutputChunk) => void, signal?: AbortSignal): Promise<ExecExit> {
+    let res: Response;
+    try {
+      res = await this.fetch('POST', ExecHostRoutes.exec(sandboxId), { body: request, signal, timeoutMs: null });
+    } catch (err) {
+      // Refused before anything was sent: the exec-host is unavailable. Dropped after the command was
+      // sent: it may be running with nobody listening, so the sandbox is lost as when the stream is cut.
+      if (err instanceof ExecHostCallError && err.code === 'engine_unavailable' && !err.neverReached) {
+        throw new ExecHostCallError('sandbox_lost', `The connection to the exec-host broke after the command was sent (${err.message}): the sandbox is lost.`, 502);
+      }
+      throw err;
+    }
+    if (!res.ok) throw await this.refusal(res);
+    if (!res.body) throw new ExecHostCallError('sandbox_lost', 'The exec-host answered the command without an output stream.', 502);
+    const decoder = new TextDecoder();
+    let buffered = '';
+    let exit: ExecExit | undefined;
+    const handle = (line: string) => {
+      if (!line.trim()) return;
+      const chunk = ExecStreamChunk.parse(JSON.parse(line));
+      if (chunk.type === 'exit') exit = chunk;
+      else onOutput(chunk);
+    };
+    try {
+      for await (const piece of res.body as unknown as AsyncIterable<Uint8Array>) {
+        buffered += decoder.decode(piece, { stream: true });
+        let nl: number;
+        while ((nl = buffered.indexOf('\n')) >= 0) {
+          handle(buffered.slice(0, nl));
+          buffered = buffered.slice(nl + 1);
+        }
+      }
+      handle(buffered + decoder.decode());
+    } catch (err) {
+      if (signal?.aborted) throw err;
+      // The body was cut (exec-host killed, connection reset) or came back garbled: the control channel
+      // to the sandbox is gone mid-command, so nothing it reports can be trusted. Never a tool failure.
+      throw new ExecHostCallError('sandbox_lost', `The connection to the exec-host broke while the command ran (${(err as Error).message}): the sandbox is lost.`, 502);
+    }
+    if (!exit) throw new ExecHostCallError('sandbox_lost', 'The command stream ended without an exit status: the sandbox was lost.', 502);
+    return exit;
+  }
+
+  read(id: string, request: ReadFileRequest, signal?: AbortSignal) {
+    return this.json('POST', ExecHostRoutes.file(id, 'read'), ReadFileResponse, { body: request, signal, timeoutMs: this.timeouts.files });
+  }
+  list(id: string, request: ListFilesRequest, signal?: AbortSignal) {
+    return this.json('POST', ExecHostRoutes.file(id, 'list'), ListFilesResponse, { body: request, signal, timeoutMs: this.timeouts.files });
+  }
+  search(id: string, request: SearchFilesRequest, signal?: AbortSignal) {
+    return this.json('POST', ExecHostRoutes.file(id, 'search'), SearchFilesResponse, { body: request, signal, timeoutMs: this.timeouts.files });
+  }
+  proposeWrite(id: string, request: ProposeWriteRequest, signal?: AbortSignal) {
+    return this.json('POST', ExecHostRoutes.file(id, 'propose-write'), ProposedChange, { body: request, signal, timeoutMs: this.timeouts.files });
+  }
+  proposeEdit(id: string, request: ProposeEditRequest, signal?: AbortSignal) {
+    return this.json('POST', ExecHostRoutes.file(id, 'propose-edit'), ProposedChange, { body: request, signal, timeoutMs: this.timeouts.files });
+  }
+  apply(id: string, diff: string, signal?: AbortSignal) {
+    return this.json('POST', ExecHostRoutes.file(id, 'apply'), ApplyDiffResponse, { body: { diff }, signal, timeoutMs: this.timeouts.files });
+  }
+  changes(id: string, signal?: AbortSignal) {
+    return this.json('GET', ExecHostRoutes.changes(id), ChangesResponse, { signal, timeoutMs: this.timeouts.files });
+  }
+  accept(id: string, paths: string[], signal?: AbortSignal) {
+    return this.json('POST', ExecHostRoutes.acceptChanges(id), ChangePathsResponse, { body: { paths }, signal, timeoutMs: this.timeouts.files });
+  }
+  revert(id: string, paths: string[], signal?: AbortSignal) {
+    return this.json('POST', ExecHostRoutes.revertChanges(id), ChangePathsResponse, { body: { paths }, signal, timeoutMs: this.timeouts.files });
+  }
+  patch(id: string, signal?: AbortSignal) {
+    return this.json('GET', ExecHostRoutes.patch(id), PatchResponse, { signal, timeoutMs: this.timeouts.patch });
+  }
+
+  private async json<S extends z.ZodType>(method: string, path: string, schema: S, call: Call): Promise<z.output<S>> {
+    const res = await this.fetch(method, path, call);
+    if (!res.ok) throw await this.refusal(res);
+    return schema.parse(await res.json());
+  }
+
+  private async refusal(res: Response): Promise<ExecHostCallError> {
+    return refusalOf(res.status, await res.text().catch(() => ''));
+  }
+
+  private async fetch(method: string, path: string, { body, signal, timeoutMs }: Call): Promise<Response> {
+    const signals = [signal, timeoutMs === null ? undefined : AbortSignal.timeout(timeoutMs)].filter((s): s is AbortSignal => !!s);
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (this.options.token) headers.authorization = `Bearer ${this.options.token}`;
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    try {
+      return await fetch(`${this.options.url}${path}`, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: signals.length ? AbortSignal.any(signals) : undefined,
+      });
+    } catch (err) {
+      if (signal?.aborted) throw err;
+      const why = (err as Error).name === 'TimeoutError' && timeoutMs !== null ? `did not answer within ${Math.round(timeoutMs / 1000)} s` : 'could not be reached';
+      const code = ((err as Error).cause as { code?: string } | undefined)?.code;
+      const neverReached = code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH';
+      throw new ExecHostCallError('engine_unavailable', `The exec-host at ${this.options.url} ${why}.`, 503, { neverReached, answered: false });
+    }
+  }
+}
+
+/** A refusal of the exec-host as an error: its code and sentence when it sent an ErrorBody, its HTTP status otherwise. */
+export function refusalOf(status: number, text: string): ExecHostCallError {
+  try {
+    const body = ErrorBody.parse(JSON.parse(text));
+    const code = ExecHostErrorCode.safeParse(body.code);
+    return new ExecHostCallError(code.success ? code.data : 'internal', body.message, status);
+  } catch {
+    return new ExecHostCallError('internal', `The exec-host answered HTTP ${status}.`, status);
+  }
+}
