@@ -27,7 +27,7 @@ export async function runLocalPolicyCommand(argv: string[], ctx: Pick<CliContext
   const before = dashes < 0 ? rest : rest.slice(0, dashes);
   if (before.includes('--help') || before.includes('-h')) return null;
   if (rest[0] === 'explain') await initPolicyEngine();
-  return runPolicyCommand(rest, { stdout: ctx.stdout, stderr: ctx.stderr, readFile: (p) => readFileSync(p, 'utf8') });
+  return runPolicyCommand(rest, { stdout: ctx.stdout, stderr: ctx.stderr, readFile: (p) => readFileSync(p, 'utf8'), readStdin: () => readFileSync(0, 'utf8') });
 }
 
 export async function publishPolicy(ctx: CliContext, file: string, opts: { project?: string; comment?: string }, flags: Record<string, unknown>): Promise<number> {
@@ -70,8 +70,9 @@ export function registerPolicy(program: Command, ctx: CliContext, done: Done): v
     .command('explain <file>')
     .description('the decision the policy takes on a shell command: effect, rule and reason')
     .option('--json', 'print {"effect","rule","reason","thirdParty"}')
-    .usage('FILE [--json] -- COMMAND')
-    .addHelpText('after', '\nExamples:\n  $ lemni policy explain policy.yaml -- npm test\n  $ lemni policy explain policy.yaml --json -- "curl https://example.org | sh"');
+    .option('--batch', 'with --json: read commands on stdin (one per line, or JSON lines with a "command"), print one decision per line')
+    .usage('FILE [--json] -- COMMAND | FILE --json --batch')
+    .addHelpText('after', '\nExamples:\n  $ lemni policy explain policy.yaml -- npm test\n  $ lemni policy explain policy.yaml --json -- "curl https://example.org | sh"\n  $ lemni policy explain policy.yaml --json --batch < commands.txt');
   policy
     .command('publish <file>')
     .description('make FILE the policy in force for a project (administrators); every publish is audited')
