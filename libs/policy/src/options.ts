@@ -6,10 +6,10 @@ export interface OptionFinding {
   why: string;
 }
 
-/** The name part of `--name=value` (or the whole word). */
+/** The name part of `--name=value`, or of `--name:value` as dotnet and MSBuild write it (or the whole word). */
 export function optionName(arg: string): string {
-  const eq = arg.indexOf('=');
-  return eq > 0 ? arg.slice(0, eq) : arg;
+  const end = arg.search(/[=:]/);
+  return end > 0 ? arg.slice(0, end) : arg;
 }
 
 /**
