@@ -27,7 +27,15 @@ export async function runLocalPolicyCommand(argv: string[], ctx: Pick<CliContext
   const before = dashes < 0 ? rest : rest.slice(0, dashes);
   if (before.includes('--help') || before.includes('-h')) return null;
   if (rest[0] === 'explain') await initPolicyEngine();
-  return runPolicyCommand(rest, { stdout: ctx.stdout, stderr: ctx.stderr, readFile: (p) => readFileSync(p, 'utf8'), readStdin: () => readFileSync(0, 'utf8') });
+  // Read as a stream: a synchronous read of a pipe fails with EAGAIN once it holds more than a buffer.
+  const input = rest[0] === 'explain' && before.includes('--batch') ? await readStdin() : '';
+  return runPolicyCommand(rest, { stdout: ctx.stdout, stderr: ctx.stderr, readFile: (p) => readFileSync(p, 'utf8'), readStdin: () => input });
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 export async function publishPolicy(ctx: CliContext, file: string, opts: { project?: string; comment?: string }, flags: Record<string, unknown>): Promise<number> {
