@@ -1,6 +1,9 @@
 import type { Decision } from './decision';
-import type { Policy } from './schema';
-import { ruleWords } from './schema';
+import { judgeOptions, type OptionFinding, type OptionRule } from './options';
+import { readOnlyProblem } from './read-only';
+import type { ReadOnlyProgram } from './read-only-programs';
+import type { FreeRule, Policy } from './schema';
+import { ruleCommand, ruleWords } from './schema';
 import type { CommandPart } from './shell/parts';
 import { programName } from './shell/wrappers';
 import type { Word } from './shell/words';
@@ -9,25 +12,33 @@ interface Rule {
   index: number;
   words: string[];
   text: string;
+  /** Set on a free rule written as a mapping: its options are judged too. */
+  options?: OptionRule;
 }
 
 interface CompiledCommands {
   free: Map<string, Rule[]>;
   forbidden: Map<string, Rule[]>;
   askEveryTime: Map<string, Rule[]>;
+  /** Program name → its index in commands.readOnly. */
+  readOnly: Map<string, number>;
+  /** Programs some free or read-only rule names: their help and version run freely. */
+  known: Set<string>;
 }
 
 const compiled = new WeakMap<object, CompiledCommands>();
 
-function group(rules: readonly string[], key: (first: string) => string): Map<string, Rule[]> {
+function group(rules: readonly FreeRule[], key: (first: string) => string): Map<string, Rule[]> {
   const map = new Map<string, Rule[]>();
-  rules.forEach((text, index) => {
-    const words = ruleWords(text);
+  rules.forEach((rule, index) => {
+    const words = ruleWords(ruleCommand(rule));
     const first = words[0];
     if (first === undefined) return;
     const k = key(first);
     const list = map.get(k) ?? [];
-    list.push({ index, words, text: words.join(' ') });
+    const options: OptionRule | undefined =
+      typeof rule === 'string' ? undefined : { allow: rule.options.allow, ask: rule.options.ask, assignments: rule.assignments, paths: rule.paths };
+    list.push({ index, words, text: words.join(' '), ...(options ? { options } : {}) });
     map.set(k, list);
   });
   return map;
@@ -42,14 +53,17 @@ function compile(policy: Policy): CompiledCommands {
       free: group(policy.commands.free, (w) => w),
       forbidden: group(policy.commands.forbidden, programName),
       askEveryTime: group(policy.commands.askEveryTime, programName),
+      readOnly: new Map(policy.commands.readOnly.map((name, index) => [name, index])),
+      known: new Set([...policy.commands.free.map((r) => programName(ruleWords(ruleCommand(r))[0] ?? '')), ...policy.commands.readOnly]),
     };
     compiled.set(key, c);
   }
   return c;
 }
 
+/** The command as it was typed, quotes and escapes included, so the reason shows what will run. */
 function show(argv: Word[], max = 80): string {
-  const s = argv.map((w) => w.value ?? w.text).join(' ');
+  const s = argv.map((w) => w.text).join(' ');
   return s.length > max ? `${s.slice(0, max - 1)}…` : s;
 }
 
@@ -124,19 +138,38 @@ function matchFree(argv: Word[], rules: Rule[]): Rule | null {
   return null;
 }
 
-/** The decision for one simple command: forbidden first, then free, then the policy's default. */
-export function judgeCommand(part: CommandPart, policy: Policy): Decision | null {
+/** `--help` or `--version` as the last word, after nothing but plain words (`cargo test --help`). */
+function asksForHelp(argv: Word[]): boolean {
+  const last = argv[argv.length - 1]?.value;
+  if (argv.length < 2 || (last !== '--help' && last !== '--version')) return false;
+  return argv.slice(1, -1).every((w) => w.value !== null && !w.value.startsWith('-'));
+}
+
+function optionReason(shown: string, inside: string, finding: OptionFinding, what: string): string {
+  return `\`${shown}\`${inside} ${what}, but \`${finding.option}\` ${finding.why}`;
+}
+
+/**
+ * The decision for one simple command: forbidden first, then free, then read-only inspection, then
+ * the policy's default. `roots` are the absolute paths of the working copy (for a rule's `paths`).
+ */
+export function judgeCommand(part: CommandPart, policy: Policy, roots: readonly string[] = []): Decision | null {
   const c = compile(policy);
   const argv = part.argv;
   const name = (argv[0] as Word).value as string;
   const program = programName(name);
   const shown = show(argv);
   const inside = part.via.length > 0 ? ` (run through \`${part.via.join('` → `')}\`)` : '';
+  const help = asksForHelp(argv);
 
   const forbiddenRules = c.forbidden.get(program);
   if (forbiddenRules) {
     const m = matchForbidden(argv, forbiddenRules, program);
     if (part.probe && !m?.certain) return null;
+    if (m?.certain && help && !part.probe) {
+      const rule = `commands.forbidden[${m.rule.index}]`;
+      return { effect: 'ask', rule, reason: `\`${shown}\`${inside} only asks \`${m.rule.text}\`, which the project policy forbids, for its help or version; a person decides (${rule}).` };
+    }
     if (m?.certain) {
       const rule = `commands.forbidden[${m.rule.index}]`;
       return { effect: 'deny', rule, reason: `\`${m.rule.text}\` is forbidden by the project policy (${rule})${inside ? `; it was found in \`${shown}\`${inside}` : ''}.` };
@@ -151,19 +184,42 @@ export function judgeCommand(part: CommandPart, policy: Policy): Decision | null
 
   // A free rule names a program as it is typed; an absolute path to it counts, a relative one
   // (`./npm`) is a project file of the same name and does not.
-  const freeRules = c.free.get(name) ?? (name.startsWith('/') ? c.free.get(program) : undefined);
+  const absolute = name.startsWith('/');
+  const freeRules = c.free.get(name) ?? (absolute ? c.free.get(program) : undefined);
   const free = freeRules ? matchFree(argv, freeRules) : null;
   if (free) {
     const rule = `commands.free[${free.index}]`;
+    const finding = free.options ? judgeOptions(argv.slice(free.words.length), free.options, roots) : null;
+    if (finding) {
+      return { effect: 'ask', rule, reason: `${optionReason(shown, inside, finding, `matches the free rule \`${free.text}\``)}, so it needs approval (${rule}).` };
+    }
     return { effect: 'allow', rule, reason: `\`${shown}\`${inside} is free under the project policy (${rule}).` };
+  }
+
+  const known = !name.includes('/') || absolute;
+  if (help && known && c.known.has(program)) {
+    const rule = c.readOnly.has(program) ? `commands.readOnly[${c.readOnly.get(program)}]` : 'commands.free';
+    return { effect: 'allow', rule, reason: `\`${shown}\`${inside} only prints the help or version of a program the project policy lets run (${rule}).` };
+  }
+
+  const readOnly = known ? c.readOnly.get(program) : undefined;
+  let doubt = '';
+  if (readOnly !== undefined) {
+    const rule = `commands.readOnly[${readOnly}]`;
+    const finding = readOnlyProblem(program as ReadOnlyProgram, argv.slice(1));
+    if (!finding) return { effect: 'allow', rule, reason: `\`${shown}\`${inside} only reads, and the project policy lets read-only inspection run (${rule}).` };
+    if (policy.commands.default === 'ask') {
+      return { effect: 'ask', rule, reason: `${optionReason(shown, inside, finding, 'is a program of the read-only list')}, so it needs approval (${rule}).` };
+    }
+    doubt = `${optionReason(shown, inside, finding, 'is a program of the read-only list')}. `;
   }
 
   const rule = 'commands.default';
   switch (policy.commands.default) {
     case 'allow':
-      return { effect: 'allow', rule, reason: `No rule of the project policy names \`${shown}\`${inside}, and the policy lets such commands run (${rule}).` };
+      return { effect: 'allow', rule, reason: `${doubt}No rule of the project policy names \`${shown}\`${inside}, and the policy lets such commands run (${rule}).` };
     case 'deny':
-      return { effect: 'deny', rule, reason: `No rule of the project policy names \`${shown}\`${inside}, and the policy refuses such commands (${rule}).` };
+      return { effect: 'deny', rule, reason: `${doubt}No rule of the project policy names \`${shown}\`${inside}, and the policy refuses such commands (${rule}).` };
     default:
       return { effect: 'ask', rule, reason: `No rule of the project policy names \`${shown}\`${inside}, so it needs approval (${rule}).` };
   }

@@ -76,10 +76,11 @@ function decideBash(call: ToolCall, policy: Policy, context: DecisionContext): D
   // P3: the first reason this command must be approved every time, if there is one.
   // A sensitive Bash tool needs approval for every use (tools.sensitive).
   let askedAgainBy: string | null = policy.tools.sensitive.includes('Bash') ? 'tools.sensitive' : null;
+  const roots = [context.root, context.workingDirectory].filter((r): r is string => typeof r === 'string' && r.startsWith('/'));
   for (const part of analyseCommand(command).parts) {
     switch (part.kind) {
       case 'command': {
-        const finding = judgeCommand(part, policy);
+        const finding = judgeCommand(part, policy, roots);
         if (finding) findings.push(finding);
         askedAgainBy ??= askedEveryTime(part, policy);
         break;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseDocument } from 'yaml';
+import { READ_ONLY_PROGRAMS } from './read-only-programs';
 
 /** The tool catalogue the gateway offers a model (DESIGN.md, the scripted model's tool names). */
 export const TOOL_NAMES = ['Read', 'List', 'Search', 'Write', 'Edit', 'Bash', 'Task', 'TaskResult', 'Question'] as const;
@@ -31,6 +32,39 @@ function commandRule(list: 'free' | 'forbidden' | 'askEveryTime') {
       });
     }
   });
+}
+
+/** An option as a rule names it: `-x`, `--long` or a single-dash long option such as `-exec`. */
+const optionName = z
+  .string()
+  .regex(/^--?[A-Za-z0-9][A-Za-z0-9_.:+-]*$/, 'an option is written with its dashes and no value, like `-o`, `--config` or `-exec`');
+
+const freeRuleObject = z
+  .strictObject({
+    command: commandRule('free').describe('The program and its leading arguments, as in a plain rule.'),
+    options: z
+      .strictObject({
+        allow: z
+          .array(optionName)
+          .optional()
+          .describe('When given, the only options that keep the command free; any other option makes it ask.'),
+        ask: z.array(optionName).default([]).describe('Options that make the command ask (a long option also when abbreviated or written --name=value).'),
+      })
+      .prefault({})
+      .describe('Which options keep the command free.'),
+    assignments: z.enum(['allow', 'ask']).default('allow').describe('`ask`: a NAME=value argument (make SHELL=…) makes the command ask.'),
+    paths: z
+      .enum(['inside', 'any'])
+      .default('inside')
+      .describe('`inside`: an argument or option value naming a path outside the working copy (absolute, ~ or escaping with ..) makes the command ask.'),
+  })
+  .describe('A free command whose options are judged too.');
+
+export type FreeRule = string | z.output<typeof freeRuleObject>;
+
+/** The command words of a free rule, plain or with options. */
+export function ruleCommand(rule: FreeRule): string {
+  return typeof rule === 'string' ? rule : rule.command;
 }
 
 const globList = z.array(
@@ -177,7 +211,14 @@ export const DEFAULT_CONTEXT_EXCLUSIONS = ['.env', '.env.*', '**/*.pem', '**/*.k
 const commandsSchema = z
   .strictObject({
     default: z.enum(EFFECTS).default('ask').describe('Decision for a command that no rule names (P2: ask).'),
-    free: z.array(commandRule('free')).default([]).describe('Argv prefixes that run without approval.'),
+    free: z
+      .array(z.union([commandRule('free'), freeRuleObject]))
+      .default([])
+      .describe('Argv prefixes that run without approval; a rule written as a mapping also says which options keep it free.'),
+    readOnly: z
+      .array(z.enum(READ_ONLY_PROGRAMS))
+      .default([])
+      .describe('Programs of the engine\'s read-only catalogue that run without approval as long as their options and scripts only read.'),
     forbidden: z.array(commandRule('forbidden')).default(DEFAULT_FORBIDDEN).describe('Programs, or programs with subcommands, that are always refused.'),
     reapproval: z
       .enum(['always', 'exempt'])
@@ -191,9 +232,10 @@ const commandsSchema = z
   .superRefine((commands, ctx) => {
     const forbidden = new Map(commands.forbidden.map((rule, i) => [ruleWords(rule).join(' '), i]));
     commands.free.forEach((rule, i) => {
-      const j = forbidden.get(ruleWords(rule).join(' '));
-      if (rule.trim() !== '' && j !== undefined) {
-        ctx.addIssue({ code: 'custom', path: ['free', i], message: `\`${rule}\` is also forbidden by commands.forbidden[${j}]; a command cannot be both` });
+      const text = ruleCommand(rule);
+      const j = forbidden.get(ruleWords(text).join(' '));
+      if (text.trim() !== '' && j !== undefined) {
+        ctx.addIssue({ code: 'custom', path: ['free', i], message: `\`${text}\` is also forbidden by commands.forbidden[${j}]; a command cannot be both` });
       }
     });
   });
@@ -418,72 +460,87 @@ export function parsePolicy(input: unknown): Policy {
 /** P2: nothing is free, network tools and publishing are forbidden, every change goes to a person. */
 export const defaultPolicy: Policy = parsePolicy({ version: 1 });
 
-/** The usual build, test, lint and format commands of common ecosystems are free. */
+// Options of test runners that load code or configuration from a place of their choosing. The
+// package-manager scripts (`npm test`) pass what follows `--` on to whatever runner the project
+// uses, so they ask for these too.
+const RUNNER_CODE_OPTIONS = [
+  '--config', '-c', '--configLoader', '--globalSetup', '--globalTeardown', '--setupFiles', '--setupFilesAfterEnv', '--testRunner', '--runner', '--transform',
+  '--preset', '--resolver', '--reporters', '--reporter', '--testEnvironment', '--environment', '--testSequencer', '--snapshotResolver', '--testResultsProcessor',
+  '--watchPlugins', '--rootDir', '--roots', '--root', '--dir', '--workspace', '--require', '-r', '--import', '--loader', '--experimental-loader', '--node-options',
+  '--filter', '--moduleDirectories', '--modulePaths', '--projects', '--plugin', '--plugins', '--api', '--ui', '--browser', '--inspect', '--inspect-brk',
+];
+// npm's own options before `--` (anything else is a configuration key, such as --script-shell).
+const NPM_OPTIONS = ['--silent', '-s', '--quiet', '-q', '--workspace', '-w', '--workspaces', '--ws', '--if-present', '--include-workspace-root', '--loglevel', '--color', '--no-color', '--foreground-scripts'];
+const NPM_ASK = [...RUNNER_CODE_OPTIONS, '--script-shell', '--shell', '--userconfig', '--globalconfig', '--prefix', '--call', '--editor', '--git', '--node-gyp', '--init-module'];
+
+const GO_BUILD_OPTIONS = ['-v', '-x', '-n', '-a', '-race', '-msan', '-asan', '-cover', '-covermode', '-coverpkg', '-tags', '-p', '-mod', '-trimpath', '-buildvcs', '-work', '-json'];
+const GO_ASK = ['-exec', '-toolexec', '-modfile', '-overlay', '-pgo', '-ldflags', '-gcflags', '-asmflags', '-gccgoflags', '-compiler', '-pkgdir', '-installsuffix', '-buildmode', '-linkshared', '-vettool', '-args'];
+const GO_TEST_OPTIONS = [
+  ...GO_BUILD_OPTIONS, '-run', '-count', '-short', '-timeout', '-bench', '-benchmem', '-benchtime', '-parallel', '-failfast', '-list', '-skip', '-cpu',
+  '-shuffle', '-coverprofile', '-fuzz', '-fuzztime', '-vet', '-o', '-c', '-outputdir',
+];
+
+const CARGO_OPTIONS = [
+  '--release', '--all', '--workspace', '-p', '--package', '--exclude', '--lib', '--bins', '--bin', '--tests', '--test', '--benches', '--bench', '--examples', '--example',
+  '--all-targets', '--doc', '--no-run', '--no-fail-fast', '--all-features', '--features', '-F', '--no-default-features', '--target', '--target-dir', '-j', '--jobs',
+  '-q', '--quiet', '-v', '--verbose', '--locked', '--offline', '--frozen', '--message-format', '--color', '--profile', '-r', '--keep-going', '--timings',
+];
+const CARGO_ASK = ['--config', '-Z', '--manifest-path'];
+
+const MAKE_OPTIONS = ['-j', '--jobs', '-k', '--keep-going', '-s', '--silent', '--quiet', '-O', '--output-sync', '-w', '--print-directory', '--no-print-directory', '-B', '--always-make'];
+const MAKE_ASK = ['-f', '--file', '--makefile', '-e', '--environment-overrides', '--eval', '-E', '-I', '--include-dir', '-C', '--directory'];
+
+const JEST_OPTIONS = [
+  '--ci', '--coverage', '--runInBand', '-i', '--verbose', '--silent', '--selectProjects', '--testNamePattern', '-t', '--testPathPattern', '--testPathPatterns',
+  '--testPathIgnorePatterns', '--bail', '-b', '--maxWorkers', '-w', '--passWithNoTests', '--onlyChanged', '-o', '--changedSince', '--json', '--colors',
+  '--detectOpenHandles', '--forceExit', '--listTests', '--no-cache', '--updateSnapshot', '-u', '--shard', '--testTimeout', '--logHeapUsage',
+  '--findRelatedTests', '--randomize', '--seed', '--showSeed', '--errorOnDeprecated', '--expand', '-e', '--noStackTrace', '--no-coverage', '--clearMocks',
+];
+const VITEST_OPTIONS = ['--coverage', '--reporter', '-t', '--testNamePattern', '--bail', '--silent', '--passWithNoTests', '--changed', '--shard', '--sequence', '--no-color', '--run', '--allowOnly', '--update', '-u', '--testTimeout', '--maxWorkers', '--minWorkers', '--no-file-parallelism', '--project'];
+
+const PYTEST_ASK = ['-c', '--config-file', '--inifile', '-p', '--basetemp', '--rootdir', '--confcutdir', '-o', '--override-ini', '--pdb', '--pdbcls', '--trace', '--debug', '--import-mode', '--pyargs', '--noconftest'];
+const GRADLE_ASK = ['-I', '--init-script', '-D', '--system-prop', '-P', '--project-prop', '-c', '--settings-file', '-b', '--build-file', '-g', '--gradle-user-home', '--include-build', '--project-cache-dir', '-p', '--project-dir'];
+const MVN_OPTIONS = ['-B', '--batch-mode', '-q', '--quiet', '-e', '--errors', '-X', '--debug', '-o', '--offline', '-U', '--update-snapshots', '-ntp', '--no-transfer-progress', '-pl', '--projects', '-am', '--also-make', '-T', '--threads', '-fae', '--fail-at-end', '-ff', '--fail-fast', '-nsu', '-P', '--activate-profiles', '-V', '--show-version'];
+const MVN_ASK = ['-D', '--define', '-f', '--file', '-s', '--settings', '-gs', '--global-settings', '-t', '--toolchains', '-gt', '--global-toolchains', '-l', '--log-file', '-emp', '-ep'];
+const DOTNET_ASK = ['-p', '--property', '-property', '-l', '--logger', '-a', '--test-adapter-path', '-s', '--settings', '--collect', '-d', '--diag', '--source', '--configfile', '--runtime', '-r', '--blame', '--blame-hang', '--blame-crash', '--environment', '-e', '--arch', '--os'];
+
+type RuleInput = z.input<typeof freeRuleObject>;
+const withOptions = (commands: string[], options: { allow?: string[]; ask?: string[] }, more: Partial<RuleInput> = {}): RuleInput[] =>
+  commands.map((command) => ({ command, options, ...more }));
+
+/**
+ * The usual build, test, lint and format commands of common ecosystems are free — with the options
+ * that keep them from running a program of the caller's choosing — and so is read-only inspection.
+ */
 export const recommendedPolicy: Policy = parsePolicy({
   version: 1,
   commands: {
     default: 'ask',
     free: [
-      'npm test',
-      'npm run test',
-      'npm run lint',
-      'npm run build',
-      'npm run typecheck',
-      'npm run format:check',
-      'yarn test',
-      'yarn lint',
-      'yarn build',
-      'yarn run test',
-      'yarn run lint',
-      'yarn run build',
-      'pnpm test',
-      'pnpm lint',
-      'pnpm build',
-      'pnpm run test',
-      'pnpm run lint',
-      'pnpm run build',
-      'tsc',
-      'npx tsc',
-      'eslint',
-      'npx eslint',
-      'prettier --check',
-      'npx prettier --check',
-      'jest',
-      'npx jest',
-      'vitest run',
-      'npx vitest run',
-      'pytest',
-      'python -m pytest',
-      'python3 -m pytest',
-      'ruff check',
-      'ruff format --check',
-      'mypy',
-      'python -m mypy',
-      'python3 -m mypy',
-      'go build',
-      'go test',
-      'go vet',
-      'gofmt -l',
-      'cargo build',
-      'cargo test',
-      'cargo check',
-      'cargo clippy',
-      'cargo fmt --check',
-      'mvn compile',
-      'mvn test',
-      'mvn verify',
-      './mvnw test',
-      'gradle build',
-      'gradle test',
-      'gradle check',
-      './gradlew build',
-      './gradlew test',
-      './gradlew check',
-      'dotnet build',
-      'dotnet test',
-      'dotnet format --verify-no-changes',
-      'make test',
+      ...withOptions(['npm test', 'npm run test', 'npm run lint', 'npm run build', 'npm run typecheck', 'npm run format:check'], { allow: NPM_OPTIONS, ask: NPM_ASK }),
+      ...withOptions(['yarn test', 'yarn lint', 'yarn build', 'yarn run test', 'yarn run lint', 'yarn run build'], { ask: NPM_ASK }),
+      ...withOptions(['pnpm test', 'pnpm lint', 'pnpm build', 'pnpm run test', 'pnpm run lint', 'pnpm run build'], { ask: NPM_ASK }),
+      ...withOptions(['tsc', 'npx tsc'], { ask: ['--plugins', '--generateTrace'] }),
+      ...withOptions(['eslint', 'npx eslint'], { ask: ['--rulesdir', '--resolve-plugins-relative-to'] }),
+      ...withOptions(['prettier --check', 'npx prettier --check'], { ask: ['--write', '-w', '--plugin', '--plugin-search-dir'] }),
+      ...withOptions(['jest', 'npx jest'], { allow: JEST_OPTIONS, ask: RUNNER_CODE_OPTIONS }),
+      ...withOptions(['vitest run', 'npx vitest run'], { allow: VITEST_OPTIONS, ask: RUNNER_CODE_OPTIONS }),
+      ...withOptions(['pytest', 'python -m pytest', 'python3 -m pytest'], { ask: PYTEST_ASK }),
+      ...withOptions(['ruff check', 'ruff format --check'], { ask: ['--unsafe-fixes', '--add-noqa'] }),
+      ...withOptions(['mypy', 'python -m mypy', 'python3 -m mypy'], { ask: ['--python-executable', '--shadow-file', '--plugins'] }),
+      ...withOptions(['go build'], { allow: [...GO_BUILD_OPTIONS, '-o'], ask: GO_ASK }),
+      ...withOptions(['go test'], { allow: GO_TEST_OPTIONS, ask: GO_ASK }),
+      ...withOptions(['go vet'], { allow: ['-v', '-x', '-n', '-tags', '-json', '-mod', '-C'], ask: GO_ASK }),
+      ...withOptions(['gofmt -l'], { ask: ['-w'] }),
+      ...withOptions(['cargo build', 'cargo test', 'cargo check', 'cargo clippy'], { allow: CARGO_OPTIONS, ask: CARGO_ASK }),
+      ...withOptions(['cargo fmt --check'], { ask: CARGO_ASK }),
+      ...withOptions(['mvn compile', 'mvn test', 'mvn verify', './mvnw test'], { allow: MVN_OPTIONS, ask: MVN_ASK }),
+      ...withOptions(['gradle build', 'gradle test', 'gradle check', './gradlew build', './gradlew test', './gradlew check'], { ask: GRADLE_ASK }),
+      ...withOptions(['dotnet build', 'dotnet test'], { ask: DOTNET_ASK }),
+      ...withOptions(['dotnet format --verify-no-changes'], { ask: DOTNET_ASK }),
+      ...withOptions(['make test'], { allow: MAKE_OPTIONS, ask: MAKE_ASK }, { assignments: 'ask' }),
     ],
+    readOnly: [...READ_ONLY_PROGRAMS],
     forbidden: DEFAULT_FORBIDDEN,
     reapproval: 'exempt',
   },

@@ -11,6 +11,7 @@ import {
   type LoginResponse,
   type MeResponse,
   type PathParams,
+  type PolicyDryRunResponse,
   type PolicyVersionView,
   type ProjectView,
   type SessionStatus,
@@ -266,6 +267,11 @@ export class GatewayClient {
       params: { projectId },
       body: { sourceText, comment },
     });
+  }
+
+  /** C1: the project's recent tool calls decided again under a draft; nothing is published. */
+  policyDryRun(projectId: string, sourceText: string, sessions: number): Promise<PolicyDryRunResponse> {
+    return this.request(GatewayRoutes.policyDryRun, { params: { projectId }, body: { sourceText, sessions } });
   }
 
   // --- sessions ---

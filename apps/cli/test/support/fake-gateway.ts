@@ -6,6 +6,7 @@ import {
   matchGatewayRoute,
   requestIssues,
   type ApprovalView,
+  type PolicyDryRunResponse,
   type GatewayRoute,
   type GatewayRouteName,
   type ProjectView,
@@ -112,6 +113,8 @@ export class FakeGateway {
   scenario: Scenario = { events: [], final: {} };
   sessions = new Map<string, SessionView>();
   approvals: ApprovalView[] = [];
+  /** What `POST /projects/:id/policy/dry-run` answers. */
+  dryRun: PolicyDryRunResponse = { sessionsReplayed: 0, toolCallsReplayed: 0, changes: [] };
   auditVerify: unknown = { ok: true, checked: 3, lastSeq: 3, lastHash: 'h3' };
   auditExport = '{"seq":1}\n{"seq":2}\n';
   private server!: Server;
@@ -313,7 +316,9 @@ export class FakeGateway {
       return this.send(res, 200, { user: { id: 'u1', email: 'dev@example.org', displayName: 'Dev', role: 'developer', projectIds: ['p1'], disabledAt: null, revokedAt: null, createdAt: now() }, csrfToken: null, via: 'token' });
     }
     if (route === 'GET /projects') return this.send(res, 200, this.projects);
-    let m = /^\/projects\/([^/]+)\/policy$/.exec(path);
+    let m = /^\/projects\/([^/]+)\/policy\/dry-run$/.exec(path);
+    if (m && req.method === 'POST') return this.send(res, 200, this.dryRun);
+    m = /^\/projects\/([^/]+)\/policy$/.exec(path);
     if (m && req.method === 'POST') {
       return this.send(res, 201, { id: 'pv2', projectId: m[1], version: 2, document: {}, sourceText: (body as { sourceText: string }).sourceText, authorId: 'u1', comment: '', createdAt: now() });
     }

@@ -5,7 +5,7 @@ import { DiffViewer } from '../components/diff/DiffViewer';
 import { Query, type QueryState } from '../components/Query';
 import { Empty, InlineError } from '../components/States';
 import { YamlEditor } from '../components/YamlEditor';
-import { readFields, writeField, type FieldSpec } from '../policy/form-model';
+import { readFields, ruleLines, writeField, type FieldSpec } from '../policy/form-model';
 import type { PolicyDiagnostic } from '../policy/validate';
 
 export type PolicyTab = 'edit' | 'history' | 'dry-run';
@@ -190,8 +190,20 @@ export function PolicyForm({ text, fields, onChange }: { text: string; fields: F
                 {help}
               </div>
             );
-          case 'lines':
-            return <LinesField key={`${key}:${JSON.stringify(value)}`} id={id} label={f.label} value={Array.isArray(value) ? (value as string[]) : []} onCommit={(v) => set(f, v)} describedBy={describedBy} help={help} />;
+          case 'lines': {
+            const { lines, structured } = ruleLines(value);
+            if (structured > 0) {
+              return (
+                <div className="field" key={key}>
+                  <label htmlFor={id}>{f.label}</label>
+                  <textarea id={id} rows={Math.min(8, Math.max(3, lines.length + 1))} value={lines.join('\n')} readOnly aria-describedby={describedBy} spellCheck={false} />
+                  <p className="help">{`${structured} of these rules say which options keep the command free; edit this list in the YAML editor.`}</p>
+                  {help}
+                </div>
+              );
+            }
+            return <LinesField key={`${key}:${JSON.stringify(value)}`} id={id} label={f.label} value={lines} onCommit={(v) => set(f, v)} describedBy={describedBy} help={help} />;
+          }
           case 'tools':
             return (
               <fieldset className="field" key={key} aria-describedby={describedBy}>

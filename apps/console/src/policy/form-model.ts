@@ -75,3 +75,20 @@ export function writeField(text: string, field: FieldSpec, value: unknown): stri
   doc.setIn(field.path, doc.createNode(value));
   return doc.toString();
 }
+
+/**
+ * A list field's lines. A free rule written as a mapping (a command with its options) has no line
+ * of its own: `structured` says so, and the form then shows the list without editing it, so saving
+ * the form never turns such a rule into a plain prefix.
+ */
+export function ruleLines(value: unknown): { lines: string[]; structured: number } {
+  const list = Array.isArray(value) ? (value as unknown[]) : [];
+  let structured = 0;
+  const lines = list.map((item) => {
+    if (typeof item === 'string') return item;
+    structured++;
+    const command = item !== null && typeof item === 'object' ? (item as { command?: unknown }).command : undefined;
+    return `${typeof command === 'string' ? command : '?'}  (with options)`;
+  });
+  return { lines, structured };
+}

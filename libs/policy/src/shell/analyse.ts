@@ -31,7 +31,8 @@ export class ShellAnalyser {
     }
     const analyser = new ShellAnalyser(depth, via);
     withSyntaxTree(source, (root) => analyser.visit(root));
-    if (depth === 0 && analyser.parts.length === 0 && source.trim().length === 0) {
+    // An empty script of `bash -c ''` or `eval ''` is as empty as an empty command: the same answer.
+    if (analyser.parts.length === 0 && source.trim().length === 0) {
       analyser.parts.push({ kind: 'problem', rule: 'shell.empty', reason: 'The command is empty, so there is nothing to allow (shell.empty).' });
     }
     return analyser.parts;
@@ -161,6 +162,11 @@ export class ShellAnalyser {
   simpleCommand(argv: Word[], via: string[]): void {
     const first = argv[0];
     if (!first) return;
+    if (first.value === '') {
+      // `''` names no program: bash reports "command not found", like an empty command.
+      this.parts.push({ kind: 'problem', rule: 'shell.empty', reason: 'The command names an empty program, so there is nothing to allow (shell.empty).' });
+      return;
+    }
     if (first.value === null) {
       this.parts.push({
         kind: 'problem',

@@ -71,6 +71,15 @@ const SENSITIVE_ENV_EXACT = new Set([
   'PAGER',
   'HOME',
   'TMPDIR',
+  // Programs that pagers, man and git run on their own
+  'LESSOPEN',
+  'LESSCLOSE',
+  'LESS',
+  'MANPAGER',
+  'MANOPT',
+  'BROWSER',
+  'AWKPATH',
+  'SYSTEMD_PAGER',
 ]);
 const SENSITIVE_ENV_PREFIXES = ['LD_', 'DYLD_', 'GIT_', 'npm_config_', 'NPM_CONFIG_', 'YARN_', 'PNPM_', 'BASH_FUNC_'];
 

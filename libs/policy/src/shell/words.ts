@@ -7,6 +7,11 @@ import type { SyntaxNode } from './parser';
 export interface Word {
   value: string | null;
   text: string;
+  /**
+   * Set when the word is only unknown because bash expands a glob or braces in it: the pattern with
+   * quotes removed. Its first character tells whether any expansion could start with `-` or `/`.
+   */
+  pattern?: string;
 }
 
 /** Called for every command or process substitution found inside a word: its commands run too. */
@@ -23,8 +28,8 @@ export function normaliseWord(node: SyntaxNode, onSubstitution: SubstitutionVisi
   if (node.type === 'command_substitution' || node.type === 'process_substitution') onSubstitution(node);
   else visitSubstitutions(node, onSubstitution);
   const piece = pieceOf(node);
-  let value = piece.value;
-  if (value !== null && mayExpand(piece.unquoted)) value = null;
+  const value = piece.value;
+  if (value !== null && mayExpand(piece.unquoted)) return { value: null, text: node.text, pattern: value };
   return { value, text: node.text };
 }
 

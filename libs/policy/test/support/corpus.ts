@@ -51,10 +51,11 @@ export const corpus: CorpusCase[] = [
   ['quoted free command', "'npm' 'test'", 'allow'],
   ['escaped free command', 'n\\pm te\\st', 'allow'],
   ['double-quoted free command', '"npm" "test"', 'allow'],
-  ['unknown command asks', 'ls -la', 'ask', 'commands.default'],
-  ['cat asks', 'cat README.md', 'ask', 'commands.default'],
+  ['read-only ls is free', 'ls -la', 'allow', 'commands.readOnly[0]'],
+  ['unknown command asks', 'node scripts/x.js', 'ask', 'commands.default'],
+  ['read-only cat is free', 'cat README.md', 'allow', 'commands.readOnly[1]'],
   ['rm asks', 'rm -rf build', 'ask', 'commands.default'],
-  ['echo asks', 'echo hello', 'ask', 'commands.default'],
+  ['echo is free', 'echo hello', 'allow'],
 
   // Forbidden commands
   ['curl is forbidden', 'curl https://example.com', 'deny', 'commands.forbidden[0]'],
@@ -67,8 +68,8 @@ export const corpus: CorpusCase[] = [
   ['git push --force is forbidden', 'git push --force', 'deny', 'commands.forbidden[12]'],
   ['git -C dir push is forbidden', 'git -C /work push', 'deny', 'commands.forbidden[12]'],
   ['git -c key=value push is forbidden', 'git -c http.proxy=x push', 'deny', 'commands.forbidden[12]'],
-  ['git status is not forbidden', 'git status', 'ask', 'commands.default'],
-  ['git pushx is not git push', 'git pushx', 'ask', 'commands.default'],
+  ['git status is read-only', 'git status', 'allow'],
+  ['git pushx is not git push', 'git pushx', 'ask', 'commands.readOnly[65]'],
   ['git with push as a message asks', 'git commit -m push', 'ask', 'commands.forbidden[12]'],
   ['git with a computed subcommand asks', 'git $SUB origin', 'ask', 'commands.forbidden[12]'],
   ['npm publish is forbidden', 'npm publish', 'deny'],
@@ -107,7 +108,7 @@ export const corpus: CorpusCase[] = [
   ['forbidden after semicolon', 'npm test; wget y', 'deny', 'commands.forbidden[1]'],
   ['forbidden after or', 'npm test || ssh h', 'deny', 'commands.forbidden[2]'],
   ['forbidden first', 'curl x && npm test', 'deny', 'commands.forbidden[0]'],
-  ['unknown in chain asks', 'npm test && ls', 'ask', 'commands.default'],
+  ['unknown in chain asks', 'npm test && rm x', 'ask', 'commands.default'],
   ['newline-separated', 'npm test\ncurl x', 'deny'],
   ['comment only', '# just a comment', 'allow'],
   ['comment after free', 'npm test # run tests', 'allow'],
@@ -136,7 +137,7 @@ export const corpus: CorpusCase[] = [
   ['parameter default with substitution', 'echo ${X:-$(wget y)}', 'deny'],
   ['substitution in assignment', 'X=$(curl x)', 'deny'],
   ['substitution in env prefix', 'X=$(curl x) npm test', 'deny'],
-  ['free command with variable argument', 'npm test -- $ARGS', 'allow'],
+  ['free command with variable argument asks: it may be an option', 'npm test -- $ARGS', 'ask', 'commands.free[0]'],
 
   // Control flow and functions
   ['if with forbidden', 'if true; then curl x; fi', 'deny'],
@@ -152,7 +153,7 @@ export const corpus: CorpusCase[] = [
 
   // Here-docs and here-strings
   ['here-doc with substitution', 'cat <<EOF\n$(curl x)\nEOF', 'deny'],
-  ['quoted here-doc is data', "cat <<'EOF'\n$(curl x)\nEOF", 'ask', 'commands.default'],
+  ['quoted here-doc is data', "cat <<'EOF'\n$(curl x)\nEOF", 'allow'],
   ['here-string with substitution', 'cat <<< "$(wget y)"', 'deny'],
   ['here-doc into free command', 'npm test <<EOF\nhello\nEOF', 'allow'],
 
@@ -213,11 +214,11 @@ export const corpus: CorpusCase[] = [
   ['xargs', 'echo url | xargs curl', 'deny'],
   ['xargs with options', 'find . | xargs -n 1 -P 4 wget', 'deny'],
   ['xargs with replacement', 'echo a | xargs -I{} curl {}', 'deny'],
-  ['xargs without command runs echo', 'echo a | xargs', 'ask'],
+  ['xargs without command runs echo', 'echo a | xargs', 'allow'],
   ['find -exec', 'find . -name x -exec curl {} \\;', 'deny'],
   ['find -execdir plus', 'find . -execdir wget {} +', 'deny'],
   ['find -ok', 'find . -ok ssh {} \\;', 'deny'],
-  ['find without exec', 'find . -name "*.ts"', 'ask', 'commands.default'],
+  ['find without exec', 'find . -name "*.ts"', 'allow', 'commands.readOnly[20]'],
   ['sh -c', "sh -c 'curl x'", 'deny'],
   ['bash -c', 'bash -c "npm test && wget y"', 'deny'],
   ['bash -lc', "bash -lc 'ssh h'", 'deny'],
@@ -253,7 +254,7 @@ export const corpus: CorpusCase[] = [
   ['exec opening a file for writing', 'exec 3>out.txt', 'ask'],
 
   // Parser rejections and edge cases
-  ['unterminated quote', 'echo "unterminated', 'ask', 'commands.default'],
+  ['unterminated quote', 'echo "unterminated', 'ask', 'shell.unparseable'],
   ['dangling and', 'npm test &&', 'ask'],
   ['lone if', 'if', 'ask', 'shell.unparseable'],
   ['double pipe operator', 'npm test | | cat', 'ask'],

@@ -109,6 +109,88 @@ describe('decide: properties', () => {
     );
   });
 
+  /** Spellings of one word that bash reads the same: quoted, escaped, ANSI-C. */
+  const spellWord = (word: string, choices: number[]) => [...word].map((ch, i) => (spell[choices[i % choices.length] ?? 0] as (c: string) => string)(ch)).join('');
+  const readOnlyArgs = fc.array(fc.constantFrom('.', 'src', '-name', '"*.ts"', '-type', 'f', '-maxdepth', '2', '-print', '-newer', 'x'), { maxLength: 4 });
+
+  it('a find with an action that runs or writes, anywhere and however spelled, is never allowed', () => {
+    fc.assert(
+      fc.property(
+        readOnlyArgs,
+        readOnlyArgs,
+        fc.constantFrom('-exec', '-execdir', '-ok', '-okdir', '-delete', '-fprint', '-fprint0', '-fprintf', '-fls'),
+        fc.array(fc.integer({ min: 0, max: spell.length - 1 }), { minLength: 8, maxLength: 8 }),
+        fc.integer({ min: 0, max: 4 }),
+        (before, after, action, choices, how) => {
+          const inner = `find ${[...before, spellWord(action, choices), 'id', '{}', '\\;', ...after].join(' ')}`;
+          const command = [(c: string) => c, (c: string) => `timeout 5 ${c}`, (c: string) => `env ${c}`, (c: string) => `nice ${c}`, (c: string) => `sh -c '${c.replace(/'/g, '')}'`][how]!(inner);
+          const d = bash(command);
+          if (d.effect === 'allow') throw new Error(`allowed: ${JSON.stringify(command)} → ${d.rule}: ${d.reason}`);
+        },
+      ),
+      { numRuns: 800 },
+    );
+  });
+
+  it('an option that runs a program, in a free or read-only command, is never allowed however it is written', () => {
+    const cases: [string, string, string][] = [
+      ['go test ./...', '-exec', 'sh'],
+      ['go build', '-toolexec', 'x'],
+      ['npm test', '--script-shell', 'x'],
+      ['cargo test', '--config', 'target.x.runner=x'],
+      ['jest', '--config', '/tmp/x.js'],
+      ['pytest', '-p', 'evil'],
+      ['make test', '-f', '/tmp/x.mk'],
+      ['rg foo', '--pre', 'sh'],
+      ['sort f', '--compress-program', 'sh'],
+      ['tar -tf x.tar', '--to-command', 'sh'],
+      ['git log', '--output', '/x'],
+      ['git diff', '--ext-diff', ''],
+      ['git grep foo', '--open-files-in-pager', 'sh'],
+      ['sed -n p', '--in-place', ''],
+    ];
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: cases.length - 1 }),
+        fc.array(fc.integer({ min: 0, max: spell.length - 1 }), { minLength: 8, maxLength: 8 }),
+        fc.constantFrom('=', ' '),
+        fc.boolean(),
+        (which, choices, joiner, abbreviate) => {
+          const [base, option, value] = cases[which]!;
+          const name = abbreviate && option.startsWith('--') && option.length > 6 ? option.slice(0, -1) : option;
+          const spelled = spellWord(name, choices);
+          const command = value === '' ? `${base} ${spelled}` : joiner === '=' ? `${base} ${spelled}=${value}` : `${base} ${spelled} ${value}`;
+          const d = bash(command);
+          if (d.effect === 'allow') throw new Error(`allowed: ${JSON.stringify(command)} → ${d.rule}: ${d.reason}`);
+        },
+      ),
+      { numRuns: 1500 },
+    );
+  });
+
+  it('a sed or awk script that writes or runs a command is never allowed, whatever surrounds it', () => {
+    const sedBad = ['s/a/b/e', 's/a/b/w out', 'w out', '1e id', 'W out', 's|a|b|ge', '/x/w out', '$!e id'];
+    const awkBad = ['BEGIN{system("id")}', '{print | "sh"}', '{print > "out"}', '{"id" | getline x}', '{printf "x" >> "out"}', '{print $1 |& "sh"}'];
+    const harmless = fc.constantFrom('', 'p;', '1d;', '/x/p;', 's/q/r/g;');
+    fc.assert(
+      fc.property(fc.constantFrom(...sedBad), harmless, harmless, fc.constantFrom('', '-n ', '-E ', '-s '), (bad, pre, post, flags) => {
+        for (const command of [`sed ${flags}'${pre}${bad}'`, `sed ${flags}-e '${pre}' -e '${bad}${post ? `;${post}` : ''}'`]) {
+          const d = bash(command);
+          if (d.effect === 'allow') throw new Error(`allowed: ${JSON.stringify(command)} → ${d.rule}: ${d.reason}`);
+        }
+      }),
+      { numRuns: 400 },
+    );
+    fc.assert(
+      fc.property(fc.constantFrom(...awkBad), fc.constantFrom('', 'NR==1 ', '/x/ '), fc.constantFrom('', "-F: ", '-v n=1 '), (bad, pattern, flags) => {
+        const command = `awk ${flags}'${pattern}${bad}' file`;
+        const d = bash(command);
+        if (d.effect === 'allow') throw new Error(`allowed: ${JSON.stringify(command)} → ${d.rule}: ${d.reason}`);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it('never throws on arbitrary strings, and always explains itself', () => {
     const shellish = fc
       .array(fc.constantFrom('curl', 'npm test', ' ', ';', '&&', '|', '(', ')', '$(', '`', '"', "'", '\\', '<<', 'EOF', '\n', '>', '{', '}', '$', '*', 'sh -c', '#', '\0', 'é', '\u2028'), {

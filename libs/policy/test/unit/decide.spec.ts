@@ -171,10 +171,10 @@ describe('decide: shell commands and the policy', () => {
   const at = { workingDirectory: '/workspace' };
 
   it('an approved identical command runs again under reapproval: exempt, naming the approval', () => {
-    const d = decide({ name: 'Bash', arguments: { command: 'ls -la' } }, recommendedPolicy, { ...at, approvedCommands: approved('ls -la') });
+    const d = decide({ name: 'Bash', arguments: { command: 'rm -rf build' } }, recommendedPolicy, { ...at, approvedCommands: approved('rm -rf build') });
     expect(d).toMatchObject({ effect: 'allow', rule: 'commands.reapproval', approvalId: 'apr_1' });
     expect(d.reason).toContain('approval apr_1');
-    expect(decide({ name: 'Bash', arguments: { command: 'ls -la ' } }, recommendedPolicy, { ...at, approvedCommands: approved('ls -la') }).effect).toBe('ask');
+    expect(decide({ name: 'Bash', arguments: { command: 'rm -rf build ' } }, recommendedPolicy, { ...at, approvedCommands: approved('rm -rf build') }).effect).toBe('ask');
   });
 
   it('reapproval: always asks again and never offers it', () => {

@@ -1,6 +1,6 @@
 import Ajv2020 from 'ajv/dist/2020';
 import { stringify } from 'yaml';
-import { approvalTimeoutSeconds, defaultPolicy, parsePolicy, policyJsonSchema, PolicyValidationError, recommendedPolicy } from '../../src/schema';
+import { approvalTimeoutSeconds, defaultPolicy, parsePolicy, policyJsonSchema, PolicyValidationError, recommendedPolicy, ruleCommand } from '../../src/schema';
 
 function issuesOf(input: unknown): { path: string; message: string }[] {
   try {
@@ -16,7 +16,7 @@ describe('parsePolicy', () => {
   it('fills every default from `version: 1` alone, with nothing free (P2)', () => {
     const p = parsePolicy('version: 1\n');
     expect(p).toEqual(defaultPolicy);
-    expect(p.commands).toEqual({ default: 'ask', free: [], forbidden: expect.arrayContaining(['curl', 'git push']), reapproval: 'always', askEveryTime: [] });
+    expect(p.commands).toEqual({ default: 'ask', free: [], forbidden: expect.arrayContaining(['curl', 'git push']), reapproval: 'always', askEveryTime: [], readOnly: [] });
     expect(p.tools).toEqual({ disabled: [], sensitive: ['Task'] });
     expect(p.thirdPartyFiles.mode).toBe('forbid');
     expect(p.execution.sessionMaxActions).toBe(150);
@@ -104,7 +104,8 @@ describe('parsePolicy', () => {
   });
 
   it('the recommended policy makes the usual commands free and forbids network tools', () => {
-    expect(recommendedPolicy.commands.free).toEqual(expect.arrayContaining(['npm test', 'pytest', 'go test', 'cargo test', 'make test', 'npx prettier --check']));
+    expect(recommendedPolicy.commands.free.map(ruleCommand)).toEqual(expect.arrayContaining(['npm test', 'pytest', 'go test', 'cargo test', 'make test', 'npx prettier --check']));
+    expect(recommendedPolicy.commands.readOnly).toEqual(expect.arrayContaining(['ls', 'cat', 'grep', 'find', 'sed', 'awk', 'git']));
     expect(recommendedPolicy.commands.forbidden).toEqual(expect.arrayContaining(['curl', 'wget', 'ssh', 'git push']));
   });
 
@@ -164,5 +165,38 @@ describe('approvals.timeoutSeconds (L1, X4)', () => {
   it('is in the JSON Schema an editor validates against', () => {
     const props = (policyJsonSchema as { properties: Record<string, { properties?: Record<string, { type?: string; maximum?: number }> }> }).properties;
     expect(props.approvals!.properties!.timeoutSeconds).toMatchObject({ type: 'integer', maximum: 86_400 });
+  });
+});
+
+describe('free rules with options, and the read-only list', () => {
+  const issues = (input: unknown) => {
+    try {
+      parsePolicy(input);
+      return [];
+    } catch (error) {
+      return (error as PolicyValidationError).issues;
+    }
+  };
+
+  it('keeps a plain string rule as it was, and reads a mapping with its defaults', () => {
+    const p = parsePolicy({ version: 1, commands: { free: ['npm test', { command: 'go test', options: { ask: ['-exec'] } }] } });
+    expect(p.commands.free[0]).toBe('npm test');
+    expect(p.commands.free[1]).toEqual({ command: 'go test', options: { ask: ['-exec'] }, assignments: 'allow', paths: 'inside' });
+    expect(p.commands.readOnly).toEqual([]);
+  });
+
+  it('refuses an option written with a value, a shell rule in a mapping, unknown keys and unknown read-only programs', () => {
+    expect(issues({ version: 1, commands: { free: [{ command: 'go test', options: { ask: ['-exec=x'] } }] } })[0]?.path).toBe('commands.free[0].options.ask[0]');
+    expect(issues({ version: 1, commands: { free: [{ command: 'go test; curl x' }] } })[0]?.path).toBe('commands.free[0].command');
+    expect(issues({ version: 1, commands: { free: [{ command: 'go test', option: {} }] } })[0]?.path).toBe('commands.free[0].option');
+    expect(issues({ version: 1, commands: { readOnly: ['ls', 'vim'] } })[0]?.path).toBe('commands.readOnly[1]');
+    expect(issues({ version: 1, commands: { free: [{ command: 'curl' }] } })[0]?.message).toContain('also forbidden');
+  });
+
+  it('the JSON Schema accepts both shapes of a free rule and the recommended policy', () => {
+    const validate = new Ajv2020({ strict: false }).compile(policyJsonSchema);
+    expect(validate({ version: 1, commands: { free: ['npm test', { command: 'make test', options: { allow: ['-j'] }, assignments: 'ask' }], readOnly: ['ls'] } })).toBe(true);
+    expect(validate(JSON.parse(JSON.stringify(recommendedPolicy)))).toBe(true);
+    expect(validate({ version: 1, commands: { readOnly: ['vim'] } })).toBe(false);
   });
 });

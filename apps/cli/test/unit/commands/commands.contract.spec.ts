@@ -353,6 +353,89 @@ describe('lemni policy publish', () => {
   });
 });
 
+describe('lemni policy dry-run', () => {
+  const decision = (effect: 'allow' | 'ask' | 'deny', rule: string, reason: string) => ({ effect, rule, reason });
+  const change = (sessionId: string, toolCallId: string, subject: string, before: 'allow' | 'ask' | 'deny', after: 'allow' | 'ask' | 'deny') => ({
+    sessionId,
+    toolCallId,
+    tool: 'Bash',
+    subject,
+    before: decision(before, 'commands.default', `\`${subject}\` is not named by any rule.`),
+    after: decision(after, 'commands.readOnly', `\`${subject}\` only reads the working copy.`),
+  });
+  const draft = () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'lemni-pol-'));
+    dirs.push(dir);
+    const file = path.join(dir, 'draft.yaml');
+    writeFileSync(file, 'version: 1\ncommands: { free: [git status] }\n');
+    return file;
+  };
+
+  it('sends the draft and groups the decisions it would change, loosening first, repeats counted', async () => {
+    gateway.dryRun = {
+      sessionsReplayed: 3,
+      toolCallsReplayed: 41,
+      changes: [change('s1', 'c1', 'rm -rf build', 'allow', 'ask'), change('s1', 'c2', 'git status', 'ask', 'allow'), change('s2', 'c3', 'git status', 'ask', 'allow'), change('s2', 'c4', 'ls', 'ask', 'allow')],
+    };
+    const file = draft();
+    const r = await lemni(['policy', 'dry-run', file, '--project', 'demo', '--sessions', '3'], { env: env() });
+    expect(r.code).toBe(0);
+    expect(gateway.hits('POST', '/projects/p1/policy/dry-run')[0]?.body).toEqual({ sourceText: 'version: 1\ncommands: { free: [git status] }\n', sessions: 3 });
+    expect(r.stdout).toBe(
+      [
+        `Replayed 41 tool calls from 3 sessions of demo under ${file}: 4 decisions would change.`,
+        '',
+        'ask → allow (3)',
+        '  TOOL  SUBJECT     WHERE             WITH THE DRAFT',
+        '  Bash  git status  2× in 2 sessions  `git status` only reads the working copy.',
+        '  Bash  ls          s2                `ls` only reads the working copy.',
+        '',
+        'allow → ask (1)',
+        '  TOOL  SUBJECT       WHERE  WITH THE DRAFT',
+        '  Bash  rm -rf build  s1     `rm -rf build` only reads the working copy.',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('says so when nothing would change, and --json prints the answer as it came', async () => {
+    gateway.dryRun = { sessionsReplayed: 1, toolCallsReplayed: 1, changes: [] };
+    const file = draft();
+    const r = await lemni(['policy', 'dry-run', file, '--project', 'demo'], { env: env() });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe(`Replayed 1 tool call from 1 session of demo under ${file}: no decision would change.\n`);
+    expect(gateway.hits('POST', '/projects/p1/policy/dry-run')[0]?.body).toEqual({ sourceText: 'version: 1\ncommands: { free: [git status] }\n', sessions: 20 });
+    const json = await lemni(['policy', 'dry-run', file, '--project', 'demo', '--json'], { env: env() });
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual(gateway.dryRun);
+  });
+
+  it.each([['0'], ['101'], ['ten'], ['2.5'], ['-1']])('refuses --sessions %s before anything is sent', async (n) => {
+    const r = await lemni(['policy', 'dry-run', draft(), '--project', 'demo', '--sessions', n], { env: env() });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`--sessions must be a whole number from 1 to 100, not "${n}".`);
+    expect(gateway.requests).toEqual([]);
+  });
+
+  it('an invalid draft is reported with its paths and never sent, and a project is required', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'lemni-pol-'));
+    dirs.push(dir);
+    const bad = path.join(dir, 'bad.yaml');
+    writeFileSync(bad, 'version: 1\ncommands: { default: maybe }\n');
+    const r = await lemni(['policy', 'dry-run', bad, '--project', 'demo'], { env: env() });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('commands.default: must be one of allow, ask, deny');
+    expect(r.stderr).toContain('nothing was replayed');
+    const missing = await lemni(['policy', 'dry-run', path.join(dir, 'nope.yaml'), '--project', 'demo'], { env: env() });
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('Cannot read');
+    expect(gateway.requests).toEqual([]);
+    const noProject = await lemni(['policy', 'dry-run', draft()], { env: env() });
+    expect(noProject.code).toBe(1);
+    expect(noProject.stderr).toContain('Name the project with --project NAME.');
+  });
+});
+
 describe('local policy commands', () => {
   it('work with global options in front and need no gateway or profile', async () => {
     const r = await lemni(['--profile', 'nowhere', 'policy', 'init'], { env: { HOME: home } });
@@ -363,7 +446,7 @@ describe('local policy commands', () => {
 });
 
 describe('help and completion', () => {
-  const commands = [[], ['login'], ['projects'], ['sessions'], ['sessions', 'revoke'], ['session', 'show'], ['stop'], ['approvals'], ['approvals', 'approve'], ['approvals', 'reject'], ['approvals', 'show'], ['apply'], ['audit', 'verify'], ['audit', 'export'], ['policy', 'init'], ['policy', 'check'], ['policy', 'explain'], ['policy', 'publish'], ['agents'], ['completion']];
+  const commands = [[], ['login'], ['projects'], ['sessions'], ['sessions', 'revoke'], ['session', 'show'], ['stop'], ['approvals'], ['approvals', 'approve'], ['approvals', 'reject'], ['approvals', 'show'], ['apply'], ['audit', 'verify'], ['audit', 'export'], ['policy', 'init'], ['policy', 'check'], ['policy', 'explain'], ['policy', 'publish'], ['policy', 'dry-run'], ['agents'], ['completion']];
   it.each(commands.map((c) => [c.join(' ') || 'lemni', c]))('%s --help shows an example', async (_name, args) => {
     const r = await lemni([...(args as string[]), '--help']);
     expect(r.code).toBe(0);
@@ -389,7 +472,7 @@ describe('help and completion', () => {
     const r = await lemni(['completion', 'zsh']);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^#compdef lemni/);
-    expect(r.stdout).toContain('"policy") words=(init check explain publish');
+    expect(r.stdout).toContain('"policy") words=(init check explain publish dry-run');
     const zsh = spawnSync('zsh', ['-n'], { input: r.stdout });
     if (zsh.error === undefined) expect(zsh.status).toBe(0);
     const fish = await lemni(['completion', 'fish']);

@@ -10,7 +10,11 @@ const bin = path.join(repo, 'apps/cli/bin/lemni.js');
 let dir: string;
 
 function lemni(...args: string[]): { code: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', timeout: 30_000 });
+  return lemniWithInput('', ...args);
+}
+
+function lemniWithInput(input: string, ...args: string[]): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', timeout: 30_000, input });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -48,7 +52,8 @@ describe('lemni policy (through the real bin)', () => {
   it('init --recommended makes the usual commands free', () => {
     const init = lemni('policy', 'init', '--recommended');
     expect(init.code).toBe(0);
-    expect((parse(init.stdout) as { commands: { free: string[] } }).commands.free).toContain('npm test');
+    const free = (parse(init.stdout) as { commands: { free: (string | { command: string })[] } }).commands.free;
+    expect(free.map((r) => (typeof r === 'string' ? r : r.command))).toContain('npm test');
   });
 
   it('check exits 1 and names each problem of an invalid policy', () => {
@@ -110,5 +115,27 @@ describe('lemni policy (through the real bin)', () => {
     const r = lemni('policy', 'frobnicate');
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('Usage:');
+  });
+
+  it('explain --json --batch reads commands and JSON lines on stdin and writes one decision per line, in order', () => {
+    const policy = file('recommended.yaml', lemni('policy', 'init', '--recommended').stdout);
+    const input = ['ls -la', 'go test -exec "sh -c id" ./...', '', JSON.stringify({ command: 'find . -exec rm {} \\;' }), 'curl x', '{"nothing": 1}'].join('\n');
+    const r = lemniWithInput(input, 'policy', 'explain', policy, '--json', '--batch');
+    const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines).toHaveLength(5);
+    expect(lines[0]).toMatchObject({ command: 'ls -la', effect: 'allow', rule: 'commands.readOnly[0]', thirdParty: [] });
+    expect(lines[1]).toMatchObject({ effect: 'ask', reason: expect.stringContaining('`-exec`') });
+    expect(lines[2]).toMatchObject({ command: 'find . -exec rm {} \\;', effect: 'ask', reason: expect.stringContaining('`find . -exec rm {} \\;`') });
+    expect(lines[3]).toMatchObject({ command: 'curl x', effect: 'deny' });
+    expect(lines[4]).toMatchObject({ line: 6, error: expect.stringContaining('"command"') });
+    expect(r.code).toBe(1);
+    expect(lemniWithInput('ls', 'policy', 'explain', policy, '--batch').code).toBe(2);
+  });
+
+  it('explain shows the option that changed a decision, and the command as typed', () => {
+    const policy = file('recommended2.yaml', lemni('policy', 'init', '--recommended').stdout);
+    const r = lemni('policy', 'explain', policy, '--json', '--', 'pytest --basetemp=/');
+    expect(JSON.parse(r.stdout)).toMatchObject({ effect: 'ask', rule: expect.stringMatching(/^commands\.free\[\d+\]$/), reason: expect.stringContaining('`--basetemp=/`') });
+    expect(Object.keys(JSON.parse(r.stdout) as object)).toEqual(['effect', 'rule', 'reason', 'thirdParty']);
   });
 });

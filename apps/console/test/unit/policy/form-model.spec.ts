@@ -1,5 +1,5 @@
 import { policyJsonSchema } from '@lemniscate/policy';
-import { commonFields, readFields, writeField } from '../../../src/policy/form-model';
+import { commonFields, readFields, ruleLines, writeField } from '../../../src/policy/form-model';
 
 const fields = commonFields(policyJsonSchema);
 const field = (p: string) => fields.find((f) => f.path.join('.') === p)!;
@@ -31,5 +31,13 @@ describe('policy form model', () => {
   it('leaves unreadable YAML untouched rather than guessing', () => {
     expect(readFields('version: [1\n', fields)).toBeNull();
     expect(writeField('version: [1\n', field('commands.default'), 'deny')).toBe('version: [1\n');
+  });
+});
+
+describe('ruleLines', () => {
+  it('shows a free rule with options by its command and says the list holds such rules', () => {
+    expect(ruleLines(['npm test', { command: 'go test', options: { ask: ['-exec'] } }])).toEqual({ lines: ['npm test', 'go test  (with options)'], structured: 1 });
+    expect(ruleLines(['a', 'b'])).toEqual({ lines: ['a', 'b'], structured: 0 });
+    expect(ruleLines(undefined)).toEqual({ lines: [], structured: 0 });
   });
 });
