@@ -11,7 +11,7 @@ import { AppError, ErrorCode } from './common/errors';
 import { requestIdFor } from './common/request-id';
 import { serveConsole } from './console-static';
 import type { GatewayConfig } from './config/config';
-import { MetricsService } from './health/metrics.service';
+import { MetricsService } from './metrics/metrics.service';
 
 /**
  * A session start carries the developer's starting patch, up to Limits.startingPatchBytes, so its body

@@ -10,7 +10,7 @@ import { ProjectMembershipsRepository } from '../db/repositories/project-members
 import { UsersRepository } from '../db/repositories/users.repository';
 import { WebSessionsRepository } from '../db/repositories/web-sessions.repository';
 import type { UserRow } from '../db/schema';
-import { MetricsService } from '../health/metrics.service';
+import { MetricsService } from '../metrics/metrics.service';
 import { LoginRateLimiter } from './login-rate-limiter';
 import { hashPassword, hashSecret, newSecret, safeEqual, verifyPassword } from './password';
 import { actorOf, type Principal } from './principal';

@@ -9,7 +9,7 @@ import type { Principal } from '../auth/principal';
 import { AppError, ErrorCode } from '../common/errors';
 import { describeFailure, isDatabaseError } from '../db/errors';
 import { SessionsRepository } from '../db/repositories/sessions.repository';
-import { MetricsService } from '../health/metrics.service';
+import { MetricsService } from '../metrics/metrics.service';
 import type { StoredEvent } from './event-bus';
 import { EventsService } from './events.service';
 
