@@ -1,4 +1,4 @@
-import type { GuardrailStopReason } from '@lemniscate/contracts';
+import { assertUnreachable, type GuardrailStopReason } from '@lemniscate/contracts';
 
 /**
  * How a session ended, in the values of DESIGN.md's CLI contract, and what follows from it: the
@@ -112,8 +112,4 @@ export function childReport(outcome: SessionOutcome): { report: ChildReport; tex
   if (outcome.status === 'completed') return { report: 'finished', text: 'finished' };
   if (outcome.status === 'failed' || outcome.stopReason === 'stopped') return { report: 'interrupted', text: 'interrupted' };
   return { report: 'cut_short', text: `cut short by a guardrail (${GUARDRAIL_NAMES[outcome.stopReason]})` };
-}
-
-function assertUnreachable(value: never): never {
-  throw new Error(`Unexpected value: ${JSON.stringify(value)}`);
 }

@@ -1,8 +1,8 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
-import { Limits, tooLargeMessage, type ErrorBody } from '@lemniscate/contracts';
+import { assertUnreachable, Limits, tooLargeMessage, type ErrorBody } from '@lemniscate/contracts';
 import type { Request, Response } from 'express';
 import { DatabaseUnavailableError, isTransientDbError } from '../db/errors';
-import { AppError, ErrorCode, assertUnreachable } from './errors';
+import { AppError, ErrorCode } from './errors';
 import { requestIdOf } from './request-id';
 
 export function statusFor(code: ErrorCode): number {
