@@ -17,7 +17,7 @@ export const outcomes = {
   crashed: (detail: string): SessionOutcome => ({ status: 'failed', stopReason: 'crash', detail }),
 };
 
-export const EXIT_CODES = { completed: 0, crash: 1, guardrail: 3 } as const;
+const EXIT_CODES = { completed: 0, crash: 1, guardrail: 3 } as const;
 export type ExitCode = (typeof EXIT_CODES)[keyof typeof EXIT_CODES];
 
 /** L4: 0 done, 1 broken, 3 not finished because something stopped it, so a script can tell them apart. */

@@ -18,7 +18,7 @@ import { toTokenView, toUserView } from './views';
 
 export const SESSION_COOKIE = 'lemni_session';
 export const CSRF_HEADER = 'x-csrf-token';
-export const TOKEN_PREFIX = 'lemni_';
+const TOKEN_PREFIX = 'lemni_';
 
 /** Where the session cookie is written; bound to the HTTP response by the controller. */
 export interface CookieJar {

@@ -90,7 +90,7 @@ function isBodyTooLarge(e: unknown): e is TooLarge {
 }
 
 /** The body parser knows the body's length and the limit it applied; the sentence names both. */
-export function bodyTooLargeMessage(e: { length?: number; limit?: number }): string {
+function bodyTooLargeMessage(e: { length?: number; limit?: number }): string {
   const limit = e.limit === Limits.sessionRequestBodyBytes ? 'sessionRequestBodyBytes' : 'requestBodyBytes';
   return typeof e.length === 'number' ? tooLargeMessage(limit, e.length) : `The request body is too large; ${limit === 'requestBodyBytes' ? 'request bodies' : 'session requests'} are limited to ${Limits[limit]} bytes.`;
 }

@@ -16,7 +16,7 @@ import { MetricsService } from '../metrics/metrics.service';
 import { PoliciesService } from '../projects/policies.service';
 import { toApprovalView } from './views';
 
-export interface ApprovalRequest {
+interface ApprovalRequest {
   sessionId: string;
   toolCallId?: string | null;
   kind: ApprovalKind;
