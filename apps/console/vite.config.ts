@@ -36,6 +36,11 @@ export default defineConfig({
     chunkSizeWarningLimit: 700,
     rolldownOptions: {
       input: forTests ? { main: here('index.html'), harness: here('harness/index.html') } : { main: here('index.html') },
+      output: {
+        // zod-config.ts must run before any schema is built (zod decides at construction whether it
+        // may compile with eval). In one chunk with zod it does, however the rest of the app is split.
+        codeSplitting: { groups: [{ name: 'zod', test: /[\\/](node_modules[\\/]zod[\\/]|src[\\/]zod-config\.ts$)/ }] },
+      },
       onwarn(warning, handle) {
         // React Server Components markers in client libraries; meaningless in a browser bundle.
         if (warning.code === 'MODULE_LEVEL_DIRECTIVE') return;

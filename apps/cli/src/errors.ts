@@ -1,7 +1,6 @@
 /** Exit codes of the CLI contract (DESIGN.md): scripts branch on these. */
 export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;
-export const EXIT_GUARDRAIL = 3;
 
 /**
  * Machine-readable classes for failures that happen before or around a session (X2), so a script

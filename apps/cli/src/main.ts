@@ -24,7 +24,7 @@ Exit codes: 0 the session completed, 1 a crash or an unusable invocation, 3 a gu
 (limit, loop, revocation, stop, refusal). Environment: LEMNISCATE_GATEWAY, LEMNISCATE_TOKEN,
 LEMNISCATE_PROFILE, LEMNISCATE_PROJECT, LEMNISCATE_SESSION_*. Configuration: ~/.lemniscate/config.yaml.`;
 
-export function buildProgram(ctx: CliContext, done: (code: Promise<number>) => void): Command {
+function buildProgram(ctx: CliContext, done: (code: Promise<number>) => void): Command {
   const program = new Command('lemni')
     .description('Run AI coding agents under your administrator\'s policy: every command and every write is approved by a person.')
     .option('--profile <name>', 'use this profile of ~/.lemniscate/config.yaml')

@@ -177,43 +177,28 @@ export const versions: PolicyVersionSummary[] = [
   { id: 'pv_3', projectId: 'prj_demo', version: 3, authorId: 'usr_ada', comment: 'Disable Task; approve third-party changes', createdAt: t(60 * 5) },
 ];
 
-export const policyText = `# demo project policy — reviewed with security, 2026-11
-version: 1
-commands:
-  default: ask
-  free:
-    - npm test
-    - npm run lint
-  reapproval: always
-tools:
-  disabled:
-    - Task
-thirdPartyFiles:
-  mode: approve
-execution:
-  sessionMaxActions: 150
-  sessionMaxMinutes: 45
-`;
+/** The sample policy's change from v2 to v3 (the one in force), line by line: ' ' both, '-' v2 only, '+' v3 only. */
+const policyChange = [
+  ' # demo project policy — reviewed with security, 2026-11',
+  ' version: 1',
+  ' commands:',
+  '   default: ask',
+  '   free:',
+  '     - npm test',
+  '     - npm run lint',
+  '   reapproval: always',
+  '+tools:',
+  '+  disabled:',
+  '+    - Task',
+  ' thirdPartyFiles:',
+  '-  mode: forbid',
+  '+  mode: approve',
+  ' execution:',
+];
 
-export const policyDiff = `--- a/policy.yaml
-+++ b/policy.yaml
-@@ -1,11 +1,14 @@
- # demo project policy — reviewed with security, 2026-11
- version: 1
- commands:
-   default: ask
-   free:
-     - npm test
-     - npm run lint
-   reapproval: always
-+tools:
-+  disabled:
-+    - Task
- thirdPartyFiles:
--  mode: forbid
-+  mode: approve
- execution:
-`;
+export const policyText = [...policyChange.filter((l) => !l.startsWith('-')).map((l) => l.slice(1)), '  sessionMaxActions: 150', '  sessionMaxMinutes: 45', ''].join('\n');
+
+export const policyDiff = ['--- a/policy.yaml', '+++ b/policy.yaml', '@@ -1,11 +1,14 @@', ...policyChange, ''].join('\n');
 
 export const dryRun: DryRunResponse = {
   sessionsReplayed: 10,

@@ -12,7 +12,7 @@ import { Reaper } from './reaper';
 import { SandboxService } from './sandbox.service';
 
 @Module({})
-export class ExecHostModule {
+class ExecHostModule {
   static forRoot(config: ExecHostConfig, driver: SandboxDriver, sandboxes: SandboxService): DynamicModule {
     return {
       module: ExecHostModule,

@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
-export const APPARMOR_PROFILE_NAME = 'lemniscate-sandbox';
+const APPARMOR_PROFILE_NAME = 'lemniscate-sandbox';
 
 export interface AppArmorState {
   state: 'enforced' | 'unavailable' | 'failed';
@@ -11,7 +11,7 @@ export interface AppArmorState {
   message?: string;
 }
 
-export function kernelHasAppArmor(sysModule = '/sys/module/apparmor'): boolean {
+function kernelHasAppArmor(sysModule = '/sys/module/apparmor'): boolean {
   try {
     return fs.readFileSync(`${sysModule}/parameters/enabled`, 'utf8').trim() === 'Y';
   } catch {

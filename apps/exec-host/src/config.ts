@@ -21,7 +21,7 @@ export interface ExecHostConfig {
 
 export const EXEC_HOST_CONFIG = Symbol('EXEC_HOST_CONFIG');
 export const DEFAULT_IMAGE = 'lemniscate/sandbox:current';
-export const DEFAULT_PORT = 7071;
+const DEFAULT_PORT = 7071;
 const MIN_TOKEN_LENGTH = 16;
 
 /** The repository root, found from this file whether it runs from src (tests) or dist. */
@@ -29,7 +29,7 @@ export function repositoryRoot(): string {
   return path.resolve(__dirname, '..', '..', '..');
 }
 
-export function defaultStateDir(env: NodeJS.ProcessEnv = process.env): string {
+function defaultStateDir(env: NodeJS.ProcessEnv = process.env): string {
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
   return isRoot ? '/var/lib/lemniscate/exec-host' : path.join(env.HOME ?? os.homedir(), '.lemniscate', 'exec-host');
 }

@@ -19,7 +19,3 @@ export class ExecHostError extends Error {
 export class StartupError extends Error {
   override readonly name = 'StartupError';
 }
-
-export function assertUnreachable(value: never): never {
-  throw new Error(`Unhandled value: ${String(value)}`);
-}

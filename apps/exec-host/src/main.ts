@@ -6,7 +6,7 @@ import { loadConfig } from './config';
 import { DockerSandboxDriver } from './driver/docker.driver';
 import { ExecHostError, StartupError } from './errors';
 
-export interface RunningExecHost {
+interface RunningExecHost {
   host: ExecHost;
   /** `http://127.0.0.1:PORT` or `unix:/path/to.sock`. */
   address: string;

@@ -61,7 +61,7 @@ const CLASS_MESSAGES: Record<ExecClass, string> = {
   output_truncated: 'The output went over its cap; the rest was dropped.',
 };
 
-export interface ExecObserver {
+interface ExecObserver {
   onOutput(stream: Stream, text: string): void;
 }
 

@@ -1,7 +1,7 @@
 import Ajv from 'ajv';
 import * as fs from 'node:fs';
 
-export type SeccompCheck = { valid: true; profile: string } | { valid: false; message: string };
+type SeccompCheck = { valid: true; profile: string } | { valid: false; message: string };
 
 /**
  * Reads the seccomp profile and validates it against its JSON schema. Called at start-up and again

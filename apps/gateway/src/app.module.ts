@@ -24,7 +24,7 @@ import { EventsService } from './events/events.service';
 import { PgNotifyFanOut } from './events/pg-notify.fan-out';
 import { execHostProvider } from './exec-host/exec-host.provider';
 import { HealthController } from './health/health.controller';
-import { MetricsService } from './health/metrics.service';
+import { MetricsService } from './metrics/metrics.service';
 import { OpenApiController } from './openapi/openapi.controller';
 import { PoliciesController } from './projects/policies.controller';
 import { PoliciesService } from './projects/policies.service';

@@ -5,7 +5,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { static as serveStatic } from 'express';
 
 /** The console's build: LEMNISCATE_CONSOLE_DIR, else apps/console/dist next to this app. */
-export function consoleDir(env: NodeJS.ProcessEnv = process.env): string {
+function consoleDir(env: NodeJS.ProcessEnv = process.env): string {
   return env.LEMNISCATE_CONSOLE_DIR ?? resolve(__dirname, '..', '..', 'console', 'dist');
 }
 
@@ -13,7 +13,7 @@ export function consoleDir(env: NodeJS.ProcessEnv = process.env): string {
  * Pages get a strict Content-Security-Policy: scripts only from the gateway itself (no inline
  * script, no eval), data only from the gateway's own API and event stream, never framed.
  */
-export const CONSOLE_CSP = [
+const CONSOLE_CSP = [
   "default-src 'self'",
   "script-src 'self'",
   // CodeMirror and the charts set element styles at run time.

@@ -11,7 +11,7 @@ import { configureApp } from './setup';
 const USAGE = 'Usage: lemni-gateway [serve] | lemni-gateway migrate';
 
 /** The gateway as `serve` runs it, not yet listening. */
-export async function createGatewayApp(config: GatewayConfig, options: Pick<AppModuleOptions, 'sessionLoops'> = {}): Promise<INestApplication> {
+async function createGatewayApp(config: GatewayConfig, options: Pick<AppModuleOptions, 'sessionLoops'> = {}): Promise<INestApplication> {
   const app = await NestFactory.create(AppModule.forRoot({ config, ...options }), { bodyParser: false, bufferLogs: true });
   configureApp(app, config);
   app.enableShutdownHooks();

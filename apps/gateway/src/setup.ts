@@ -11,14 +11,14 @@ import { AppError, ErrorCode } from './common/errors';
 import { requestIdFor } from './common/request-id';
 import { serveConsole } from './console-static';
 import type { GatewayConfig } from './config/config';
-import { MetricsService } from './health/metrics.service';
+import { MetricsService } from './metrics/metrics.service';
 
 /**
  * A session start carries the developer's starting patch, up to Limits.startingPatchBytes, so its body
  * may be as large as Limits.sessionRequestBodyBytes; every other request is held to
  * Limits.requestBodyBytes. A body over its limit is refused before it is read, with the limit's sentence.
  */
-export const SESSION_START_PATH = `/${API_PREFIX}/sessions`;
+const SESSION_START_PATH = `/${API_PREFIX}/sessions`;
 
 function startsSession(req: IncomingMessage): boolean {
   const path = (req.url ?? '').split('?')[0]?.replace(/\/+$/, '');
@@ -31,7 +31,7 @@ function isSessionStart(req: IncomingMessage): boolean {
 }
 
 /** The body limit of a request, by its route. */
-export function bodyLimitOf(req: IncomingMessage): 'sessionRequestBodyBytes' | 'requestBodyBytes' {
+function bodyLimitOf(req: IncomingMessage): 'sessionRequestBodyBytes' | 'requestBodyBytes' {
   return startsSession(req) ? 'sessionRequestBodyBytes' : 'requestBodyBytes';
 }
 

@@ -27,8 +27,6 @@ import { Limits, limitedText } from './limits';
  *   POST   /v1/sandboxes/:id/changes/revert        ChangePathsRequest → ChangePathsResponse
  *   GET    /v1/sandboxes/:id/patch                 → PatchResponse
  */
-export const EXEC_HOST_API_PREFIX = '/v1';
-
 export const ExecHostRoutes = {
   health: () => '/v1/health',
   sandboxes: () => '/v1/sandboxes',
@@ -247,9 +245,6 @@ export type ExecStreamChunk = z.infer<typeof ExecStreamChunk>;
 
 export const ExecResult = ExecExit.omit({ type: true }).extend({ stdout: z.string(), stderr: z.string() });
 export type ExecResult = z.infer<typeof ExecResult>;
-
-/** Text appended to the output when it is cut at the cap. */
-export const OUTPUT_TRUNCATION_MARKER = '\n[lemniscate: output truncated at the cap of %d bytes]\n';
 
 // ───────────────────────────── files
 

@@ -1,3 +1,4 @@
+export * from './assert';
 export * from './common';
 export * from './api';
 export * from './events';

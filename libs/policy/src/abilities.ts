@@ -56,7 +56,6 @@ export interface SubjectFields {
 }
 
 export type AppSubjectName = keyof SubjectFields;
-export const APP_SUBJECTS: readonly AppSubjectName[] = ['Project', 'Policy', 'Session', 'Approval', 'Audit', 'User', 'Token'];
 
 type TaggedSubject = { [K in AppSubjectName]: SubjectFields[K] & ForcedSubject<K> }[AppSubjectName];
 export type AppSubject = AppSubjectName | TaggedSubject | 'all';

@@ -73,7 +73,7 @@ const globList = z.array(
 
 const positiveInt = (max: number) => z.number().int().positive().max(max);
 
-export const DEFAULT_FORBIDDEN = [
+const DEFAULT_FORBIDDEN = [
   'curl',
   'wget',
   'ssh',
@@ -93,7 +93,7 @@ export const DEFAULT_FORBIDDEN = [
   'cargo publish',
 ];
 
-export const DEFAULT_THIRD_PARTY_CLASSES: Record<string, string[]> = {
+const DEFAULT_THIRD_PARTY_CLASSES: Record<string, string[]> = {
   // Executed by CI services and build tools on someone else's machine or on every build.
   ci: [
     '**/.github/**',

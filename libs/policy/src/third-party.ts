@@ -27,7 +27,7 @@ export interface ChangeFacts {
   symlink?: { target: string; outside: boolean } | undefined;
 }
 
-export function classLabel(name: string): string {
+function classLabel(name: string): string {
   return CLASS_LABELS[name] ?? `a third-party file of class \`${name}\``;
 }
 
@@ -49,7 +49,7 @@ function classMatchers(policy: Policy): { name: string; matches: Matcher }[] {
 }
 
 /** A project-relative path in the form globs are written for: `src/a.ts`, never `./src/../a.ts`. */
-export function normaliseRelative(p: string): string {
+function normaliseRelative(p: string): string {
   const n = path.posix.normalize(p.replace(/\\/g, '/'));
   return n.replace(/^(\.\/)+/, '').replace(/^\/+/, '');
 }
@@ -79,7 +79,7 @@ export function classifyPath(filePath: string, policy: Policy): string | null {
 }
 
 /** The class of a change: its path first, then binary content, then its size. */
-export function classifyChange(file: ChangeFacts, policy: Policy): string | null {
+function classifyChange(file: ChangeFacts, policy: Policy): string | null {
   if (file.symlink?.outside) return 'symlink_outside';
   const byPath = classifyPath(file.path, policy);
   if (byPath) return byPath;
@@ -88,7 +88,7 @@ export function classifyChange(file: ChangeFacts, policy: Policy): string | null
   return null;
 }
 
-export function thirdPartyRule(cls: string): string {
+function thirdPartyRule(cls: string): string {
   if (cls === 'oversize') return 'thirdPartyFiles.maxDiffBytes';
   if (cls === 'symlink_outside') return 'thirdPartyFiles.symlinksOutside';
   return `thirdPartyFiles.${cls}`;

@@ -11,7 +11,6 @@ import { ExecutionConfigError, isExecutionKey, readExecutionMapping, type Execut
 
 /** The tools the platform offers (DESIGN.md, scripted model). */
 export const KNOWN_TOOLS = ['Read', 'List', 'Search', 'Write', 'Edit', 'Bash', 'Task', 'TaskResult', 'Question'] as const;
-export type KnownTool = (typeof KNOWN_TOOLS)[number];
 
 /** Tools that change nothing, the only ones left in read-only (plan) mode. */
 export const READ_ONLY_TOOLS: readonly string[] = ['Read', 'List', 'Search', 'Question'];
@@ -73,7 +72,7 @@ export class AgentFileError extends Error {
 }
 
 /** Same shape as the gateway's `agent` request field, so a discovered name is always a valid request. */
-export const AGENT_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+const AGENT_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 /** Agent files are prompts, not data dumps; a huge one is a mistake or an attack on the context. */
 export const MAX_AGENT_FILE_CHARS = 256 * 1024;

@@ -15,7 +15,7 @@ export interface AgentDirectory {
   read(fileName: string): Promise<string>;
 }
 
-export const RESERVED_AGENT_NAMES = ['general', 'explore'] as const;
+const RESERVED_AGENT_NAMES = ['general', 'explore'] as const;
 
 export const BUILTIN_AGENTS: readonly AgentDefinition[] = Object.freeze([
   Object.freeze({

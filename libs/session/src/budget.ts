@@ -11,7 +11,7 @@ export interface Clock {
   now(): number;
 }
 
-export const systemClock: Clock = { now: () => Date.now() };
+const systemClock: Clock = { now: () => Date.now() };
 
 /** What one extension adds (L2). */
 export const EXTENSION_ACTIONS = 50;

@@ -177,7 +177,7 @@ export function resolveExecutionConfig(input: ResolveExecutionInput = {}): Resol
  * sentence names the value, where it came from and the ceiling. `shown` is how the value was
  * written, e.g. `LEMNISCATE_SESSION_MAX_ACTIONS=500` or `sessionMaxActions: 500 in ~/.lemniscate/config.yaml`.
  */
-export function checkCeiling(key: ExecutionKey, value: number | boolean, shown: string, source: string, ceilings: ExecutionCeilings): void {
+function checkCeiling(key: ExecutionKey, value: number | boolean, shown: string, source: string, ceilings: ExecutionCeilings): void {
   const ceiling = (ceilings.values as Partial<Record<ExecutionKey, number | boolean>>)[key];
   if (ceiling === undefined) return;
   const spec = KEYS[key];

@@ -1,4 +1,4 @@
-import type { GuardrailStopReason } from '@lemniscate/contracts';
+import { assertUnreachable, type GuardrailStopReason } from '@lemniscate/contracts';
 
 /**
  * How a session ended, in the values of DESIGN.md's CLI contract, and what follows from it: the
@@ -17,7 +17,7 @@ export const outcomes = {
   crashed: (detail: string): SessionOutcome => ({ status: 'failed', stopReason: 'crash', detail }),
 };
 
-export const EXIT_CODES = { completed: 0, crash: 1, guardrail: 3 } as const;
+const EXIT_CODES = { completed: 0, crash: 1, guardrail: 3 } as const;
 export type ExitCode = (typeof EXIT_CODES)[keyof typeof EXIT_CODES];
 
 /** L4: 0 done, 1 broken, 3 not finished because something stopped it, so a script can tell them apart. */
@@ -112,8 +112,4 @@ export function childReport(outcome: SessionOutcome): { report: ChildReport; tex
   if (outcome.status === 'completed') return { report: 'finished', text: 'finished' };
   if (outcome.status === 'failed' || outcome.stopReason === 'stopped') return { report: 'interrupted', text: 'interrupted' };
   return { report: 'cut_short', text: `cut short by a guardrail (${GUARDRAIL_NAMES[outcome.stopReason]})` };
-}
-
-function assertUnreachable(value: never): never {
-  throw new Error(`Unexpected value: ${JSON.stringify(value)}`);
 }

@@ -8,7 +8,7 @@
 /** Returns `length` random bytes. The default uses the platform's cryptographic generator. */
 export type RandomBytes = (length: number) => Uint8Array;
 
-export const secureRandomBytes: RandomBytes = (length) => globalThis.crypto.getRandomValues(new Uint8Array(length));
+const secureRandomBytes: RandomBytes = (length) => globalThis.crypto.getRandomValues(new Uint8Array(length));
 
 const TOKEN_BYTES = 16;
 // With 128 random bits a collision is not chance; many in a row mean the generator is broken.

@@ -11,7 +11,7 @@ import { shorten, table } from '../output/table';
 
 type Done = (code: Promise<number>) => void;
 
-export function fsAgentDirectory(dir: string, location: string): AgentDirectory {
+function fsAgentDirectory(dir: string, location: string): AgentDirectory {
   return {
     location,
     async list() {
@@ -28,7 +28,7 @@ export function fsAgentDirectory(dir: string, location: string): AgentDirectory 
 }
 
 /** The project's `.lemniscate/agents/` (at the checkout's root) and the user's `~/.lemniscate/agents/`. */
-export async function discoverLocalAgents(ctx: Pick<CliContext, 'cwd' | 'env'>): Promise<AgentCatalogue> {
+async function discoverLocalAgents(ctx: Pick<CliContext, 'cwd' | 'env'>): Promise<AgentCatalogue> {
   const checkout = await inspectCheckout(ctx.cwd);
   const root = checkout?.root ?? ctx.cwd;
   const home = ctx.env.HOME && ctx.env.HOME !== '' ? ctx.env.HOME : homedir();
@@ -38,7 +38,7 @@ export async function discoverLocalAgents(ctx: Pick<CliContext, 'cwd' | 'env'>):
   });
 }
 
-export async function listAgents(ctx: CliContext, opts: { json?: boolean }): Promise<number> {
+async function listAgents(ctx: CliContext, opts: { json?: boolean }): Promise<number> {
   const catalogue = await discoverLocalAgents(ctx);
   const agents = catalogue.listed();
   if (opts.json) {

@@ -5,7 +5,7 @@ import { applyPatch, inspectCheckout } from '../git/git';
 
 type Done = (code: Promise<number>) => void;
 
-export async function applySession(ctx: CliContext, id: string, flags: Record<string, unknown>): Promise<number> {
+async function applySession(ctx: CliContext, id: string, flags: Record<string, unknown>): Promise<number> {
   const checkout = await inspectCheckout(ctx.cwd);
   if (!checkout) throw new CliError('`lemni apply` runs inside the git checkout the patch is for; this directory is not in one.', 'git');
   const { client } = connect(ctx, globalFlags(flags));

@@ -15,7 +15,7 @@ export function subjectOf(a: ApprovalView): string {
   return `+${p.amount} ${p.extension}`;
 }
 
-export function showApproval(a: ApprovalView): string {
+function showApproval(a: ApprovalView): string {
   const p = a.payload;
   const third = a.flags.thirdParty;
   const lines = [`Approval ${a.id} (${a.kind}) from ${a.agent} in session ${a.sessionId}: ${a.state}`];

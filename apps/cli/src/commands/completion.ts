@@ -11,7 +11,7 @@ interface Node {
 }
 
 /** Walks the command tree, so completion never drifts from the commands that exist. */
-export function commandTree(program: Command): Node[] {
+function commandTree(program: Command): Node[] {
   const nodes: Node[] = [];
   const visit = (cmd: Command, path: string[]) => {
     const subs = cmd.commands.filter((c) => !(c as unknown as { _hidden?: boolean })._hidden);
@@ -23,7 +23,7 @@ export function commandTree(program: Command): Node[] {
   return nodes;
 }
 
-export function bashCompletion(program: Command): string {
+function bashCompletion(program: Command): string {
   const cases = commandTree(program)
     .map((n) => `    "${n.path.join(' ')}") words="${[...n.subcommands, ...n.options].join(' ')}" ;;`)
     .join('\n');
@@ -50,7 +50,7 @@ complete -F _lemni lemni
 `;
 }
 
-export function zshCompletion(program: Command): string {
+function zshCompletion(program: Command): string {
   const cases = commandTree(program)
     .map((n) => `    "${n.path.join(' ')}") words=(${[...n.subcommands, ...n.options].join(' ')}) ;;`)
     .join('\n');

@@ -16,7 +16,7 @@ function statusOf(s: SessionView): string {
   return s.stopReason && s.stopReason !== s.status && s.status !== 'completed' ? `${s.status} (${s.stopReason})` : s.status;
 }
 
-export function describeSession(s: SessionView, calls: ToolCallView[]): string {
+function describeSession(s: SessionView, calls: ToolCallView[]): string {
   const lines = [
     `Session   ${s.id}`,
     `Status    ${statusOf(s)}`,

@@ -7,14 +7,14 @@ import { CliError } from '../errors';
 
 const ProfileName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be letters, digits, ".", "-" or "_"');
 
-export const Profile = z
+const Profile = z
   .object({
     gateway: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }),
     token: z.string().min(1, 'must not be empty'),
     project: z.string().min(1).optional(),
   })
   .strict();
-export type Profile = z.infer<typeof Profile>;
+type Profile = z.infer<typeof Profile>;
 
 export const CliConfig = z
   .object({

@@ -2,7 +2,7 @@ import { EventsServerMessage, TERMINAL_EVENT_TYPES, type GatewayEvent } from '@l
 import WebSocket from 'ws';
 import { CliError } from '../errors';
 
-export interface FollowOptions {
+interface FollowOptions {
   /** Replays from here after a reconnect, so nothing is missed or seen twice. */
   sinceSeq?: number;
   signal?: AbortSignal;

@@ -33,7 +33,7 @@ export type StartSessionRequest = z.input<typeof GatewayRoutes.createSession.bod
  * The checks the gateway makes on a session start's sizes, made before anything is uploaded, with
  * the same sentences (the limits come from the contracts). null when the request fits.
  */
-export function startRequestOverLimit(request: Pick<StartSessionRequest, 'instruction' | 'startingPatch'>): string | null {
+function startRequestOverLimit(request: Pick<StartSessionRequest, 'instruction' | 'startingPatch'>): string | null {
   const instruction = checkText('instructionBytes', request.instruction);
   if (instruction) return instruction;
   if (request.startingPatch !== undefined) {
@@ -44,7 +44,7 @@ export function startRequestOverLimit(request: Pick<StartSessionRequest, 'instru
 }
 
 /** The audit service's verification: the first altered, removed or reordered entry when the chain breaks. */
-export type AuditVerifyResult = AuditVerificationView;
+type AuditVerifyResult = AuditVerificationView;
 
 export interface AuditExportQuery {
   format: 'jsonl' | 'csv';
@@ -81,7 +81,7 @@ function describeNetworkFailure(error: unknown): string | undefined {
 }
 
 /** How long a read waits out the gateway's database being away (its own retry window is 30 s). */
-export const DATABASE_WAIT_MS = 30_000;
+const DATABASE_WAIT_MS = 30_000;
 
 /**
  * The gateway's REST API, typed by libs/contracts. Every response is validated, so a mismatch between
@@ -310,7 +310,7 @@ export class GatewayClient {
     });
   }
 
-  /** `@general …` / `@explore …`: a background subagent under a running session (NEEDS.md). */
+  /** `@general …` / `@explore …`: a background subagent under a running session (`POST /sessions/:id/subagents`). */
   startSubagent(parentSessionId: string, agent: string, instruction: string): Promise<SessionView> {
     return this.request(GatewayRoutes.startSubagent, {
       params: { id: parentSessionId },

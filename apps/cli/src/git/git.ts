@@ -88,9 +88,9 @@ export async function isCheckoutOf(checkout: Checkout, repositorySource: string,
 }
 
 /** Never uploaded with the developer's uncommitted work, whatever .gitignore says (S5). */
-export const SECRET_GLOBS = ['**/.env', '**/.env.*', '**/*.pem', '**/*.key', '**/secrets/**', '**/id_rsa*', '**/id_ed25519*', '**/*.p12', '**/*.pfx', '**/.npmrc', '**/.netrc'];
+const SECRET_GLOBS = ['**/.env', '**/.env.*', '**/*.pem', '**/*.key', '**/secrets/**', '**/id_rsa*', '**/id_ed25519*', '**/*.p12', '**/*.pfx', '**/.npmrc', '**/.netrc'];
 
-export interface UncommittedPatch {
+interface UncommittedPatch {
   patch: string;
   files: string[];
   /** Paths left out because they look like secrets. */
@@ -128,7 +128,7 @@ export async function uncommittedPatch(root: string): Promise<UncommittedPatch> 
   }
 }
 
-export type ApplyOutcome = { applied: true; files: string[] } | { applied: false; files: string[]; conflicts: string[]; message: string };
+type ApplyOutcome = { applied: true; files: string[] } | { applied: false; files: string[]; conflicts: string[]; message: string };
 
 interface Saved {
   path: string;

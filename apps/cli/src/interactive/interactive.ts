@@ -10,7 +10,7 @@ import type { SessionRunApi } from '../session/session-api';
 import { isTerminal } from '../gateway/event-stream';
 import type { ApprovalAnswer, ApprovalQuestion, Prompter, QuestionAnswer, Spinner } from './prompter';
 
-export interface InteractiveOptions {
+interface InteractiveOptions {
   project: ProjectView;
   agent?: string | undefined;
   model?: string | undefined;
@@ -20,7 +20,7 @@ export interface InteractiveOptions {
   developer?: DeveloperContext;
 }
 
-export interface InteractiveIo {
+interface InteractiveIo {
   stdout(text: string): void;
   stderr(text: string): void;
   onInterrupt(handler: () => void): () => void;
@@ -134,7 +134,7 @@ function questionFor(event: SessionEventOf<'approval_requested'>): ApprovalQuest
  * Follows one session, rendering its events and sending its approval questions to the desk. Returns
  * the session's exit code.
  */
-export async function followInteractive(api: SessionRunApi, sessionId: string, desk: ApprovalDesk, io: InteractiveIo, collector: ResultCollector): Promise<number> {
+async function followInteractive(api: SessionRunApi, sessionId: string, desk: ApprovalDesk, io: InteractiveIo, collector: ResultCollector): Promise<number> {
   const calls = new Map<string, string>();
   const subagents = new Map<string, string>();
   const write = (line: string) => {

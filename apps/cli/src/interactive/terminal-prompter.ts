@@ -20,6 +20,29 @@ function isNamed(error: unknown, name: string): boolean {
 }
 
 /**
+ * A prompt's answer, or what its closing without one means here: withdrawn by its signal
+ * (`AbortPromptError`: answered elsewhere, or no longer needed) or Ctrl-C (`ExitPromptError`).
+ * A meaning left out, and any other failure, is thrown on.
+ */
+async function unlessClosed<T, R>(
+  ask: () => Promise<T>,
+  meaning: { aborted?: () => R; exited?: () => R },
+): Promise<T | R> {
+  try {
+    return await ask();
+  } catch (error) {
+    if (isNamed(error, "AbortPromptError") && meaning.aborted)
+      return meaning.aborted();
+    if (isNamed(error, "ExitPromptError") && meaning.exited)
+      return meaning.exited();
+    throw error;
+  }
+}
+
+/** Closing the prompt either way leaves it unanswered. */
+const NOTHING = { aborted: () => null, exited: () => null };
+
+/**
  * The terminal implementation of the prompts, on @inquirer/prompts. Ctrl-C inside an approval
  * question means "stop the session" (A3), as it does everywhere else while a session runs.
  */
@@ -84,39 +107,25 @@ export function terminalPrompter(
       };
     },
     mention: (signal) =>
-      exclusive(async () => {
-        try {
+      exclusive(() =>
+        unlessClosed(async () => {
           const text = await (
             await inquirer()
           ).input({ message: pc.bold("@") }, { signal });
           return text.trim() === "" ? null : text;
-        } catch (error) {
-          if (
-            isNamed(error, "AbortPromptError") ||
-            isNamed(error, "ExitPromptError")
-          )
-            return null;
-          throw error;
-        }
-      }),
+        }, NOTHING),
+      ),
     instruction: (signal) =>
-      exclusive(async () => {
-        try {
-          return await (
-            await inquirer()
-          ).input(
-            { message: pc.bold("lemni ›") },
-            { signal, clearPromptOnDone: false },
-          );
-        } catch (error) {
-          if (
-            isNamed(error, "AbortPromptError") ||
-            isNamed(error, "ExitPromptError")
-          )
-            return null;
-          throw error;
-        }
-      }),
+      exclusive(() =>
+        unlessClosed(
+          async () =>
+            (await inquirer()).input(
+              { message: pc.bold("lemni ›") },
+              { signal, clearPromptOnDone: false },
+            ),
+          NOTHING,
+        ),
+      ),
     approval: (
       question: ApprovalQuestion,
       signal,
@@ -144,25 +153,24 @@ export function terminalPrompter(
             value: "approve_identical",
           });
         choices.push({ key: "s", name: "Stop the session", value: "stop" });
-        try {
-          return await (
-            await inquirer()
-          ).expand(
-            {
-              message: `Approval ${question.approvalId}`,
-              choices,
-              expanded: true,
+        return unlessClosed(
+          async () =>
+            (await inquirer()).expand(
+              {
+                message: `Approval ${question.approvalId}`,
+                choices,
+                expanded: true,
+              },
+              { signal },
+            ),
+          {
+            aborted: () => {
+              write(pc.dim("  (answered elsewhere)\n"));
+              return null;
             },
-            { signal },
-          );
-        } catch (error) {
-          if (isNamed(error, "AbortPromptError")) {
-            write(pc.dim("  (answered elsewhere)\n"));
-            return null;
-          }
-          if (isNamed(error, "ExitPromptError")) return "stop";
-          throw error;
-        }
+            exited: () => "stop" as const,
+          },
+        );
       }),
     question: (
       question: AgentQuestion,
@@ -210,18 +218,17 @@ export function terminalPrompter(
           return { answer: text.trim() };
         };
         try {
-          return await ask();
-        } catch (error) {
-          if (isNamed(error, "AbortPromptError")) {
-            if (escape.signal.aborted && !signal.aborted) {
-              write(pc.dim("  (declined)\n"));
-              return "decline";
-            }
-            write(pc.dim("  (answered elsewhere)\n"));
-            return null;
-          }
-          if (isNamed(error, "ExitPromptError")) return "stop";
-          throw error;
+          return await unlessClosed(ask, {
+            aborted: () => {
+              if (escape.signal.aborted && !signal.aborted) {
+                write(pc.dim("  (declined)\n"));
+                return "decline" as const;
+              }
+              write(pc.dim("  (answered elsewhere)\n"));
+              return null;
+            },
+            exited: () => "stop" as const,
+          });
         } finally {
           stdin.off("data", onEscape);
         }
@@ -229,19 +236,18 @@ export function terminalPrompter(
     extension: (description, signal) =>
       exclusive(async () => {
         write(`\n${pc.bold(pc.yellow("Limit reached."))} ${description}\n`);
-        try {
-          const grant = await (
-            await inquirer()
-          ).confirm(
-            { message: "Grant the extension?", default: false },
-            { signal },
-          );
-          return grant ? "grant" : "decline";
-        } catch (error) {
-          if (isNamed(error, "AbortPromptError")) return null;
-          if (isNamed(error, "ExitPromptError")) return "decline";
-          throw error;
-        }
+        return unlessClosed(
+          async () => {
+            const grant = await (
+              await inquirer()
+            ).confirm(
+              { message: "Grant the extension?", default: false },
+              { signal },
+            );
+            return grant ? "grant" : "decline";
+          },
+          { aborted: () => null, exited: () => "decline" as const },
+        );
       }),
     text: (message, options = {}) =>
       exclusive(async () => {
@@ -255,16 +261,13 @@ export function terminalPrompter(
         });
       }),
     confirm: (message, defaultAnswer) =>
-      exclusive(async () => {
-        try {
-          return await (
-            await inquirer()
-          ).confirm({ message, default: defaultAnswer });
-        } catch (error) {
-          if (isNamed(error, "ExitPromptError")) return false;
-          throw error;
-        }
-      }),
+      exclusive(() =>
+        unlessClosed(
+          async () =>
+            (await inquirer()).confirm({ message, default: defaultAnswer }),
+          { exited: () => false },
+        ),
+      ),
   };
 }
 

@@ -3,7 +3,7 @@ import { textResult, type OutputFormat } from './headless';
 import { ResultCollector } from './result';
 import type { SessionRunApi } from './session-api';
 
-export interface FollowIo {
+interface FollowIo {
   stdout(text: string): void;
   stderr(text: string): void;
   onInterrupt(handler: () => void): () => void;

@@ -22,7 +22,7 @@ const APPROVAL_OBJECT: Record<'diff' | 'changes' | 'extension' | 'question', str
 };
 export type OutputFormat = 'text' | 'json' | 'stream-json';
 
-export interface HeadlessOptions {
+interface HeadlessOptions {
   instruction: string;
   project: ProjectView;
   agent?: string | undefined;
@@ -42,7 +42,7 @@ export interface HeadlessOptions {
   quietNoticeMs?: number;
 }
 
-export interface HeadlessIo {
+interface HeadlessIo {
   stdout(text: string): void;
   stderr(text: string): void;
   /** Registers what Ctrl-C does; returns a function that unregisters it. */
@@ -50,7 +50,7 @@ export interface HeadlessIo {
 }
 
 /** The mode a run is recorded with (L4): `-p` is headless, `--wait-for-approvals` keeps approvals for a person. */
-export function headlessMode(options: Pick<HeadlessOptions, 'waitForApprovals'>): SessionMode {
+function headlessMode(options: Pick<HeadlessOptions, 'waitForApprovals'>): SessionMode {
   return options.waitForApprovals ? 'headless_with_approvals' : 'headless';
 }
 

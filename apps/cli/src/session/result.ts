@@ -1,14 +1,14 @@
 import { SessionEvent, type GatewayEvent, type SessionView } from '@lemniscate/contracts';
 
 /** Bounded output in the JSON result: enough to debug, never megabytes of build log. */
-export const OUTPUT_LIMIT = 4000;
+const OUTPUT_LIMIT = 4000;
 
 export function truncate(text: string, limit = OUTPUT_LIMIT): { text: string; truncated: boolean } {
   if (text.length <= limit) return { text, truncated: false };
   return { text: `${text.slice(0, limit)}\n…[truncated: ${text.length - limit} more characters]`, truncated: true };
 }
 
-export interface ToolCallRecord {
+interface ToolCallRecord {
   call_id: string;
   agent: string;
   name: string;
@@ -57,7 +57,7 @@ export interface HeadlessResult {
   usage: { input_tokens: number; output_tokens: number } | null;
 }
 
-export interface RefusedChange {
+interface RefusedChange {
   approval_id: string | null;
   call_id: string | null;
   kind: string;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AuditEntryView, AuditVerificationView, PolicyDryRunChange, PolicyDryRunRequest, PolicyDryRunResponse } from '@lemniscate/contracts';
+import { AuditEntryView, AuditVerificationView, PolicyDryRunRequest, PolicyDryRunResponse } from '@lemniscate/contracts';
 
 /* Names the console's pages use for shapes the gateway defines in libs/contracts. */
 
@@ -27,7 +27,5 @@ export type AuditVerification = AuditVerificationView;
 
 export const DryRunRequest = PolicyDryRunRequest;
 export type DryRunRequest = z.input<typeof PolicyDryRunRequest>;
-export const DryRunChange = PolicyDryRunChange;
-export type DryRunChange = PolicyDryRunChange;
 export const DryRunResponse = PolicyDryRunResponse;
 export type DryRunResponse = PolicyDryRunResponse;

@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from 'react';
 import { EventsServerMessage, type EventsClientMessage, type GatewayEvent } from '@lemniscate/contracts';
 import { routes } from './routes';
 
-export type StreamTarget = { sessionId: string } | { projectId: string };
+type StreamTarget = { sessionId: string } | { projectId: string };
 
 function socketUrl(): string {
   const proto = window.location.protocol === 'https:' ? 'wss:' : 'ws:';

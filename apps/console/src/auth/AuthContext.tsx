@@ -1,7 +1,7 @@
 import { createContext, useContext, type ReactNode } from 'react';
 import type { MeResponse } from '@lemniscate/contracts';
 
-export interface AuthValue {
+interface AuthValue {
   me: MeResponse;
   signOut: () => void;
 }

@@ -7,7 +7,7 @@ import type { UserRole } from '@lemniscate/contracts';
  */
 export type PageKey = 'dashboard' | 'approvals' | 'sessions' | 'policies' | 'users' | 'audit';
 
-export interface PageInfo {
+interface PageInfo {
   key: PageKey;
   path: string;
   label: string;

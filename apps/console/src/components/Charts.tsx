@@ -3,7 +3,7 @@
  * in a visually hidden table, so the dashboard reads the same with a screen reader.
  */
 
-export interface Point {
+interface Point {
   label: string;
   value: number;
 }

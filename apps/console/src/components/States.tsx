@@ -41,6 +41,16 @@ export function Empty({ children }: { children: ReactNode }) {
   return <div className="state empty">{children}</div>;
 }
 
+/** What an action just did, read out once by screen readers; nothing when there is no news. */
+export function Notice({ text }: { text: string | null | undefined }) {
+  if (!text) return null;
+  return (
+    <p className="notice" role="status">
+      {text}
+    </p>
+  );
+}
+
 export function InlineError({ error }: { error: unknown }) {
   if (!error) return null;
   const message = isApiError(error) ? error.message : error instanceof Error ? error.message : String(error);

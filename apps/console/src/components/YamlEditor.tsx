@@ -8,7 +8,7 @@ import type { PolicyDiagnostic } from '../policy/validate';
 /** Marks changes that came from props, so they are not reported back as edits. */
 const external = Annotation.define<boolean>();
 
-export interface YamlEditorProps {
+interface YamlEditorProps {
   value: string;
   onChange: (text: string) => void;
   diagnose: (text: string) => PolicyDiagnostic[];

@@ -2,7 +2,7 @@ import type { ReactNode } from 'react';
 import type { UserView } from '@lemniscate/contracts';
 import { pagesFor, ROLE_LABELS, type PageKey } from '../auth/access';
 
-export interface LayoutProps {
+interface LayoutProps {
   user: Pick<UserView, 'displayName' | 'email' | 'role'>;
   current: PageKey | null;
   onSignOut: () => void;

@@ -3,10 +3,11 @@ import type { ApprovalView } from '@lemniscate/contracts';
 import type { AnswerOptions, ApprovalAnswer } from '../api/queries/approvals';
 import { CommandView } from '../components/CommandView';
 import { DiffViewer } from '../components/diff/DiffViewer';
+import { LiveStatus } from '../components/PageHeader';
 import { Query, type QueryState } from '../components/Query';
 import { Empty, InlineError } from '../components/States';
 
-export interface ApprovalsPageViewProps {
+interface ApprovalsPageViewProps {
   approvals: QueryState<ApprovalView[]>;
   selectedId: string | null;
   onSelect: (id: string) => void;
@@ -84,9 +85,7 @@ export function ApprovalsPageView(props: ApprovalsPageViewProps) {
     <div className="page">
       <div className="page-header">
         <h1>Approvals</h1>
-        <p className="muted small stream-status">
-          <span className={`live-dot${live ? ' on' : ''}`} aria-hidden="true" /> {live ? 'Live: new requests appear here' : 'Not live: reload to see new requests'}
-        </p>
+        <LiveStatus live={live} on="Live: new requests appear here" off="Not live: reload to see new requests" />
       </div>
       <p className="muted small shortcuts" id="shortcuts">
         Keyboard: <kbd>j</kbd> / <kbd>k</kbd> next and previous, <kbd>a</kbd> approve, <kbd>r</kbd> reject, <kbd>i</kbd> approve a command and its identical repeats

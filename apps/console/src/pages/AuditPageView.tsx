@@ -1,10 +1,11 @@
 import { useState } from 'react';
 import type { ProjectView } from '@lemniscate/contracts';
 import type { AuditEntry, AuditQuery, AuditVerification } from '../api/console-contracts';
+import { DataTable, When, type Column } from '../components/DataTable';
 import { Query, type QueryState } from '../components/Query';
 import { Empty, InlineError } from '../components/States';
 
-export interface AuditPageViewProps {
+interface AuditPageViewProps {
   projects: ProjectView[];
   filter: AuditQuery;
   onFilter: (filter: AuditQuery) => void;
@@ -19,6 +20,25 @@ export interface AuditPageViewProps {
   /** The kinds of entry the gateway records (GET /audit/kinds): the only values its filter accepts. */
   kinds: readonly string[];
 }
+
+const COLUMNS: Column<AuditEntry>[] = [
+  { header: '#', num: true, cell: (e) => e.seq },
+  { header: 'When', cell: (e) => <When at={e.at} /> },
+  {
+    header: 'Who',
+    cell: (e) =>
+      e.actorIdentity ? (
+        <span title={e.actor}>
+          {e.actorIdentity.displayName} <span className="muted">{e.actorIdentity.email}</span>
+        </span>
+      ) : (
+        e.actor
+      ),
+  },
+  { header: 'Kind', cell: (e) => <span className="badge">{e.kind}</span> },
+  { header: 'Session', cell: (e) => (e.sessionId ? <code>{e.sessionId}</code> : '—') },
+  { header: 'Details', className: 'truncate', cell: (e) => <code title={JSON.stringify(e.payload)}>{JSON.stringify(e.payload)}</code> },
+];
 
 /** `datetime-local` shows and returns local time without a zone; the filter travels as UTC. */
 function toLocalInput(iso?: string): string {
@@ -113,47 +133,7 @@ export function AuditPageView({ projects, filter, onFilter, entries, verificatio
             <Empty>No entry matches these filters.</Empty>
           ) : (
             <div className="card flush">
-              <table className="data audit">
-                <caption className="visually-hidden">Audit entries, newest first</caption>
-                <thead>
-                  <tr>
-                    <th scope="col" className="num">
-                      #
-                    </th>
-                    <th scope="col">When</th>
-                    <th scope="col">Who</th>
-                    <th scope="col">Kind</th>
-                    <th scope="col">Session</th>
-                    <th scope="col">Details</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {list.map((e) => (
-                    <tr key={e.seq}>
-                      <td className="num">{e.seq}</td>
-                      <td>
-                        <time dateTime={e.at}>{new Date(e.at).toLocaleString()}</time>
-                      </td>
-                      <td>
-                        {e.actorIdentity ? (
-                          <span title={e.actor}>
-                            {e.actorIdentity.displayName} <span className="muted">{e.actorIdentity.email}</span>
-                          </span>
-                        ) : (
-                          e.actor
-                        )}
-                      </td>
-                      <td>
-                        <span className="badge">{e.kind}</span>
-                      </td>
-                      <td>{e.sessionId ? <code>{e.sessionId}</code> : '—'}</td>
-                      <td className="truncate">
-                        <code title={JSON.stringify(e.payload)}>{JSON.stringify(e.payload)}</code>
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
+              <DataTable caption="Audit entries, newest first" className="audit" columns={COLUMNS} rows={list} rowKey={(e) => e.seq} />
             </div>
           )
         }

@@ -1,8 +1,9 @@
 import type { DashboardStats } from '../api/console-contracts';
 import { ColumnChart, EffectDonut, RankedBars } from '../components/Charts';
+import { InlineSelect } from '../components/PageHeader';
 import { Query, type QueryState } from '../components/Query';
 
-export interface DashboardPageViewProps {
+interface DashboardPageViewProps {
   stats: QueryState<DashboardStats>;
   days: number;
   onDaysChange: (days: number) => void;
@@ -10,19 +11,18 @@ export interface DashboardPageViewProps {
   approvalsHref?: string;
 }
 
+const PERIODS: [number, string][] = [
+  [7, 'Last 7 days'],
+  [14, 'Last 14 days'],
+  [30, 'Last 30 days'],
+];
+
 export function DashboardPageView({ stats, days, onDaysChange, approvalsHref }: DashboardPageViewProps) {
   return (
     <div className="page">
       <div className="page-header">
         <h1>Dashboard</h1>
-        <div className="field inline">
-          <label htmlFor="days">Period</label>
-          <select id="days" value={days} onChange={(e) => onDaysChange(Number(e.target.value))}>
-            <option value={7}>Last 7 days</option>
-            <option value={14}>Last 14 days</option>
-            <option value={30}>Last 30 days</option>
-          </select>
-        </div>
+        <InlineSelect id="days" label="Period" value={days} options={PERIODS} onChange={onDaysChange} />
       </div>
       <Query state={stats} what="the dashboard">
         {(s) => (

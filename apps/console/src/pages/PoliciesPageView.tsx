@@ -2,15 +2,17 @@ import { useMemo, useState } from 'react';
 import type { PolicyDiffResponse, PolicyVersionSummary, ProjectView } from '@lemniscate/contracts';
 import type { DryRunResponse } from '../api/console-contracts';
 import { DiffViewer } from '../components/diff/DiffViewer';
+import { DataTable, When, type Column } from '../components/DataTable';
+import { InlineSelect } from '../components/PageHeader';
 import { Query, type QueryState } from '../components/Query';
-import { Empty, InlineError } from '../components/States';
+import { Empty, InlineError, Notice } from '../components/States';
 import { YamlEditor } from '../components/YamlEditor';
 import { readFields, ruleLines, writeField, type FieldSpec } from '../policy/form-model';
 import type { PolicyDiagnostic } from '../policy/validate';
 
 export type PolicyTab = 'edit' | 'history' | 'dry-run';
 
-export interface PoliciesPageViewProps {
+interface PoliciesPageViewProps {
   projects: ProjectView[];
   projectId: string;
   onProjectChange: (id: string) => void;
@@ -57,16 +59,7 @@ export function PoliciesPageView(p: PoliciesPageViewProps) {
     <div className="page">
       <div className="page-header">
         <h1>Policies</h1>
-        <div className="field inline">
-          <label htmlFor="project">Project</label>
-          <select id="project" value={p.projectId} onChange={(e) => p.onProjectChange(e.target.value)}>
-            {p.projects.map((proj) => (
-              <option key={proj.id} value={proj.id}>
-                {proj.name}
-              </option>
-            ))}
-          </select>
-        </div>
+        <InlineSelect id="project" label="Project" value={p.projectId} options={p.projects.map((proj) => [proj.id, proj.name] as const)} onChange={p.onProjectChange} />
       </div>
       <div className="tabs" role="tablist" aria-label="Policy">
         {tabs.map(([key, label]) => (
@@ -145,17 +138,13 @@ function EditTab({ draft, onDraftChange, diagnose, fields, onPublish, publishing
           </p>
         )}
         <InlineError error={publishError} />
-        {notice && (
-          <p className="notice" role="status">
-            {notice}
-          </p>
-        )}
+        <Notice text={notice} />
       </section>
     </div>
   );
 }
 
-export function PolicyForm({ text, fields, onChange }: { text: string; fields: FieldSpec[]; onChange: (text: string) => void }) {
+function PolicyForm({ text, fields, onChange }: { text: string; fields: FieldSpec[]; onChange: (text: string) => void }) {
   const values = readFields(text, fields);
   if (!values) return <p className="muted">The YAML has a syntax error; fix it in the editor to use this form again.</p>;
   const set = (f: FieldSpec, v: unknown) => onChange(writeField(text, f, v));
@@ -262,6 +251,60 @@ function ReadOnlyTab({ draft }: { draft: string }) {
   );
 }
 
+function versionColumns(current: number, { canPublish, onLoadVersion, onRollback, rollingBack }: Pick<PoliciesPageViewProps, 'canPublish' | 'onLoadVersion' | 'onRollback' | 'rollingBack'>): Column<PolicyVersionSummary>[] {
+  return [
+    {
+      header: 'Version',
+      cell: (v) => (
+        <>
+          v{v.version} {v.version === current && <span className="badge good">in force</span>}
+        </>
+      ),
+    },
+    { header: 'Comment', cell: (v) => v.comment || <span className="muted">no comment</span> },
+    { header: 'Published', cell: (v) => <When at={v.createdAt} /> },
+    {
+      header: <span className="visually-hidden">Actions</span>,
+      className: 'row-actions',
+      cell: (v) => (
+        <>
+          {canPublish && (
+            <button type="button" className="ghost" onClick={() => onLoadVersion(v.version)}>
+              Open in editor
+            </button>
+          )}
+          {canPublish && v.version !== current && (
+            <button type="button" onClick={() => onRollback(v.version)} disabled={rollingBack !== null}>
+              {rollingBack === v.version ? 'Rolling back…' : `Roll back to v${v.version}`}
+            </button>
+          )}
+        </>
+      ),
+    },
+  ];
+}
+
+const CHANGE_COLUMNS: Column<DryRunResponse['changes'][number]>[] = [
+  { header: 'Session', cell: (c) => <code>{c.sessionId}</code> },
+  {
+    header: 'Tool call',
+    cell: (c) => (
+      <>
+        {c.tool} <code>{c.subject}</code>
+      </>
+    ),
+  },
+  { header: 'Now', cell: (c) => <span className={`badge effect-${c.before.effect}`}>{c.before.effect}</span> },
+  {
+    header: 'With the draft',
+    cell: (c) => (
+      <>
+        <span className={`badge effect-${c.after.effect}`}>{c.after.effect}</span> <span className="muted small">{c.after.reason}</span>
+      </>
+    ),
+  },
+];
+
 function HistoryTab({ versions, compare, onCompare, diff, onLoadVersion, onRollback, rollingBack, rollbackError, canPublish }: PoliciesPageViewProps) {
   return (
     <Query state={versions} what="the policy history">
@@ -274,44 +317,7 @@ function HistoryTab({ versions, compare, onCompare, diff, onLoadVersion, onRollb
         return (
           <div className="stack">
             <div className="card flush">
-              <table className="data">
-                <caption className="visually-hidden">Published versions</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Version</th>
-                    <th scope="col">Comment</th>
-                    <th scope="col">Published</th>
-                    <th scope="col">
-                      <span className="visually-hidden">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {sorted.map((v) => (
-                    <tr key={v.id}>
-                      <td>
-                        v{v.version} {v.version === current && <span className="badge good">in force</span>}
-                      </td>
-                      <td>{v.comment || <span className="muted">no comment</span>}</td>
-                      <td>
-                        <time dateTime={v.createdAt}>{new Date(v.createdAt).toLocaleString()}</time>
-                      </td>
-                      <td className="row-actions">
-                        {canPublish && (
-                          <button type="button" className="ghost" onClick={() => onLoadVersion(v.version)}>
-                            Open in editor
-                          </button>
-                        )}
-                        {canPublish && v.version !== current && (
-                          <button type="button" onClick={() => onRollback(v.version)} disabled={rollingBack !== null}>
-                            {rollingBack === v.version ? 'Rolling back…' : `Roll back to v${v.version}`}
-                          </button>
-                        )}
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
+              <DataTable caption="Published versions" columns={versionColumns(current, { canPublish, onLoadVersion, onRollback, rollingBack })} rows={sorted} rowKey={(v) => v.id} />
             </div>
             <InlineError error={rollbackError} />
             <section className="card" aria-labelledby="compare-title">
@@ -382,35 +388,7 @@ function DryRunTab({ dryRun, diagnose, draft }: { dryRun: NonNullable<PoliciesPa
                 {r.toolCallsReplayed} tool calls from {r.sessionsReplayed} sessions replayed: <strong>{r.changes.length === 0 ? 'no decision would change.' : `${r.changes.length} decisions would change.`}</strong>
               </p>
               {r.changes.length > 0 && (
-                <table className="data">
-                  <caption className="visually-hidden">Decisions that would change</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">Session</th>
-                      <th scope="col">Tool call</th>
-                      <th scope="col">Now</th>
-                      <th scope="col">With the draft</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {r.changes.map((c) => (
-                      <tr key={c.toolCallId}>
-                        <td>
-                          <code>{c.sessionId}</code>
-                        </td>
-                        <td>
-                          {c.tool} <code>{c.subject}</code>
-                        </td>
-                        <td>
-                          <span className={`badge effect-${c.before.effect}`}>{c.before.effect}</span>
-                        </td>
-                        <td>
-                          <span className={`badge effect-${c.after.effect}`}>{c.after.effect}</span> <span className="muted small">{c.after.reason}</span>
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
+                <DataTable caption="Decisions that would change" columns={CHANGE_COLUMNS} rows={r.changes} rowKey={(c) => c.toolCallId} />
               )}
             </div>
           )}

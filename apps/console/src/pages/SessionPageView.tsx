@@ -3,7 +3,7 @@ import { SESSION_MODE_LABELS, type GatewayEvent, type SessionView } from '@lemni
 import { DiffViewer } from '../components/diff/DiffViewer';
 import { EventStream } from '../components/EventStream';
 import { Query, type QueryState } from '../components/Query';
-import { InlineError } from '../components/States';
+import { InlineError, Notice } from '../components/States';
 import { StatusBadge } from './SessionsPageView';
 
 /** X3: where the kept tree stood at the end, in words when it says nothing new. */
@@ -14,7 +14,7 @@ function treeAtEnd(s: SessionView) {
   return <code>{s.fingerprintEnd}</code>;
 }
 
-export interface SessionPageViewProps {
+interface SessionPageViewProps {
   session: QueryState<SessionView>;
   events: GatewayEvent[];
   live: boolean;
@@ -119,11 +119,7 @@ function SessionDetail({ s, events, live, canStop, canRevoke, onStop, onRevoke, 
             </div>
           )}
           <InlineError error={actionError} />
-          {notice && (
-            <p className="notice" role="status">
-              {notice}
-            </p>
-          )}
+          <Notice text={notice} />
         </section>
         <section className="card span-2" aria-labelledby="events-title">
           <h2 id="events-title">Events</h2>

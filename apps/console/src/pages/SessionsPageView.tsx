@@ -1,9 +1,11 @@
 import type { ReactNode } from 'react';
 import { SESSION_MODE_LABELS, type SessionStatus, type SessionView } from '@lemniscate/contracts';
 import { Query, type QueryState } from '../components/Query';
+import { DataTable, When, type Column } from '../components/DataTable';
+import { InlineSelect, LiveStatus } from '../components/PageHeader';
 import { Empty } from '../components/States';
 
-export interface SessionsPageViewProps {
+interface SessionsPageViewProps {
   sessions: QueryState<SessionView[]>;
   status: SessionStatus | '';
   onStatusChange: (status: SessionStatus | '') => void;
@@ -20,24 +22,30 @@ export function StatusBadge({ status, stopReason }: Pick<SessionView, 'status' |
   );
 }
 
+const STATUS_OPTIONS: [SessionStatus | '', string][] = [
+  ['', 'All'],
+  ['running', 'Running'],
+  ['completed', 'Completed'],
+  ['stopped', 'Stopped'],
+  ['failed', 'Failed'],
+];
+
+const columns = (renderSessionLink: SessionsPageViewProps['renderSessionLink']): Column<SessionView>[] => [
+  { header: 'Instruction', className: 'truncate', cell: (s) => renderSessionLink(s.id, s.instruction) },
+  { header: 'Status', cell: (s) => <StatusBadge status={s.status} stopReason={s.stopReason} /> },
+  { header: 'Mode', cell: (s) => SESSION_MODE_LABELS[s.mode] },
+  { header: 'Agent', cell: (s) => s.agent },
+  { header: 'Actions', num: true, cell: (s) => s.actionsUsed },
+  { header: 'Started', cell: (s) => <When at={s.startedAt} /> },
+];
+
 export function SessionsPageView({ sessions, status, onStatusChange, live, renderSessionLink }: SessionsPageViewProps) {
   return (
     <div className="page">
       <div className="page-header">
         <h1>Sessions</h1>
-        <p className="muted small stream-status">
-          <span className={`live-dot${live ? ' on' : ''}`} aria-hidden="true" /> {live ? 'Live' : 'Not live'}
-        </p>
-        <div className="field inline">
-          <label htmlFor="status-filter">Status</label>
-          <select id="status-filter" value={status} onChange={(e) => onStatusChange(e.target.value as SessionStatus | '')}>
-            <option value="">All</option>
-            <option value="running">Running</option>
-            <option value="completed">Completed</option>
-            <option value="stopped">Stopped</option>
-            <option value="failed">Failed</option>
-          </select>
-        </div>
+        <LiveStatus live={live} on="Live" off="Not live" />
+        <InlineSelect id="status-filter" label="Status" value={status} options={STATUS_OPTIONS} onChange={onStatusChange} />
       </div>
       <Query state={sessions} what="the sessions">
         {(list) =>
@@ -45,37 +53,7 @@ export function SessionsPageView({ sessions, status, onStatusChange, live, rende
             <Empty>No session matches. Start one with <code>lemni -p "…"</code>.</Empty>
           ) : (
             <div className="card flush">
-              <table className="data">
-                <caption className="visually-hidden">Sessions</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Instruction</th>
-                    <th scope="col">Status</th>
-                    <th scope="col">Mode</th>
-                    <th scope="col">Agent</th>
-                    <th scope="col" className="num">
-                      Actions
-                    </th>
-                    <th scope="col">Started</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {list.map((s) => (
-                    <tr key={s.id}>
-                      <td className="truncate">{renderSessionLink(s.id, s.instruction)}</td>
-                      <td>
-                        <StatusBadge status={s.status} stopReason={s.stopReason} />
-                      </td>
-                      <td>{SESSION_MODE_LABELS[s.mode]}</td>
-                      <td>{s.agent}</td>
-                      <td className="num">{s.actionsUsed}</td>
-                      <td>
-                        <time dateTime={s.startedAt}>{new Date(s.startedAt).toLocaleString()}</time>
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
+              <DataTable caption="Sessions" columns={columns(renderSessionLink)} rows={list} rowKey={(s) => s.id} />
             </div>
           )
         }

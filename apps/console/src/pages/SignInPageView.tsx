@@ -2,7 +2,7 @@ import { useState, type FormEvent } from 'react';
 import { LoginRequest } from '@lemniscate/contracts';
 import { InlineError } from '../components/States';
 
-export interface SignInPageViewProps {
+interface SignInPageViewProps {
   onSubmit: (credentials: LoginRequest) => void;
   pending: boolean;
   error: unknown;

@@ -1,10 +1,11 @@
 import { useState } from 'react';
 import { CreateUserRequest, type ProjectView, type TokenView, type UserRole, type UserView } from '@lemniscate/contracts';
 import { ROLE_LABELS } from '../auth/access';
+import { DataTable, type Column } from '../components/DataTable';
 import { Query, type QueryState } from '../components/Query';
-import { InlineError } from '../components/States';
+import { InlineError, Notice } from '../components/States';
 
-export interface UsersPageViewProps {
+interface UsersPageViewProps {
   users: QueryState<UserView[]>;
   projects: ProjectView[];
   /** The signed-in administrator: only their own tokens can be listed. */
@@ -30,6 +31,31 @@ function userState(u: UserView): { label: string; tone: string } {
   return { label: 'active', tone: 'good' };
 }
 
+function userColumns(p: UsersPageViewProps): Column<UserView>[] {
+  return [
+    {
+      header: 'Name',
+      cell: (u) => (
+        <>
+          <button type="button" className="link" onClick={() => p.onSelectUser(u.id)} aria-pressed={u.id === p.selectedUserId}>
+            {u.displayName}
+          </button>
+          <div className="muted small">{u.email}</div>
+        </>
+      ),
+    },
+    { header: 'Role', cell: (u) => <span className={`role-badge ${u.role}`}>{ROLE_LABELS[u.role]}</span> },
+    { header: 'Projects', cell: (u) => u.projectIds.map((id) => p.projects.find((pr) => pr.id === id)?.name ?? id).join(', ') || <span className="muted">none</span> },
+    {
+      header: 'State',
+      cell: (u) => {
+        const st = userState(u);
+        return <span className={`badge ${st.tone}`}>{st.label}</span>;
+      },
+    },
+  ];
+}
+
 export function UsersPageView(p: UsersPageViewProps) {
   return (
     <div className="page">
@@ -42,11 +68,7 @@ export function UsersPageView(p: UsersPageViewProps) {
         )}
       </div>
       <InlineError error={p.actionError} />
-      {p.notice && (
-        <p className="notice" role="status">
-          {p.notice}
-        </p>
-      )}
+      <Notice text={p.notice} />
       <Query state={p.users} what="the users">
         {(users) => {
           const selected = users.find((u) => u.id === p.selectedUserId) ?? null;
@@ -56,39 +78,7 @@ export function UsersPageView(p: UsersPageViewProps) {
                 <h2 id="users-title" className="pad">
                   People
                 </h2>
-                <table className="data">
-                  <caption className="visually-hidden">Users</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">Name</th>
-                      <th scope="col">Role</th>
-                      <th scope="col">Projects</th>
-                      <th scope="col">State</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {users.map((u) => {
-                      const st = userState(u);
-                      return (
-                        <tr key={u.id} className={u.id === p.selectedUserId ? 'selected' : undefined}>
-                          <td>
-                            <button type="button" className="link" onClick={() => p.onSelectUser(u.id)} aria-pressed={u.id === p.selectedUserId}>
-                              {u.displayName}
-                            </button>
-                            <div className="muted small">{u.email}</div>
-                          </td>
-                          <td>
-                            <span className={`role-badge ${u.role}`}>{ROLE_LABELS[u.role]}</span>
-                          </td>
-                          <td>{u.projectIds.map((id) => p.projects.find((pr) => pr.id === id)?.name ?? id).join(', ') || <span className="muted">none</span>}</td>
-                          <td>
-                            <span className={`badge ${st.tone}`}>{st.label}</span>
-                          </td>
-                        </tr>
-                      );
-                    })}
-                  </tbody>
-                </table>
+                <DataTable caption="Users" columns={userColumns(p)} rows={users} rowKey={(u) => u.id} rowClassName={(u) => (u.id === p.selectedUserId ? 'selected' : undefined)} />
               </section>
               {/* A new notice means the person was added: the form starts empty again. */}
               {selected ? <UserDetail user={selected} {...p} /> : <NewUser key={p.notice ?? ''} {...p} />}

@@ -1,8 +1,8 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
-import type { ErrorBody, ExecHostErrorCode } from '@lemniscate/contracts';
+import { assertUnreachable, type ErrorBody, type ExecHostErrorCode } from '@lemniscate/contracts';
 import { randomUUID } from 'node:crypto';
 import type { Request, Response } from 'express';
-import { assertUnreachable, ExecHostError } from '../errors';
+import { ExecHostError } from '../errors';
 
 export function statusFor(code: ExecHostErrorCode): number {
   switch (code) {

@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import { ExecHostError } from '../errors';
 
 /** Validates a request body against its contract; a failure is a 400 that names each bad field. */
-export class ZodBodyPipe<S extends z.ZodType> implements PipeTransform<unknown, z.infer<S>> {
+class ZodBodyPipe<S extends z.ZodType> implements PipeTransform<unknown, z.infer<S>> {
   constructor(private readonly schema: S) {}
 
   transform(value: unknown): z.infer<S> {

@@ -25,7 +25,7 @@ export async function createDisk(imagePath: string, mountPoint: string, diskMb: 
   await fs.chmod(mountPoint, 0o755);
 }
 
-export async function isMounted(mountPoint: string): Promise<boolean> {
+async function isMounted(mountPoint: string): Promise<boolean> {
   const mounts = await fs.readFile('/proc/self/mounts', 'utf8');
   return mounts.split('\n').some((line) => line.split(' ')[1] === mountPoint.replace(/ /g, '\\040'));
 }

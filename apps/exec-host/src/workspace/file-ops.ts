@@ -17,7 +17,7 @@ import { isBinary } from './safe-fs';
 import { unifiedDiff } from './unified-diff';
 import type { WorkingCopy } from './working-copy';
 
-export const FILE_LIMITS = {
+const FILE_LIMITS = {
   readMaxFileBytes: 10 * 1024 * 1024,
   readMaxAnswerBytes: 256 * 1024,
   listMaxEntries: 5_000,

@@ -7,7 +7,7 @@ export interface GitRepo {
   home: string;
 }
 
-export interface GitOptions {
+interface GitOptions {
   input?: string | Buffer;
   /** Protocols allowed for this call only (fetching the project's source); never allowed otherwise. */
   allowProtocols?: string[];
@@ -39,7 +39,7 @@ export class GitError extends Error {
  * nothing in it may make git run a program: no hooks, no fsmonitor, no filters or textconv, no
  * external diff, no submodule recursion, no network, and no system, global or user configuration.
  */
-export const HARDENED_CONFIG = [
+const HARDENED_CONFIG = [
   'core.hooksPath=/dev/null',
   'core.fsmonitor=false',
   'core.attributesFile=/dev/null',
@@ -70,7 +70,7 @@ export const HARDENED_CONFIG = [
   'user.email=exec-host@lemniscate.invalid',
 ];
 
-export function hardenedEnv(repo: GitRepo | { home: string }, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+function hardenedEnv(repo: GitRepo | { home: string }, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
     PATH: '/usr/local/bin:/usr/bin:/bin',
     HOME: repo.home,
@@ -95,7 +95,7 @@ export function hardenedEnv(repo: GitRepo | { home: string }, extra: Record<stri
   return env;
 }
 
-export function configArgs(options: GitOptions = {}): string[] {
+function configArgs(options: GitOptions = {}): string[] {
   const args: string[] = [];
   for (const c of HARDENED_CONFIG) args.push('-c', c);
   for (const p of options.allowProtocols ?? []) args.push('-c', `protocol.${p}.allow=always`);

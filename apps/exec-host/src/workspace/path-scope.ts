@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import { WORKSPACE_DIR } from '../driver/sandbox.driver';
 
-export type ScopedPath = { ok: true; rel: string } | { ok: false; reason: string };
+type ScopedPath = { ok: true; rel: string } | { ok: false; reason: string };
 
 /**
  * Turns a path given by a tool (relative to the working copy, or absolute under /workspace as

@@ -1,6 +1,6 @@
 import { structuredPatch } from 'diff';
 
-export interface DiffSide {
+interface DiffSide {
   content: string;
   mode: string;
 }

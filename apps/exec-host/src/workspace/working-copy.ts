@@ -13,7 +13,7 @@ import { unifiedDiff } from './unified-diff';
 const MAX_CHANGED_FILES = 5_000;
 const MAX_UNTRACKED_READ = 8 * 1024 * 1024;
 
-export interface SourceResolution {
+interface SourceResolution {
   /** What to pass to git fetch. */
   url: string;
   protocols: string[];
@@ -40,7 +40,7 @@ export async function resolveSource(source: string): Promise<SourceResolution> {
   return { url: source, protocols: ['file'], local: true };
 }
 
-export interface PrepareOptions {
+interface PrepareOptions {
   repo: GitRepo;
   source: SourceResolution;
   ref?: string;
@@ -48,7 +48,7 @@ export interface PrepareOptions {
   exclusions: readonly string[];
 }
 
-export interface PreparedState {
+interface PreparedState {
   baseCommit: string;
   branch: string | null;
   startTree: string;

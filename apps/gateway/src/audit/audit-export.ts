@@ -2,13 +2,7 @@
 // byte, so the chain can be re-verified from the file alone. CSV is for spreadsheets.
 import type { StoredEntry } from './audit-chain';
 
-export const AUDIT_EXPORT_FORMATS = ['jsonl', 'csv'] as const;
-export type AuditExportFormat = (typeof AUDIT_EXPORT_FORMATS)[number];
-
-export const EXPORT_CONTENT_TYPES: Record<AuditExportFormat, string> = {
-  jsonl: 'application/x-ndjson; charset=utf-8',
-  csv: 'text/csv; charset=utf-8',
-};
+export type AuditExportFormat = 'jsonl' | 'csv';
 
 /** Who a `user:<id>` actor is, resolved at export time; not part of the hashed entry. */
 export interface ActorIdentity {

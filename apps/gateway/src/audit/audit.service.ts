@@ -8,11 +8,11 @@ import { CanonicalJsonError, canonicalJson, chainHash, ChainVerifier, type Chain
 import { CSV_HEADER, csvLine, jsonlLine, type ActorIdentity, type AuditExportFormat } from './audit-export';
 
 /** Resolves actors (`user:<id>`) to people for an export page; actors it does not know are left out. */
-export type IdentityResolver = (actors: string[]) => Promise<Map<string, ActorIdentity>>;
+type IdentityResolver = (actors: string[]) => Promise<Map<string, ActorIdentity>>;
 
 export type { AuditFilter, AuditPageRequest } from '../db/repositories/audit-log.repository';
 
-export interface AuditAppend {
+interface AuditAppend {
   /** Who acted: a user id, `system`, or an agent's label; the app decides the convention. */
   actor: string;
   /** What happened, dotted lower case: `session.instruction`, `policy.publish`, `auth.login_failed`. */

@@ -3,7 +3,7 @@ import type { AppAction, AppSubject, AppSubjectName, SubjectFields } from '@lemn
 import { subject } from '@lemniscate/policy';
 import { AuditService } from '../audit/audit.service';
 import { AppError, ErrorCode } from '../common/errors';
-import { MetricsService } from '../health/metrics.service';
+import { MetricsService } from '../metrics/metrics.service';
 import { actorOf, type Principal } from './principal';
 
 const NOUNS: Record<AppSubjectName, string> = {

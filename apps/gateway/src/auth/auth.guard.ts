@@ -7,7 +7,7 @@ import { AuthService, CSRF_HEADER, SESSION_COOKIE, isSafeMethod } from './auth.s
 import { PERMISSION, type RoutePermission } from './permission.decorator';
 import type { Principal } from './principal';
 
-export type AuthenticatedRequest = Request & { principal?: Principal };
+type AuthenticatedRequest = Request & { principal?: Principal };
 
 /**
  * Runs before every HTTP handler: a route without a declared permission is refused (secure by

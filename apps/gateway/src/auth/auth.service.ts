@@ -10,7 +10,7 @@ import { ProjectMembershipsRepository } from '../db/repositories/project-members
 import { UsersRepository } from '../db/repositories/users.repository';
 import { WebSessionsRepository } from '../db/repositories/web-sessions.repository';
 import type { UserRow } from '../db/schema';
-import { MetricsService } from '../health/metrics.service';
+import { MetricsService } from '../metrics/metrics.service';
 import { LoginRateLimiter } from './login-rate-limiter';
 import { hashPassword, hashSecret, newSecret, safeEqual, verifyPassword } from './password';
 import { actorOf, type Principal } from './principal';
@@ -18,7 +18,7 @@ import { toTokenView, toUserView } from './views';
 
 export const SESSION_COOKIE = 'lemni_session';
 export const CSRF_HEADER = 'x-csrf-token';
-export const TOKEN_PREFIX = 'lemni_';
+const TOKEN_PREFIX = 'lemni_';
 
 /** Where the session cookie is written; bound to the HTTP response by the controller. */
 export interface CookieJar {

@@ -4,7 +4,7 @@ import type { CookieJar } from './auth.service';
 import { SESSION_COOKIE } from './auth.service';
 
 /** Secure is set when the gateway is told it is served over HTTPS (see LEMNISCATE_COOKIE_SECURE). */
-export function cookieJarFor(res: Response, secure: boolean): CookieJar {
+function cookieJarFor(res: Response, secure: boolean): CookieJar {
   const base = { httpOnly: true, sameSite: 'strict' as const, secure, path: '/' };
   return {
     set: (value, maxAgeMs) => res.cookie(SESSION_COOKIE, value, { ...base, maxAge: maxAgeMs }),

@@ -1,8 +1,8 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
-import { Limits, tooLargeMessage, type ErrorBody } from '@lemniscate/contracts';
+import { assertUnreachable, Limits, tooLargeMessage, type ErrorBody } from '@lemniscate/contracts';
 import type { Request, Response } from 'express';
 import { DatabaseUnavailableError, isTransientDbError } from '../db/errors';
-import { AppError, ErrorCode, assertUnreachable } from './errors';
+import { AppError, ErrorCode } from './errors';
 import { requestIdOf } from './request-id';
 
 export function statusFor(code: ErrorCode): number {
@@ -90,7 +90,7 @@ function isBodyTooLarge(e: unknown): e is TooLarge {
 }
 
 /** The body parser knows the body's length and the limit it applied; the sentence names both. */
-export function bodyTooLargeMessage(e: { length?: number; limit?: number }): string {
+function bodyTooLargeMessage(e: { length?: number; limit?: number }): string {
   const limit = e.limit === Limits.sessionRequestBodyBytes ? 'sessionRequestBodyBytes' : 'requestBodyBytes';
   return typeof e.length === 'number' ? tooLargeMessage(limit, e.length) : `The request body is too large; ${limit === 'requestBodyBytes' ? 'request bodies' : 'session requests'} are limited to ${Limits[limit]} bytes.`;
 }

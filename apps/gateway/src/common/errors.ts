@@ -31,7 +31,3 @@ export class AppError extends Error {
     this.name = 'AppError';
   }
 }
-
-export function assertUnreachable(value: never): never {
-  throw new Error(`Unhandled case: ${String(value)}`);
-}

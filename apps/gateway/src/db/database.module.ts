@@ -16,7 +16,7 @@ import { UsersRepository } from './repositories/users.repository';
 import { WebSessionsRepository } from './repositories/web-sessions.repository';
 import { DATABASE, DB } from './tokens';
 
-export const REPOSITORIES = [
+const REPOSITORIES = [
   UsersRepository,
   ProjectsRepository,
   ProjectMembershipsRepository,

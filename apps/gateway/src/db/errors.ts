@@ -1,16 +1,14 @@
 // Drizzle wraps driver errors ("Failed query: …") and keeps the PostgreSQL error as `cause`. Services
 // need its SQLSTATE and constraint to turn a duplicate into a 409 with a sentence, not a 500.
 
-export interface PgErrorInfo {
+interface PgErrorInfo {
   /** SQLSTATE, e.g. 23505 (unique), 23503 (foreign key), 23514 (check). */
   code: string;
   constraint: string | undefined;
   message: string;
 }
 
-export const PG_UNIQUE_VIOLATION = '23505';
-export const PG_FOREIGN_KEY_VIOLATION = '23503';
-export const PG_CHECK_VIOLATION = '23514';
+const PG_UNIQUE_VIOLATION = '23505';
 
 /** The PostgreSQL error behind `error` (PGlite or pg, wrapped or not), if there is one. */
 export function pgErrorOf(error: unknown): PgErrorInfo | undefined {

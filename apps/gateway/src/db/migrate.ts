@@ -6,7 +6,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 
 /** The statements a migration needs: parameterised queries and multi-statement scripts. */
-export interface SqlSession {
+interface SqlSession {
   query<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>;
   exec(script: string): Promise<void>;
 }
@@ -16,7 +16,7 @@ export interface MigrationTarget {
   transaction<T>(fn: (session: SqlSession) => Promise<T>): Promise<T>;
 }
 
-export interface MigrationFile {
+interface MigrationFile {
   name: string;
   sql: string;
   checksum: string;

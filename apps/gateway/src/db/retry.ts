@@ -7,10 +7,10 @@ import { DatabaseUnavailableError, transientReason } from './errors';
 /** The longest a piece of database work waits for the database to come back, in milliseconds. */
 export const DB_RETRY_WINDOW_MS = 30_000;
 /** The first pause; each further pause doubles, up to DB_RETRY_MAX_DELAY_MS. */
-export const DB_RETRY_FIRST_DELAY_MS = 50;
+const DB_RETRY_FIRST_DELAY_MS = 50;
 export const DB_RETRY_MAX_DELAY_MS = 2_000;
 
-export interface RetryOptions {
+interface RetryOptions {
   /** Total time allowed from the first attempt, pauses included (default DB_RETRY_WINDOW_MS). */
   windowMs?: number;
   firstDelayMs?: number;

@@ -29,7 +29,7 @@ const id = () =>
 const at = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
 const createdAt = () => at('created_at').notNull().defaultNow();
 
-export const USER_ROLES = ['admin', 'developer', 'security_officer'] as const;
+const USER_ROLES = ['admin', 'developer', 'security_officer'] as const;
 export type UserRole = (typeof USER_ROLES)[number];
 
 export const users = pgTable(
@@ -121,7 +121,7 @@ export const webSessions = pgTable(
   (t) => [index('web_sessions_user_idx').on(t.userId)],
 );
 
-export const SESSION_STATUSES = ['running', 'completed', 'stopped', 'failed'] as const;
+const SESSION_STATUSES = ['running', 'completed', 'stopped', 'failed'] as const;
 export type SessionStatus = (typeof SESSION_STATUSES)[number];
 
 /** How a session was started (L4, 0007_session_mode): the values of SessionMode in libs/contracts. */
@@ -191,9 +191,9 @@ export const toolCalls = pgTable(
   (t) => [unique('tool_calls_session_seq_key').on(t.sessionId, t.seq)],
 );
 
-export const APPROVAL_KINDS = ['command', 'write', 'changes', 'third_party', 'extension', 'question'] as const;
+const APPROVAL_KINDS = ['command', 'write', 'changes', 'third_party', 'extension', 'question'] as const;
 export type ApprovalKind = (typeof APPROVAL_KINDS)[number];
-export const APPROVAL_STATES = ['pending', 'approved', 'rejected', 'expired', 'refused_headless'] as const;
+const APPROVAL_STATES = ['pending', 'approved', 'rejected', 'expired', 'refused_headless'] as const;
 export type ApprovalState = (typeof APPROVAL_STATES)[number];
 
 export const approvals = pgTable(
@@ -296,7 +296,6 @@ export type ProjectRow = typeof projects.$inferSelect;
 export type NewProject = typeof projects.$inferInsert;
 export type ProjectMembershipRow = typeof projectMemberships.$inferSelect;
 export type PolicyVersionRow = typeof policyVersions.$inferSelect;
-export type NewPolicyVersion = typeof policyVersions.$inferInsert;
 export type ApiTokenRow = typeof apiTokens.$inferSelect;
 export type NewApiToken = typeof apiTokens.$inferInsert;
 export type WebSessionRow = typeof webSessions.$inferSelect;

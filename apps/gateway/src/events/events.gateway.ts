@@ -9,16 +9,16 @@ import type { Principal } from '../auth/principal';
 import { AppError, ErrorCode } from '../common/errors';
 import { describeFailure, isDatabaseError } from '../db/errors';
 import { SessionsRepository } from '../db/repositories/sessions.repository';
-import { MetricsService } from '../health/metrics.service';
+import { MetricsService } from '../metrics/metrics.service';
 import type { StoredEvent } from './event-bus';
 import { EventsService } from './events.service';
 
 const REPLAY_PAGE = 1000;
 /** Close codes in the private range, mirroring HTTP: 4401 unauthenticated, 4403 revoked. */
-export const CLOSE_UNAUTHENTICATED = 4401;
-export const CLOSE_REVOKED = 4403;
+const CLOSE_UNAUTHENTICATED = 4401;
+const CLOSE_REVOKED = 4403;
 /** The standard "service restart" code: reconnect and send your last seq to replay what was missed. */
-export const CLOSE_RESUME = 1012;
+const CLOSE_RESUME = 1012;
 
 interface Subscription {
   sessionId: string | null;
@@ -37,7 +37,7 @@ interface Connection {
   chain: Promise<void>;
 }
 
-export function parseCookieHeader(header: string | undefined): Record<string, string> {
+function parseCookieHeader(header: string | undefined): Record<string, string> {
   const out: Record<string, string> = {};
   for (const part of (header ?? '').split(';')) {
     const eq = part.indexOf('=');

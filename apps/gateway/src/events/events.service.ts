@@ -4,14 +4,14 @@ import { withDbRetry } from '../db/retry';
 import type { EventRow } from '../db/schema';
 import { EVENT_FAN_OUT, type EventFanOut, type EventListener, type StoredEvent } from './event-bus';
 
-export interface NewGatewayEvent {
+interface NewGatewayEvent {
   type: string;
   sessionId?: string | null;
   projectId?: string | null;
   payload: Record<string, unknown>;
 }
 
-export function toStoredEvent(row: EventRow): StoredEvent {
+function toStoredEvent(row: EventRow): StoredEvent {
   return {
     seq: row.seq,
     type: row.type,

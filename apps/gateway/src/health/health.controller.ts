@@ -6,7 +6,7 @@ import { Returns } from '../common/zod-validation';
 import { DATABASE } from '../db/tokens';
 import type { Database } from '../db/database';
 import { EXEC_HOST, type ExecHostPort } from '../exec-host/exec-host.port';
-import { MetricsService } from './metrics.service';
+import { MetricsService } from '../metrics/metrics.service';
 
 /** Probes and metrics live outside /api/v1 so load balancers and Prometheus need no credentials. */
 @Controller()

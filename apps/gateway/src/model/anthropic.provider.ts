@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { endpoint, streamWithRetries, type StreamContext, type TransportSettings } from './http-transport';
+import type { StreamContext, TransportSettings } from './http-transport';
 import { ModelError, excerpt, redact } from './model.errors';
-import type { ChatMessage, MalformedToolCall, ModelProvider, ModelRequest, StopReason, ToolCall, TurnResult, Usage } from './model.types';
-import { summarise } from './openai.provider';
-import { describeJsonError, isMalformed, parseToolArguments } from './tool-arguments';
+import type { ChatMessage, ModelRequest, StopReason, TurnResult, Usage } from './model.types';
+import { StreamingProvider, turnResult } from './streaming-provider';
+import { parseToolArguments } from './tool-arguments';
 
 export interface AnthropicProviderSettings {
   ref: string;
@@ -33,24 +33,16 @@ interface WireMessage {
 const TRANSIENT_STREAM_ERRORS = new Set(['overloaded_error', 'api_error', 'rate_limit_error', 'timeout_error']);
 
 /** Anthropic Messages API with streaming and tool use. */
-export class AnthropicProvider implements ModelProvider {
-  readonly ref: string;
-  private readonly transport: TransportSettings;
-  private readonly url: string;
-
+export class AnthropicProvider extends StreamingProvider {
   constructor(private readonly settings: AnthropicProviderSettings) {
-    this.ref = settings.ref;
-    ({ url: this.url, transport: this.transport } = endpoint(settings.baseUrl, '/v1/messages', settings));
+    super(settings, '/v1/messages');
   }
 
-  complete(request: ModelRequest): Promise<TurnResult> {
-    const headers = { ...this.settings.headers, 'x-api-key': this.settings.apiKey, 'anthropic-version': this.settings.version };
-    return streamWithRetries(this.transport, { url: this.url, headers, body: this.body(request) }, request.signal, request.onRetry, (context) =>
-      this.consume(context, request),
-    );
+  protected headers(): Record<string, string> {
+    return { ...this.settings.headers, 'x-api-key': this.settings.apiKey, 'anthropic-version': this.settings.version };
   }
 
-  private body(request: ModelRequest): Record<string, unknown> {
+  protected body(request: ModelRequest): Record<string, unknown> {
     const system = request.messages
       .filter((m) => m.role === 'system')
       .map((m) => m.content)
@@ -67,7 +59,7 @@ export class AnthropicProvider implements ModelProvider {
     };
   }
 
-  private async consume({ events, outputSent }: StreamContext, request: ModelRequest): Promise<TurnResult> {
+  protected async consume({ events, outputSent }: StreamContext, request: ModelRequest): Promise<TurnResult> {
     const label = this.transport.label;
     let text = '';
     let stopReasonValue: string | undefined;
@@ -76,21 +68,12 @@ export class AnthropicProvider implements ModelProvider {
     const toolBlocks = new Map<number, { id: string; name: string; json: string; initial: Record<string, unknown> }>();
 
     for await (const event of events) {
-      let json: unknown;
-      try {
-        json = JSON.parse(event.data);
-      } catch (error) {
-        throw new ModelError('model_protocol_error', `${label} sent a stream event that is not JSON (${describeJsonError(error, event.data)}).`, {
-          retryable: true,
-        });
-      }
+      const json = this.parseEvent(event.data);
       const parsed = StreamEvent.safeParse(json);
       if (!parsed.success) {
         // Event types added after this was written are skipped, as Anthropic's versioning policy asks.
         if (isUnknownType(json)) continue;
-        throw new ModelError('model_protocol_error', `${label} sent a stream event of an unexpected shape (${summarise(parsed.error)}).`, {
-          retryable: true,
-        });
+        throw this.unexpectedShape(parsed.error);
       }
       const ev = parsed.data;
       switch (ev.type) {
@@ -101,7 +84,7 @@ export class AnthropicProvider implements ModelProvider {
           if (ev.content_block.type === 'tool_use') {
             const { id, name, input } = ev.content_block;
             if (!id || !name) {
-              throw new ModelError('model_protocol_error', `${label} started a tool call without an id or a tool name.`, { retryable: true });
+              throw this.protocolError('started a tool call without an id or a tool name');
             }
             toolBlocks.set(ev.index, { id, name, json: '', initial: input ?? {} });
           } else if (ev.content_block.type === 'text' && ev.content_block.text) {
@@ -118,9 +101,7 @@ export class AnthropicProvider implements ModelProvider {
           } else if (ev.delta.type === 'input_json_delta' && ev.delta.partial_json !== undefined) {
             const block = toolBlocks.get(ev.index);
             if (!block) {
-              throw new ModelError('model_protocol_error', `${label} sent tool input for block ${ev.index}, which did not start as a tool call.`, {
-                retryable: true,
-              });
+              throw this.protocolError(`sent tool input for block ${ev.index}, which did not start as a tool call`);
             }
             block.json += ev.delta.partial_json;
           }
@@ -149,23 +130,13 @@ export class AnthropicProvider implements ModelProvider {
     }
 
     if (!stopped && stopReasonValue === undefined) {
-      throw new ModelError('model_protocol_error', `${label} closed the stream before the answer was complete.`, { retryable: true });
+      throw this.closedEarly();
     }
 
-    const toolCalls: ToolCall[] = [];
-    const malformedToolCalls: MalformedToolCall[] = [];
-    for (const [, block] of [...toolBlocks.entries()].sort(([a], [b]) => a - b)) {
-      const result = block.json.trim() === '' ? { id: block.id, name: block.name, arguments: block.initial } : parseToolArguments(block.id, block.name, block.json);
-      if (isMalformed(result)) malformedToolCalls.push(result);
-      else toolCalls.push(result);
-    }
-    return {
-      ...(text ? { text } : {}),
-      toolCalls,
-      ...(malformedToolCalls.length > 0 ? { malformedToolCalls } : {}),
-      stopReason: stopReason(stopReasonValue, toolCalls.length + malformedToolCalls.length > 0),
-      ...(usage ? { usage } : {}),
-    };
+    const calls = [...toolBlocks.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([, block]) => (block.json.trim() === '' ? { id: block.id, name: block.name, arguments: block.initial } : parseToolArguments(block.id, block.name, block.json)));
+    return turnResult(text, calls, (hasToolCalls) => stopReason(stopReasonValue, hasToolCalls), usage);
   }
 }
 
@@ -173,7 +144,7 @@ export class AnthropicProvider implements ModelProvider {
  * System messages become the top-level `system` field; tool results become `tool_result` blocks
  * in a user message. Consecutive messages of one role are merged, as the API expects alternation.
  */
-export function toWireMessages(messages: ChatMessage[]): WireMessage[] {
+function toWireMessages(messages: ChatMessage[]): WireMessage[] {
   const out: WireMessage[] = [];
   const append = (role: WireMessage['role'], blocks: Block[]) => {
     if (blocks.length === 0) return;

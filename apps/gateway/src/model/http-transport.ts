@@ -39,12 +39,12 @@ export function endpoint(
 }
 
 /** Origin and path only: a query string may carry a key (Azure-style `?api-key=`). */
-export function describeUrl(url: string): string {
+function describeUrl(url: string): string {
   const parsed = new URL(url);
   return `${parsed.origin}${parsed.pathname}`;
 }
 
-export interface StreamRequest {
+interface StreamRequest {
   url: string;
   headers: Record<string, string>;
   body: unknown;

@@ -33,28 +33,31 @@ const KeySource = {
   apiKeyEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name').optional(),
 };
 
-export const OpenAiSection = z.strictObject({
-  baseUrl: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).default('https://api.openai.com/v1'),
+const ServiceUrl = () => z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' });
+
+/** OpenAI's own service and the compatible ones take the same settings besides address and model. */
+const ChatCompletionsSettings = {
   ...KeySource,
   headers: Headers.optional(),
   maxTokens: z.number().int().positive().optional(),
   includeUsage: z.boolean().default(true),
   ...Transport,
+};
+
+const OpenAiSection = z.strictObject({
+  baseUrl: ServiceUrl().default('https://api.openai.com/v1'),
+  ...ChatCompletionsSettings,
 });
 
-export const OpenAiCompatibleSection = z.strictObject({
-  baseUrl: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }),
+const OpenAiCompatibleSection = z.strictObject({
+  baseUrl: ServiceUrl(),
   /** Used when the reference does not name a model (`openai-compatible:NAME`). */
   model: z.string().min(1).optional(),
-  ...KeySource,
-  headers: Headers.optional(),
-  maxTokens: z.number().int().positive().optional(),
-  includeUsage: z.boolean().default(true),
-  ...Transport,
+  ...ChatCompletionsSettings,
 });
 
-export const AnthropicSection = z.strictObject({
-  baseUrl: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).default('https://api.anthropic.com'),
+const AnthropicSection = z.strictObject({
+  baseUrl: ServiceUrl().default('https://api.anthropic.com'),
   ...KeySource,
   version: z.string().min(1).default('2023-06-01'),
   maxTokens: z.number().int().positive().default(8192),
@@ -62,7 +65,7 @@ export const AnthropicSection = z.strictObject({
   ...Transport,
 });
 
-export const ScriptedSection = z.strictObject({
+const ScriptedSection = z.strictObject({
   /** Off unless the operator turns it on: a replayed script is for demos and tests, not production. */
   enabled: z.boolean().default(false),
   /** When set, scripts are read only from inside these directories. */

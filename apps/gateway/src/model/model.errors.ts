@@ -15,9 +15,9 @@ export const MODEL_ERROR_CODES = [
   'model_script_invalid',
 ] as const;
 
-export type ModelErrorCode = (typeof MODEL_ERROR_CODES)[number];
+type ModelErrorCode = (typeof MODEL_ERROR_CODES)[number];
 
-export interface ModelErrorOptions {
+interface ModelErrorOptions {
   status?: number;
   retryable?: boolean;
   /** Seconds or milliseconds the service asked us to wait before trying again, already converted to ms. */

@@ -6,7 +6,8 @@ import type { TransportSettings } from './http-transport';
 import { ModelsConfig, PROVIDER_NAME, type ModelsConfigInput } from './model.config';
 import { ModelError } from './model.errors';
 import type { ModelProvider } from './model.types';
-import { OpenAiCompatibleProvider, summarise } from './openai.provider';
+import { OpenAiCompatibleProvider } from './openai.provider';
+import { summarise } from './streaming-provider';
 import { ScriptedProvider, loadModelScript } from './scripted.provider';
 
 /** What a model reference names once parsed. It never carries a URL or a key. */
@@ -94,18 +95,13 @@ export async function createModelProvider(ref: unknown, configInput: ModelsConfi
       return createScripted(parsed.script, config, options.cwd ?? process.cwd());
     case 'openai': {
       const section = config.openai ?? ModelsConfigDefaults.openai();
-      const apiKey = resolveKey('models.openai', section, env, true);
-      checkTransportSecurity('models.openai', section.baseUrl, apiKey, config.allowInsecureHttp);
       return new OpenAiCompatibleProvider({
         ref: `openai:${parsed.model}`,
-        baseUrl: section.baseUrl,
         model: parsed.model,
-        apiKey,
-        headers: section.headers,
+        ...connection('models.openai', section, config, env, true),
         maxTokens: section.maxTokens,
         maxTokensField: 'max_completion_tokens',
         includeUsage: section.includeUsage,
-        transport: transport(config, section),
       });
     }
     case 'openai-compatible': {
@@ -118,35 +114,26 @@ export async function createModelProvider(ref: unknown, configInput: ModelsConfi
       }
       const model = parsed.model ?? section.model;
       if (!model) throw configError(`The service "${parsed.name}" has no default model: use "openai-compatible:${parsed.name}:MODEL" or set its "model".`);
-      const where = `models.openaiCompatible.${parsed.name}`;
-      // Local servers (Ollama, llama.cpp) usually need no key.
-      const apiKey = resolveKey(where, section, env, false);
-      checkTransportSecurity(where, section.baseUrl, apiKey, config.allowInsecureHttp);
       return new OpenAiCompatibleProvider({
         ref: `openai-compatible:${parsed.name}:${model}`,
-        baseUrl: section.baseUrl,
         model,
-        apiKey,
-        headers: section.headers,
+        // Local servers (Ollama, llama.cpp) usually need no key.
+        ...connection(`models.openaiCompatible.${parsed.name}`, section, config, env, false),
         maxTokens: section.maxTokens,
         maxTokensField: 'max_tokens',
         includeUsage: section.includeUsage,
-        transport: transport(config, section),
       });
     }
     case 'anthropic': {
       const section = config.anthropic ?? ModelsConfigDefaults.anthropic();
-      const apiKey = resolveKey('models.anthropic', section, env, true) as string;
-      checkTransportSecurity('models.anthropic', section.baseUrl, apiKey, config.allowInsecureHttp);
+      const link = connection('models.anthropic', section, config, env, true);
       return new AnthropicProvider({
         ref: `anthropic:${parsed.model}`,
-        baseUrl: section.baseUrl,
         model: parsed.model,
-        apiKey,
+        ...link,
+        apiKey: link.apiKey as string,
         version: section.version,
         maxTokens: section.maxTokens,
-        headers: section.headers,
-        transport: transport(config, section),
       });
     }
   }
@@ -172,6 +159,15 @@ function summariseConfig(error: z.ZodError): string {
 }
 
 type KeyedSection = { apiKey?: string; apiKeyEnv?: string };
+type TransportOverrides = Partial<Omit<TransportSettings, 'label' | 'secrets' | 'random'>>;
+type ServiceSection = KeyedSection & TransportOverrides & { baseUrl: string; headers?: Record<string, string> };
+
+/** What every HTTP provider takes from its section: the address, the key (checked before it is ever sent), headers and transport. */
+function connection(where: string, section: ServiceSection, config: ModelsConfig, env: NodeJS.ProcessEnv, keyRequired: boolean) {
+  const apiKey = resolveKey(where, section, env, keyRequired);
+  checkTransportSecurity(where, section.baseUrl, apiKey, config.allowInsecureHttp);
+  return { baseUrl: section.baseUrl, apiKey, headers: section.headers, transport: transport(config, section) };
+}
 
 const USABLE_KEY = /^[\x21-\x7e]{8,}$/;
 
@@ -206,7 +202,7 @@ function isLoopback(hostname: string): boolean {
   return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
 }
 
-function transport(config: ModelsConfig, section: Partial<Omit<TransportSettings, 'label' | 'secrets' | 'random'>>): Omit<TransportSettings, 'label' | 'secrets'> {
+function transport(config: ModelsConfig, section: TransportOverrides): Omit<TransportSettings, 'label' | 'secrets'> {
   return {
     idleTimeoutMs: section.idleTimeoutMs ?? config.idleTimeoutMs,
     maxRetries: section.maxRetries ?? config.maxRetries,

@@ -3,26 +3,24 @@
  * wire format, so the session loop never sees an OpenAI or Anthropic shape.
  */
 
-export type ChatRole = 'system' | 'user' | 'assistant' | 'tool';
-
-export interface SystemMessage {
+interface SystemMessage {
   role: 'system';
   content: string;
 }
 
-export interface UserMessage {
+interface UserMessage {
   role: 'user';
   content: string;
 }
 
-export interface AssistantMessage {
+interface AssistantMessage {
   role: 'assistant';
   content?: string;
   toolCalls?: ToolCall[];
 }
 
 /** The result of one tool call, sent back to the model. */
-export interface ToolResultMessage {
+interface ToolResultMessage {
   role: 'tool';
   toolCallId: string;
   content: string;
@@ -79,7 +77,7 @@ export interface TurnResult {
  * summary of older turns when the context is compacted. Providers may use it (the scripted model
  * does, so compaction does not consume scripted turns).
  */
-export type TurnPurpose = 'turn' | 'final_summary' | 'compaction';
+type TurnPurpose = 'turn' | 'final_summary' | 'compaction';
 
 export interface RetryNotice {
   attempt: number;

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { endpoint, streamWithRetries, type StreamContext, type TransportSettings } from './http-transport';
+import type { StreamContext, TransportSettings } from './http-transport';
 import { ModelError, excerpt, redact } from './model.errors';
-import type { ChatMessage, MalformedToolCall, ModelProvider, ModelRequest, StopReason, ToolCall, TurnResult, Usage } from './model.types';
-import { describeJsonError, isMalformed, parseToolArguments } from './tool-arguments';
+import type { ChatMessage, MalformedToolCall, ModelRequest, StopReason, ToolCall, TurnResult, Usage } from './model.types';
+import { StreamingProvider, turnResult } from './streaming-provider';
+import { parseToolArguments } from './tool-arguments';
 
 export interface OpenAiProviderSettings {
   /** Shown in logs and events, e.g. `openai:gpt-4o` or `openai-compatible:ollama`. */
@@ -26,25 +27,18 @@ export interface OpenAiProviderSettings {
 }
 
 /** OpenAI chat completions with streaming and tool calling: OpenAI, Mistral, vLLM, Ollama, llama.cpp server. */
-export class OpenAiCompatibleProvider implements ModelProvider {
-  readonly ref: string;
-  private readonly transport: TransportSettings;
-  private readonly url: string;
-
+export class OpenAiCompatibleProvider extends StreamingProvider {
   constructor(private readonly settings: OpenAiProviderSettings) {
-    this.ref = settings.ref;
-    ({ url: this.url, transport: this.transport } = endpoint(settings.baseUrl, '/chat/completions', settings));
+    super(settings, '/chat/completions');
   }
 
-  complete(request: ModelRequest): Promise<TurnResult> {
+  protected headers(): Record<string, string> {
     const headers: Record<string, string> = { ...this.settings.headers };
     if (this.settings.apiKey) headers.authorization = `Bearer ${this.settings.apiKey}`;
-    return streamWithRetries(this.transport, { url: this.url, headers, body: this.body(request) }, request.signal, request.onRetry, (context) =>
-      this.consume(context, request),
-    );
+    return headers;
   }
 
-  private body(request: ModelRequest): Record<string, unknown> {
+  protected body(request: ModelRequest): Record<string, unknown> {
     const maxTokens = request.maxTokens ?? this.settings.maxTokens;
     return {
       model: this.settings.model,
@@ -59,7 +53,7 @@ export class OpenAiCompatibleProvider implements ModelProvider {
     };
   }
 
-  private async consume({ events, outputSent }: StreamContext, request: ModelRequest): Promise<TurnResult> {
+  protected async consume({ events, outputSent }: StreamContext, request: ModelRequest): Promise<TurnResult> {
     let text = '';
     let finishReason: string | undefined;
     let usage: Usage | undefined;
@@ -74,14 +68,7 @@ export class OpenAiCompatibleProvider implements ModelProvider {
         done = true;
         break;
       }
-      let json: unknown;
-      try {
-        json = JSON.parse(data);
-      } catch (error) {
-        throw new ModelError('model_protocol_error', `${label} sent a stream event that is not JSON (${describeJsonError(error, data)}).`, {
-          retryable: true,
-        });
-      }
+      const json = this.parseEvent(data);
       const streamError = StreamErrorChunk.safeParse(json);
       if (streamError.success) {
         const message = typeof streamError.data.error === 'string' ? streamError.data.error : (streamError.data.error.message ?? 'no message');
@@ -91,9 +78,7 @@ export class OpenAiCompatibleProvider implements ModelProvider {
       }
       const parsed = Chunk.safeParse(json);
       if (!parsed.success) {
-        throw new ModelError('model_protocol_error', `${label} sent a stream event of an unexpected shape (${summarise(parsed.error)}).`, {
-          retryable: true,
-        });
+        throw this.unexpectedShape(parsed.error);
       }
       const chunk = parsed.data;
       if (chunk.usage) usage = { inputTokens: chunk.usage.prompt_tokens ?? 0, outputTokens: chunk.usage.completion_tokens ?? 0 };
@@ -119,29 +104,18 @@ export class OpenAiCompatibleProvider implements ModelProvider {
     }
 
     if (!done && finishReason === undefined) {
-      throw new ModelError('model_protocol_error', `${label} closed the stream before the answer was complete.`, { retryable: true });
+      throw this.closedEarly();
     }
 
-    const toolCalls: ToolCall[] = [];
-    const malformedToolCalls: MalformedToolCall[] = [];
     const turn = randomUUID().slice(0, 8);
-    for (const [index, call] of [...calls.entries()].sort(([a], [b]) => a - b)) {
-      const id = call.id || `call_${turn}_${index}`;
-      if (!call.name) {
-        malformedToolCalls.push({ id, name: '', rawArguments: call.arguments, reason: 'the model sent a tool call without a tool name' });
-        continue;
-      }
-      const result = parseToolArguments(id, call.name, call.arguments);
-      if (isMalformed(result)) malformedToolCalls.push(result);
-      else toolCalls.push(result);
-    }
-    return {
-      ...(text ? { text } : {}),
-      toolCalls,
-      ...(malformedToolCalls.length > 0 ? { malformedToolCalls } : {}),
-      stopReason: stopReason(finishReason, toolCalls.length + malformedToolCalls.length > 0),
-      ...(usage ? { usage } : {}),
-    };
+    const parsedCalls = [...calls.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([index, call]): ToolCall | MalformedToolCall => {
+        const id = call.id || `call_${turn}_${index}`;
+        if (!call.name) return { id, name: '', rawArguments: call.arguments, reason: 'the model sent a tool call without a tool name' };
+        return parseToolArguments(id, call.name, call.arguments);
+      });
+    return turnResult(text, parsedCalls, (hasToolCalls) => stopReason(finishReason, hasToolCalls), usage);
   }
 }
 
@@ -185,13 +159,6 @@ function stopReason(finish: string | undefined, hasToolCalls: boolean): StopReas
     default:
       return hasToolCalls ? 'tool_use' : 'other';
   }
-}
-
-export function summarise(error: z.ZodError): string {
-  return error.issues
-    .slice(0, 3)
-    .map((i) => `${i.path.length > 0 ? i.path.join('.') : 'value'}: ${i.message}`)
-    .join('; ');
 }
 
 const StreamErrorChunk = z.object({ error: z.union([z.string(), z.looseObject({ message: z.string().nullish() })]) });

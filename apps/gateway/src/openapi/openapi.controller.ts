@@ -2,7 +2,7 @@ import { Controller, Get } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import type { Type } from '@nestjs/common';
 import { Public } from '../auth/permission.decorator';
-import { listRoutes, servedPath } from '../common/routes';
+import { listRoutes, servedPath } from './routes';
 import { GatewayRoutes as R } from '@lemniscate/contracts';
 import { Returns } from '../common/zod-validation';
 import { buildOpenApi } from './openapi';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ErrorBody } from '@lemniscate/contracts';
-import type { RouteInfo } from '../common/routes';
+import type { RouteInfo } from './routes';
 
 type JsonSchema = Record<string, unknown>;
 

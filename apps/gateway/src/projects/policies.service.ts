@@ -13,7 +13,7 @@ import type { PolicyVersionRow, ProjectRow } from '../db/schema';
 import { EventsService } from '../events/events.service';
 import { toPolicySummary, toPolicyView } from './views';
 
-export interface PolicyInForce {
+interface PolicyInForce {
   policy: Policy;
   /** Null when the project has never had a version: the built-in default applies. */
   versionId: string | null;

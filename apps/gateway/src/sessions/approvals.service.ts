@@ -12,11 +12,11 @@ import { Transactions } from '../db/repositories/transactions';
 import { withDbRetry } from '../db/retry';
 import type { ApprovalRow, SessionRow } from '../db/schema';
 import { EventsService } from '../events/events.service';
-import { MetricsService } from '../health/metrics.service';
+import { MetricsService } from '../metrics/metrics.service';
 import { PoliciesService } from '../projects/policies.service';
 import { toApprovalView } from './views';
 
-export interface ApprovalRequest {
+interface ApprovalRequest {
   sessionId: string;
   toolCallId?: string | null;
   kind: ApprovalKind;

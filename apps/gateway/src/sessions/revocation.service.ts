@@ -13,7 +13,7 @@ import { WebSessionsRepository } from '../db/repositories/web-sessions.repositor
 import type { SessionRow } from '../db/schema';
 import { EventsService } from '../events/events.service';
 import { EXEC_HOST, destroyOrLeaveToReaper, type ExecHostPort } from '../exec-host/exec-host.port';
-import { MetricsService } from '../health/metrics.service';
+import { MetricsService } from '../metrics/metrics.service';
 import { SessionRunRegistry, type CancelReason } from './session-run.registry';
 import { toSessionView } from './views';
 

@@ -8,7 +8,7 @@ import { Transactions } from '../db/repositories/transactions';
 import type { SessionRow } from '../db/schema';
 import { EventsService } from '../events/events.service';
 import { EXEC_HOST, destroyOrLeaveToReaper, type ExecHostPort } from '../exec-host/exec-host.port';
-import { MetricsService } from '../health/metrics.service';
+import { MetricsService } from '../metrics/metrics.service';
 import { SessionRunRegistry } from './session-run.registry';
 
 /** Who closes an orphan's approvals and ends it, in the audit log and on the event stream. */

@@ -15,7 +15,7 @@ import { EventsService } from '../events/events.service';
 import { PoliciesService } from '../projects/policies.service';
 import { toSessionView, toToolCallView } from './views';
 
-export interface ProposedToolCall {
+interface ProposedToolCall {
   name: string;
   arguments: Record<string, unknown>;
   decision: PolicyDecision;
@@ -23,7 +23,7 @@ export interface ProposedToolCall {
 }
 
 /** What a tool call produced, as the session loop reports it (output already capped by the exec-host). */
-export interface ToolResult {
+interface ToolResult {
   exitCode: number | null;
   stdout: string;
   stderr: string;

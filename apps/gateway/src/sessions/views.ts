@@ -1,10 +1,16 @@
 import type { ApprovalView, SessionView, ToolCallView } from '@lemniscate/contracts';
 import { ApprovalFlags, ApprovalPayload, PolicyDecision, StopReason } from '@lemniscate/contracts';
+import type { z } from 'zod';
 import type { ApprovalRow, SessionRow, ToolCallRow } from '../db/schema';
 import { iso } from '../auth/views';
 
+/** A JSON or free-text column read through its contract schema; a value written before the schema existed reads as `fallback`. */
+function parsedOr<T, F>(schema: z.ZodType<T>, value: unknown, fallback: F): T | F {
+  const parsed = schema.safeParse(value);
+  return parsed.success ? parsed.data : fallback;
+}
+
 export function toSessionView(s: SessionRow): SessionView {
-  const stop = StopReason.safeParse(s.stopReason);
   return {
     id: s.id,
     projectId: s.projectId,
@@ -15,7 +21,7 @@ export function toSessionView(s: SessionRow): SessionView {
     instruction: s.instruction,
     policyVersionId: s.policyVersionId,
     status: s.status,
-    stopReason: stop.success ? stop.data : null,
+    stopReason: parsedOr(StopReason, s.stopReason, null),
     mode: s.mode,
     headless: s.headless,
     actionsUsed: s.actionsUsed,
@@ -33,14 +39,13 @@ export function toSessionView(s: SessionRow): SessionView {
 }
 
 export function toToolCallView(t: ToolCallRow): ToolCallView {
-  const decision = PolicyDecision.safeParse(t.decision);
   return {
     id: t.id,
     sessionId: t.sessionId,
     seq: t.seq,
     name: t.name,
     arguments: t.arguments,
-    decision: decision.success ? decision.data : null,
+    decision: parsedOr(PolicyDecision, t.decision, null),
     result: t.result ?? null,
     agent: t.agent,
     createdAt: t.createdAt.toISOString(),
@@ -48,7 +53,6 @@ export function toToolCallView(t: ToolCallRow): ToolCallView {
 }
 
 export function toApprovalView(a: ApprovalRow, projectId: string): ApprovalView {
-  const flags = ApprovalFlags.safeParse(a.flags);
   return {
     id: a.id,
     sessionId: a.sessionId,
@@ -56,7 +60,7 @@ export function toApprovalView(a: ApprovalRow, projectId: string): ApprovalView 
     toolCallId: a.toolCallId,
     kind: a.kind,
     payload: ApprovalPayload.parse(a.payload),
-    flags: flags.success ? flags.data : { thirdParty: [] },
+    flags: parsedOr(ApprovalFlags, a.flags, { thirdParty: [] }),
     agent: a.agent,
     state: a.state,
     decidedBy: a.decidedBy,

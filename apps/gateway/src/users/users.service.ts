@@ -14,7 +14,7 @@ import { Transactions } from '../db/repositories/transactions';
 import { UsersRepository } from '../db/repositories/users.repository';
 import type { UserRow } from '../db/schema';
 
-export const DEFAULT_ADMIN_EMAIL = 'admin@lemniscate.local';
+const DEFAULT_ADMIN_EMAIL = 'admin@lemniscate.local';
 
 /** Where first-start credentials are written; standard output unless a test captures them. */
 export const CREDENTIALS_OUTPUT = Symbol('CREDENTIALS_OUTPUT');

@@ -1,5 +1,5 @@
 import { CONTROLLERS } from '../../src/app.module';
-import { listRoutes } from '../../src/common/routes';
+import { listRoutes } from '../../src/openapi/routes';
 import { withTestDatabases } from '../support/db';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, bearer, createProject, startGateway, tokenFor, type Gateway } from '../support/harness';
 

@@ -69,7 +69,6 @@ export const AUDIT_KINDS = [
   'user.create',
   'user.revoke',
 ] as const;
-export type AuditKind = (typeof AUDIT_KINDS)[number];
 
 export const AuditKindsView = z.object({ kinds: z.array(z.string()) });
 export type AuditKindsView = z.infer<typeof AuditKindsView>;

@@ -43,14 +43,14 @@ interface ModeFields {
  * The mode a start request asks for: `mode` when given, else the older pair `headless` +
  * `waitForApprovals` (still accepted, so that scripts written against them keep working).
  */
-export function requestedSessionMode(r: ModeFields): SessionMode {
+function requestedSessionMode(r: ModeFields): SessionMode {
   if (r.mode) return r.mode;
   if (r.headless) return r.waitForApprovals ? 'headless_with_approvals' : 'headless';
   return 'interactive';
 }
 
 /** Where `mode` and the older fields contradict each other: one sentence per field, none when they fit. */
-export function sessionModeConflicts(r: ModeFields): { path: 'headless' | 'waitForApprovals'; message: string }[] {
+function sessionModeConflicts(r: ModeFields): { path: 'headless' | 'waitForApprovals'; message: string }[] {
   const out: { path: 'headless' | 'waitForApprovals'; message: string }[] = [];
   if (r.mode) {
     const headless = r.mode !== 'interactive';

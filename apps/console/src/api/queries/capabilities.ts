@@ -5,7 +5,7 @@ import { ApiClient } from '../client';
 const OpenApiPaths = z.object({ paths: z.record(z.string(), z.record(z.string(), z.unknown())) });
 const docs = new ApiClient('/api');
 
-export interface Capabilities {
+interface Capabilities {
   /** `offers('post', '/api/v1/projects/{projectId}/policy/dry-run')`, in the OpenAPI path syntax. */
   offers: (method: string, path: string) => boolean;
 }

@@ -14,11 +14,5 @@ export const sessionQuery = (id: string) =>
     queryFn: ({ signal }) => api.call(R.getSession, { params: { id }, signal }),
   });
 
-export const toolCallsQuery = (id: string) =>
-  queryOptions({
-    queryKey: ['sessions', id, 'tool-calls'],
-    queryFn: ({ signal }) => api.call(R.sessionToolCalls, { params: { id }, signal }),
-  });
-
 export const stopSession = (id: string, reason?: string) => api.call(R.stopSession, { params: { id }, body: reason ? { reason } : {} });
 export const revokeSession = (id: string, reason?: string) => api.call(R.revokeSession, { params: { id }, body: reason ? { reason } : {} });

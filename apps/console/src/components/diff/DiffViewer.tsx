@@ -1,12 +1,12 @@
 import { useMemo, useRef, useState } from 'react';
 import { parseUnifiedDiff, toSplitRows, type DiffFile, type DiffLine } from './diff-model';
 
-export interface ThirdPartyFlag {
+interface ThirdPartyFlag {
   path: string;
   class: string;
 }
 
-export interface DiffViewerProps {
+interface DiffViewerProps {
   patch: string;
   /** Files the policy classes as executed by third parties (P5): shown apart and flagged. */
   thirdParty?: ThirdPartyFlag[];

@@ -1,7 +1,7 @@
 import { parsePatch } from 'diff';
 import { highlightLines, languageFor } from './highlight';
 
-export type LineKind = 'context' | 'add' | 'del';
+type LineKind = 'context' | 'add' | 'del';
 
 export interface DiffLine {
   kind: LineKind;
@@ -12,7 +12,7 @@ export interface DiffLine {
   text: string;
 }
 
-export interface DiffHunk {
+interface DiffHunk {
   header: string;
   lines: DiffLine[];
 }
@@ -29,7 +29,7 @@ export interface DiffFile {
   language: string | null;
 }
 
-export interface SplitRow {
+interface SplitRow {
   left: DiffLine | null;
   right: DiffLine | null;
 }

@@ -7,7 +7,7 @@ import { pageSize, Repository } from './repository';
 
 export type ApprovalWithProject = ApprovalRow & { projectId: string };
 
-export interface ApprovalFilter {
+interface ApprovalFilter {
   state?: ApprovalState;
   sessionId?: string;
   projectId?: string;

@@ -6,7 +6,7 @@ import { DB } from '../tokens';
 import { Repository } from './repository';
 
 /** One command a person approved "with its identical repeats" (P3). */
-export interface RememberedCommand {
+interface RememberedCommand {
   command: string;
   workingDirectory: string;
   approvalId: string;

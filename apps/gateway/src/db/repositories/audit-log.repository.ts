@@ -5,9 +5,9 @@ import { auditChainHead, auditLog, type AuditLogRow } from '../schema';
 import { DB } from '../tokens';
 import { pageSize, Repository } from './repository';
 
-export const MAIN_CHAIN = 'main';
+const MAIN_CHAIN = 'main';
 
-export interface ChainHead {
+interface ChainHead {
   seq: number;
   hash: string;
 }

@@ -5,7 +5,7 @@ import { policyVersions, projects, type PolicyVersionRow } from '../schema';
 import { DB } from '../tokens';
 import { Repository } from './repository';
 
-export interface PolicyPublication {
+interface PolicyPublication {
   document: unknown;
   sourceText: string;
   authorId: string | null;

@@ -5,7 +5,7 @@ import { projectMemberships, projects, type NewProject, type ProjectRow } from '
 import { DB } from '../tokens';
 import { Repository } from './repository';
 
-export type ProjectPatch = Partial<Pick<ProjectRow, 'name' | 'repositorySource' | 'defaultRef'>>;
+type ProjectPatch = Partial<Pick<ProjectRow, 'name' | 'repositorySource' | 'defaultRef'>>;
 
 @Injectable()
 export class ProjectsRepository extends Repository {

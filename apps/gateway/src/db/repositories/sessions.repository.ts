@@ -5,7 +5,7 @@ import { sessions, type NewSession, type SessionRow, type SessionStatus } from '
 import { DB } from '../tokens';
 import { pageSize, Repository } from './repository';
 
-export interface SessionFilter {
+interface SessionFilter {
   projectId?: string;
   /** Sessions of any of these projects (a non-admin's scope); an empty list matches nothing. */
   projectIds?: string[];
@@ -17,7 +17,7 @@ export interface SessionFilter {
   limit?: number;
 }
 
-export type SessionPatch = Partial<
+type SessionPatch = Partial<
   Pick<
     SessionRow,
     | 'policyVersionId'
@@ -35,7 +35,7 @@ export type SessionPatch = Partial<
   >
 >;
 
-export interface SessionEnding {
+interface SessionEnding {
   status: Exclude<SessionStatus, 'running'>;
   stopReason?: string | null;
   endedAt?: Date;

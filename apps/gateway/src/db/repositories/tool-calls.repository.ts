@@ -5,7 +5,7 @@ import { toolCalls, type NewToolCall, type ToolCallRow } from '../schema';
 import { DB } from '../tokens';
 import { Repository } from './repository';
 
-export type ToolCallPatch = Partial<Pick<ToolCallRow, 'decision' | 'result'>>;
+type ToolCallPatch = Partial<Pick<ToolCallRow, 'decision' | 'result'>>;
 
 @Injectable()
 export class ToolCallsRepository extends Repository {

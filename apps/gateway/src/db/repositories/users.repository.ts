@@ -5,7 +5,7 @@ import { users, type NewUser, type UserRow } from '../schema';
 import { DB } from '../tokens';
 import { Repository } from './repository';
 
-export type UserPatch = Partial<Pick<UserRow, 'displayName' | 'role' | 'passwordHash' | 'disabledAt' | 'revokedAt'>>;
+type UserPatch = Partial<Pick<UserRow, 'displayName' | 'role' | 'passwordHash' | 'disabledAt' | 'revokedAt'>>;
 
 @Injectable()
 export class UsersRepository extends Repository {

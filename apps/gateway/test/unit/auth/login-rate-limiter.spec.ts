@@ -1,4 +1,5 @@
-import { LoginRateLimiter, MemoryLoginFailureStore } from '../../../src/auth/login-rate-limiter';
+import { LoginRateLimiter } from '../../../src/auth/login-rate-limiter';
+import { MemoryLoginFailureStore } from '../../support/login-failure-store';
 
 describe('LoginRateLimiter', () => {
   it('stops an account after the maximum failures and lets it try again when the window has passed', async () => {

@@ -1,6 +1,6 @@
 import { Controller, Get, Post } from '@nestjs/common';
 import { CONTROLLERS } from '../../../src/app.module';
-import { listRoutes } from '../../../src/common/routes';
+import { listRoutes } from '../../../src/openapi/routes';
 import { Can } from '../../../src/auth/permission.decorator';
 
 /** STYLE.md §5: every gateway route declares the permission it needs; none is left open by omission. */

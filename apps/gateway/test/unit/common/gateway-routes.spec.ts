@@ -1,6 +1,6 @@
 import { GatewayRoutes, type GatewayRoute } from '@lemniscate/contracts';
 import { CONTROLLERS } from '../../../src/app.module';
-import { listRoutes, servedPath, type RouteInfo } from '../../../src/common/routes';
+import { listRoutes, servedPath, type RouteInfo } from '../../../src/openapi/routes';
 
 /**
  * The gateway serves exactly the routes of libs/contracts' GatewayRoutes, with the table's own

@@ -1,5 +1,5 @@
 import { CONTROLLERS } from '../../../src/app.module';
-import { listRoutes } from '../../../src/common/routes';
+import { listRoutes } from '../../../src/openapi/routes';
 import { buildOpenApi } from '../../../src/openapi/openapi';
 
 describe('OpenAPI from the zod contracts', () => {

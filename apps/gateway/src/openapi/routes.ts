@@ -2,7 +2,7 @@ import { RequestMethod, Type } from '@nestjs/common';
 import { HTTP_CODE_METADATA, METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
 import { API_PREFIX, UNPREFIXED } from '../app.constants';
 import { PERMISSION, RoutePermission } from '../auth/permission.decorator';
-import { RouteContract, routeContract } from './zod-validation';
+import { RouteContract, routeContract } from '../common/zod-validation';
 
 export interface RouteInfo {
   controller: string;

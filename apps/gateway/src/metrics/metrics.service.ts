@@ -1,0 +1,28 @@
+import { Injectable } from '@nestjs/common';
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** One registry per application instance, so tests that start several apps never share counters. */
+@Injectable()
+export class MetricsService {
+  readonly registry = new Registry();
+  readonly httpRequests = this.counter('lemniscate_http_requests_total', 'HTTP requests handled, by method, route and status.', ['method', 'route', 'status']);
+  readonly httpDuration = new Histogram({
+    name: 'lemniscate_http_request_duration_seconds',
+    help: 'HTTP request duration in seconds, by method and route.',
+    labelNames: ['method', 'route'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [this.registry],
+  });
+  readonly approvalsAnswered = this.counter('lemniscate_approvals_answered_total', 'Approvals answered, by answer.', ['answer']);
+  readonly sessionsEnded = this.counter('lemniscate_sessions_ended_total', 'Sessions ended by a stop or a revocation, by reason.', ['reason']);
+  readonly deniedRequests = this.counter('lemniscate_denied_requests_total', 'Requests refused for authentication or authorisation, by code.', ['code']);
+  readonly wsClients = this.counter('lemniscate_ws_connections_total', 'WebSocket connections accepted on the event stream.', []);
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: 'lemniscate_' });
+  }
+
+  private counter<L extends string>(name: string, help: string, labelNames: readonly L[]): Counter<L> {
+    return new Counter({ name, help, labelNames, registers: [this.registry] });
+  }
+}
