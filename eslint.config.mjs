@@ -2,6 +2,7 @@
 // and the shared libs may depend only on shared libs.
 import nx from '@nx/eslint-plugin';
 import tseslint from 'typescript-eslint';
+import prettier from 'eslint-plugin-prettier/recommended';
 
 export default [
   { ignores: ['**/dist/**', '**/node_modules/**', '**/.build/**', 'artifacts/**', 'coverage/**', '**/*.js', '**/*.mjs', '**/*.cjs'] },
@@ -41,6 +42,8 @@ export default [
       ],
     },
   },
+  // One format everywhere (.prettierrc.json): a file Prettier would change is a lint error (`npx prettier --write FILE` fixes it).
+  { ...prettier, files: ['**/*.ts', '**/*.tsx'] },
   {
     // Tests read loosely typed JSON answers from the processes they drive.
     files: ['**/*.spec.ts', '**/*.medium.ts', '**/*.e2e.ts', 'test/**/*.ts', '**/test/**/*.ts'],

@@ -60,7 +60,10 @@ export function makeRepository(dir: string): string {
   mkdirSync(join(dir, '.github/workflows'), { recursive: true });
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'e2e-demo', version: '1.0.0', private: true, scripts: { test: 'node --test' } }, null, 2) + '\n');
   writeFileSync(join(dir, 'src/calc.js'), "'use strict';\nfunction average(v) {\n  return v.reduce((a, b) => a + b, 0) / (v.length - 1);\n}\nmodule.exports = { average };\n");
-  writeFileSync(join(dir, 'test/calc.test.js'), "'use strict';\nconst test = require('node:test');\nconst assert = require('node:assert/strict');\nconst { average } = require('../src/calc');\ntest('average', () => assert.equal(average([1, 2, 3]), 2));\n");
+  writeFileSync(
+    join(dir, 'test/calc.test.js'),
+    "'use strict';\nconst test = require('node:test');\nconst assert = require('node:assert/strict');\nconst { average } = require('../src/calc');\ntest('average', () => assert.equal(average([1, 2, 3]), 2));\n",
+  );
   writeFileSync(join(dir, '.github/workflows/ci.yml'), 'on: push\njobs: {}\n');
   writeFileSync(join(dir, '.env'), 'E2E_SECRET=must-not-reach-the-sandbox\n');
   git(dir, 'init', '-q', '-b', 'main');
@@ -245,8 +248,15 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     const login = await fetch(`${gatewayUrl}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
     if (!login.ok) throw new Error(`login ${email}: ${login.status} ${await login.text()}`);
     const { csrfToken } = (await login.json()) as { csrfToken: string };
-    const cookie = login.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
-    const res = await fetch(`${gatewayUrl}/api/v1/auth/tokens`, { method: 'POST', headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrfToken }, body: JSON.stringify({ name: 'e2e' }) });
+    const cookie = login.headers
+      .getSetCookie()
+      .map((c) => c.split(';')[0])
+      .join('; ');
+    const res = await fetch(`${gatewayUrl}/api/v1/auth/tokens`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrfToken },
+      body: JSON.stringify({ name: 'e2e' }),
+    });
     if (!res.ok) throw new Error(`token ${email}: ${res.status} ${await res.text()}`);
     return ((await res.json()) as { token: string }).token;
   };

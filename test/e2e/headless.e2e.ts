@@ -63,7 +63,11 @@ describe('lemni -p (headless)', () => {
   });
 
   it('stream-json lines parse one by one and arrive while the session runs', async () => {
-    const script = stack.script('stream', [{ tool_calls: [{ name: 'Bash', arguments: { command: 'sleep 2' } }] }, { tool_calls: [{ name: 'Bash', arguments: { command: 'echo after' } }] }, { text: 'done' }]);
+    const script = stack.script('stream', [
+      { tool_calls: [{ name: 'Bash', arguments: { command: 'sleep 2' } }] },
+      { tool_calls: [{ name: 'Bash', arguments: { command: 'echo after' } }] },
+      { text: 'done' },
+    ]);
     const child = stack.spawnCli(['-p', 'sleep', '--model', `scripted:${script}`, '--output-format', 'stream-json', '--no-apply']);
     const arrivals: { at: number; event: { type: string } }[] = [];
     let buffered = '';
@@ -118,7 +122,10 @@ describe('lemni -p (headless)', () => {
     const code = await closed;
     expect(closedAt - revokedAt).toBeLessThan(1000);
     expect(code).toBe(3);
-    const lines = out.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines.at(-1)).toMatchObject({ type: 'result', status: 'stopped', stop_reason: 'revoked', exit_code: 3 });
     expect(lines.at(-2)).toMatchObject({ type: 'session_stopped', stopReason: 'revoked' });
     expect(containersOf(sessionId)).toEqual([]);

@@ -86,7 +86,10 @@ describe('--fail-on-refusal, headless, with the real stack', () => {
       expect({ label, code: r.code }).toEqual({ label, code: flag ? 3 : 0 });
       const result = lastLine(r.stdout);
       if (format === 'stream-json') {
-        const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as Result);
+        const lines = r.stdout
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as Result);
         // The terminal event says the session completed (exit 0); the result line carries the run's exit code.
         expect(lines.at(-2)).toMatchObject({ type: 'session_completed', exitCode: 0 });
         expect(result.type).toBe('result');
@@ -109,7 +112,11 @@ describe('--fail-on-refusal, headless, with the real stack', () => {
   }, 600_000);
 
   it('a run with no refused or reverted change exits 0 with the flag', async () => {
-    const script = stack.script('clean', [{ tool_calls: [{ name: 'Read', arguments: { path: 'src/calc.js' } }] }, { tool_calls: [{ name: 'Bash', arguments: { command: 'ls' } }] }, { text: 'Read it.' }]);
+    const script = stack.script('clean', [
+      { tool_calls: [{ name: 'Read', arguments: { path: 'src/calc.js' } }] },
+      { tool_calls: [{ name: 'Bash', arguments: { command: 'ls' } }] },
+      { text: 'Read it.' },
+    ]);
     for (const format of ['json', 'stream-json']) {
       const r = await stack.cli(['-p', 'read', '--model', `scripted:${script}`, '--output-format', format, '--no-apply', '--fail-on-refusal']);
       expect({ format, code: r.code }).toEqual({ format, code: 0 });

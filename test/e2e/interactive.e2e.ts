@@ -9,7 +9,10 @@ function commit(repository: string, files: Record<string, string>, message: stri
     mkdirSync(join(repository, path, '..'), { recursive: true });
     writeFileSync(join(repository, path), content);
   }
-  for (const args of [['add', '-A', '-f'], ['commit', '-q', '-m', message]]) {
+  for (const args of [
+    ['add', '-A', '-f'],
+    ['commit', '-q', '-m', message],
+  ]) {
     const r = spawnSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@example.invalid', ...args], { cwd: repository, encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`git ${args.join(' ')}: ${r.stderr}`);
   }
@@ -190,7 +193,9 @@ describe('lemni (interactive) in a real terminal', () => {
     const session = await sessionWithInstruction(instruction);
     expect(session.status).toBe('completed');
     const approvals = await stack.api(stack.tokens.developer, 'GET', `/approvals?sessionId=${session.id}`);
-    const byQuestion = Object.fromEntries(approvals.json.map((a: { payload: { question: string }; kind: string; state: string; response: string | null }) => [a.payload.question, [a.kind, a.state, a.response]]));
+    const byQuestion = Object.fromEntries(
+      approvals.json.map((a: { payload: { question: string }; kind: string; state: string; response: string | null }) => [a.payload.question, [a.kind, a.state, a.response]]),
+    );
     expect(byQuestion).toEqual({
       'Keep the old average API or break it?': ['question', 'approved', 'break it'],
       'Also update the changelog?': ['question', 'rejected', null],
@@ -279,7 +284,15 @@ describe('lemni (interactive) in a real terminal', () => {
       ]);
       const calls = await stack.api(stack.tokens.developer, 'GET', `/sessions/${session.id}/tool-calls`);
       const first = approvals.json[0].id as string;
-      expect(calls.json.map((c: { arguments: { command: string }; decision: { effect: string; rule: string; approvalId?: string }; result: { exitCode?: number } }) => [c.arguments.command, c.decision.effect, c.decision.rule, c.decision.approvalId ?? null, c.result.exitCode ?? null])).toEqual([
+      expect(
+        calls.json.map((c: { arguments: { command: string }; decision: { effect: string; rule: string; approvalId?: string }; result: { exitCode?: number } }) => [
+          c.arguments.command,
+          c.decision.effect,
+          c.decision.rule,
+          c.decision.approvalId ?? null,
+          c.result.exitCode ?? null,
+        ]),
+      ).toEqual([
         [same, 'ask', 'commands.default', null, 0],
         [same, 'allow', 'commands.reapproval', first, 0],
         [changed, 'ask', 'commands.default', null, null],
@@ -294,7 +307,11 @@ describe('lemni (interactive) in a real terminal', () => {
 
 describe('an @mention of a project agent in a running interactive session', () => {
   it('starts the subagent through the gateway, which accepts the request; it runs and its report reaches the parent session', async () => {
-    commit(stack.repository, { '.lemniscate/agents/finder.md': '---\ndescription: Finds where things are.\nmode: subagent\n---\nYou find where code lives and say so in one sentence.\n' }, 'a project agent');
+    commit(
+      stack.repository,
+      { '.lemniscate/agents/finder.md': '---\ndescription: Finds where things are.\nmode: subagent\n---\nYou find where code lives and say so in one sentence.\n' },
+      'a project agent',
+    );
     // One script, read in the order the model is asked: the parent sleeps, the mentioned finder asks
     // twice while it sleeps, then the parent ends.
     const script = stack.script('mention', [

@@ -62,7 +62,12 @@ describe('symlinks out of the working copy (G01)', () => {
     expect(reasons).toContain('The change creates a symlink leak → /etc/passwd, which points outside the working copy; such links are refused (thirdPartyFiles.symlinksOutside).');
     expect(reasons).toContain('The change creates a symlink up → ../../.., which points outside the working copy');
     expect(reasons).toContain('sub/chain → ../up');
-    expect(r.of('change_reverted').flatMap((e) => e.paths as string[]).sort()).toEqual(['leak', 'sub/chain', 'up']);
+    expect(
+      r
+        .of('change_reverted')
+        .flatMap((e) => e.paths as string[])
+        .sort(),
+    ).toEqual(['leak', 'sub/chain', 'up']);
     // Only the link inside was offered, as an ordinary change, and kept.
     const asked = r.of('approval_requested');
     expect(asked.map((e) => [e.kind, e.thirdParty])).toEqual([['changes', false]]);

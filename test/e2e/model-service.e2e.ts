@@ -37,7 +37,10 @@ beforeAll(async () => {
   ]);
   configDir = mkdtempSync(join(tmpdir(), 'lemniscate-models-'));
   const config = join(configDir, 'models.yaml');
-  writeFileSync(config, JSON.stringify({ maxRetries: 2, initialBackoffMs: 5, maxBackoffMs: 50, openaiCompatible: { fake: { baseUrl: `${model.url}/v1`, apiKeyEnv: 'E2E_MODEL_KEY', model: 'fake-1' } } }));
+  writeFileSync(
+    config,
+    JSON.stringify({ maxRetries: 2, initialBackoffMs: 5, maxBackoffMs: 50, openaiCompatible: { fake: { baseUrl: `${model.url}/v1`, apiKeyEnv: 'E2E_MODEL_KEY', model: 'fake-1' } } }),
+  );
   stack = await startStack({ gatewayEnv: { LEMNISCATE_MODELS_CONFIG: config, E2E_MODEL_KEY: KEY, LEMNISCATE_LOG_LEVEL: 'debug' } });
   await stack.publishPolicy({ version: 1, commands: { free: ['env', 'sort', 'tr'] } });
 }, 180_000);
@@ -52,7 +55,10 @@ it('the key reaches the model service and nothing else: not the sandbox, the eve
   const r = await stack.cli(['-p', 'check the environment', '--model', 'openai-compatible:fake', '--output-format', 'stream-json', '--no-apply']);
   expect(r.stderr).not.toMatch(/crash/i);
   expect(r.code).toBe(0);
-  const events = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; [k: string]: unknown });
+  const events = r.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { type: string; [k: string]: unknown });
   expect(events.at(-1)).toMatchObject({ type: 'result', status: 'completed', exit_code: 0 });
   expect(events.at(-2)).toMatchObject({ type: 'session_completed' });
   const sessionId = events[0]!.sessionId as string;
@@ -63,7 +69,7 @@ it('the key reaches the model service and nothing else: not the sandbox, the eve
     expect(req.path).toBe('/v1/chat/completions');
     expect(req.headers.authorization).toBe(`Bearer ${KEY}`);
   }
-  expect((model.requests[1]!.body as { model: string; stream: boolean })).toMatchObject({ model: 'fake-1', stream: true });
+  expect(model.requests[1]!.body as { model: string; stream: boolean }).toMatchObject({ model: 'fake-1', stream: true });
 
   // The commands ran in the sandbox, and neither the command's environment nor pid 1's holds the key.
   const results = events.filter((e) => e.type === 'tool_result') as unknown as { stdout: string; exitCode: number }[];

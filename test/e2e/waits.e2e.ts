@@ -18,7 +18,11 @@ afterAll(async () => {
 
 describe('lemni -p --wait-for-approvals, bounded by approvals.timeoutSeconds', () => {
   it('an approval nobody answers: exit 3 within the timeout, stop reason named, approval expired and audited, no container left', async () => {
-    const script = stack.script('unanswered', [{ tool_calls: [{ name: 'Bash', arguments: { command: 'make deploy' } }] }, { tool_calls: [{ name: 'Bash', arguments: { command: 'echo after' } }] }, { text: 'Summary: deploy not run.' }]);
+    const script = stack.script('unanswered', [
+      { tool_calls: [{ name: 'Bash', arguments: { command: 'make deploy' } }] },
+      { tool_calls: [{ name: 'Bash', arguments: { command: 'echo after' } }] },
+      { text: 'Summary: deploy not run.' },
+    ]);
     const child = stack.spawnCli(['-p', 'deploy it', '--model', `scripted:${script}`, '--output-format', 'json', '--no-apply', '--wait-for-approvals']);
     child.stdin!.end();
     let stdout = '';
@@ -85,7 +89,10 @@ describe('AG6: interrupting a parent stops its synchronous child', () => {
     child.kill('SIGINT');
     const code = await closed;
     expect(code).toBe(3);
-    const lines = out.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines.at(-1)).toMatchObject({ type: 'result', status: 'stopped', exit_code: 3 });
     expect(lines.at(-2)).toMatchObject({ type: 'session_stopped', stopReason: 'stopped' });
     let sub: { status?: string } = {};
@@ -114,7 +121,10 @@ describe('AG6: a background child that outlives its completed parent', () => {
       .split('\n')
       .map((l) => JSON.parse(l) as { type: string; payload?: Record<string, unknown> } & Record<string, unknown>);
     const field = (e: Record<string, unknown>, k: string) => (e[k] ?? (e.payload as Record<string, unknown> | undefined)?.[k]) as string | undefined;
-    const sub = field(events.find((e) => e.type === 'subagent_started')!, 'childSessionId')!;
+    const sub = field(
+      events.find((e) => e.type === 'subagent_started')!,
+      'childSessionId',
+    )!;
     const rootText = events.findIndex((e) => e.type === 'model_text' && field(e, 'text') === 'parent done' && !field(e, 'subSessionId'));
     const childEcho = events.findIndex((e) => e.type === 'tool_result' && field(e, 'subSessionId') === sub && JSON.stringify(e).includes('still-here'));
     // The parent was done first; the child's later command still ran in the live sandbox.

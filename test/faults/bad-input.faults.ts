@@ -113,7 +113,7 @@ describe('bad input over the running stack', () => {
     }
   });
 
-  it('bodies and fields over the limits of libs/contracts: each refused with the limit\'s sentence', async () => {
+  it("bodies and fields over the limits of libs/contracts: each refused with the limit's sentence", async () => {
     // A request body over the cap of every route but a session start (a policy publication here).
     const padding = `version: 1\n${'# padding\n'.repeat(Math.ceil(Limits.requestBodyBytes / 10))}`;
     const body = JSON.stringify({ sourceText: padding, comment: 'too large' });

@@ -52,7 +52,14 @@ describe('a PostgreSQL outage of 0.2–0.6 s during real sessions', () => {
     ['early', new Map([[3, 200]])],
     ['middle', new Map([[12, 400]])],
     ['late', new Map([[21, 600]])],
-    ['thrice', new Map([[4, 200], [11, 400], [18, 600]])],
+    [
+      'thrice',
+      new Map([
+        [4, 200],
+        [11, 400],
+        [18, 600],
+      ]),
+    ],
   ];
 
   it(`${plans.length} concurrent sessions of ${CALLS} calls complete with exit 0, every call shown audited, the chain intact, nothing left behind`, async () => {

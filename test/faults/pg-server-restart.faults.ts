@@ -18,8 +18,17 @@ const CALLS = 30;
 function cluster(url: string): [string, string] {
   const port = new URL(url).port || '5432';
   const r = spawnSync('pg_lsclusters', ['--no-header'], { encoding: 'utf8' });
-  const line = r.status === 0 ? r.stdout.split('\n').map((l) => l.trim().split(/\s+/)).find((f) => f[2] === port && f[3] === 'online') : undefined;
-  if (!line) throw new Error(`No local PostgreSQL cluster is online on port ${port} (pg_lsclusters): this fault restarts the server the tests use, so it needs the machine's own cluster, as npm test sets it up.`);
+  const line =
+    r.status === 0
+      ? r.stdout
+          .split('\n')
+          .map((l) => l.trim().split(/\s+/))
+          .find((f) => f[2] === port && f[3] === 'online')
+      : undefined;
+  if (!line)
+    throw new Error(
+      `No local PostgreSQL cluster is online on port ${port} (pg_lsclusters): this fault restarts the server the tests use, so it needs the machine's own cluster, as npm test sets it up.`,
+    );
   return [line[0]!, line[1]!];
 }
 
@@ -46,7 +55,10 @@ afterAll(async () => {
 it(`a session of ${CALLS} calls across a real restart of its PostgreSQL server completes: exit 0, every call shown audited, the chain intact, no SQL shown, nothing left`, async () => {
   if (stack.database.kind !== 'postgres') throw new Error('the stack runs on PGlite');
   const [version, name] = cluster(stack.database.url);
-  const script = stack.script('restart', [{ repeat: CALLS, tool_calls: [{ name: 'Bash', arguments: { command: 'echo restart {{i}} && sleep 0.1' } }] }, { text: `all ${CALLS} echoed across the restart.` }]);
+  const script = stack.script('restart', [
+    { repeat: CALLS, tool_calls: [{ name: 'Bash', arguments: { command: 'echo restart {{i}} && sleep 0.1' } }] },
+    { text: `all ${CALLS} echoed across the restart.` },
+  ]);
   const run = startRun(stack, ['-p', `echo ${CALLS} times`, '--model', `scripted:${script}`]);
   const restarted = run.until(nthProposal(run, 8), 'the eighth call').then(() => restart(version, name));
   const code = await run.exited;

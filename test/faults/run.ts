@@ -34,11 +34,7 @@ export function endRuns(): void {
  * `answer` approves or rejects each approval request through the API, as a person at the console
  * would; returning undefined leaves the request pending.
  */
-export function startRun(
-  stack: Stack,
-  args: string[],
-  options: { env?: Record<string, string>; waitForApprovals?: boolean; answer?: (event: Event) => 'approve' | 'reject' | undefined } = {},
-): Run {
+export function startRun(stack: Stack, args: string[], options: { env?: Record<string, string>; waitForApprovals?: boolean; answer?: (event: Event) => 'approve' | 'reject' | undefined } = {}): Run {
   const child = stack.spawnCli(['--output-format', 'stream-json', '--no-apply', ...(options.waitForApprovals || options.answer ? ['--wait-for-approvals'] : []), ...args], { env: options.env });
   child.stdin!.end();
   live.add(child);

@@ -33,7 +33,10 @@ withTestDatabases((db) => {
   it('lemni audit export --kind with a recorded kind and --user with an email finds the entries', async () => {
     const r = await lemni(['audit', 'export', '--kind', 'project.create', '--user', ADMIN_EMAIL], { env });
     expect([r.code, r.stderr]).toEqual([0, '']);
-    const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { kind: string });
+    const lines = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { kind: string });
     expect(lines.map((l) => l.kind)).toEqual(['project.create']);
   });
 });

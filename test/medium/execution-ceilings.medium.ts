@@ -84,7 +84,11 @@ withTestDatabases((db) => {
       [ids.strict, CEILINGS],
       [ids.loopOff, { ...CEILINGS, allowToolLoopDetectionOff: true }],
     ] as const) {
-      const res = await gw.http().post(`/api/v1/projects/${id}/policy`).set(bearer(admin)).send({ document: { version: 1, execution } });
+      const res = await gw
+        .http()
+        .post(`/api/v1/projects/${id}/policy`)
+        .set(bearer(admin))
+        .send({ document: { version: 1, execution } });
       expect(res.status).toBe(201);
     }
     dev = (await createUser(gw, admin, 'dev@example.test', 'developer', [ids.strict as string, ids.loopOff as string])).token;
@@ -94,7 +98,11 @@ withTestDatabases((db) => {
   });
 
   const start = (projectId: string, fields: Record<string, unknown>) =>
-    gw.http().post('/api/v1/sessions').set(bearer(dev)).send({ projectId, instruction: 'go', ...fields });
+    gw
+      .http()
+      .post('/api/v1/sessions')
+      .set(bearer(dev))
+      .send({ projectId, instruction: 'go', ...fields });
 
   describe('a request sent straight to the gateway API', () => {
     const cases = KEYS.flatMap((key) => PLACES.flatMap((place) => WHERES.map((where) => ({ key, place, where }))));
@@ -142,8 +150,7 @@ withTestDatabases((db) => {
       return { env, args };
     }
 
-    const sessionCount = async (projectId: string) =>
-      ((await gw.http().get(`/api/v1/sessions?projectId=${projectId}&limit=500`).set(bearer(dev))).body as unknown[]).length;
+    const sessionCount = async (projectId: string) => ((await gw.http().get(`/api/v1/sessions?projectId=${projectId}&limit=500`).set(bearer(dev))).body as unknown[]).length;
 
     /** Runs lemni until it exits, or until the gateway has recorded its session (the loop never runs here). */
     async function run(project: 'strict' | 'loopOff', place: Place, values: Partial<Record<ExecutionKey, number | boolean>>) {

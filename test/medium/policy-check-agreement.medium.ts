@@ -98,7 +98,14 @@ function generate(): Case[] {
   add('YAML syntax error', 'version: 1\ncommands: [unclosed\n', false);
   add('duplicate key', 'version: 1\nversion: 1\n', false);
   add('not a mapping', '- version: 1\n', false);
-  const bomb = ['version: 1', 'a: &a [x, x, x, x, x, x, x, x, x, x]', 'b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]', 'c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]', 'd: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]', ''];
+  const bomb = [
+    'version: 1',
+    'a: &a [x, x, x, x, x, x, x, x, x, x]',
+    'b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]',
+    'c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]',
+    'd: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]',
+    '',
+  ];
   add('alias bomb', bomb.join('\n'), false);
   return cases;
 }

@@ -44,11 +44,22 @@ function exists(token: string, relativeTo: string): boolean {
   const candidates = [token, path.join(relativeTo, token)];
   if (!token.includes('*')) return candidates.some((c) => fs.existsSync(path.join(ROOT, c)));
   // A glob: at least one file or directory matches it.
-  const re = new RegExp('^(' + candidates.map((c) => c.split('*').map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('[^/]*')).join('|') + ')$');
+  const re = new RegExp(
+    '^(' +
+      candidates
+        .map((c) =>
+          c
+            .split('*')
+            .map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+            .join('[^/]*'),
+        )
+        .join('|') +
+      ')$',
+  );
   return files.some((f) => re.test(f));
 }
 
-const docs = markdown.filter((f) => (f.startsWith('docs/') || /^(apps|libs)\/[^/]+\/README\.md$/.test(f) || f === 'README.md' || /^[^/]+\/README\.md$/.test(f)));
+const docs = markdown.filter((f) => f.startsWith('docs/') || /^(apps|libs)\/[^/]+\/README\.md$/.test(f) || f === 'README.md' || /^[^/]+\/README\.md$/.test(f));
 
 describe('paths named in the docs', () => {
   it('finds the docs to check', () => {

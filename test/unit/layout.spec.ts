@@ -7,7 +7,9 @@ import path from 'node:path';
  * test helper, or shipped code that reaches into a test folder or a test-only package.
  */
 const ROOT = path.resolve(__dirname, '..', '..');
-const PROJECTS = ['apps', 'libs'].flatMap((group) => readdirSync(path.join(ROOT, group)).map((name) => `${group}/${name}`)).filter((p) => statSync(path.join(ROOT, p, 'src'), { throwIfNoEntry: false })?.isDirectory());
+const PROJECTS = ['apps', 'libs']
+  .flatMap((group) => readdirSync(path.join(ROOT, group)).map((name) => `${group}/${name}`))
+  .filter((p) => statSync(path.join(ROOT, p, 'src'), { throwIfNoEntry: false })?.isDirectory());
 
 function* walk(dir: string): Generator<string> {
   for (const name of readdirSync(dir)) {

@@ -26,7 +26,7 @@ LEMNISCATE_PROFILE, LEMNISCATE_PROJECT, LEMNISCATE_SESSION_*. Configuration: ~/.
 
 function buildProgram(ctx: CliContext, done: (code: Promise<number>) => void): Command {
   const program = new Command('lemni')
-    .description('Run AI coding agents under your administrator\'s policy: every command and every write is approved by a person.')
+    .description("Run AI coding agents under your administrator's policy: every command and every write is approved by a person.")
     .option('--profile <name>', 'use this profile of ~/.lemniscate/config.yaml')
     .option('--gateway <url>', 'the gateway URL (overrides LEMNISCATE_GATEWAY and the profile)')
     .option('--token <token>', 'an API token (overrides LEMNISCATE_TOKEN and the profile)')

@@ -23,7 +23,10 @@ async function gateway(page: Page, role: 'admin' | 'developer' | 'security_offic
       signedIn = true;
       return route.fulfill({ json: { user, csrfToken: 'csrf-1' } });
     }
-    if (key === 'GET /auth/me') return signedIn ? route.fulfill({ json: { user, csrfToken: 'csrf-1', via: 'cookie' } }) : route.fulfill({ status: 401, json: { code: 'unauthenticated', message: 'You need to sign in.', requestId: 'r0' } });
+    if (key === 'GET /auth/me')
+      return signedIn
+        ? route.fulfill({ json: { user, csrfToken: 'csrf-1', via: 'cookie' } })
+        : route.fulfill({ status: 401, json: { code: 'unauthenticated', message: 'You need to sign in.', requestId: 'r0' } });
     if (key === 'GET /projects') return route.fulfill({ json: f.projects });
     if (key === 'GET /approvals') return route.fulfill({ json: f.approvals });
     if (key === 'GET /sessions') return route.fulfill({ json: f.sessions });
@@ -83,8 +86,12 @@ test('a developer reads the policy in force but is offered nothing to publish, a
 test('a sign-in that expires brings the sign-in page back', async ({ page }) => {
   let expired = false;
   const gw = await gateway(page, 'admin', {
-    'GET /sessions': (route) => (expired ? route.fulfill({ status: 401, json: { code: 'unauthenticated', message: 'Your sign-in has expired.', requestId: 'r2' } }) : route.fulfill({ json: f.sessions })),
-    'GET /auth/me': (route) => (expired ? route.fulfill({ status: 401, json: { code: 'unauthenticated', message: 'Your sign-in has expired.', requestId: 'r3' } }) : route.fulfill({ json: { user: f.users[0], csrfToken: 'csrf-1', via: 'cookie' } })),
+    'GET /sessions': (route) =>
+      expired ? route.fulfill({ status: 401, json: { code: 'unauthenticated', message: 'Your sign-in has expired.', requestId: 'r2' } }) : route.fulfill({ json: f.sessions }),
+    'GET /auth/me': (route) =>
+      expired
+        ? route.fulfill({ status: 401, json: { code: 'unauthenticated', message: 'Your sign-in has expired.', requestId: 'r3' } })
+        : route.fulfill({ json: { user: f.users[0], csrfToken: 'csrf-1', via: 'cookie' } }),
   });
   // Already signed in: the console opens on the dashboard.
   void gw;
@@ -101,7 +108,8 @@ test('a sign-in that expires brings the sign-in page back', async ({ page }) => 
 
 test('an error from the gateway shows its sentence and request id on the page', async ({ page }) => {
   const gw = await gateway(page, 'admin', {
-    'GET /sessions': (route) => route.fulfill({ status: 503, json: { code: 'exec_host_unavailable', message: 'No exec-host is answering; sessions cannot be listed right now.', requestId: 'req_503' } }),
+    'GET /sessions': (route) =>
+      route.fulfill({ status: 503, json: { code: 'exec_host_unavailable', message: 'No exec-host is answering; sessions cannot be listed right now.', requestId: 'req_503' } }),
   });
   await gw.signIn();
   await page.getByRole('link', { name: 'Sessions' }).click();

@@ -7,7 +7,12 @@ test.describe('every page has loading, error and ready states, all accessible', 
   for (const view of VIEWS) {
     test(`${view}: loading`, async ({ page }) => {
       await openView(page, { view, state: 'loading' });
-      await expect(page.getByRole('status').filter({ hasText: /Loading/ }).first()).toBeVisible();
+      await expect(
+        page
+          .getByRole('status')
+          .filter({ hasText: /Loading/ })
+          .first(),
+      ).toBeVisible();
       await expectAccessible(page);
     });
     test(`${view}: error shows the server's sentence and request id`, async ({ page }) => {
@@ -146,7 +151,13 @@ test.describe('users', () => {
     await page.getByLabel(/Initial password/).fill('a long enough password');
     await page.getByRole('group', { name: 'Projects' }).getByLabel('demo').check();
     await page.getByRole('button', { name: 'Add person' }).click();
-    expect((await calls(page, 'createUser'))[0]!.args[0]).toEqual({ email: 'nina@example.org', displayName: 'Nina New', role: 'security_officer', password: 'a long enough password', projectIds: ['prj_demo'] });
+    expect((await calls(page, 'createUser'))[0]!.args[0]).toEqual({
+      email: 'nina@example.org',
+      displayName: 'Nina New',
+      role: 'security_officer',
+      password: 'a long enough password',
+      projectIds: ['prj_demo'],
+    });
   });
 
   test('an administrator revokes their own tokens but not their own account', async ({ page }) => {
@@ -200,7 +211,10 @@ test.describe('audit', () => {
     await expect(page.getByRole('cell', { name: 'Dana Developer dev@example.org' })).toBeVisible();
     await page.getByLabel('Project').selectOption('prj_demo');
     // The Kind filter offers exactly the kinds the gateway records (GET /audit/kinds).
-    const offeredKinds = await page.getByLabel('Kind').locator('option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value));
+    const offeredKinds = await page
+      .getByLabel('Kind')
+      .locator('option')
+      .evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value));
     expect(offeredKinds).toEqual(expect.arrayContaining(['', 'policy.decision', 'session.instruction', 'auth.login_failed']));
     expect(offeredKinds.filter((k) => k && !/^[a-z_]+\.[a-z_]+$/.test(k))).toEqual([]);
     // Each kind reads as it is stored, so what a person sees is what they filter and export by.
@@ -214,7 +228,12 @@ test.describe('audit', () => {
     await page.getByRole('button', { name: 'Verify again' }).click();
     await page.getByRole('button', { name: 'Export JSONL' }).click();
     await page.getByRole('button', { name: 'Export CSV' }).click();
-    expect((await calls(page)).map((c) => [c.name, ...c.args])).toEqual([['filter', { projectId: 'prj_demo', kind: 'policy.decision', sessionId: 'ses_fix_sum', actor: 'user:usr_dev' }], ['verify'], ['export', 'jsonl'], ['export', 'csv']]);
+    expect((await calls(page)).map((c) => [c.name, ...c.args])).toEqual([
+      ['filter', { projectId: 'prj_demo', kind: 'policy.decision', sessionId: 'ses_fix_sum', actor: 'user:usr_dev' }],
+      ['verify'],
+      ['export', 'jsonl'],
+      ['export', 'csv'],
+    ]);
   });
 
   test('a broken chain names the first break', async ({ page }) => {

@@ -14,7 +14,10 @@ test.describe('policy editor', () => {
   test('schema errors are listed with line and path, underlined in the editor, and block publishing', async ({ page }) => {
     await openView(page, { view: 'policies', variant: 'invalid' });
     const problems = page.locator('#yaml-problems');
-    await expect(problems.getByRole('listitem')).toHaveText(['Line 4, commands.default: must be one of allow, ask, deny', 'Line 8, commands.reaproval: unknown key (check its spelling against the policy reference)']);
+    await expect(problems.getByRole('listitem')).toHaveText([
+      'Line 4, commands.default: must be one of allow, ask, deny',
+      'Line 8, commands.reaproval: unknown key (check its spelling against the policy reference)',
+    ]);
     await expect(page.locator('.cm-lintRange-error')).toHaveCount(2);
     await expect(page.getByRole('button', { name: 'Publish' })).toBeDisabled();
     // The form shows the wrong value as it is, not the first allowed one.
@@ -63,7 +66,11 @@ test.describe('policy editor', () => {
     await page.getByLabel('From').selectOption('1');
     await page.getByRole('button', { name: 'Roll back to v1' }).click();
     await page.getByRole('row', { name: /v2/ }).getByRole('button', { name: 'Open in editor' }).click();
-    expect((await calls(page)).map((c) => [c.name, ...c.args])).toEqual([['compare', 1, 3], ['rollback', 1], ['load', 2]]);
+    expect((await calls(page)).map((c) => [c.name, ...c.args])).toEqual([
+      ['compare', 1, 3],
+      ['rollback', 1],
+      ['load', 2],
+    ]);
     await expectAccessible(page);
   });
 

@@ -33,7 +33,13 @@ test.describe('session mode', () => {
       await expect(fact('Mode')).toHaveText(SESSION_MODE_LABELS[s.mode]);
       await expect(fact('Tree at the start')).toHaveText(s.fingerprintStart ?? '—');
       const end =
-        s.status === 'running' ? '— (still running)' : s.fingerprintEnd === null ? 'unknown (the sandbox could not be read at the end)' : s.fingerprintEnd === s.fingerprintStart ? 'unchanged: nothing was kept' : s.fingerprintEnd;
+        s.status === 'running'
+          ? '— (still running)'
+          : s.fingerprintEnd === null
+            ? 'unknown (the sandbox could not be read at the end)'
+            : s.fingerprintEnd === s.fingerprintStart
+              ? 'unchanged: nothing was kept'
+              : s.fingerprintEnd;
       await expect(fact('Tree at the end')).toHaveText(end);
       // A fingerprint is one long word: it must wrap inside the card, not run out of it.
       const card = await facts.boundingBox();

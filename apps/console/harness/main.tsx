@@ -217,7 +217,13 @@ function Audit() {
 function Harness() {
   switch (view) {
     case 'signin':
-      return <SignInPageView onSubmit={record('signIn')} pending={false} error={variant === 'error' ? new ApiError({ code: 'invalid_credentials', status: 401, message: 'This e-mail and password do not match an account.', requestId: 'req_01' }) : null} />;
+      return (
+        <SignInPageView
+          onSubmit={record('signIn')}
+          pending={false}
+          error={variant === 'error' ? new ApiError({ code: 'invalid_credentials', status: 401, message: 'This e-mail and password do not match an account.', requestId: 'req_01' }) : null}
+        />
+      );
     case 'dashboard':
       return (
         <Shell page="dashboard">
@@ -229,7 +235,13 @@ function Harness() {
     case 'sessions':
       return (
         <Shell page="sessions">
-          <SessionsPageView sessions={q(f.sessions)} status="" onStatusChange={record('status')} live={true} renderSessionLink={(id, children) => <a href={`?view=session&id=${id}&role=${role}`}>{children}</a>} />
+          <SessionsPageView
+            sessions={q(f.sessions)}
+            status=""
+            onStatusChange={record('status')}
+            live={true}
+            renderSessionLink={(id, children) => <a href={`?view=session&id=${id}&role=${role}`}>{children}</a>}
+          />
         </Shell>
       );
     case 'session':
@@ -260,11 +272,21 @@ function Harness() {
       return (
         <main id="main" className="page">
           <h1>Diff viewer</h1>
-          <DiffViewer patch={variant === 'third-party' ? f.thirdPartyPatch : f.sourcePatch + f.thirdPartyPatch} thirdParty={[{ path: 'package.json', class: 'dependencies' }, { path: '.github/workflows/ci.yml', class: 'ci' }]} />
+          <DiffViewer
+            patch={variant === 'third-party' ? f.thirdPartyPatch : f.sourcePatch + f.thirdPartyPatch}
+            thirdParty={[
+              { path: 'package.json', class: 'dependencies' },
+              { path: '.github/workflows/ci.yml', class: 'ci' },
+            ]}
+          />
         </main>
       );
     default:
-      return <p>Unknown view {view}. Roles: {Object.values(ROLE_LABELS).join(', ')}</p>;
+      return (
+        <p>
+          Unknown view {view}. Roles: {Object.values(ROLE_LABELS).join(', ')}
+        </p>
+      );
   }
 }
 

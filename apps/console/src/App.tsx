@@ -101,9 +101,7 @@ function Guard({ page, children }: { page: PageKey; children: ReactNode }) {
     <div className="page">
       <div className="state error" role="alert">
         <h1>Not available to your role</h1>
-        <p>
-          The {label} page is for other roles. Ask an administrator if you need access.
-        </p>
+        <p>The {label} page is for other roles. Ask an administrator if you need access.</p>
       </div>
     </div>
   );

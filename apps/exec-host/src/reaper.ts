@@ -74,7 +74,13 @@ export class Reaper {
       // it until its clean-up is over: both are owned.
       if (this.sandboxes.owns(name)) continue;
       // Listed before its sandbox's destroy finished: already removed, nothing to reap.
-      if (!(await fs.lstat(path.join(dir, name)).then(() => true, () => false))) continue;
+      if (
+        !(await fs.lstat(path.join(dir, name)).then(
+          () => true,
+          () => false,
+        ))
+      )
+        continue;
       this.log(`Removing orphan working directory ${name}.`);
       await this.sandboxes.cleanup(null, path.join(dir, name));
       report.directories++;

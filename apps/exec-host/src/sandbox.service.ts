@@ -16,13 +16,7 @@ import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { ensureAppArmor, type AppArmorState } from './apparmor';
 import type { ExecHostConfig } from './config';
-import {
-  LABEL_INSTANCE,
-  LABEL_MANAGED,
-  LABEL_SANDBOX,
-  LABEL_SESSION,
-  type SandboxDriver,
-} from './driver/sandbox.driver';
+import { LABEL_INSTANCE, LABEL_MANAGED, LABEL_SANDBOX, LABEL_SESSION, type SandboxDriver } from './driver/sandbox.driver';
 import { ExecHostError } from './errors';
 import { OutputCapper, type Stream } from './exec/output-cap';
 import { loadSeccompProfile } from './seccomp';

@@ -59,7 +59,18 @@ export interface AppModuleOptions {
   sessionLoops?: SessionLoops;
 }
 
-export const CONTROLLERS = [AuthController, UsersController, ProjectsController, PoliciesController, SessionsController, ApprovalsController, AuditApiController, StatsController, HealthController, OpenApiController];
+export const CONTROLLERS = [
+  AuthController,
+  UsersController,
+  ProjectsController,
+  PoliciesController,
+  SessionsController,
+  ApprovalsController,
+  AuditApiController,
+  StatsController,
+  HealthController,
+  OpenApiController,
+];
 
 @Module({})
 export class AppModule {

@@ -100,7 +100,10 @@ export const SandboxLimits = z.object({
   diskMb: z.int().min(16).max(102_400),
   commandTimeoutSeconds: z.int().min(1).max(7_200),
   outputCapBytes: z.int().min(1_024).max(Limits.toolOutputBytes),
-  lifetimeMinutes: z.int().min(1).max(24 * 60),
+  lifetimeMinutes: z
+    .int()
+    .min(1)
+    .max(24 * 60),
 });
 export type SandboxLimits = z.infer<typeof SandboxLimits>;
 
@@ -159,7 +162,12 @@ export const RepositorySource = z.object({
   /** An absolute local path to a git repository, or a git URL (https://, ssh://, git@host:path) the exec-host can reach. */
   source: z.string().min(1).max(4096),
   /** Branch, tag or commit; the repository's HEAD when absent. */
-  ref: z.string().min(1).max(256).regex(/^[^\s\0-]/, 'must not start with "-" or whitespace').optional(),
+  ref: z
+    .string()
+    .min(1)
+    .max(256)
+    .regex(/^[^\s\0-]/, 'must not start with "-" or whitespace')
+    .optional(),
 });
 export type RepositorySource = z.infer<typeof RepositorySource>;
 
@@ -252,7 +260,11 @@ export type ExecResult = z.infer<typeof ExecResult>;
  * Paths are relative to the working copy, or absolute under /workspace (what commands see). Anything
  * that resolves elsewhere, through ".." or a symlink, is refused with `outside_working_copy`.
  */
-export const WorkspacePath = z.string().min(1).max(4096).refine((p) => !p.includes('\0'), 'must not contain NUL');
+export const WorkspacePath = z
+  .string()
+  .min(1)
+  .max(4096)
+  .refine((p) => !p.includes('\0'), 'must not contain NUL');
 
 export const ReadFileRequest = z.object({
   path: WorkspacePath,

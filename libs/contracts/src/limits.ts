@@ -85,9 +85,7 @@ export function tooLargeMessage(limit: LimitName, bytes: number): string {
   const size = formatBytes(bytes);
   const cap = formatBytes(max);
   // Just over the limit both round alike; then the exact byte counts say it.
-  return size.replace('.0 ', ' ') === cap
-    ? `The ${s.one} is ${bytes} bytes; ${s.many} are limited to ${cap} (${max} bytes).`
-    : `The ${s.one} is ${size}; ${s.many} are limited to ${cap}.`;
+  return size.replace('.0 ', ' ') === cap ? `The ${s.one} is ${bytes} bytes; ${s.many} are limited to ${cap} (${max} bytes).` : `The ${s.one} is ${size}; ${s.many} are limited to ${cap}.`;
 }
 
 /** The sentence when `bytes` is over `limit`, else null. */

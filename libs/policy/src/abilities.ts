@@ -17,32 +17,9 @@ export interface ProjectMembership {
   projectId: string;
 }
 
-export type AppAction =
-  | 'manage'
-  | 'read'
-  | 'create'
-  | 'update'
-  | 'delete'
-  | 'publish'
-  | 'answer'
-  | 'stop'
-  | 'revoke'
-  | 'export'
-  | 'verify';
+export type AppAction = 'manage' | 'read' | 'create' | 'update' | 'delete' | 'publish' | 'answer' | 'stop' | 'revoke' | 'export' | 'verify';
 
-export const APP_ACTIONS: readonly AppAction[] = [
-  'manage',
-  'read',
-  'create',
-  'update',
-  'delete',
-  'publish',
-  'answer',
-  'stop',
-  'revoke',
-  'export',
-  'verify',
-];
+export const APP_ACTIONS: readonly AppAction[] = ['manage', 'read', 'create', 'update', 'delete', 'publish', 'answer', 'stop', 'revoke', 'export', 'verify'];
 
 /** The fields each subject must carry for the conditions below to be evaluated. */
 export interface SubjectFields {

@@ -134,7 +134,9 @@ export function runPolicyCommand(args: string[], io: PolicyCliIo): number {
       const file = rest[0] as string;
       const policy = load(file, io);
       if (!policy) return EXIT_INVALID;
-      io.stdout(`OK: ${file} is a valid policy (version ${policy.version}, ${policy.commands.free.length} free, ${policy.commands.readOnly.length} read-only and ${policy.commands.forbidden.length} forbidden command rules).\n`);
+      io.stdout(
+        `OK: ${file} is a valid policy (version ${policy.version}, ${policy.commands.free.length} free, ${policy.commands.readOnly.length} read-only and ${policy.commands.forbidden.length} forbidden command rules).\n`,
+      );
       return EXIT_OK;
     }
     case 'explain': {

@@ -36,8 +36,7 @@ function group(rules: readonly FreeRule[], key: (first: string) => string): Map<
     if (first === undefined) return;
     const k = key(first);
     const list = map.get(k) ?? [];
-    const options: OptionRule | undefined =
-      typeof rule === 'string' ? undefined : { allow: rule.options.allow, ask: rule.options.ask, assignments: rule.assignments, paths: rule.paths };
+    const options: OptionRule | undefined = typeof rule === 'string' ? undefined : { allow: rule.options.allow, ask: rule.options.ask, assignments: rule.assignments, paths: rule.paths };
     list.push({ index, words, text: words.join(' '), ...(options ? { options } : {}) });
     map.set(k, list);
   });

@@ -94,7 +94,11 @@ function decideBash(call: ToolCall, policy: Policy, context: DecisionContext): D
         else if (part.target === null) {
           // The same text may write somewhere else next time: asked every time (P3).
           askedAgainBy ??= 'shell.redirection';
-          findings.push({ effect: 'ask', rule: 'shell.redirection', reason: `The redirection \`${part.text}\` writes to a file only known when the command runs, so it needs approval (shell.redirection).` });
+          findings.push({
+            effect: 'ask',
+            rule: 'shell.redirection',
+            reason: `The redirection \`${part.text}\` writes to a file only known when the command runs, so it needs approval (shell.redirection).`,
+          });
         } else {
           findings.push({ effect: 'ask', rule: 'shell.redirection', reason: `The command writes to \`${part.target}\` through a redirection; a write needs approval (shell.redirection).` });
         }
@@ -167,7 +171,11 @@ function decideFile(tool: 'Read' | 'List' | 'Search' | 'Write' | 'Edit', call: T
   if (!cls && policy.thirdPartyFiles.binary && content.includes('\0')) cls = 'binary';
   if (!cls && Buffer.byteLength(content, 'utf8') > policy.thirdPartyFiles.maxDiffBytes) cls = 'oversize';
   if (cls) return thirdPartyDecision([{ path: scope.relative, class: cls }], policy);
-  return { effect: 'ask', rule: 'tools.write', reason: `${tool === 'Write' ? 'A write' : 'An edit'} to \`${scope.relative}\` is shown to a person as a diff before it touches the working copy (tools.write).` };
+  return {
+    effect: 'ask',
+    rule: 'tools.write',
+    reason: `${tool === 'Write' ? 'A write' : 'An edit'} to \`${scope.relative}\` is shown to a person as a diff before it touches the working copy (tools.write).`,
+  };
 }
 
 function decideTool(call: ToolCall, policy: Policy, context: DecisionContext): Decision {

@@ -32,7 +32,6 @@ export function combine(findings: Decision[]): Decision | null {
   const first = winners[0] as Decision;
   const reasons = [...new Set(winners.map((w) => w.reason))];
   const thirdParty = winners.flatMap((w) => w.thirdParty ?? []);
-  const reason =
-    reasons.length === 1 ? first.reason : worst === 'allow' ? reasons.join(' ') : `${reasons.slice(0, 3).join(' ')}${reasons.length > 3 ? ` (${reasons.length - 3} more.)` : ''}`;
+  const reason = reasons.length === 1 ? first.reason : worst === 'allow' ? reasons.join(' ') : `${reasons.slice(0, 3).join(' ')}${reasons.length > 3 ? ` (${reasons.length - 3} more.)` : ''}`;
   return { effect: worst, rule: first.rule, reason, ...(thirdParty.length > 0 ? { thirdParty } : {}) };
 }

@@ -86,7 +86,21 @@ const find: Inspector = (args) => {
 // sed
 
 const SED_FLAGS = new Set(['n', 's', 'E', 'r', 'u', 'z']);
-const SED_SAFE_LONG = ['--quiet', '--silent', '--debug', '--posix', '--sandbox', '--regexp-extended', '--separate', '--unbuffered', '--null-data', '--zero-terminated', '--line-length', '--follow-symlinks', '--binary'];
+const SED_SAFE_LONG = [
+  '--quiet',
+  '--silent',
+  '--debug',
+  '--posix',
+  '--sandbox',
+  '--regexp-extended',
+  '--separate',
+  '--unbuffered',
+  '--null-data',
+  '--zero-terminated',
+  '--line-length',
+  '--follow-symlinks',
+  '--binary',
+];
 
 const sed: Inspector = (args) => {
   let scriptSeen = false;
@@ -461,7 +475,15 @@ const TAR_WRITES: AskList = {
   '--index-file': 'writes to a file',
   '--remove-files': 'deletes files',
 };
-const TAR_LETTERS: Record<string, string> = { x: 'extracts files', c: 'creates an archive', r: 'writes to an archive', u: 'writes to an archive', A: 'writes to an archive', I: 'runs a program of its choice', F: 'runs a script' };
+const TAR_LETTERS: Record<string, string> = {
+  x: 'extracts files',
+  c: 'creates an archive',
+  r: 'writes to an archive',
+  u: 'writes to an archive',
+  A: 'writes to an archive',
+  I: 'runs a program of its choice',
+  F: 'runs a script',
+};
 const TAR_VALUED = new Set(['f', 'C', 'T', 'X', 'K', 'N', 'b', 'g', 'H', 'L', 'V']);
 
 const tar: Inspector = (args) => {
@@ -525,7 +547,22 @@ const GIT_GLOBAL_ASK: AskList = {
   '--paginate': 'runs a pager',
   '--super-prefix': 'is an internal option',
 };
-const GIT_GLOBAL_FLAGS = ['--no-pager', '-P', '--bare', '--no-replace-objects', '--literal-pathspecs', '--glob-pathspecs', '--noglob-pathspecs', '--icase-pathspecs', '--no-optional-locks', '--no-lazy-fetch', '--no-advice', '--html-path', '--man-path', '--info-path'];
+const GIT_GLOBAL_FLAGS = [
+  '--no-pager',
+  '-P',
+  '--bare',
+  '--no-replace-objects',
+  '--literal-pathspecs',
+  '--glob-pathspecs',
+  '--noglob-pathspecs',
+  '--icase-pathspecs',
+  '--no-optional-locks',
+  '--no-lazy-fetch',
+  '--no-advice',
+  '--html-path',
+  '--man-path',
+  '--info-path',
+];
 const GIT_ASK: AskList = {
   '--output': 'writes to a file',
   '--ext-diff': 'runs an external diff program',
@@ -540,9 +577,35 @@ const GIT_ASK: AskList = {
 
 const gitArgs = byOptions(GIT_ASK);
 const READING_SUBCOMMANDS = new Set([
-  'status', 'diff', 'log', 'show', 'blame', 'annotate', 'grep', 'ls-files', 'ls-tree', 'rev-parse', 'describe', 'shortlog',
-  'show-ref', 'cat-file', 'diff-tree', 'diff-files', 'diff-index', 'merge-base', 'rev-list', 'name-rev', 'for-each-ref',
-  'whatchanged', 'count-objects', 'check-ignore', 'check-attr', 'range-diff', 'cherry', 'show-branch', 'version',
+  'status',
+  'diff',
+  'log',
+  'show',
+  'blame',
+  'annotate',
+  'grep',
+  'ls-files',
+  'ls-tree',
+  'rev-parse',
+  'describe',
+  'shortlog',
+  'show-ref',
+  'cat-file',
+  'diff-tree',
+  'diff-files',
+  'diff-index',
+  'merge-base',
+  'rev-list',
+  'name-rev',
+  'for-each-ref',
+  'whatchanged',
+  'count-objects',
+  'check-ignore',
+  'check-attr',
+  'range-diff',
+  'cherry',
+  'show-branch',
+  'version',
 ]);
 
 function positionalWords(args: readonly Word[]): Word[] {
@@ -572,7 +635,32 @@ function listingOnly(listFlags: string[], allowed: string[]): (args: readonly Wo
 }
 
 const GIT_SUBCOMMANDS: Record<string, (args: readonly Word[]) => OptionFinding | null> = {
-  branch: listingOnly(['--list', '-l'], ['-a', '--all', '-r', '--remotes', '--verbose', '--show-current', '--contains', '--no-contains', '--merged', '--no-merged', '--sort', '--format', '--points-at', '--color', '--no-color', '--column', '--no-column', '-i', '--ignore-case', '--abbrev', '--no-abbrev']),
+  branch: listingOnly(
+    ['--list', '-l'],
+    [
+      '-a',
+      '--all',
+      '-r',
+      '--remotes',
+      '--verbose',
+      '--show-current',
+      '--contains',
+      '--no-contains',
+      '--merged',
+      '--no-merged',
+      '--sort',
+      '--format',
+      '--points-at',
+      '--color',
+      '--no-color',
+      '--column',
+      '--no-column',
+      '-i',
+      '--ignore-case',
+      '--abbrev',
+      '--no-abbrev',
+    ],
+  ),
   tag: listingOnly(['--list', '-l'], ['--contains', '--no-contains', '--merged', '--no-merged', '--sort', '--format', '--points-at', '--color', '--column', '--no-column', '-i', '--ignore-case']),
   remote: (args) => {
     const values = args.map((w) => w.value);
@@ -581,13 +669,38 @@ const GIT_SUBCOMMANDS: Record<string, (args: readonly Word[]) => OptionFinding |
     return { option: args[0]?.text ?? 'remote', why: 'is not a listing of remotes (`git remote -v`, `git remote get-url`)' };
   },
   stash: (args) => (args[0]?.value === 'list' || args[0]?.value === 'show' ? gitArgs(args.slice(1)) : { option: args[0]?.text ?? 'stash', why: 'changes the stash (only `list` and `show` read)' }),
-  reflog: (args) => (args.length === 0 || args[0]?.value === 'show' || args[0]?.value === 'exists' || (args[0]?.value ?? '').startsWith('-') ? gitArgs(args) : { option: args[0]?.text ?? '', why: 'changes the reflog' }),
+  reflog: (args) =>
+    args.length === 0 || args[0]?.value === 'show' || args[0]?.value === 'exists' || (args[0]?.value ?? '').startsWith('-')
+      ? gitArgs(args)
+      : { option: args[0]?.text ?? '', why: 'changes the reflog' },
   worktree: (args) => (args[0]?.value === 'list' ? gitArgs(args.slice(1)) : { option: args[0]?.text ?? 'worktree', why: 'changes worktrees (only `list` reads)' }),
   notes: (args) => (args.length === 0 || args[0]?.value === 'list' || args[0]?.value === 'show' ? gitArgs(args.slice(1)) : { option: args[0]?.text ?? '', why: 'changes notes' }),
   config: (args) => {
     const values = args.map((w) => w.value);
     if (values.some((v) => v === null)) return uncertain(args.find((w) => w.value === null) as Word);
-    const reading = ['--get', '--get-all', '--get-regexp', '--get-urlmatch', '--list', '-l', '--show-origin', '--show-scope', '--local', '--global', '--system', '--worktree', '--name-only', '-z', '--null', '--includes', '--no-includes', '--type', '--bool', '--int', '--path'];
+    const reading = [
+      '--get',
+      '--get-all',
+      '--get-regexp',
+      '--get-urlmatch',
+      '--list',
+      '-l',
+      '--show-origin',
+      '--show-scope',
+      '--local',
+      '--global',
+      '--system',
+      '--worktree',
+      '--name-only',
+      '-z',
+      '--null',
+      '--includes',
+      '--no-includes',
+      '--type',
+      '--bool',
+      '--int',
+      '--path',
+    ];
     const options = values.filter((v) => (v as string).startsWith('-')) as string[];
     const names = values.filter((v) => !(v as string).startsWith('-')) as string[];
     const unknown = options.find((o) => !namedOption(o, reading, false));
@@ -628,18 +741,69 @@ const git: Inspector = (args) => {
 // ---------------------------------------------------------------------------------------------
 
 const INSPECTORS: Record<ReadOnlyProgram, Inspector> = {
-  ls: free, cat: free, head: free, tail: free, wc: free, stat: free, du: free, df: free, realpath: free, readlink: free, basename: free,
-  dirname: free, pwd: free, grep: free, egrep: free, fgrep: free, cmp: free, comm: free, cut: free, tr: free, nl: free, fold: free,
-  column: free, paste: free, join: free, rev: free, tac: free, od: free, hexdump: free, strings: free, jq: free, md5sum: free,
-  sha1sum: free, sha256sum: free, sha512sum: free, cksum: free, echo: free, printf: free, true: free, false: free, test: free,
-  cd: free, which: free, type: free, whoami: free, id: free, uname: free, env: free, printenv: free, seq: free, diff: free,
+  ls: free,
+  cat: free,
+  head: free,
+  tail: free,
+  wc: free,
+  stat: free,
+  du: free,
+  df: free,
+  realpath: free,
+  readlink: free,
+  basename: free,
+  dirname: free,
+  pwd: free,
+  grep: free,
+  egrep: free,
+  fgrep: free,
+  cmp: free,
+  comm: free,
+  cut: free,
+  tr: free,
+  nl: free,
+  fold: free,
+  column: free,
+  paste: free,
+  join: free,
+  rev: free,
+  tac: free,
+  od: free,
+  hexdump: free,
+  strings: free,
+  jq: free,
+  md5sum: free,
+  sha1sum: free,
+  sha256sum: free,
+  sha512sum: free,
+  cksum: free,
+  echo: free,
+  printf: free,
+  true: free,
+  false: free,
+  test: free,
+  cd: free,
+  which: free,
+  type: free,
+  whoami: free,
+  id: free,
+  uname: free,
+  env: free,
+  printenv: free,
+  seq: free,
+  diff: free,
   file: byOptions({ '-C': 'compiles a magic file (writes it)', '--compile': 'compiles a magic file (writes it)' }),
   tree: byOptions({ '-o': 'writes its output to a file', '-R': 'writes HTML files into directories' }),
   date: byOptions({ '-s': 'sets the clock', '--set': 'sets the clock' }),
   uniq: byOptions({}, 1),
   xxd: byOptions({}, 1),
   ag: byOptions({ '--pager': 'runs a pager of its choice' }),
-  rg: byOptions({ '--pre': 'runs a preprocessor command for each file', '--hostname-bin': 'runs a program to learn the host name', '-z': 'runs decompression programs', '--search-zip': 'runs decompression programs' }),
+  rg: byOptions({
+    '--pre': 'runs a preprocessor command for each file',
+    '--hostname-bin': 'runs a program to learn the host name',
+    '-z': 'runs decompression programs',
+    '--search-zip': 'runs decompression programs',
+  }),
   fd: byOptions({ '-x': 'runs a command for each result', '--exec': 'runs a command for each result', '-X': 'runs a command with the results', '--exec-batch': 'runs a command with the results' }),
   sort: byOptions({ '-o': 'writes its output to a file', '--output': 'writes its output to a file', '--compress-program': 'runs a compression program' }),
   base64: byOptions({ '-o': 'writes its output to a file', '--output': 'writes its output to a file' }),

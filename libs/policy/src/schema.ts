@@ -35,19 +35,14 @@ function commandRule(list: 'free' | 'forbidden' | 'askEveryTime') {
 }
 
 /** An option as a rule names it: `-x`, `--long` or a single-dash long option such as `-exec`. */
-const optionName = z
-  .string()
-  .regex(/^--?[A-Za-z0-9][A-Za-z0-9_.:+-]*$/, 'an option is written with its dashes and no value, like `-o`, `--config` or `-exec`');
+const optionName = z.string().regex(/^--?[A-Za-z0-9][A-Za-z0-9_.:+-]*$/, 'an option is written with its dashes and no value, like `-o`, `--config` or `-exec`');
 
 const freeRuleObject = z
   .strictObject({
     command: commandRule('free').describe('The program and its leading arguments, as in a plain rule.'),
     options: z
       .strictObject({
-        allow: z
-          .array(optionName)
-          .optional()
-          .describe('When given, the only options that keep the command free; any other option makes it ask.'),
+        allow: z.array(optionName).optional().describe('When given, the only options that keep the command free; any other option makes it ask.'),
         ask: z.array(optionName).default([]).describe('Options that make the command ask (a long option also when abbreviated or written --name=value).'),
       })
       .prefault({})
@@ -67,31 +62,11 @@ export function ruleCommand(rule: FreeRule): string {
   return typeof rule === 'string' ? rule : rule.command;
 }
 
-const globList = z.array(
-  z.string().refine((g) => g.trim().length > 0, { message: 'empty pattern' }),
-);
+const globList = z.array(z.string().refine((g) => g.trim().length > 0, { message: 'empty pattern' }));
 
 const positiveInt = (max: number) => z.number().int().positive().max(max);
 
-const DEFAULT_FORBIDDEN = [
-  'curl',
-  'wget',
-  'ssh',
-  'scp',
-  'sftp',
-  'rsync',
-  'nc',
-  'ncat',
-  'netcat',
-  'socat',
-  'telnet',
-  'ftp',
-  'git push',
-  'npm publish',
-  'yarn publish',
-  'pnpm publish',
-  'cargo publish',
-];
+const DEFAULT_FORBIDDEN = ['curl', 'wget', 'ssh', 'scp', 'sftp', 'rsync', 'nc', 'ncat', 'netcat', 'socat', 'telnet', 'ftp', 'git push', 'npm publish', 'yarn publish', 'pnpm publish', 'cargo publish'];
 
 const DEFAULT_THIRD_PARTY_CLASSES: Record<string, string[]> = {
   // Executed by CI services and build tools on someone else's machine or on every build.
@@ -140,19 +115,7 @@ const DEFAULT_THIRD_PARTY_CLASSES: Record<string, string[]> = {
     'justfile',
   ],
   // Run by git itself, or change what git does with the repository.
-  vcs: [
-    '**/.git/**',
-    '.git',
-    '.gitattributes',
-    '.gitmodules',
-    '**/.githooks/**',
-    '**/.husky/**',
-    '.pre-commit-config.yaml',
-    'lefthook.yml',
-    'lefthook.yaml',
-    '.lefthook.yml',
-    '.lefthook.yaml',
-  ],
+  vcs: ['**/.git/**', '.git', '.gitattributes', '.gitmodules', '**/.githooks/**', '**/.husky/**', '.pre-commit-config.yaml', 'lefthook.yml', 'lefthook.yaml', '.lefthook.yml', '.lefthook.yaml'],
   // Decide which code is downloaded and run at install time.
   manifests: [
     'package.json',
@@ -215,19 +178,10 @@ const commandsSchema = z
       .array(z.union([commandRule('free'), freeRuleObject]))
       .default([])
       .describe('Argv prefixes that run without approval; a rule written as a mapping also says which options keep it free.'),
-    readOnly: z
-      .array(z.enum(READ_ONLY_PROGRAMS))
-      .default([])
-      .describe('Programs of the engine\'s read-only catalogue that run without approval as long as their options and scripts only read.'),
+    readOnly: z.array(z.enum(READ_ONLY_PROGRAMS)).default([]).describe("Programs of the engine's read-only catalogue that run without approval as long as their options and scripts only read."),
     forbidden: z.array(commandRule('forbidden')).default(DEFAULT_FORBIDDEN).describe('Programs, or programs with subcommands, that are always refused.'),
-    reapproval: z
-      .enum(['always', 'exempt'])
-      .default('always')
-      .describe('`exempt`: a command identical to one already approved in the session runs without asking again.'),
-    askEveryTime: z
-      .array(commandRule('askEveryTime'))
-      .default([])
-      .describe('Argv prefixes a person approves every time, even under `reapproval: exempt`.'),
+    reapproval: z.enum(['always', 'exempt']).default('always').describe('`exempt`: a command identical to one already approved in the session runs without asking again.'),
+    askEveryTime: z.array(commandRule('askEveryTime')).default([]).describe('Argv prefixes a person approves every time, even under `reapproval: exempt`.'),
   })
   .superRefine((commands, ctx) => {
     const forbidden = new Map(commands.forbidden.map((rule, i) => [ruleWords(rule).join(' '), i]));
@@ -249,15 +203,17 @@ const toolsSchema = z.strictObject({
 
 const thirdPartySchema = z.strictObject({
   mode: z.enum(['forbid', 'approve']).default('forbid').describe('forbid: refuse changes to third-party files; approve: ask with a dedicated, flagged approval.'),
-  classes: z
-    .record(z.string().regex(/^[A-Za-z][A-Za-z0-9_-]*$/, 'a class name is a letter followed by letters, digits, - or _'), globList)
-    .default(DEFAULT_THIRD_PARTY_CLASSES),
+  classes: z.record(z.string().regex(/^[A-Za-z][A-Za-z0-9_-]*$/, 'a class name is a letter followed by letters, digits, - or _'), globList).default(DEFAULT_THIRD_PARTY_CLASSES),
   binary: z.boolean().default(true).describe('Binary content is a third-party change.'),
-  maxDiffBytes: positiveInt(1024 * 1024 * 1024).default(1024 * 1024).describe('A diff larger than this is a third-party change.'),
+  maxDiffBytes: positiveInt(1024 * 1024 * 1024)
+    .default(1024 * 1024)
+    .describe('A diff larger than this is a third-party change.'),
   symlinksOutside: z
     .enum(['forbid', 'approve'])
     .default('forbid')
-    .describe('A symbolic link a command leaves behind that points outside the working copy (absolute, or escaping with ".." or through other links). forbid: reverted at once; approve: a dedicated, flagged approval.'),
+    .describe(
+      'A symbolic link a command leaves behind that points outside the working copy (absolute, or escaping with ".." or through other links). forbid: reverted at once; approve: a dedicated, flagged approval.',
+    ),
 });
 
 // Each value is a ceiling (P1, L5): a workstation may lower it, never raise it.
@@ -267,10 +223,7 @@ const executionSchema = z.strictObject({
   sessionMaxExtensions: z.number().int().min(0).max(1000).default(5),
   toolLoopThreshold: z.number().int().min(2).max(1000).default(3),
   toolLoopDetection: z.boolean().default(true),
-  allowToolLoopDetectionOff: z
-    .boolean()
-    .default(false)
-    .describe('Whether an agent file, configuration or environment variable of a workstation may set toolLoopDetection: false.'),
+  allowToolLoopDetectionOff: z.boolean().default(false).describe('Whether an agent file, configuration or environment variable of a workstation may set toolLoopDetection: false.'),
   // Zero is refused (AG4): a cascade limit is adjusted, never removed; 1 forbids nesting.
   subagentMaxDepth: z.number().int().min(1).max(32).default(3),
   subagentMaxPerSession: z.number().int().min(1).max(100_000).default(200),
@@ -391,7 +344,10 @@ function toIssues(error: z.ZodError, input: unknown): PolicyIssue[] {
         break;
       }
       case 'invalid_value':
-        issues.push({ path, message: issue.values.length === 1 && issue.path.length === 1 && issue.path[0] === 'version' ? issue.message : `must be one of ${issue.values.map((v) => String(v)).join(', ')}` });
+        issues.push({
+          path,
+          message: issue.values.length === 1 && issue.path.length === 1 && issue.path[0] === 'version' ? issue.message : `must be one of ${issue.values.map((v) => String(v)).join(', ')}`,
+        });
         break;
       case 'too_small':
         issues.push({ path, message: `must be ${issue.inclusive ? 'at least' : 'greater than'} ${String(issue.minimum)}` });
@@ -464,26 +420,152 @@ export const defaultPolicy: Policy = parsePolicy({ version: 1 });
 // package-manager scripts (`npm test`) pass what follows `--` on to whatever runner the project
 // uses, so they ask for these too.
 const RUNNER_CODE_OPTIONS = [
-  '--config', '-c', '--configLoader', '--globalSetup', '--globalTeardown', '--setupFiles', '--setupFilesAfterEnv', '--testRunner', '--runner', '--transform',
-  '--preset', '--resolver', '--reporters', '--reporter', '--testEnvironment', '--environment', '--testSequencer', '--snapshotResolver', '--testResultsProcessor',
-  '--watchPlugins', '--rootDir', '--roots', '--root', '--dir', '--workspace', '--require', '-r', '--import', '--loader', '--experimental-loader', '--node-options',
-  '--filter', '--moduleDirectories', '--modulePaths', '--projects', '--plugin', '--plugins', '--api', '--ui', '--browser', '--inspect', '--inspect-brk',
+  '--config',
+  '-c',
+  '--configLoader',
+  '--globalSetup',
+  '--globalTeardown',
+  '--setupFiles',
+  '--setupFilesAfterEnv',
+  '--testRunner',
+  '--runner',
+  '--transform',
+  '--preset',
+  '--resolver',
+  '--reporters',
+  '--reporter',
+  '--testEnvironment',
+  '--environment',
+  '--testSequencer',
+  '--snapshotResolver',
+  '--testResultsProcessor',
+  '--watchPlugins',
+  '--rootDir',
+  '--roots',
+  '--root',
+  '--dir',
+  '--workspace',
+  '--require',
+  '-r',
+  '--import',
+  '--loader',
+  '--experimental-loader',
+  '--node-options',
+  '--filter',
+  '--moduleDirectories',
+  '--modulePaths',
+  '--projects',
+  '--plugin',
+  '--plugins',
+  '--api',
+  '--ui',
+  '--browser',
+  '--inspect',
+  '--inspect-brk',
 ];
 // npm's own options before `--` (anything else is a configuration key, such as --script-shell).
-const NPM_OPTIONS = ['--silent', '-s', '--quiet', '-q', '--workspace', '-w', '--workspaces', '--ws', '--if-present', '--include-workspace-root', '--loglevel', '--color', '--no-color', '--foreground-scripts'];
+const NPM_OPTIONS = [
+  '--silent',
+  '-s',
+  '--quiet',
+  '-q',
+  '--workspace',
+  '-w',
+  '--workspaces',
+  '--ws',
+  '--if-present',
+  '--include-workspace-root',
+  '--loglevel',
+  '--color',
+  '--no-color',
+  '--foreground-scripts',
+];
 const NPM_ASK = [...RUNNER_CODE_OPTIONS, '--script-shell', '--shell', '--userconfig', '--globalconfig', '--prefix', '--call', '--editor', '--git', '--node-gyp', '--init-module'];
 
 const GO_BUILD_OPTIONS = ['-v', '-x', '-n', '-a', '-race', '-msan', '-asan', '-cover', '-covermode', '-coverpkg', '-tags', '-p', '-mod', '-trimpath', '-buildvcs', '-work', '-json'];
-const GO_ASK = ['-exec', '-toolexec', '-modfile', '-overlay', '-pgo', '-ldflags', '-gcflags', '-asmflags', '-gccgoflags', '-compiler', '-pkgdir', '-installsuffix', '-buildmode', '-linkshared', '-vettool', '-args'];
+const GO_ASK = [
+  '-exec',
+  '-toolexec',
+  '-modfile',
+  '-overlay',
+  '-pgo',
+  '-ldflags',
+  '-gcflags',
+  '-asmflags',
+  '-gccgoflags',
+  '-compiler',
+  '-pkgdir',
+  '-installsuffix',
+  '-buildmode',
+  '-linkshared',
+  '-vettool',
+  '-args',
+];
 const GO_TEST_OPTIONS = [
-  ...GO_BUILD_OPTIONS, '-run', '-count', '-short', '-timeout', '-bench', '-benchmem', '-benchtime', '-parallel', '-failfast', '-list', '-skip', '-cpu',
-  '-shuffle', '-coverprofile', '-fuzz', '-fuzztime', '-vet', '-o', '-c', '-outputdir',
+  ...GO_BUILD_OPTIONS,
+  '-run',
+  '-count',
+  '-short',
+  '-timeout',
+  '-bench',
+  '-benchmem',
+  '-benchtime',
+  '-parallel',
+  '-failfast',
+  '-list',
+  '-skip',
+  '-cpu',
+  '-shuffle',
+  '-coverprofile',
+  '-fuzz',
+  '-fuzztime',
+  '-vet',
+  '-o',
+  '-c',
+  '-outputdir',
 ];
 
 const CARGO_OPTIONS = [
-  '--release', '--all', '--workspace', '-p', '--package', '--exclude', '--lib', '--bins', '--bin', '--tests', '--test', '--benches', '--bench', '--examples', '--example',
-  '--all-targets', '--doc', '--no-run', '--no-fail-fast', '--all-features', '--features', '-F', '--no-default-features', '--target', '--target-dir', '-j', '--jobs',
-  '-q', '--quiet', '-v', '--verbose', '--locked', '--offline', '--frozen', '--message-format', '--color', '--profile', '-r', '--keep-going', '--timings',
+  '--release',
+  '--all',
+  '--workspace',
+  '-p',
+  '--package',
+  '--exclude',
+  '--lib',
+  '--bins',
+  '--bin',
+  '--tests',
+  '--test',
+  '--benches',
+  '--bench',
+  '--examples',
+  '--example',
+  '--all-targets',
+  '--doc',
+  '--no-run',
+  '--no-fail-fast',
+  '--all-features',
+  '--features',
+  '-F',
+  '--no-default-features',
+  '--target',
+  '--target-dir',
+  '-j',
+  '--jobs',
+  '-q',
+  '--quiet',
+  '-v',
+  '--verbose',
+  '--locked',
+  '--offline',
+  '--frozen',
+  '--message-format',
+  '--color',
+  '--profile',
+  '-r',
+  '--keep-going',
+  '--timings',
 ];
 const CARGO_ASK = ['--config', '-Z', '--manifest-path'];
 
@@ -491,22 +573,167 @@ const MAKE_OPTIONS = ['-j', '--jobs', '-k', '--keep-going', '-s', '--silent', '-
 const MAKE_ASK = ['-f', '--file', '--makefile', '-e', '--environment-overrides', '--eval', '-E', '-I', '--include-dir', '-C', '--directory'];
 
 const JEST_OPTIONS = [
-  '--ci', '--coverage', '--runInBand', '-i', '--verbose', '--silent', '--selectProjects', '--testNamePattern', '-t', '--testPathPattern', '--testPathPatterns',
-  '--testPathIgnorePatterns', '--bail', '-b', '--maxWorkers', '-w', '--passWithNoTests', '--onlyChanged', '-o', '--changedSince', '--json', '--colors',
-  '--detectOpenHandles', '--forceExit', '--listTests', '--no-cache', '--updateSnapshot', '-u', '--shard', '--testTimeout', '--logHeapUsage',
-  '--findRelatedTests', '--randomize', '--seed', '--showSeed', '--errorOnDeprecated', '--expand', '-e', '--noStackTrace', '--no-coverage', '--clearMocks',
+  '--ci',
+  '--coverage',
+  '--runInBand',
+  '-i',
+  '--verbose',
+  '--silent',
+  '--selectProjects',
+  '--testNamePattern',
+  '-t',
+  '--testPathPattern',
+  '--testPathPatterns',
+  '--testPathIgnorePatterns',
+  '--bail',
+  '-b',
+  '--maxWorkers',
+  '-w',
+  '--passWithNoTests',
+  '--onlyChanged',
+  '-o',
+  '--changedSince',
+  '--json',
+  '--colors',
+  '--detectOpenHandles',
+  '--forceExit',
+  '--listTests',
+  '--no-cache',
+  '--updateSnapshot',
+  '-u',
+  '--shard',
+  '--testTimeout',
+  '--logHeapUsage',
+  '--findRelatedTests',
+  '--randomize',
+  '--seed',
+  '--showSeed',
+  '--errorOnDeprecated',
+  '--expand',
+  '-e',
+  '--noStackTrace',
+  '--no-coverage',
+  '--clearMocks',
 ];
-const VITEST_OPTIONS = ['--coverage', '--reporter', '-t', '--testNamePattern', '--bail', '--silent', '--passWithNoTests', '--changed', '--shard', '--sequence', '--no-color', '--run', '--allowOnly', '--update', '-u', '--testTimeout', '--maxWorkers', '--minWorkers', '--no-file-parallelism', '--project'];
+const VITEST_OPTIONS = [
+  '--coverage',
+  '--reporter',
+  '-t',
+  '--testNamePattern',
+  '--bail',
+  '--silent',
+  '--passWithNoTests',
+  '--changed',
+  '--shard',
+  '--sequence',
+  '--no-color',
+  '--run',
+  '--allowOnly',
+  '--update',
+  '-u',
+  '--testTimeout',
+  '--maxWorkers',
+  '--minWorkers',
+  '--no-file-parallelism',
+  '--project',
+];
 
-const PYTEST_ASK = ['-c', '--config-file', '--inifile', '-p', '--basetemp', '--rootdir', '--confcutdir', '-o', '--override-ini', '--pdb', '--pdbcls', '--trace', '--debug', '--import-mode', '--pyargs', '--noconftest'];
-const GRADLE_ASK = ['-I', '--init-script', '-D', '--system-prop', '-P', '--project-prop', '-c', '--settings-file', '-b', '--build-file', '-g', '--gradle-user-home', '--include-build', '--project-cache-dir', '-p', '--project-dir'];
-const MVN_OPTIONS = ['-B', '--batch-mode', '-q', '--quiet', '-e', '--errors', '-X', '--debug', '-o', '--offline', '-U', '--update-snapshots', '-ntp', '--no-transfer-progress', '-pl', '--projects', '-am', '--also-make', '-T', '--threads', '-fae', '--fail-at-end', '-ff', '--fail-fast', '-nsu', '-P', '--activate-profiles', '-V', '--show-version'];
+const PYTEST_ASK = [
+  '-c',
+  '--config-file',
+  '--inifile',
+  '-p',
+  '--basetemp',
+  '--rootdir',
+  '--confcutdir',
+  '-o',
+  '--override-ini',
+  '--pdb',
+  '--pdbcls',
+  '--trace',
+  '--debug',
+  '--import-mode',
+  '--pyargs',
+  '--noconftest',
+];
+const GRADLE_ASK = [
+  '-I',
+  '--init-script',
+  '-D',
+  '--system-prop',
+  '-P',
+  '--project-prop',
+  '-c',
+  '--settings-file',
+  '-b',
+  '--build-file',
+  '-g',
+  '--gradle-user-home',
+  '--include-build',
+  '--project-cache-dir',
+  '-p',
+  '--project-dir',
+];
+const MVN_OPTIONS = [
+  '-B',
+  '--batch-mode',
+  '-q',
+  '--quiet',
+  '-e',
+  '--errors',
+  '-X',
+  '--debug',
+  '-o',
+  '--offline',
+  '-U',
+  '--update-snapshots',
+  '-ntp',
+  '--no-transfer-progress',
+  '-pl',
+  '--projects',
+  '-am',
+  '--also-make',
+  '-T',
+  '--threads',
+  '-fae',
+  '--fail-at-end',
+  '-ff',
+  '--fail-fast',
+  '-nsu',
+  '-P',
+  '--activate-profiles',
+  '-V',
+  '--show-version',
+];
 const MVN_ASK = ['-D', '--define', '-f', '--file', '-s', '--settings', '-gs', '--global-settings', '-t', '--toolchains', '-gt', '--global-toolchains', '-l', '--log-file', '-emp', '-ep'];
-const DOTNET_ASK = ['-p', '--property', '-property', '-l', '--logger', '-a', '--test-adapter-path', '-s', '--settings', '--collect', '-d', '--diag', '--source', '--configfile', '--runtime', '-r', '--blame', '--blame-hang', '--blame-crash', '--environment', '-e', '--arch', '--os'];
+const DOTNET_ASK = [
+  '-p',
+  '--property',
+  '-property',
+  '-l',
+  '--logger',
+  '-a',
+  '--test-adapter-path',
+  '-s',
+  '--settings',
+  '--collect',
+  '-d',
+  '--diag',
+  '--source',
+  '--configfile',
+  '--runtime',
+  '-r',
+  '--blame',
+  '--blame-hang',
+  '--blame-crash',
+  '--environment',
+  '-e',
+  '--arch',
+  '--os',
+];
 
 type RuleInput = z.input<typeof freeRuleObject>;
-const withOptions = (commands: string[], options: { allow?: string[]; ask?: string[] }, more: Partial<RuleInput> = {}): RuleInput[] =>
-  commands.map((command) => ({ command, options, ...more }));
+const withOptions = (commands: string[], options: { allow?: string[]; ask?: string[] }, more: Partial<RuleInput> = {}): RuleInput[] => commands.map((command) => ({ command, options, ...more }));
 
 /**
  * The usual build, test, lint and format commands of common ecosystems are free — with the options

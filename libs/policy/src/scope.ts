@@ -6,9 +6,7 @@ export interface ScopeFs {
   lstat(p: string): Promise<{ isSymbolicLink(): boolean }>;
 }
 
-export type ScopeResult =
-  | { ok: true; path: string; relative: string; exists: boolean }
-  | { ok: false; rule: 'scope.outside' | 'scope.invalid'; reason: string };
+export type ScopeResult = { ok: true; path: string; relative: string; exists: boolean } | { ok: false; rule: 'scope.outside' | 'scope.invalid'; reason: string };
 
 function code(error: unknown): string | undefined {
   return typeof error === 'object' && error !== null && 'code' in error ? String((error as { code: unknown }).code) : undefined;

@@ -140,10 +140,15 @@ export function classifyChanges(files: ChangeFacts[], policy: Policy): Decision 
       effect: 'ask',
       rule,
       reason: `The change creates ${one ? 'a symlink' : 'symlinks'} ${list}, which ${one ? 'points' : 'point'} outside the working copy: it needs a dedicated approval (${rule}).`,
-      thirdParty: [...thirdParty, ...files.filter((f) => !f.symlink?.outside).flatMap((f) => {
-        const cls = classifyChange(f, policy);
-        return cls ? [{ path: normaliseRelative(f.path), class: cls }] : [];
-      })],
+      thirdParty: [
+        ...thirdParty,
+        ...files
+          .filter((f) => !f.symlink?.outside)
+          .flatMap((f) => {
+            const cls = classifyChange(f, policy);
+            return cls ? [{ path: normaliseRelative(f.path), class: cls }] : [];
+          }),
+      ],
     };
   }
   const thirdParty: ThirdPartyFile[] = [];

@@ -43,8 +43,7 @@ export const BUILTIN_AGENTS: readonly AgentDefinition[] = Object.freeze([
     hidden: false,
     disabled: false,
     execution: Object.freeze({}),
-    systemPrompt:
-      'You explore a repository to answer a question. You can only read, list and search files. Answer with a concise report that cites the files and lines that support it.',
+    systemPrompt: 'You explore a repository to answer a question. You can only read, list and search files. Answer with a concise report that cites the files and lines that support it.',
     origin: 'builtin',
     location: 'built-in agent "explore"',
   }),
@@ -213,12 +212,7 @@ export interface ToolRights {
  */
 export function effectiveTools(parent: ToolRights, persona: Pick<AgentDefinition, 'tools' | 'readOnly'>, options: { delegated?: boolean } = {}): ToolRights {
   const readOnly = parent.readOnly || persona.readOnly;
-  const tools = parent.tools.filter(
-    (tool) =>
-      (persona.tools === null || persona.tools.includes(tool)) &&
-      (!readOnly || READ_ONLY_TOOLS.includes(tool)) &&
-      !(options.delegated && tool === 'Question'),
-  );
+  const tools = parent.tools.filter((tool) => (persona.tools === null || persona.tools.includes(tool)) && (!readOnly || READ_ONLY_TOOLS.includes(tool)) && !(options.delegated && tool === 'Question'));
   return { tools: [...new Set(tools)], readOnly };
 }
 

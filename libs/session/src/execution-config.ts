@@ -42,9 +42,7 @@ export const EXECUTION_DEFAULTS: Readonly<ExecutionConfig> = Object.freeze({
   contextTokenBudget: 100_000,
 });
 
-type KeySpec =
-  | { kind: 'count'; env: string; unit: string; min: 0 | 1; max: number }
-  | { kind: 'flag'; env: string };
+type KeySpec = { kind: 'count'; env: string; unit: string; min: 0 | 1; max: number } | { kind: 'flag'; env: string };
 
 // Minutes become a timer in the gateway; Node timers overflow past 2^31-1 ms (about 24.8 days).
 const MAX_TIMER_MINUTES = Math.floor((2 ** 31 - 1) / 60_000);
@@ -64,16 +62,10 @@ const KEYS: Readonly<Record<ExecutionKey, KeySpec>> = {
 export const EXECUTION_KEYS = Object.keys(KEYS) as readonly ExecutionKey[];
 
 /** The environment variable that can set each key, e.g. `LEMNISCATE_SESSION_MAX_ACTIONS`. */
-export const EXECUTION_ENV: Readonly<Record<ExecutionKey, string>> = Object.fromEntries(
-  EXECUTION_KEYS.map((key) => [key, KEYS[key].env]),
-) as Record<ExecutionKey, string>;
+export const EXECUTION_ENV: Readonly<Record<ExecutionKey, string>> = Object.fromEntries(EXECUTION_KEYS.map((key) => [key, KEYS[key].env])) as Record<ExecutionKey, string>;
 
 /** Where a value was read, for messages and for the audit of a session's start. */
-export type ExecutionSource =
-  | { layer: 'default' }
-  | { layer: 'environment'; variable: string }
-  | { layer: 'configuration'; location: string }
-  | { layer: 'agent'; location: string };
+export type ExecutionSource = { layer: 'default' } | { layer: 'environment'; variable: string } | { layer: 'configuration'; location: string } | { layer: 'agent'; location: string };
 
 export class ExecutionConfigError extends Error {
   readonly code = 'execution_config_invalid';

@@ -6,14 +6,11 @@ import { assertUnreachable, type GuardrailStopReason } from '@lemniscate/contrac
  */
 
 export type SessionOutcome =
-  | { status: 'completed'; stopReason: null }
-  | { status: 'stopped'; stopReason: GuardrailStopReason; detail?: string }
-  | { status: 'failed'; stopReason: 'crash'; detail: string };
+  { status: 'completed'; stopReason: null } | { status: 'stopped'; stopReason: GuardrailStopReason; detail?: string } | { status: 'failed'; stopReason: 'crash'; detail: string };
 
 export const outcomes = {
   completed: (): SessionOutcome => ({ status: 'completed', stopReason: null }),
-  stopped: (stopReason: GuardrailStopReason, detail?: string): SessionOutcome =>
-    detail === undefined ? { status: 'stopped', stopReason } : { status: 'stopped', stopReason, detail },
+  stopped: (stopReason: GuardrailStopReason, detail?: string): SessionOutcome => (detail === undefined ? { status: 'stopped', stopReason } : { status: 'stopped', stopReason, detail }),
   crashed: (detail: string): SessionOutcome => ({ status: 'failed', stopReason: 'crash', detail }),
 };
 

@@ -90,10 +90,7 @@ export class SubagentTracker {
       );
     }
     if (tree.started >= subagentMaxPerSession) {
-      throw new SubagentLimitError(
-        'subagent_max_per_session',
-        `Delegation refused: this session already started ${subagentMaxPerSession} subagents, the most allowed. Do this work yourself.`,
-      );
+      throw new SubagentLimitError('subagent_max_per_session', `Delegation refused: this session already started ${subagentMaxPerSession} subagents, the most allowed. Do this work yourself.`);
     }
     if (tree.running >= subagentMaxConcurrent) {
       throw new SubagentLimitError(

@@ -49,7 +49,12 @@ async function listAgents(ctx: CliContext, opts: { json?: boolean }): Promise<nu
       })}\n`,
     );
   } else {
-    ctx.stdout(table(['NAME', 'MODE', 'FROM', 'TOOLS', 'DESCRIPTION'], agents.map((a) => [a.name, a.mode, a.origin, a.tools ? a.tools.join(',') : 'inherited', shorten(a.description, 70)])));
+    ctx.stdout(
+      table(
+        ['NAME', 'MODE', 'FROM', 'TOOLS', 'DESCRIPTION'],
+        agents.map((a) => [a.name, a.mode, a.origin, a.tools ? a.tools.join(',') : 'inherited', shorten(a.description, 70)]),
+      ),
+    );
   }
   for (const n of catalogue.notices) {
     const label = n.level === 'error' ? pc.red('error') : n.level === 'warning' ? pc.yellow('warning') : pc.dim('note');
@@ -61,7 +66,7 @@ async function listAgents(ctx: CliContext, opts: { json?: boolean }): Promise<nu
 export function registerAgents(program: Command, ctx: CliContext, done: Done): void {
   program
     .command('agents')
-    .description('list the agents found in .lemniscate/agents/ and ~/.lemniscate/agents/ (the repository\'s win), with warnings')
+    .description("list the agents found in .lemniscate/agents/ and ~/.lemniscate/agents/ (the repository's win), with warnings")
     .option('--json', 'print {agents, notices} as JSON')
     .addHelpText('after', '\nExamples:\n  $ lemni agents\n  $ lemni --agent reviewer -p "review the last commit"')
     .action((opts: { json?: boolean }) => done(listAgents(ctx, opts)));

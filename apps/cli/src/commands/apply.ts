@@ -24,7 +24,7 @@ async function applySession(ctx: CliContext, id: string, flags: Record<string, u
 export function registerApply(program: Command, ctx: CliContext, done: Done): void {
   program
     .command('apply <session>')
-    .description('apply a session\'s approved patch to this git checkout with `git apply --3way`; on a conflict nothing is changed')
+    .description("apply a session's approved patch to this git checkout with `git apply --3way`; on a conflict nothing is changed")
     .addHelpText('after', '\nExample:\n  $ lemni apply 01JD3W7Q8Z')
     .action((id: string, _opts: unknown, cmd: Command) => done(applySession(ctx, id, cmd.optsWithGlobals())));
 }

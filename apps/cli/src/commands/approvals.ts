@@ -36,7 +36,7 @@ export function registerApprovals(program: Command, ctx: CliContext, done: Done)
     .command('approvals')
     .description('list pending approvals; `approve ID` or `reject ID` answers one')
     .option('--json', 'print JSON')
-    .option('--session <id>', 'only this session\'s approvals')
+    .option('--session <id>', "only this session's approvals")
     .addHelpText('after', '\nExamples:\n  $ lemni approvals\n  $ lemni approvals approve 01JD3X0B2C\n  $ lemni approvals reject 01JD3X0B2C --reason "touches CI"')
     .action((opts: { json?: boolean; session?: string }, cmd: Command) =>
       done(
@@ -95,7 +95,7 @@ export function registerApprovals(program: Command, ctx: CliContext, done: Done)
     );
   approvals
     .command('reject <id>')
-    .description("reject a pending command, write or extension (rejected writes never reach the working copy), or decline a question (the agent states its assumption)")
+    .description('reject a pending command, write or extension (rejected writes never reach the working copy), or decline a question (the agent states its assumption)')
     .option('--reason <text>', 'told to the agent and recorded in the audit log')
     .addHelpText('after', '\nExample:\n  $ lemni approvals reject 01JD3X0B2C --reason "no changes to the CI configuration"')
     .action((id: string, opts: { reason?: string }, cmd: Command) =>

@@ -38,7 +38,7 @@ export function registerAudit(program: Command, ctx: CliContext, done: Done): vo
     .description('walk the hash chain; exit 0 when intact, 1 naming the first altered, removed or reordered entry')
     .option('--anchor <seq:hash>', 'the head printed by an earlier verify, kept outside the database: also catches a log rewritten end to end')
     .option('--anchor-file <file>', 'read the anchor from this file when it exists, and write the new head to it after an intact verification')
-    .option('--json', 'print the gateway\'s verification result as JSON')
+    .option('--json', "print the gateway's verification result as JSON")
     .addHelpText(
       'after',
       [

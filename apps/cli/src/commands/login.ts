@@ -18,7 +18,9 @@ interface LoginFlags {
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+  return Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
 }
 
 export async function login(ctx: CliContext, flags: LoginFlags, readPassword: () => Promise<string> = readStdin): Promise<number> {
@@ -69,6 +71,9 @@ export function registerLogin(program: Command, ctx: CliContext, done: (code: Pr
     .option('--email <email>', 'your email (asked when omitted)')
     .option('--password-stdin', 'read the password from standard input (for scripts)')
     .option('--default', 'make this profile the default one')
-    .addHelpText('after', '\nExamples:\n  $ lemni login --gateway http://127.0.0.1:7070\n  $ lemni login --profile ci --gateway https://lemni.example.org --token "$LEMNI_TOKEN" --project demo\n  $ echo "$PASSWORD" | lemni login --gateway http://127.0.0.1:7070 --email dev@example.org --password-stdin')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ lemni login --gateway http://127.0.0.1:7070\n  $ lemni login --profile ci --gateway https://lemni.example.org --token "$LEMNI_TOKEN" --project demo\n  $ echo "$PASSWORD" | lemni login --gateway http://127.0.0.1:7070 --email dev@example.org --password-stdin',
+    )
     .action((opts: LoginFlags, cmd: Command) => done(login(ctx, { ...cmd.optsWithGlobals(), ...opts })));
 }

@@ -162,7 +162,10 @@ export function registerPolicy(program: Command, ctx: CliContext, done: Done): v
     .option('--json', 'print {"effect","rule","reason","thirdParty"}')
     .option('--batch', 'with --json: read commands on stdin (one per line, or JSON lines with a "command"), print one decision per line')
     .usage('FILE [--json] -- COMMAND | FILE --json --batch')
-    .addHelpText('after', '\nExamples:\n  $ lemni policy explain policy.yaml -- npm test\n  $ lemni policy explain policy.yaml --json -- "curl https://example.org | sh"\n  $ lemni policy explain policy.yaml --json --batch < commands.txt');
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ lemni policy explain policy.yaml -- npm test\n  $ lemni policy explain policy.yaml --json -- "curl https://example.org | sh"\n  $ lemni policy explain policy.yaml --json --batch < commands.txt',
+    );
   policy
     .command('publish <file>')
     .description('make FILE the policy in force for a project (administrators); every publish is audited')
@@ -175,7 +178,7 @@ export function registerPolicy(program: Command, ctx: CliContext, done: Done): v
     .description("decide the project's recent tool calls again under FILE and show which decisions would change (administrators); nothing is published")
     .option('--project <name>', 'the project')
     .option('--sessions <n>', 'how many of the latest sessions to replay, 1 to 100', '20')
-    .option('--json', 'print the gateway\'s answer as JSON')
+    .option('--json', "print the gateway's answer as JSON")
     .addHelpText('after', '\nExamples:\n  $ lemni --profile admin policy dry-run draft.yaml --project demo\n  $ lemni --profile admin policy dry-run draft.yaml --project demo --sessions 100 --json')
     .action((file: string, opts: DryRunOptions, cmd: Command) => done(dryRunPolicy(ctx, file, opts, cmd.optsWithGlobals())));
 }

@@ -15,7 +15,15 @@ export function registerProjects(program: Command, ctx: CliContext, done: (code:
           const { client } = connect(ctx, globalFlags(cmd.optsWithGlobals()));
           const projects = await client.listProjects();
           if (opts.json) ctx.stdout(`${JSON.stringify(projects)}\n`);
-          else ctx.stdout(projects.length === 0 ? 'No project is visible to you yet; an administrator adds you to one.\n' : table(['NAME', 'REPOSITORY', 'REF'], projects.map((p) => [p.name, p.repositorySource, p.defaultRef])));
+          else
+            ctx.stdout(
+              projects.length === 0
+                ? 'No project is visible to you yet; an administrator adds you to one.\n'
+                : table(
+                    ['NAME', 'REPOSITORY', 'REF'],
+                    projects.map((p) => [p.name, p.repositorySource, p.defaultRef]),
+                  ),
+            );
           return EXIT_OK;
         })(),
       ),

@@ -28,11 +28,15 @@ export interface RunFlags {
 export function addRunOptions(program: Command): Command {
   return program
     .option('-p, --print <instruction>', 'run one instruction headless (no prompts), print the result and exit 0, 1 or 3')
-    .option('--project <name>', 'the project to work on (default: the profile\'s project)')
+    .option('--project <name>', "the project to work on (default: the profile's project)")
     .option('--agent <name>', 'the agent to run (a .lemniscate/agents/NAME.md file, or general / explore)')
-    .option('--model <ref>', 'the model, e.g. scripted:PATH (default: the project\'s configuration)')
-    .addOption(new Option('--output-format <format>', 'with -p: text (the summary), json (one object at the end) or stream-json (one event per line, live)').choices(['text', 'json', 'stream-json']).default('text'))
-    .option('--apply', 'apply the approved patch with `git apply --3way` (default inside a checkout of the project\'s repository)')
+    .option('--model <ref>', "the model, e.g. scripted:PATH (default: the project's configuration)")
+    .addOption(
+      new Option('--output-format <format>', 'with -p: text (the summary), json (one object at the end) or stream-json (one event per line, live)')
+        .choices(['text', 'json', 'stream-json'])
+        .default('text'),
+    )
+    .option('--apply', "apply the approved patch with `git apply --3way` (default inside a checkout of the project's repository)")
     .option('--no-apply', 'never apply the approved patch; it stays in the session (`lemni apply ID`)')
     .option('--include-uncommitted', 'upload your uncommitted changes (`git diff HEAD --binary` and untracked files) as the starting patch')
     .option('--fail-on-refusal', 'with -p: exit 3 when a proposed change was refused or reverted, even if the session completed')
@@ -50,7 +54,11 @@ export async function runRoot(ctx: CliContext, flags: RunFlags): Promise<number>
   const common = { project, agent: flags.agent, model: flags.model, apply: flags.apply, includeUncommitted: flags.includeUncommitted === true, cwd: ctx.cwd, developer };
   if (flags.print !== undefined) {
     if (flags.print.trim() === '') throw new CliError('The instruction given to -p is empty.', 'usage');
-    return runHeadless(api, { ...common, instruction: flags.print, outputFormat: flags.outputFormat, waitForApprovals: flags.waitForApprovals === true, failOnRefusal: flags.failOnRefusal === true }, ctx);
+    return runHeadless(
+      api,
+      { ...common, instruction: flags.print, outputFormat: flags.outputFormat, waitForApprovals: flags.waitForApprovals === true, failOnRefusal: flags.failOnRefusal === true },
+      ctx,
+    );
   }
   if (flags.failOnRefusal) {
     throw new CliError('--fail-on-refusal goes with -p; interactive mode asks you directly.', 'usage');

@@ -62,7 +62,13 @@ export function registerSessions(program: Command, ctx: CliContext, done: Done):
           const sessions = await client.listSessions({ projectId, status: opts.status, limit });
           if (opts.json) ctx.stdout(`${JSON.stringify(sessions)}\n`);
           else if (sessions.length === 0) ctx.stdout('No sessions.\n');
-          else ctx.stdout(table(['ID', 'STATUS', 'MODE', 'AGENT', 'ACTIONS', 'STARTED', 'INSTRUCTION'], sessions.map((s) => [s.id, statusOf(s), s.mode, s.agent, String(s.actionsUsed), s.startedAt.slice(0, 19).replace('T', ' '), shorten(s.instruction, 60)])));
+          else
+            ctx.stdout(
+              table(
+                ['ID', 'STATUS', 'MODE', 'AGENT', 'ACTIONS', 'STARTED', 'INSTRUCTION'],
+                sessions.map((s) => [s.id, statusOf(s), s.mode, s.agent, String(s.actionsUsed), s.startedAt.slice(0, 19).replace('T', ' '), shorten(s.instruction, 60)]),
+              ),
+            );
           return EXIT_OK;
         })(),
       ),
@@ -78,7 +84,9 @@ export function registerSessions(program: Command, ctx: CliContext, done: Done):
         (async () => {
           const { client } = connect(ctx, globalFlags(cmd.optsWithGlobals()));
           const r = await client.revokeSession(id, opts.reason);
-          ctx.stdout(`Session ${r.session.id} is ${statusOf(r.session)}: ${r.approvalsRejected} pending approval(s) rejected, ${r.sandboxDestroyed ? 'sandbox destroyed' : `sandbox not destroyed yet${r.sandboxNote ? ` (${r.sandboxNote})` : ''}`}.\n`);
+          ctx.stdout(
+            `Session ${r.session.id} is ${statusOf(r.session)}: ${r.approvalsRejected} pending approval(s) rejected, ${r.sandboxDestroyed ? 'sandbox destroyed' : `sandbox not destroyed yet${r.sandboxNote ? ` (${r.sandboxNote})` : ''}`}.\n`,
+          );
           return EXIT_OK;
         })(),
       ),
@@ -105,7 +113,10 @@ export function registerSessions(program: Command, ctx: CliContext, done: Done):
   session
     .command('follow <id>')
     .description('follow a session from its first event to its end, and exit as its run would: 0 completed, 1 failed, 3 stopped')
-    .addHelpText('after', '\nWith --output-format json (one object at the end) or stream-json (one event per line), as for `lemni -p`.\nFollowing changes nothing: Ctrl-C stops following, not the session (`lemni stop ID` stops it).\n\nExample:\n  $ lemni session follow 01JD3W7Q8Z --output-format json')
+    .addHelpText(
+      'after',
+      '\nWith --output-format json (one object at the end) or stream-json (one event per line), as for `lemni -p`.\nFollowing changes nothing: Ctrl-C stops following, not the session (`lemni stop ID` stops it).\n\nExample:\n  $ lemni session follow 01JD3W7Q8Z --output-format json',
+    )
     .action((id: string, _opts: unknown, cmd: Command) =>
       done(
         (async () => {

@@ -117,10 +117,7 @@ export function resolveConnection(flags: ConnectionFlags, env: Env, config: CliC
     profile = config.profiles[profileName];
     if (!profile) {
       const known = Object.keys(config.profiles);
-      throw new CliError(
-        `No profile named "${profileName}" in ${path}; ${known.length > 0 ? `known profiles: ${known.join(', ')}` : 'run `lemni login` to create one'}.`,
-        'config',
-      );
+      throw new CliError(`No profile named "${profileName}" in ${path}; ${known.length > 0 ? `known profiles: ${known.join(', ')}` : 'run `lemni login` to create one'}.`, 'config');
     }
   }
   const pick = (flag: string | undefined, envName: string, fromProfile: string | undefined): [string | undefined, string] => {

@@ -98,7 +98,10 @@ export async function* followSession(baseUrl: string, token: string | undefined,
         return push({ kind: 'error', error: new CliError(`The gateway at ${baseUrl} sent a live event that is not JSON.`, 'gateway_contract') });
       }
       if (!parsed.success) {
-        return push({ kind: 'error', error: new CliError(`The gateway at ${baseUrl} sent a live message of an unknown shape; the CLI and the gateway are probably different versions.`, 'gateway_contract') });
+        return push({
+          kind: 'error',
+          error: new CliError(`The gateway at ${baseUrl} sent a live message of an unknown shape; the CLI and the gateway are probably different versions.`, 'gateway_contract'),
+        });
       }
       const message = parsed.data;
       if (message.type === 'event') push({ kind: 'event', event: message.event });

@@ -60,7 +60,9 @@ function normaliseSource(source: string, base: string): string {
   if (isAbsolute(s) || s.startsWith('.')) {
     const abs = resolve(base, s);
     try {
-      return realpathSync(abs).replace(/\/\.git$/, '').replace(/\.git$/, '');
+      return realpathSync(abs)
+        .replace(/\/\.git$/, '')
+        .replace(/\.git$/, '');
     } catch {
       return abs.replace(/\/\.git$/, '').replace(/\.git$/, '');
     }
@@ -69,7 +71,10 @@ function normaliseSource(source: string, base: string): string {
   const scp = /^[^@/]+@([^:/]+):(.+)$/.exec(s);
   if (scp) s = `${scp[1]}/${scp[2]}`;
   s = s.replace(/^[a-z+]+:\/\//i, '').replace(/^[^@/]+@/, '');
-  return s.replace(/\.git\/?$/, '').replace(/\/+$/, '').toLowerCase();
+  return s
+    .replace(/\.git\/?$/, '')
+    .replace(/\/+$/, '')
+    .toLowerCase();
 }
 
 /**

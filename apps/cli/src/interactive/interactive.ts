@@ -157,7 +157,9 @@ async function followInteractive(api: SessionRunApi, sessionId: string, desk: Ap
             return;
           }
           if (typeof answer === 'object') {
-            await api.answerApproval(event.approvalId, 'approve', { response: answer.answer }).catch((e: unknown) => write(pc.red(`Could not answer question ${event.approvalId}: ${(e as Error).message}`)));
+            await api
+              .answerApproval(event.approvalId, 'approve', { response: answer.answer })
+              .catch((e: unknown) => write(pc.red(`Could not answer question ${event.approvalId}: ${(e as Error).message}`)));
             return;
           }
           const approve = answer === 'approve' || answer === 'approve_identical' || answer === 'grant';
@@ -217,7 +219,9 @@ export async function runInteractive(api: SessionRunApi, prompter: Prompter, opt
     gate.write(pc.dim(`Background ${mention.agent} session ${child.id} started; its work is shown here marked [${mention.agent}].\n`));
   };
 
-  io.stdout(pc.dim(`Project ${options.project.name}. Type an instruction. While it runs: @ starts a background subagent (@explore …, @general …), Ctrl-C stops the session. An empty line or Ctrl-D leaves.\n`));
+  io.stdout(
+    pc.dim(`Project ${options.project.name}. Type an instruction. While it runs: @ starts a background subagent (@explore …, @general …), Ctrl-C stops the session. An empty line or Ctrl-D leaves.\n`),
+  );
   for (;;) {
     await desk.idle();
     const abort = new AbortController();

@@ -46,7 +46,9 @@ export function describeEvent(event: SessionEvent, calls: Map<string, string>, s
   const who = agent && agent !== 'main' && event.type !== 'subagent_started' && event.type !== 'subagent_refused' && event.type !== 'subagent_finished' ? pc.dim(`[${agent}] `) : '';
   switch (event.type) {
     case 'session_started':
-      return pc.dim(`Session ${event.sessionId} started on ${event.project} (agent ${event.agent ?? 'default'}, model ${event.model}, base ${event.workingCopy.baseCommit.slice(0, 12)}${event.workingCopy.includesUncommitted ? ', with your uncommitted changes' : ''}).`);
+      return pc.dim(
+        `Session ${event.sessionId} started on ${event.project} (agent ${event.agent ?? 'default'}, model ${event.model}, base ${event.workingCopy.baseCommit.slice(0, 12)}${event.workingCopy.includesUncommitted ? ', with your uncommitted changes' : ''}).`,
+      );
     case 'instruction':
       return null;
     case 'tool_call_proposed':
@@ -62,7 +64,9 @@ export function describeEvent(event: SessionEvent, calls: Map<string, string>, s
       return null;
     case 'approval_answered':
       if (event.class === 'approval_refused_headless') return pc.yellow(`  refused: nobody can approve in a headless run (approval ${event.approvalId}).`);
-      return event.answer === 'approved' ? pc.green(`  approved${event.by.kind === 'user' ? ` by ${event.by.userId}` : ''}`) : pc.red(`  rejected${event.by.kind === 'user' ? ` by ${event.by.userId}` : ''}`);
+      return event.answer === 'approved'
+        ? pc.green(`  approved${event.by.kind === 'user' ? ` by ${event.by.userId}` : ''}`)
+        : pc.red(`  rejected${event.by.kind === 'user' ? ` by ${event.by.userId}` : ''}`);
     case 'tool_result': {
       const status = event.exitCode === 0 ? pc.green('ok') : event.exitCode === null ? pc.yellow('no exit code') : pc.red(`exit ${event.exitCode}`);
       const cls = event.class ? pc.red(` [${event.class}]`) : '';

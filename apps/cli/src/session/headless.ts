@@ -7,7 +7,6 @@ import { ResultCollector, type HeadlessResult } from './result';
 import type { DeveloperContext } from './developer-context';
 import type { SessionRunApi } from './session-api';
 
-
 /** What a person is asked to approve, in words (the event's `kind` is for machines). */
 const APPROVAL_WORDING: Record<'diff' | 'changes' | 'extension', string> = {
   diff: 'apply a diff',
@@ -55,16 +54,24 @@ function headlessMode(options: Pick<HeadlessOptions, 'waitForApprovals'>): Sessi
 }
 
 /** Builds the session request: the base commit is sent only when the gateway can find it. */
-export async function buildStartRequest(options: HeadlessOptions, checkout: Checkout | null, inProjectCheckout: boolean, io: Pick<HeadlessIo, 'stderr'>, mode: SessionMode): Promise<StartSessionRequest> {
+export async function buildStartRequest(
+  options: HeadlessOptions,
+  checkout: Checkout | null,
+  inProjectCheckout: boolean,
+  io: Pick<HeadlessIo, 'stderr'>,
+  mode: SessionMode,
+): Promise<StartSessionRequest> {
   const request: StartSessionRequest = { ...options.developer, projectId: options.project.id, instruction: options.instruction, mode, includedUncommitted: false };
   if (options.agent) request.agent = options.agent;
   if (options.model) request.model = options.model;
   if (options.includeUncommitted) {
-    if (!checkout) throw new CliError('--include-uncommitted needs to run inside a git checkout of the project\'s repository.', 'usage');
+    if (!checkout) throw new CliError("--include-uncommitted needs to run inside a git checkout of the project's repository.", 'usage');
     if (!checkout.head) throw new CliError(`The repository at ${checkout.root} has no commit yet; commit once before using --include-uncommitted.`, 'git');
     const uncommitted = await uncommittedPatch(checkout.root);
     if (uncommitted.excluded.length > 0) io.stderr(`Not uploaded (they look like secrets): ${uncommitted.excluded.join(', ')}.\n`);
-    io.stderr(uncommitted.files.length > 0 ? `Including ${uncommitted.files.length} uncommitted file(s) as the starting patch: ${uncommitted.files.join(', ')}.\n` : 'No uncommitted changes to include.\n');
+    io.stderr(
+      uncommitted.files.length > 0 ? `Including ${uncommitted.files.length} uncommitted file(s) as the starting patch: ${uncommitted.files.join(', ')}.\n` : 'No uncommitted changes to include.\n',
+    );
     request.includedUncommitted = uncommitted.patch !== '';
     if (uncommitted.patch !== '') request.startingPatch = uncommitted.patch;
   }
@@ -112,11 +119,17 @@ export async function runHeadless(api: SessionRunApi, options: HeadlessOptions, 
       if (options.outputFormat === 'stream-json') io.stdout(`${JSON.stringify(raw)}\n`);
       const event = collector.add(raw);
       if (event?.type === 'approval_requested' && options.waitForApprovals && event.kind === 'question') {
-        io.stderr(`Waiting for a person: ${event.agent} asks "${event.subject}"${event.options?.length ? ` (${event.options.join(' / ')})` : ''}; answer it in the console or with \`lemni approvals approve ${event.approvalId} --answer TEXT\`, or decline it with \`lemni approvals reject ${event.approvalId}\`${waitBound(event.expiresAt)}.\n`);
+        io.stderr(
+          `Waiting for a person: ${event.agent} asks "${event.subject}"${event.options?.length ? ` (${event.options.join(' / ')})` : ''}; answer it in the console or with \`lemni approvals approve ${event.approvalId} --answer TEXT\`, or decline it with \`lemni approvals reject ${event.approvalId}\`${waitBound(event.expiresAt)}.\n`,
+        );
       } else if (event?.type === 'approval_requested' && options.waitForApprovals && event.kind !== 'question') {
-        io.stderr(`Waiting for a person: ${event.agent} asks to ${event.kind === 'command' ? `run \`${event.subject}\`` : APPROVAL_WORDING[event.kind]}; approve or reject it in the console or with \`lemni approvals approve|reject ${event.approvalId}\`${waitBound(event.expiresAt)}.\n`);
+        io.stderr(
+          `Waiting for a person: ${event.agent} asks to ${event.kind === 'command' ? `run \`${event.subject}\`` : APPROVAL_WORDING[event.kind]}; approve or reject it in the console or with \`lemni approvals approve|reject ${event.approvalId}\`${waitBound(event.expiresAt)}.\n`,
+        );
       } else if (event?.type === 'approval_requested') {
-        io.stderr(`Refused: ${event.agent} needs a person to approve ${event.kind === 'command' ? `\`${event.subject}\`` : APPROVAL_OBJECT[event.kind]}, and nobody can approve in a headless run; the gateway records the refusal and the run goes on.\n`);
+        io.stderr(
+          `Refused: ${event.agent} needs a person to approve ${event.kind === 'command' ? `\`${event.subject}\`` : APPROVAL_OBJECT[event.kind]}, and nobody can approve in a headless run; the gateway records the refusal and the run goes on.\n`,
+        );
       } else if (event && options.outputFormat !== 'stream-json') {
         const line = describeEvent(event, calls, subagents);
         if (line !== null) io.stderr(`${line}\n`);
@@ -203,7 +216,8 @@ export function textResult(result: HeadlessResult): string {
   const lines: string[] = [];
   if (result.status === 'stopped') lines.push(`Stopped: ${stopSentence(result.stop_reason)}`);
   if (result.status === 'failed') lines.push(failureSentence(result.classes));
-  if (result.exit_code === 3 && result.status === 'completed') lines.push(`Exit 3 (--fail-on-refusal): ${result.refused_changes.length} proposed change(s) refused, ${result.reverted_changes.length} reverted.`);
+  if (result.exit_code === 3 && result.status === 'completed')
+    lines.push(`Exit 3 (--fail-on-refusal): ${result.refused_changes.length} proposed change(s) refused, ${result.reverted_changes.length} reverted.`);
   if (result.summary) lines.push(result.summary);
   if (lines.length === 0) lines.push('Done.');
   return `${lines.join('\n')}\n`;

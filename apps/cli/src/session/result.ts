@@ -126,7 +126,13 @@ export class ResultCollector {
         const call = this.calls.get(event.callId);
         if (call) call.decision = { effect: event.effect, rule: event.rule, reason: event.reason, third_party: event.thirdParty, class: event.class ?? null };
         if (call && event.effect === 'deny' && WRITING_TOOLS.has(call.name)) {
-          this.refusedChanges.push({ approval_id: null, call_id: call.call_id, kind: 'diff', subject: typeof call.arguments.path === 'string' ? call.arguments.path : '', class: event.class ?? 'policy_denied' });
+          this.refusedChanges.push({
+            approval_id: null,
+            call_id: call.call_id,
+            kind: 'diff',
+            subject: typeof call.arguments.path === 'string' ? call.arguments.path : '',
+            class: event.class ?? 'policy_denied',
+          });
         }
         break;
       }

@@ -16,7 +16,14 @@ export function started(baseCommit = 'a'.repeat(40)): Record<string, unknown> {
 export function bashCall(callId: string, command: string, effect: 'allow' | 'ask' | 'deny' = 'allow'): Record<string, unknown>[] {
   return [
     { type: 'tool_call_proposed', callId, agent: 'general', name: 'Bash', arguments: { command } },
-    { type: 'decision', callId, effect, rule: effect === 'allow' ? 'commands.free[0]' : effect === 'ask' ? 'commands.default' : 'commands.forbidden[0]', reason: `${command} is ${effect}`, thirdParty: false },
+    {
+      type: 'decision',
+      callId,
+      effect,
+      rule: effect === 'allow' ? 'commands.free[0]' : effect === 'ask' ? 'commands.default' : 'commands.forbidden[0]',
+      reason: `${command} is ${effect}`,
+      thirdParty: false,
+    },
   ];
 }
 

@@ -309,11 +309,24 @@ export class FakeGateway {
     }
     if (route === 'POST /auth/tokens') {
       if (req.headers.cookie !== 'lemni_session=cookie-1' || req.headers['x-csrf-token'] !== 'csrf-1') return this.error(res, 401, 'unauthenticated', 'You need to sign in.');
-      return this.send(res, 201, { id: 't1', name: (body as { name: string }).name, prefix: 'lmn_good', expiresAt: '2027-02-27T00:00:00.000Z', revokedAt: null, lastUsedAt: null, createdAt: now(), token: GOOD_TOKEN });
+      return this.send(res, 201, {
+        id: 't1',
+        name: (body as { name: string }).name,
+        prefix: 'lmn_good',
+        expiresAt: '2027-02-27T00:00:00.000Z',
+        revokedAt: null,
+        lastUsedAt: null,
+        createdAt: now(),
+        token: GOOD_TOKEN,
+      });
     }
     if (req.headers.authorization !== `Bearer ${GOOD_TOKEN}`) return this.error(res, 401, 'unauthenticated', 'The API token is unknown, expired or revoked.');
     if (route === 'GET /auth/me') {
-      return this.send(res, 200, { user: { id: 'u1', email: 'dev@example.org', displayName: 'Dev', role: 'developer', projectIds: ['p1'], disabledAt: null, revokedAt: null, createdAt: now() }, csrfToken: null, via: 'token' });
+      return this.send(res, 200, {
+        user: { id: 'u1', email: 'dev@example.org', displayName: 'Dev', role: 'developer', projectIds: ['p1'], disabledAt: null, revokedAt: null, createdAt: now() },
+        csrfToken: null,
+        via: 'token',
+      });
     }
     if (route === 'GET /projects') return this.send(res, 200, this.projects);
     let m = /^\/projects\/([^/]+)\/policy\/dry-run$/.exec(path);
@@ -326,7 +339,14 @@ export class FakeGateway {
       // Checked against GatewayRoutes above; parsed again here for the defaults the gateway applies.
       const b = CreateSessionRequest.parse(body);
       this.sessionId = `s${this.nextId++}`;
-      const s = sessionView(this.sessionId, { instruction: b.instruction, agent: b.agent, mode: b.mode, headless: b.mode === 'headless', includedUncommitted: b.includedUncommitted, baseCommit: b.baseCommit ?? null });
+      const s = sessionView(this.sessionId, {
+        instruction: b.instruction,
+        agent: b.agent,
+        mode: b.mode,
+        headless: b.mode === 'headless',
+        includedUncommitted: b.includedUncommitted,
+        baseCommit: b.baseCommit ?? null,
+      });
       this.sessions.set(s.id, s);
       this.playing = false;
       this.gateReached = new Promise((resolve) => (this.signalGateReached = resolve));
@@ -344,7 +364,20 @@ export class FakeGateway {
     if (m) {
       const s = this.sessions.get(m[1] as string);
       if (!s) return this.error(res, 404, 'not_found', `There is no session ${m[1]}.`);
-      if (m[2] === '/tool-calls') return this.send(res, 200, [{ id: 'c1', sessionId: s.id, seq: 1, name: 'Bash', arguments: { command: 'npm test' }, decision: { effect: 'allow', rule: 'commands.free[0]', reason: 'free' }, result: null, agent: 'general', createdAt: now() }]);
+      if (m[2] === '/tool-calls')
+        return this.send(res, 200, [
+          {
+            id: 'c1',
+            sessionId: s.id,
+            seq: 1,
+            name: 'Bash',
+            arguments: { command: 'npm test' },
+            decision: { effect: 'allow', rule: 'commands.free[0]', reason: 'free' },
+            result: null,
+            agent: 'general',
+            createdAt: now(),
+          },
+        ]);
       if (m[2] === '/stop' || m[2] === '/revoke') {
         const reason = m[2] === '/stop' ? 'stopped' : 'revoked';
         if (reason === 'stopped') this.onStop();

@@ -61,9 +61,7 @@ test('a developer approves a diff in the console and the patch carries the chang
   await page.keyboard.press('a');
   await expect(item).toHaveCount(0);
 
-  await expect
-    .poll(async () => ((await (await request.get(`/api/v1/sessions/${session.id}`)).json()) as { status: string }).status, { timeout: 60_000 })
-    .toBe('completed');
+  await expect.poll(async () => ((await (await request.get(`/api/v1/sessions/${session.id}`)).json()) as { status: string }).status, { timeout: 60_000 }).toBe('completed');
   const done = (await (await request.get(`/api/v1/sessions/${session.id}`)).json()) as { finalPatch: string };
   expect(done.finalPatch).toContain('return total / values.length;');
   await page.goto(`/sessions/${session.id}`);
@@ -77,7 +75,10 @@ test("a developer answers the agent's question in the console and the session go
   const { request, csrf } = await apiAs(page);
   const script = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'lemni-e2e-')), 'question.json');
   const question = `Round the average to two decimals? (${marker})`;
-  fs.writeFileSync(script, JSON.stringify({ turns: [{ tool_calls: [{ name: 'Question', arguments: { question, options: ['yes, two decimals', 'no, keep it exact'] } }] }, { text: 'Kept it exact, as asked.' }] }));
+  fs.writeFileSync(
+    script,
+    JSON.stringify({ turns: [{ tool_calls: [{ name: 'Question', arguments: { question, options: ['yes, two decimals', 'no, keep it exact'] } }] }, { text: 'Kept it exact, as asked.' }] }),
+  );
   const created = await request.post('/api/v1/sessions', {
     headers: { 'x-csrf-token': csrf },
     data: { projectId, instruction: `Tidy the average (${marker}).`, model: `scripted:${script}`, headless: true, waitForApprovals: true },
@@ -94,9 +95,7 @@ test("a developer answers the agent's question in the console and the session go
   await page.getByRole('button', { name: 'Answer' }).click();
   await expect(item).toHaveCount(0);
 
-  await expect
-    .poll(async () => ((await (await request.get(`/api/v1/sessions/${session.id}`)).json()) as { status: string }).status, { timeout: 60_000 })
-    .toBe('completed');
+  await expect.poll(async () => ((await (await request.get(`/api/v1/sessions/${session.id}`)).json()) as { status: string }).status, { timeout: 60_000 }).toBe('completed');
   const approvals = (await (await request.get(`/api/v1/approvals?sessionId=${session.id}`)).json()) as { kind: string; state: string; response: string | null }[];
   expect(approvals.map((a) => [a.kind, a.state, a.response])).toEqual([['question', 'approved', 'no, keep it exact']]);
   const calls = (await (await request.get(`/api/v1/sessions/${session.id}/tool-calls`)).json()) as { name: string; result: { summary: string } }[];
@@ -106,7 +105,24 @@ test("a developer answers the agent's question in the console and the session go
 test('an administrator revokes a running session and the CLI exits 3 within a second', async ({ page }) => {
   const script = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'lemni-e2e-')), 'sleep.json');
   fs.writeFileSync(script, JSON.stringify({ turns: [{ tool_calls: [{ name: 'Bash', arguments: { command: 'sleep 120' } }] }, { text: 'slept' }] }));
-  const cli = spawn('node', [path.join(ROOT, 'apps/cli/bin/lemni.js'), '-p', `sleep for a while (${marker})`, '--project', 'demo', '--profile', 'developer', '--model', `scripted:${script}`, '--output-format', 'json', '--no-apply'], { cwd: ROOT });
+  const cli = spawn(
+    'node',
+    [
+      path.join(ROOT, 'apps/cli/bin/lemni.js'),
+      '-p',
+      `sleep for a while (${marker})`,
+      '--project',
+      'demo',
+      '--profile',
+      'developer',
+      '--model',
+      `scripted:${script}`,
+      '--output-format',
+      'json',
+      '--no-apply',
+    ],
+    { cwd: ROOT },
+  );
   let stdout = '';
   cli.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   const exited = new Promise<{ code: number | null; at: number }>((resolve) => cli.on('exit', (code) => resolve({ code, at: Date.now() })));
@@ -139,7 +155,11 @@ test('a security officer filters the audit log, sees it verified and exports it'
   await shot(page, 'audit-security');
   const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export JSONL' }).click()]);
   const file = await download.path();
-  const lines = fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { hash: string; prevHash: string });
+  const lines = fs
+    .readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { hash: string; prevHash: string });
   expect(lines.length).toBeGreaterThan(0);
   expect(lines.every((l) => typeof l.hash === 'string' && typeof l.prevHash === 'string')).toBe(true);
   const [csv] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export CSV' }).click()]);
@@ -163,7 +183,12 @@ test('a developer reads the policy but is offered no editor, and the API refuses
 
 test('screenshots of the remaining pages', async ({ page }) => {
   await signIn(page, 'admin');
-  for (const [name, link] of [['sessions', 'Sessions'], ['users', 'Users'], ['audit-admin', 'Audit'], ['dashboard', 'Dashboard']] as const) {
+  for (const [name, link] of [
+    ['sessions', 'Sessions'],
+    ['users', 'Users'],
+    ['audit-admin', 'Audit'],
+    ['dashboard', 'Dashboard'],
+  ] as const) {
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: link }).click();
     await expect(page.getByRole('heading', { level: 1 })).toBeVisible();
     await expect(page.getByRole('status').filter({ hasText: /^Loading/ })).toHaveCount(0);

@@ -80,9 +80,12 @@ export class ApiClient {
   /** Sends a request and validates the response against the contract's schema. */
   async json<S extends z.ZodType>(schema: S, path: string, opts: RequestOptions = {}): Promise<z.output<S>> {
     const res = await this.send(path, opts, 'application/json');
-    const body: unknown = res.status === 204 ? null : await res.json().catch(() => {
-      throw new ApiError({ code: 'invalid_response', status: res.status, message: 'The gateway answered with something that is not JSON.', requestId: res.headers.get('x-request-id') });
-    });
+    const body: unknown =
+      res.status === 204
+        ? null
+        : await res.json().catch(() => {
+            throw new ApiError({ code: 'invalid_response', status: res.status, message: 'The gateway answered with something that is not JSON.', requestId: res.headers.get('x-request-id') });
+          });
     const parsed = schema.safeParse(body);
     if (!parsed.success) {
       throw new ApiError({

@@ -31,7 +31,8 @@ export function describeEvent(e: GatewayEvent): Described {
     case 'approval_answered':
       // Only a question's answer carries words; a declined question reads as a rejection here and
       // is told in words by the `question` event that follows.
-      if (typeof f.response === 'string') return { title: `Question answered: ${oneLine(f.response)}`, detail: f.response.includes('\n') || f.response.length > 120 ? f.response : undefined, tone: 'good' };
+      if (typeof f.response === 'string')
+        return { title: `Question answered: ${oneLine(f.response)}`, detail: f.response.includes('\n') || f.response.length > 120 ? f.response : undefined, tone: 'good' };
       // Who closed it, in words: a headless run refuses what needs a person; an unanswered one expires.
       if (f.class === 'approval_refused_headless') return { title: 'Approval refused: nobody can approve in a headless run', tone: 'bad' };
       if (f.class === 'approval_expired') return { title: 'Approval expired: nobody answered in time', detail: by(f.by), tone: 'bad' };
@@ -39,7 +40,11 @@ export function describeEvent(e: GatewayEvent): Described {
     case 'question':
       return describeQuestion(f);
     case 'tool_result':
-      return { title: `Result: exit ${f.exitCode === null ? '—' : str(f.exitCode)}`, detail: `${f.durationMs ? `${str(f.durationMs)} ms` : ''}${f.truncated ? ', output truncated' : ''}`, tone: f.exitCode === 0 ? 'good' : 'bad' };
+      return {
+        title: `Result: exit ${f.exitCode === null ? '—' : str(f.exitCode)}`,
+        detail: `${f.durationMs ? `${str(f.durationMs)} ms` : ''}${f.truncated ? ', output truncated' : ''}`,
+        tone: f.exitCode === 0 ? 'good' : 'bad',
+      };
     case 'changes_detected':
       return { title: 'Changes detected', detail: Array.isArray(f.files) ? f.files.map((x) => str((x as { path?: unknown }).path)).join(', ') : '', tone: 'warn' };
     case 'change_reverted':

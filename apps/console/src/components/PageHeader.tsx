@@ -8,7 +8,19 @@ export function LiveStatus({ live, on, off }: { live: boolean; on: string; off: 
 }
 
 /** A labelled choice beside a page's heading: a filter, a period, a project. */
-export function InlineSelect<V extends string | number>({ id, label, value, options, onChange }: { id: string; label: string; value: V; options: readonly (readonly [V, string])[]; onChange: (value: V) => void }) {
+export function InlineSelect<V extends string | number>({
+  id,
+  label,
+  value,
+  options,
+  onChange,
+}: {
+  id: string;
+  label: string;
+  value: V;
+  options: readonly (readonly [V, string])[];
+  onChange: (value: V) => void;
+}) {
   return (
     <div className="field inline">
       <label htmlFor={id}>{label}</label>

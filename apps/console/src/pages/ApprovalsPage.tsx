@@ -31,7 +31,11 @@ export function ApprovalsPage() {
     [qc],
   );
   const refetch = useCallback(() => void qc.invalidateQueries({ queryKey: ['approvals'] }), [qc]);
-  const live = useLiveEvents(me.user.projectIds.map((projectId) => ({ projectId })), onEvent, { onSubscribed: refetch });
+  const live = useLiveEvents(
+    me.user.projectIds.map((projectId) => ({ projectId })),
+    onEvent,
+    { onSubscribed: refetch },
+  );
 
   // A refusal belongs to the request it answered, not to the next one opened.
   const { reset, isPending } = answer;

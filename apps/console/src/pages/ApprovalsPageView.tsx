@@ -88,9 +88,8 @@ export function ApprovalsPageView(props: ApprovalsPageViewProps) {
         <LiveStatus live={live} on="Live: new requests appear here" off="Not live: reload to see new requests" />
       </div>
       <p className="muted small shortcuts" id="shortcuts">
-        Keyboard: <kbd>j</kbd> / <kbd>k</kbd> next and previous, <kbd>a</kbd> approve, <kbd>r</kbd> reject, <kbd>i</kbd> approve a command and its identical repeats
-        (when the policy offers it). For a question, <kbd>a</kbd> moves to the answer (it never
-        sends one) and <kbd>Esc</kbd> or <kbd>r</kbd> declines; <kbd>Esc</kbd> in an answer you have started only leaves it.
+        Keyboard: <kbd>j</kbd> / <kbd>k</kbd> next and previous, <kbd>a</kbd> approve, <kbd>r</kbd> reject, <kbd>i</kbd> approve a command and its identical repeats (when the policy offers it). For a
+        question, <kbd>a</kbd> moves to the answer (it never sends one) and <kbd>Esc</kbd> or <kbd>r</kbd> declines; <kbd>Esc</kbd> in an answer you have started only leaves it.
       </p>
       <Query state={approvals} what="the approvals">
         {(list) => <Inbox {...props} list={list} />}
@@ -133,7 +132,12 @@ function Inbox({ list, selectedId, onSelect, onAnswer, busyId, answerError: erro
       <ul className="inbox-list" aria-label="Pending approvals" aria-describedby="shortcuts">
         {pending.map((a) => (
           <li key={a.id}>
-            <button type="button" className={`inbox-item${a.id === selected?.id ? ' selected' : ''}${isThirdParty(a) ? ' third-party' : ''}`} aria-current={a.id === selected?.id ? 'true' : undefined} onClick={() => onSelect(a.id)}>
+            <button
+              type="button"
+              className={`inbox-item${a.id === selected?.id ? ' selected' : ''}${isThirdParty(a) ? ' third-party' : ''}`}
+              aria-current={a.id === selected?.id ? 'true' : undefined}
+              onClick={() => onSelect(a.id)}
+            >
               <span className="inbox-kind">
                 {KIND_LABEL[a.kind]}
                 {isThirdParty(a) && <span className="badge danger">third-party</span>}
@@ -156,8 +160,8 @@ function Inbox({ list, selectedId, onSelect, onAnswer, busyId, answerError: erro
           </header>
           {isThirdParty(selected) && (
             <div className="third-party-banner" role="note">
-              <strong>Third-party files.</strong> CI configuration, build scripts, hooks, manifests and lock files are run or trusted by other tools and
-              people. This is a separate approval: read every line.
+              <strong>Third-party files.</strong> CI configuration, build scripts, hooks, manifests and lock files are run or trusted by other tools and people. This is a separate approval: read every
+              line.
               <ul>
                 {selected.flags.thirdParty.map((t) => (
                   <li key={t.path}>
@@ -197,12 +201,7 @@ function Inbox({ list, selectedId, onSelect, onAnswer, busyId, answerError: erro
                   Reject <kbd aria-hidden="true">r</kbd>
                 </button>
                 {offersIdentical(selected) && (
-                  <button
-                    type="button"
-                    disabled={busyId !== null}
-                    aria-describedby={`${selected.id}-identical`}
-                    onClick={() => onAnswer(selected.id, 'approve', { rememberCommand: true })}
-                  >
+                  <button type="button" disabled={busyId !== null} aria-describedby={`${selected.id}-identical`} onClick={() => onAnswer(selected.id, 'approve', { rememberCommand: true })}>
                     Approve, and identical commands too <kbd aria-hidden="true">i</kbd>
                   </button>
                 )}
@@ -330,7 +329,11 @@ function ApprovalSubject({ approval }: { approval: ApprovalView }) {
   if ('diff' in p) return <DiffViewer patch={p.diff} thirdParty={approval.flags.thirdParty} />;
   return (
     <p>
-      The session reached a limit and asks for <strong>{p.amount} more {p.extension}</strong>.
+      The session reached a limit and asks for{' '}
+      <strong>
+        {p.amount} more {p.extension}
+      </strong>
+      .
     </p>
   );
 }

@@ -77,7 +77,13 @@ function PoliciesForProjects({ projects }: { projects: { id: string; name: strin
     },
   });
   const dry = useMutation({ mutationFn: (sessions: number) => dryRunPolicy(projectId, { sourceText: draft ?? '', sessions }) });
-  const dryState: QueryState<DryRunResponse> | null = dry.isPending ? { status: 'loading' } : dry.isError ? { status: 'error', error: dry.error } : dry.data ? { status: 'ready', data: dry.data } : null;
+  const dryState: QueryState<DryRunResponse> | null = dry.isPending
+    ? { status: 'loading' }
+    : dry.isError
+      ? { status: 'error', error: dry.error }
+      : dry.data
+        ? { status: 'ready', data: dry.data }
+        : null;
 
   const onLoadVersion = useCallback(
     async (version: number) => {

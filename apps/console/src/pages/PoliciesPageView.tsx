@@ -63,12 +63,26 @@ export function PoliciesPageView(p: PoliciesPageViewProps) {
       </div>
       <div className="tabs" role="tablist" aria-label="Policy">
         {tabs.map(([key, label]) => (
-          <button key={key} type="button" role="tab" id={`tab-${key}`} aria-selected={p.tab === key} aria-controls={`panel-${key}`} tabIndex={p.tab === key ? 0 : -1} onClick={() => p.onTabChange(key)} onKeyDown={(e) => onTabKey(e, tabs, p)}>
+          <button
+            key={key}
+            type="button"
+            role="tab"
+            id={`tab-${key}`}
+            aria-selected={p.tab === key}
+            aria-controls={`panel-${key}`}
+            tabIndex={p.tab === key ? 0 : -1}
+            onClick={() => p.onTabChange(key)}
+            onKeyDown={(e) => onTabKey(e, tabs, p)}
+          >
             {label}
           </button>
         ))}
       </div>
-      {p.canPublish && p.dryRunUnavailable && p.tab === 'edit' && <p className="muted small">This gateway does not offer dry runs of a draft policy yet; check a draft with the version history after publishing, or with <code>lemni policy explain</code>.</p>}
+      {p.canPublish && p.dryRunUnavailable && p.tab === 'edit' && (
+        <p className="muted small">
+          This gateway does not offer dry runs of a draft policy yet; check a draft with the version history after publishing, or with <code>lemni policy explain</code>.
+        </p>
+      )}
       <div role="tabpanel" id={`panel-${p.tab}`} aria-labelledby={`tab-${p.tab}`}>
         {p.tab === 'edit' && (p.canPublish ? <EditTab {...p} /> : <ReadOnlyTab draft={p.draft} />)}
         {p.tab === 'history' && <HistoryTab {...p} />}
@@ -154,7 +168,11 @@ function PolicyForm({ text, fields, onChange }: { text: string; fields: FieldSpe
         const key = f.path.join('.');
         const id = `f-${key.replace(/\./g, '-')}`;
         const value = values[key];
-        const help = f.description ? <p id={`${id}-help`} className="help">{f.description}</p> : null;
+        const help = f.description ? (
+          <p id={`${id}-help`} className="help">
+            {f.description}
+          </p>
+        ) : null;
         const describedBy = f.description ? `${id}-help` : undefined;
         switch (f.kind) {
           case 'enum':
@@ -231,7 +249,10 @@ function LinesField({ id, label, value, onCommit, describedBy, help }: { id: str
         value={text}
         onChange={(e) => setText(e.target.value)}
         onBlur={() => {
-          const next = text.split('\n').map((l) => l.trim()).filter(Boolean);
+          const next = text
+            .split('\n')
+            .map((l) => l.trim())
+            .filter(Boolean);
           if (next.join('\n') !== value.join('\n')) onCommit(next);
         }}
         aria-describedby={describedBy}
@@ -251,7 +272,10 @@ function ReadOnlyTab({ draft }: { draft: string }) {
   );
 }
 
-function versionColumns(current: number, { canPublish, onLoadVersion, onRollback, rollingBack }: Pick<PoliciesPageViewProps, 'canPublish' | 'onLoadVersion' | 'onRollback' | 'rollingBack'>): Column<PolicyVersionSummary>[] {
+function versionColumns(
+  current: number,
+  { canPublish, onLoadVersion, onRollback, rollingBack }: Pick<PoliciesPageViewProps, 'canPublish' | 'onLoadVersion' | 'onRollback' | 'rollingBack'>,
+): Column<PolicyVersionSummary>[] {
   return [
     {
       header: 'Version',
@@ -346,7 +370,13 @@ function HistoryTab({ versions, compare, onCompare, diff, onLoadVersion, onRollb
                 <p className="muted">Pick two different versions.</p>
               ) : diff ? (
                 <Query state={diff} what="the difference">
-                  {(d) => (d.patch.trim() ? <DiffViewer patch={d.patch} initialMode="split" label={`Policy v${d.from} to v${d.to}`} language="yaml" oneDocument /> : <p className="muted">These versions are identical.</p>)}
+                  {(d) =>
+                    d.patch.trim() ? (
+                      <DiffViewer patch={d.patch} initialMode="split" label={`Policy v${d.from} to v${d.to}`} language="yaml" oneDocument />
+                    ) : (
+                      <p className="muted">These versions are identical.</p>
+                    )
+                  }
                 </Query>
               ) : null}
             </section>
@@ -385,11 +415,10 @@ function DryRunTab({ dryRun, diagnose, draft }: { dryRun: NonNullable<PoliciesPa
           {(r) => (
             <div className="stack">
               <p>
-                {r.toolCallsReplayed} tool calls from {r.sessionsReplayed} sessions replayed: <strong>{r.changes.length === 0 ? 'no decision would change.' : `${r.changes.length} decisions would change.`}</strong>
+                {r.toolCallsReplayed} tool calls from {r.sessionsReplayed} sessions replayed:{' '}
+                <strong>{r.changes.length === 0 ? 'no decision would change.' : `${r.changes.length} decisions would change.`}</strong>
               </p>
-              {r.changes.length > 0 && (
-                <DataTable caption="Decisions that would change" columns={CHANGE_COLUMNS} rows={r.changes} rowKey={(c) => c.toolCallId} />
-              )}
+              {r.changes.length > 0 && <DataTable caption="Decisions that would change" columns={CHANGE_COLUMNS} rows={r.changes} rowKey={(c) => c.toolCallId} />}
             </div>
           )}
         </Query>

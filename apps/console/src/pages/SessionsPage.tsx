@@ -20,7 +20,11 @@ export function SessionsPage() {
     [qc],
   );
   const refetch = useCallback(() => void qc.invalidateQueries({ queryKey: ['sessions'] }), [qc]);
-  const live = useLiveEvents(me.user.projectIds.map((projectId) => ({ projectId })), onEvent, { onSubscribed: refetch });
+  const live = useLiveEvents(
+    me.user.projectIds.map((projectId) => ({ projectId })),
+    onEvent,
+    { onSubscribed: refetch },
+  );
   return (
     <SessionsPageView
       sessions={fromQuery(sessions)}

@@ -50,7 +50,9 @@ export function SessionsPageView({ sessions, status, onStatusChange, live, rende
       <Query state={sessions} what="the sessions">
         {(list) =>
           list.length === 0 ? (
-            <Empty>No session matches. Start one with <code>lemni -p "…"</code>.</Empty>
+            <Empty>
+              No session matches. Start one with <code>lemni -p "…"</code>.
+            </Empty>
           ) : (
             <div className="card flush">
               <DataTable caption="Sessions" columns={columns(renderSessionLink)} rows={list} rowKey={(s) => s.id} />

@@ -43,7 +43,16 @@ export function SignInPageView({ onSubmit, pending, error }: SignInPageViewProps
         <p className="muted">Agents run in sandboxes; nothing is kept without a person saying yes.</p>
         <div className="field">
           <label htmlFor="email">E-mail</label>
-          <input id="email" type="email" autoComplete="username" value={email} onChange={(e) => setEmail(e.target.value)} aria-invalid={!!problems.email} aria-describedby={problems.email ? 'email-error' : undefined} autoFocus />
+          <input
+            id="email"
+            type="email"
+            autoComplete="username"
+            value={email}
+            onChange={(e) => setEmail(e.target.value)}
+            aria-invalid={!!problems.email}
+            aria-describedby={problems.email ? 'email-error' : undefined}
+            autoFocus
+          />
           {problems.email && (
             <p id="email-error" className="field-error">
               {problems.email}
@@ -52,7 +61,15 @@ export function SignInPageView({ onSubmit, pending, error }: SignInPageViewProps
         </div>
         <div className="field">
           <label htmlFor="password">Password</label>
-          <input id="password" type="password" autoComplete="current-password" value={password} onChange={(e) => setPassword(e.target.value)} aria-invalid={!!problems.password} aria-describedby={problems.password ? 'password-error' : undefined} />
+          <input
+            id="password"
+            type="password"
+            autoComplete="current-password"
+            value={password}
+            onChange={(e) => setPassword(e.target.value)}
+            aria-invalid={!!problems.password}
+            aria-describedby={problems.password ? 'password-error' : undefined}
+          />
           {problems.password && (
             <p id="password-error" className="field-error">
               {problems.password}

@@ -144,9 +144,7 @@ function UserDetail({ user, projects, myUserId, myTokens, onRevokeUser, onSetMem
         <p className="muted">Revoked on {new Date(user.revokedAt).toLocaleString()}.</p>
       ) : confirm ? (
         <div className="confirm" role="group" aria-label="Confirm revocation">
-          <p>
-            This signs {user.displayName} out everywhere, revokes every token and stops every running session within a second. It is recorded in the audit log.
-          </p>
+          <p>This signs {user.displayName} out everywhere, revokes every token and stops every running session within a second. It is recorded in the audit log.</p>
           <div className="actions">
             <button type="button" className="ghost" onClick={() => setConfirm(false)}>
               Cancel
@@ -171,7 +169,15 @@ function NewUser({ projects, onCreateUser, creating }: UsersPageViewProps) {
   const field = (name: 'email' | 'displayName' | 'password', label: string, type = 'text', autoComplete = 'off') => (
     <div className="field">
       <label htmlFor={`nu-${name}`}>{label}</label>
-      <input id={`nu-${name}`} type={type} autoComplete={autoComplete} value={form[name]} onChange={(e) => setForm({ ...form, [name]: e.target.value })} aria-invalid={!!problems[name]} aria-describedby={problems[name] ? `nu-${name}-err` : undefined} />
+      <input
+        id={`nu-${name}`}
+        type={type}
+        autoComplete={autoComplete}
+        value={form[name]}
+        onChange={(e) => setForm({ ...form, [name]: e.target.value })}
+        aria-invalid={!!problems[name]}
+        aria-describedby={problems[name] ? `nu-${name}-err` : undefined}
+      />
       {problems[name] && (
         <p className="field-error" id={`nu-${name}-err`}>
           {problems[name]}
@@ -190,7 +196,8 @@ function NewUser({ projects, onCreateUser, creating }: UsersPageViewProps) {
           const parsed = CreateUserRequest.safeParse(form);
           if (!parsed.success) {
             const next: Record<string, string> = {};
-            for (const i of parsed.error.issues) next[String(i.path[0])] ??= i.message.startsWith('must') ? `This ${String(i.path[0]) === 'displayName' ? 'name' : String(i.path[0])} ${i.message}.` : i.message;
+            for (const i of parsed.error.issues)
+              next[String(i.path[0])] ??= i.message.startsWith('must') ? `This ${String(i.path[0]) === 'displayName' ? 'name' : String(i.path[0])} ${i.message}.` : i.message;
             setProblems(next);
             return;
           }
@@ -216,7 +223,11 @@ function NewUser({ projects, onCreateUser, creating }: UsersPageViewProps) {
           <div className="checks">
             {projects.map((pr) => (
               <label key={pr.id} className="checkbox">
-                <input type="checkbox" checked={form.projectIds.includes(pr.id)} onChange={(e) => setForm({ ...form, projectIds: e.target.checked ? [...form.projectIds, pr.id] : form.projectIds.filter((x) => x !== pr.id) })} />
+                <input
+                  type="checkbox"
+                  checked={form.projectIds.includes(pr.id)}
+                  onChange={(e) => setForm({ ...form, projectIds: e.target.checked ? [...form.projectIds, pr.id] : form.projectIds.filter((x) => x !== pr.id) })}
+                />
                 {pr.name}
               </label>
             ))}

@@ -1,12 +1,4 @@
-import {
-  Limits,
-  tooLargeMessage,
-  type ApplyDiffResponse,
-  type ListFilesResponse,
-  type ProposedChange,
-  type ReadFileResponse,
-  type SearchFilesResponse,
-} from '@lemniscate/contracts';
+import { Limits, tooLargeMessage, type ApplyDiffResponse, type ListFilesResponse, type ProposedChange, type ReadFileResponse, type SearchFilesResponse } from '@lemniscate/contracts';
 import { applyPatch, parsePatch } from 'diff';
 import * as fs from 'node:fs';
 import * as vm from 'node:vm';
@@ -267,12 +259,16 @@ export class FileOperations {
       const current = existing ? existing.content.toString('utf8') : '';
       const next = applyPatch(current, p, { fuzzFactor: 0 });
       if (next === false) throw new ExecHostError('patch_does_not_apply', `The diff no longer applies to ${displayPath(rel)}: the file changed since it was proposed.`);
-      if (Buffer.byteLength(next) > FILE_LIMITS.writeMaxBytes) throw new ExecHostError('file_too_large', `${displayPath(rel)} after the edit: ${tooLargeMessage('fileWriteBytes', Buffer.byteLength(next))}`);
+      if (Buffer.byteLength(next) > FILE_LIMITS.writeMaxBytes)
+        throw new ExecHostError('file_too_large', `${displayPath(rel)} after the edit: ${tooLargeMessage('fileWriteBytes', Buffer.byteLength(next))}`);
       plans.push({ rel, next: newName ? next : null, mode: existing ? existing.mode & 0o777 : 0o644 });
     }
     const unreviewed = await this.wc.pending(plans.map((p) => p.rel));
     if (unreviewed.length > 0) {
-      throw new ExecHostError('unreviewed_changes', `${unreviewed.map(displayPath).join(', ')} ${unreviewed.length > 1 ? 'have' : 'has'} changes from a command that nobody has accepted or reverted yet; decide on those first.`);
+      throw new ExecHostError(
+        'unreviewed_changes',
+        `${unreviewed.map(displayPath).join(', ')} ${unreviewed.length > 1 ? 'have' : 'has'} changes from a command that nobody has accepted or reverted yet; decide on those first.`,
+      );
     }
     for (const plan of plans) {
       if (plan.next === null) this.wc.files.removeFile(plan.rel);

@@ -330,7 +330,7 @@ export class WorkingCopy {
     const map = new Map<string, string>();
     const sections = out.split(/^(?=diff --git )/m).filter((s) => s.startsWith('diff --git '));
     // git prints sections in index order, which is the order status gave the paths in.
-    const sorted = [...paths].sort((a, b) => (Buffer.compare(Buffer.from(a), Buffer.from(b))));
+    const sorted = [...paths].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
     sorted.forEach((p, i) => {
       const s = sections[i];
       if (s !== undefined) map.set(p, s);
@@ -393,8 +393,7 @@ function gitBlobId(content: Buffer): string {
  */
 async function chownTree(root: string): Promise<void> {
   const { execFile } = await import('node:child_process');
-  const sh = (cmd: string, args: string[]) =>
-    new Promise<void>((resolve, reject) => execFile(cmd, args, { timeout: 300_000 }, (e) => (e ? reject(e) : resolve())));
+  const sh = (cmd: string, args: string[]) => new Promise<void>((resolve, reject) => execFile(cmd, args, { timeout: 300_000 }, (e) => (e ? reject(e) : resolve())));
   await sh('chown', ['-R', '-h', '10001:10001', '--', root]);
   const past = `@${Math.floor(Date.now() / 1000) - 2}`;
   await sh('find', [root, '-mindepth', '1', '-exec', 'touch', '-h', '-c', '-d', past, '{}', '+']);

@@ -171,13 +171,17 @@ describe('malformed requests', () => {
       ['propose-edit new_string', 'propose-edit', 'fileWriteBytes', (n) => ({ path: 'README.md', old_string: 'r', new_string: 'e'.repeat(n) })],
       ['apply diff', 'apply', 'applyDiffBytes', (n) => ({ diff: `diff --git a/x b/x\n${'#'.repeat(n - 19)}` })],
     ];
-    it.each(sized)('%s (route %s) one byte over %s: 400 invalid_request with the sentence, the working copy untouched', async (_what, op, limit, body) => {
-      const route = op === 'exec' ? `${ExecHostRoutes.exec(id)}?stream=false` : ExecHostRoutes.file(id, op);
-      const res = await host.client.raw('POST', route, { body: body(Limits[limit] + 1) });
-      expect({ status: res.status, code: (res.json as { code?: string })?.code }).toEqual({ status: 400, code: 'invalid_request' });
-      expect(field(res)).toContain(tooLargeMessage(limit, Limits[limit] + 1));
-      expect((await host.client.changes(id)).files).toEqual([]);
-    }, 60_000);
+    it.each(sized)(
+      '%s (route %s) one byte over %s: 400 invalid_request with the sentence, the working copy untouched',
+      async (_what, op, limit, body) => {
+        const route = op === 'exec' ? `${ExecHostRoutes.exec(id)}?stream=false` : ExecHostRoutes.file(id, op);
+        const res = await host.client.raw('POST', route, { body: body(Limits[limit] + 1) });
+        expect({ status: res.status, code: (res.json as { code?: string })?.code }).toEqual({ status: 400, code: 'invalid_request' });
+        expect(field(res)).toContain(tooLargeMessage(limit, Limits[limit] + 1));
+        expect((await host.client.changes(id)).files).toEqual([]);
+      },
+      60_000,
+    );
 
     it('runs a command exactly at the command limit, and proposes a write exactly at the write limit', async () => {
       const command = sized[0]![3](Limits.commandBytes).command as string;

@@ -70,7 +70,18 @@ describe.each(RUNTIMES)('file operations under %s', (runtime) => {
   });
 
   it('refuses to read outside through .., absolute paths and planted symlinks', async () => {
-    for (const path of ['../x', '../../etc/passwd', '/etc/passwd', '/workspace/../etc/passwd', 'notes/../../etc/passwd', 'etc-link/passwd', 'passwd-link', 'up-link/etc/passwd', 'host-link', hostCanary.path]) {
+    for (const path of [
+      '../x',
+      '../../etc/passwd',
+      '/etc/passwd',
+      '/workspace/../etc/passwd',
+      'notes/../../etc/passwd',
+      'etc-link/passwd',
+      'passwd-link',
+      'up-link/etc/passwd',
+      'host-link',
+      hostCanary.path,
+    ]) {
       await expectOutside(host.client.read(id, { path }), `read ${path}`);
     }
   });
@@ -326,7 +337,10 @@ describe.each(RUNTIMES)('file operations under %s', (runtime) => {
      * ruled it out: file operations refused while a command runs, nothing left running after it.
      */
     function expectContained(what: string, result: { during: Outcomes; after: Outcomes; survivors: string[] }, inside: string): void {
-      for (const [phase, outcomes] of [['during', result.during], ['after', result.after]] as const) {
+      for (const [phase, outcomes] of [
+        ['during', result.during],
+        ['after', result.after],
+      ] as const) {
         const escapes = Object.entries(outcomes).filter(([o]) => o.endsWith('ESCAPED'));
         expect({ what, phase, escapes }).toEqual({ what, phase, escapes: [] });
         expect({ what, phase, crashes: Object.keys(outcomes).filter((o) => /^(late )?(5\d\d |error )/.test(o)) }).toEqual({ what, phase, crashes: [] });

@@ -4,19 +4,7 @@
 import type { SandboxInfo } from '@lemniscate/contracts';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  RUNTIMES,
-  expectRefused,
-  expectSentence,
-  git,
-  refusal,
-  repoFixture,
-  runProbes,
-  startExecHost,
-  type ExecHostProcess,
-  type ProbeResult,
-  type RepoFixture,
-} from '../support/attack-harness';
+import { RUNTIMES, expectRefused, expectSentence, git, refusal, repoFixture, runProbes, startExecHost, type ExecHostProcess, type ProbeResult, type RepoFixture } from '../support/attack-harness';
 
 let host: ExecHostProcess;
 let repo: RepoFixture;

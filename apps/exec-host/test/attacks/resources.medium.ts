@@ -31,7 +31,10 @@ async function timedHealth(): Promise<number> {
 async function processes(sandboxId: string): Promise<string[]> {
   const ps = await host.client.run(sandboxId, { command: 'ps -eo args=', timeoutMs: 20_000 });
   expect(ps.exitCode).toBe(0);
-  return ps.stdout.split('\n').map((l) => l.trim()).filter(Boolean);
+  return ps.stdout
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
 }
 
 /** After any attack the sandbox still runs an ordinary command, and its working copy is intact. */
@@ -170,7 +173,10 @@ print(json.dumps({"forked": len(children), "errno": err}))
     const bombs: [string, string][] = [
       ['a growing list of 16 MB chunks', `python3 - <<'EOF'\nchunks = []\nwhile True:\n    chunks.append(b"\\x01" * (16 * 1024 * 1024))\nEOF\n`],
       ['one 8 GB allocation', 'python3 -c "bytearray(8*1024**3)"'],
-      ['two bombs at once', `python3 -c "bytearray(8*1024**3)" & p=$!\npython3 - <<'EOF'\nchunks = []\nwhile True:\n    chunks.append(b"\\x01" * (16 * 1024 * 1024))\nEOF\ns=$?; wait $p || s=$?; exit $s`],
+      [
+        'two bombs at once',
+        `python3 -c "bytearray(8*1024**3)" & p=$!\npython3 - <<'EOF'\nchunks = []\nwhile True:\n    chunks.append(b"\\x01" * (16 * 1024 * 1024))\nEOF\ns=$?; wait $p || s=$?; exit $s`,
+      ],
     ];
     let sandboxId: string;
     beforeAll(async () => {

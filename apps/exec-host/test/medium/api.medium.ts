@@ -33,7 +33,13 @@ describe('exec-host API: authentication, bad input and leftovers (runc)', () => 
     ['the token under another scheme', `Basic ${TOKEN}`],
     ['a prefix of the token', `Bearer ${TOKEN.slice(0, -1)}`],
   ])('answers 401 without detail to %s, on every route, unknown ones included', async (_label, header) => {
-    for (const [method, url] of [['get', '/v1/health'], ['get', '/v1/sandboxes'], ['post', '/v1/sandboxes'], ['delete', '/v1/sandboxes/x'], ['get', '/v1/nope']] as const) {
+    for (const [method, url] of [
+      ['get', '/v1/health'],
+      ['get', '/v1/sandboxes'],
+      ['post', '/v1/sandboxes'],
+      ['delete', '/v1/sandboxes/x'],
+      ['get', '/v1/nope'],
+    ] as const) {
       let req = request(server())[method](url);
       if (header) req = req.set('authorization', header);
       const res = await req;
@@ -63,7 +69,10 @@ describe('exec-host API: authentication, bad input and leftovers (runc)', () => 
   });
 
   it('answers 400 naming the field for malformed bodies', async () => {
-    const bad = await t.api().post('/v1/sandboxes').send({ repository: { source: repo.dir }, runtime: 'kata' });
+    const bad = await t
+      .api()
+      .post('/v1/sandboxes')
+      .send({ repository: { source: repo.dir }, runtime: 'kata' });
     expect(bad.status).toBe(400);
     expect(bad.body.code).toBe('invalid_request');
     expect(bad.body.message).toMatch(/sessionId is required/);
@@ -71,7 +80,10 @@ describe('exec-host API: authentication, bad input and leftovers (runc)', () => 
     const json = await t.api().post('/v1/sandboxes').set('content-type', 'application/json').send('{"sessionId":');
     expect(json.status).toBe(400);
     expect(json.body).toMatchObject({ code: 'invalid_request', message: 'The request body must be valid JSON.' });
-    const limits = await t.api().post('/v1/sandboxes').send({ sessionId: sid('x'), repository: { source: repo.dir }, limits: { memoryMb: 1 } });
+    const limits = await t
+      .api()
+      .post('/v1/sandboxes')
+      .send({ sessionId: sid('x'), repository: { source: repo.dir }, limits: { memoryMb: 1 } });
     expect(limits.status).toBe(400);
     expect(limits.body.message).toMatch(/limits\.memoryMb/);
   });
@@ -111,7 +123,10 @@ describe('exec-host API: authentication, bad input and leftovers (runc)', () => 
 
   it('refuses an unknown ref with 400 after cleaning up the disk it had prepared', async () => {
     const sessionId = sid('badref');
-    const res = await t.api().post('/v1/sandboxes').send({ sessionId, repository: { source: repo.dir, ref: 'no-such-branch' } });
+    const res = await t
+      .api()
+      .post('/v1/sandboxes')
+      .send({ sessionId, repository: { source: repo.dir, ref: 'no-such-branch' } });
     expect(res.status).toBe(400);
     expect(res.body).toMatchObject({ code: 'repository_ref_not_found', message: expect.stringContaining('"no-such-branch"') });
     expect(containersOfSession(sessionId)).toEqual([]);
@@ -119,19 +134,25 @@ describe('exec-host API: authentication, bad input and leftovers (runc)', () => 
     expect(mountedUnder(t.stateDir)).toEqual([]);
   });
 
-  it('includes the developer\'s uncommitted patch, and separates it from the session\'s own changes', async () => {
+  it("includes the developer's uncommitted patch, and separates it from the session's own changes", async () => {
     const work = fs.mkdtempSync(path.join(os.tmpdir(), 'lemni-dirty-'));
     git(work, 'clone', '-q', repo.dir, '.');
     fs.appendFileSync(path.join(work, 'README.md'), 'local edit\n');
     const uncommittedPatch = git(work, 'diff', '--binary', 'HEAD');
-    const res = await t.api().post('/v1/sandboxes').send({ sessionId: sid('dirty'), repository: { source: repo.dir, ref: 'main' }, uncommittedPatch });
+    const res = await t
+      .api()
+      .post('/v1/sandboxes')
+      .send({ sessionId: sid('dirty'), repository: { source: repo.dir, ref: 'main' }, uncommittedPatch });
     expect(res.status).toBe(201);
     const sbx = res.body as SandboxInfo;
     expect(sbx.includedUncommitted).toBe(true);
     expect((await run(t, sbx.sandboxId, 'cat README.md')).stdout).toBe('# demo\nlocal edit\n');
     expect((await t.api().get(`/v1/sandboxes/${sbx.sandboxId}/changes`)).body.files).toEqual([]);
     await run(t, sbx.sandboxId, 'echo agent > agent.txt');
-    await t.api().post(`/v1/sandboxes/${sbx.sandboxId}/changes/accept`).send({ paths: ['agent.txt'] });
+    await t
+      .api()
+      .post(`/v1/sandboxes/${sbx.sandboxId}/changes/accept`)
+      .send({ paths: ['agent.txt'] });
     const patch = (await t.api().get(`/v1/sandboxes/${sbx.sandboxId}/patch`)).body;
     expect(patch.patch).toContain('+local edit');
     expect(patch.patch).toContain('+agent');
@@ -141,7 +162,10 @@ describe('exec-host API: authentication, bad input and leftovers (runc)', () => 
     fs.writeFileSync(path.join(work, 's.patch'), patch.sessionPatch);
     git(work, 'apply', 's.patch');
     expect(fs.readFileSync(path.join(work, 'agent.txt'), 'utf8')).toBe('agent\n');
-    const bad = await t.api().post('/v1/sandboxes').send({ sessionId: sid('dirty2'), repository: { source: repo.dir }, uncommittedPatch: 'diff --git a/nope b/nope\n--- a/nope\n+++ b/nope\n@@ -1 +1 @@\n-x\n+y\n' });
+    const bad = await t
+      .api()
+      .post('/v1/sandboxes')
+      .send({ sessionId: sid('dirty2'), repository: { source: repo.dir }, uncommittedPatch: 'diff --git a/nope b/nope\n--- a/nope\n+++ b/nope\n@@ -1 +1 @@\n-x\n+y\n' });
     expect(bad.status).toBe(400);
     expect(bad.body.code).toBe('uncommitted_patch_does_not_apply');
     expect(containersOfSession(sid('dirty2'))).toEqual([]);
@@ -150,9 +174,15 @@ describe('exec-host API: authentication, bad input and leftovers (runc)', () => 
   });
 
   it('gives one session one sandbox', async () => {
-    const first = await t.api().post('/v1/sandboxes').send({ sessionId: sid('one'), repository: { source: repo.dir } });
+    const first = await t
+      .api()
+      .post('/v1/sandboxes')
+      .send({ sessionId: sid('one'), repository: { source: repo.dir } });
     expect(first.status).toBe(201);
-    const second = await t.api().post('/v1/sandboxes').send({ sessionId: sid('one'), repository: { source: repo.dir } });
+    const second = await t
+      .api()
+      .post('/v1/sandboxes')
+      .send({ sessionId: sid('one'), repository: { source: repo.dir } });
     expect(second.status).toBe(409);
     expect(second.body.code).toBe('session_has_sandbox');
     const list = await t.api().get('/v1/sandboxes');
@@ -162,9 +192,41 @@ describe('exec-host API: authentication, bad input and leftovers (runc)', () => 
 
   it('reaps containers and working directories that no live sandbox owns', async () => {
     const orphanName = `lemniscate-orphan-${process.pid}`;
-    execFileSync('docker', ['run', '-d', '--name', orphanName, '--network', 'none', '--label', 'lemniscate.managed=1', '--label', `lemniscate.session=${sid('orphan')}`, '--label', `lemniscate.exec-host=${t.config.instance}`, '--label', 'lemniscate.sandbox=sbx-dead', t.config.image, 'sleep', 'infinity']);
+    execFileSync('docker', [
+      'run',
+      '-d',
+      '--name',
+      orphanName,
+      '--network',
+      'none',
+      '--label',
+      'lemniscate.managed=1',
+      '--label',
+      `lemniscate.session=${sid('orphan')}`,
+      '--label',
+      `lemniscate.exec-host=${t.config.instance}`,
+      '--label',
+      'lemniscate.sandbox=sbx-dead',
+      t.config.image,
+      'sleep',
+      'infinity',
+    ]);
     const foreign = `lemniscate-foreign-${process.pid}`;
-    execFileSync('docker', ['run', '-d', '--name', foreign, '--network', 'none', '--label', 'lemniscate.managed=1', '--label', 'lemniscate.exec-host=someone-else', t.config.image, 'sleep', 'infinity']);
+    execFileSync('docker', [
+      'run',
+      '-d',
+      '--name',
+      foreign,
+      '--network',
+      'none',
+      '--label',
+      'lemniscate.managed=1',
+      '--label',
+      'lemniscate.exec-host=someone-else',
+      t.config.image,
+      'sleep',
+      'infinity',
+    ]);
     const strayDir = path.join(t.stateDir, 'sandboxes', 'sbx-stray');
     fs.mkdirSync(path.join(strayDir, 'work'), { recursive: true });
     try {
@@ -179,7 +241,10 @@ describe('exec-host API: authentication, bad input and leftovers (runc)', () => 
   });
 
   it('destroys a sandbox past its lifetime', async () => {
-    const res = await t.api().post('/v1/sandboxes').send({ sessionId: sid('old'), repository: { source: repo.dir }, limits: { lifetimeMinutes: 1 } });
+    const res = await t
+      .api()
+      .post('/v1/sandboxes')
+      .send({ sessionId: sid('old'), repository: { source: repo.dir }, limits: { lifetimeMinutes: 1 } });
     const sbx = res.body as SandboxInfo;
     expect(t.host.sandboxes.expired()).toEqual([]);
     const expired = t.host.sandboxes.expired(Date.parse(sbx.expiresAt) + 1);

@@ -26,11 +26,16 @@ afterAll(async () => {
 });
 
 function loopDevicesOf(dir: string): string[] {
-  return execFileSync('losetup', ['-a'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes(dir));
+  return execFileSync('losetup', ['-a'], { encoding: 'utf8' })
+    .split('\n')
+    .filter((l) => l.includes(dir));
 }
 
 function mountsUnder(dir: string): string[] {
-  return fs.readFileSync('/proc/mounts', 'utf8').split('\n').filter((l) => l.includes(dir));
+  return fs
+    .readFileSync('/proc/mounts', 'utf8')
+    .split('\n')
+    .filter((l) => l.includes(dir));
 }
 
 it(

@@ -50,23 +50,23 @@ function withEntry(extra: object): string {
 
 async function hardenedContainer(runtime: string): Promise<Docker.Container> {
   const container = await docker.createContainer({
-      Image: image,
-      Cmd: ['/bin/bash', '-c', KEEPER_SCRIPT],
-      Entrypoint: [],
-      User: '10001:10001',
-      Env: [...SANDBOX_ENV],
-      Labels: { 'lemniscate.test': 'seccomp-launcher' },
-      NetworkDisabled: true,
-      HostConfig: {
-        Runtime: runtime,
-        NetworkMode: 'none',
-        ReadonlyRootfs: true,
-        Tmpfs: { '/tmp': 'rw,noexec,nosuid,nodev,size=16m,mode=1777' },
-        CapDrop: ['ALL'],
-        SecurityOpt: ['no-new-privileges:true', `seccomp=${profile}`],
-        AutoRemove: false,
-      },
-    });
+    Image: image,
+    Cmd: ['/bin/bash', '-c', KEEPER_SCRIPT],
+    Entrypoint: [],
+    User: '10001:10001',
+    Env: [...SANDBOX_ENV],
+    Labels: { 'lemniscate.test': 'seccomp-launcher' },
+    NetworkDisabled: true,
+    HostConfig: {
+      Runtime: runtime,
+      NetworkMode: 'none',
+      ReadonlyRootfs: true,
+      Tmpfs: { '/tmp': 'rw,noexec,nosuid,nodev,size=16m,mode=1777' },
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges:true', `seccomp=${profile}`],
+      AutoRemove: false,
+    },
+  });
   await container.start();
   return container;
 }
@@ -114,7 +114,7 @@ describe.each(['runc', 'runsc'])('seccomp launcher under %s', (runtime) => {
     expect(r).toEqual({ code: 0, stdout: 'clone CLONE_NEWUSER -1 Operation not permitted\nclone3 -1 Function not implemented\nfork 3\n', stderr: '' });
   });
 
-  it('passes output and exit status through, and keeps the profile out of the command\'s environment', async () => {
+  it("passes output and exit status through, and keeps the profile out of the command's environment", async () => {
     const r = await launch(container, 'echo out; echo err >&2; env | grep -c ^LEMNISCATE_; printf %s "$HOME"; exit 7', profile);
     expect(r).toEqual({ code: 7, stdout: 'out\n0\n/tmp', stderr: 'err\n' });
   });
@@ -130,7 +130,11 @@ describe.each(['runc', 'runsc'])('seccomp launcher under %s', (runtime) => {
     ['a profile that is not JSON', '{"defaultAction":', 'the seccomp profile could not be applied ('],
     ['a profile that allows by default', JSON.stringify({ ...JSON.parse(profile), defaultAction: 'SCMP_ACT_ALLOW' }), 'its default action does not deny'],
     ['an action it does not know', withEntry({ names: ['read'], action: 'SCMP_ACT_TRACE' }), "the action 'SCMP_ACT_TRACE' is not one the launcher knows"],
-    ['an unknown comparison', withEntry({ names: ['read'], action: 'SCMP_ACT_ALLOW', args: [{ index: 0, value: 1, op: 'SCMP_CMP_BOGUS' }] }), "the comparison 'SCMP_CMP_BOGUS' is not one the launcher knows"],
+    [
+      'an unknown comparison',
+      withEntry({ names: ['read'], action: 'SCMP_ACT_ALLOW', args: [{ index: 0, value: 1, op: 'SCMP_CMP_BOGUS' }] }),
+      "the comparison 'SCMP_CMP_BOGUS' is not one the launcher knows",
+    ],
   ])('refuses to run the command given %s (exit 126, one sentence)', async (_case, text, reason) => {
     const r = await launch(container, 'echo ran', text);
     expect(r.code).toBe(126);
@@ -236,7 +240,12 @@ describe('the compiled profile (the static loader, ADR 0008)', () => {
     try {
       const execOnce = async (c: Docker.Container) => {
         let stdout = '';
-        const outcome = await driver.exec(c.id, { command: 'grep "^Seccomp:" /proc/self/status; unshare -U true 2>/dev/null || echo refused', onStdout: (b) => (stdout += b.toString('utf8')), onStderr: () => undefined, signal: new AbortController().signal });
+        const outcome = await driver.exec(c.id, {
+          command: 'grep "^Seccomp:" /proc/self/status; unshare -U true 2>/dev/null || echo refused',
+          onStdout: (b) => (stdout += b.toString('utf8')),
+          onStderr: () => undefined,
+          signal: new AbortController().signal,
+        });
         return { exitCode: outcome.exitCode, stdout };
       };
       expect(await execOnce(first)).toEqual({ exitCode: 0, stdout: 'Seccomp:\t2\nrefused\n' });

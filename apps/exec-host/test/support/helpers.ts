@@ -11,7 +11,11 @@ import { DockerSandboxDriver } from '../../src/driver/docker.driver';
 export const TOKEN = 'medium-test-token-0123456789';
 
 export function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', ['-c', 'user.email=dev@example.test', '-c', 'user.name=Dev', ...args], { cwd, encoding: 'utf8', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: cwd, GIT_CONFIG_NOSYSTEM: '1' } });
+  return execFileSync('git', ['-c', 'user.email=dev@example.test', '-c', 'user.name=Dev', ...args], {
+    cwd,
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: cwd, GIT_CONFIG_NOSYSTEM: '1' },
+  });
 }
 
 /** A small repository with files that the default context exclusions must keep out of the sandbox. */
@@ -74,7 +78,10 @@ export function parseNdjson(text: string): ExecStreamChunk[] {
 
 /** Runs a command through the non-streaming form and returns its result body. */
 export async function run(t: TestHost, id: string, command: string, timeoutMs?: number) {
-  const res = await t.api().post(`/v1/sandboxes/${id}/exec?stream=false`).send({ command, ...(timeoutMs ? { timeoutMs } : {}) });
+  const res = await t
+    .api()
+    .post(`/v1/sandboxes/${id}/exec?stream=false`)
+    .send({ command, ...(timeoutMs ? { timeoutMs } : {}) });
   if (res.status !== 200) throw new Error(`exec answered ${res.status}: ${JSON.stringify(res.body)}`);
   return res.body as { exitCode: number | null; stdout: string; stderr: string; timedOut: boolean; truncated: boolean; class: string | null; classes: string[]; message?: string; durationMs: number };
 }
@@ -88,7 +95,9 @@ export function dockerInspectStatus(idOrName: string): string | null {
 }
 
 export function containersOfSession(sessionId: string): string[] {
-  return execFileSync('docker', ['ps', '-aq', '--filter', `label=lemniscate.session=${sessionId}`], { encoding: 'utf8' }).split('\n').filter(Boolean);
+  return execFileSync('docker', ['ps', '-aq', '--filter', `label=lemniscate.session=${sessionId}`], { encoding: 'utf8' })
+    .split('\n')
+    .filter(Boolean);
 }
 
 export function mountedUnder(dir: string): string[] {

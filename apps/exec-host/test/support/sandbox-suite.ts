@@ -37,7 +37,10 @@ export function sandboxSuite(runtime: SandboxRuntime): void {
   });
 
   async function create(name: string, extra: Record<string, unknown> = {}): Promise<SandboxInfo> {
-    const res = await t.api().post('/v1/sandboxes').send({ sessionId: session(name), repository: { source: repo.dir }, runtime, ...extra });
+    const res = await t
+      .api()
+      .post('/v1/sandboxes')
+      .send({ sessionId: session(name), repository: { source: repo.dir }, runtime, ...extra });
     if (res.status !== 201) throw new Error(`create answered ${res.status}: ${JSON.stringify(res.body)}`);
     return res.body as SandboxInfo;
   }
@@ -63,7 +66,14 @@ export function sandboxSuite(runtime: SandboxRuntime): void {
       expect((await t.api().get(`${base()}/patch`)).body.fingerprint).toBe(sbx.fingerprint);
       // A change left by a command and reverted is not kept: the end still equals the start.
       await run(t, sbx.sandboxId, 'echo gone > README.md');
-      expect((await t.api().post(`${base()}/changes/revert`).send({ paths: ['README.md'] })).status).toBe(200);
+      expect(
+        (
+          await t
+            .api()
+            .post(`${base()}/changes/revert`)
+            .send({ paths: ['README.md'] })
+        ).status,
+      ).toBe(200);
       expect((await t.api().get(`${base()}/patch`)).body.fingerprint).toBe(sbx.fingerprint);
     });
 
@@ -82,8 +92,14 @@ export function sandboxSuite(runtime: SandboxRuntime): void {
       expect(res.status).toBe(200);
       expect(res.headers['content-type']).toMatch(/application\/x-ndjson/);
       const chunks = parseNdjson(res.text);
-      const stdout = chunks.filter((c) => c.type === 'stdout').map((c) => (c as { data: string }).data).join('');
-      const stderr = chunks.filter((c) => c.type === 'stderr').map((c) => (c as { data: string }).data).join('');
+      const stdout = chunks
+        .filter((c) => c.type === 'stdout')
+        .map((c) => (c as { data: string }).data)
+        .join('');
+      const stderr = chunks
+        .filter((c) => c.type === 'stderr')
+        .map((c) => (c as { data: string }).data)
+        .join('');
       expect(stdout).toBe('10001\n/workspace\n');
       expect(stderr).toBe('oops\n');
       const exit = chunks[chunks.length - 1];
@@ -168,7 +184,10 @@ export function sandboxSuite(runtime: SandboxRuntime): void {
       const res = await t.api().post(`${base()}/files/search`).send({ pattern: '^(a+)+$', regex: true, path: 'evil.txt' });
       expect(res.status).toBe(200);
       expect(res.body).toMatchObject({ truncated: true, stoppedBy: 'time_limit' });
-      await t.api().post(`${base()}/changes/revert`).send({ paths: ['evil.txt'] });
+      await t
+        .api()
+        .post(`${base()}/changes/revert`)
+        .send({ paths: ['evil.txt'] });
     });
 
     it('refuses symlink and ".." escapes with the reason (P6)', async () => {
@@ -195,12 +214,20 @@ export function sandboxSuite(runtime: SandboxRuntime): void {
       const applied = await t.api().post(`${base()}/files/apply`).send({ diff: 'diff --git a/etcdir/x b/etcdir/x\nnew file mode 100644\n--- /dev/null\n+++ b/etcdir/x\n@@ -0,0 +1 @@\n+pwned\n' });
       expect(applied.status).toBe(403);
       expect(fs.existsSync('/etc/x')).toBe(false);
-      await t.api().post(`${base()}/changes/revert`).send({ paths: ['leak', 'etcdir', 'rootdir'] });
+      await t
+        .api()
+        .post(`${base()}/changes/revert`)
+        .send({ paths: ['leak', 'etcdir', 'rootdir'] });
     });
 
     it('proposes writes and edits as diffs without touching the tree, then applies the approved one', async () => {
       const w = await t.api().post(`${base()}/files/propose-write`).send({ path: 'docs/new.md', content: 'hello\n' });
-      expect(w.body).toEqual({ path: 'docs/new.md', created: true, binary: false, diff: 'diff --git a/docs/new.md b/docs/new.md\nnew file mode 100644\n--- /dev/null\n+++ b/docs/new.md\n@@ -0,0 +1 @@\n+hello\n' });
+      expect(w.body).toEqual({
+        path: 'docs/new.md',
+        created: true,
+        binary: false,
+        diff: 'diff --git a/docs/new.md b/docs/new.md\nnew file mode 100644\n--- /dev/null\n+++ b/docs/new.md\n@@ -0,0 +1 @@\n+hello\n',
+      });
       expect((await run(t, sbx.sandboxId, 'test -e docs/new.md; echo $?')).stdout).toBe('1\n');
       const e = await t.api().post(`${base()}/files/propose-edit`).send({ path: 'src/app.js', old_string: 'const b = 2;', new_string: 'const b = 3;' });
       expect(e.body.diff).toContain('-const b = 2;\n+const b = 3;\n');
@@ -222,7 +249,10 @@ export function sandboxSuite(runtime: SandboxRuntime): void {
       const refused = await t.api().post(`${base()}/files/apply`).send({ diff: over.body.diff });
       expect(refused.status).toBe(409);
       expect(refused.body.code).toBe('unreviewed_changes');
-      await t.api().post(`${base()}/changes/revert`).send({ paths: ['docs/new.md'] });
+      await t
+        .api()
+        .post(`${base()}/changes/revert`)
+        .send({ paths: ['docs/new.md'] });
       expect((await run(t, sbx.sandboxId, 'cat docs/new.md')).stdout).toBe('hello\n');
     });
 
@@ -241,14 +271,23 @@ export function sandboxSuite(runtime: SandboxRuntime): void {
       const util = changes.files.find((f) => f.path === 'src/util.js')!;
       expect(util.diff).toContain('+// more');
       expect(util.diffBytes).toBe(Buffer.byteLength(util.diff));
-      const acc = await t.api().post(`${base()}/changes/accept`).send({ paths: ['src/util.js', 'notes.md', 'blob.bin'] });
+      const acc = await t
+        .api()
+        .post(`${base()}/changes/accept`)
+        .send({ paths: ['src/util.js', 'notes.md', 'blob.bin'] });
       expect(acc.body.paths.sort()).toEqual(['blob.bin', 'notes.md', 'notes.txt', 'src/util.js']);
-      const rev = await t.api().post(`${base()}/changes/revert`).send({ paths: ['README.md', 'scratch.txt', 'src/app.js'] });
+      const rev = await t
+        .api()
+        .post(`${base()}/changes/revert`)
+        .send({ paths: ['README.md', 'scratch.txt', 'src/app.js'] });
       expect(rev.status).toBe(200);
       expect((await t.api().get(`${base()}/changes`)).body.files).toEqual([]);
       const after = await run(t, sbx.sandboxId, 'cat README.md; test -e scratch.txt || echo gone; find src/app.js -printf "%m\\n"; find README.md -printf "%U\\n"');
       expect(after.stdout).toBe('# demo\ngone\n644\n10001\n');
-      const none = await t.api().post(`${base()}/changes/accept`).send({ paths: ['README.md'] });
+      const none = await t
+        .api()
+        .post(`${base()}/changes/accept`)
+        .send({ paths: ['README.md'] });
       expect(none.status).toBe(404);
       expect(none.body.code).toBe('change_not_found');
 

@@ -38,11 +38,19 @@ describe('loadConfig', () => {
 
   it('runs the reaper every 30 s unless LEMNISCATE_EXEC_HOST_REAPER_SECONDS says otherwise, and refuses a value that is not a duration', () => {
     expect(loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: token }).reaperIntervalMs).toBe(30_000);
-    for (const [raw, ms] of [['1', 1000], ['0.5', 500], ['0.1', 100], ['120', 120_000], ['86400', 86_400_000]] as const) {
+    for (const [raw, ms] of [
+      ['1', 1000],
+      ['0.5', 500],
+      ['0.1', 100],
+      ['120', 120_000],
+      ['86400', 86_400_000],
+    ] as const) {
       expect(loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: token, LEMNISCATE_EXEC_HOST_REAPER_SECONDS: raw }).reaperIntervalMs).toBe(ms);
     }
     for (const raw of ['0', '0.05', '-1', 'abc', '1e3', '', ' 1', '86401', 'Infinity', 'NaN']) {
-      expect(() => loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: token, LEMNISCATE_EXEC_HOST_REAPER_SECONDS: raw })).toThrow(/LEMNISCATE_EXEC_HOST_REAPER_SECONDS must be a number of seconds between 0\.1 and 86400/);
+      expect(() => loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: token, LEMNISCATE_EXEC_HOST_REAPER_SECONDS: raw })).toThrow(
+        /LEMNISCATE_EXEC_HOST_REAPER_SECONDS must be a number of seconds between 0\.1 and 86400/,
+      );
     }
   });
 });

@@ -71,7 +71,10 @@ describe('Reaper ownership (decided from the state read after the engine answers
 
   it.each(moves)('a sandbox %s when the listing starts and %s when it answers: kept = %s', async (from, to, kept) => {
     const engine = delayedEngine();
-    const phases = new Map<string, Phase>([['sbx-moving', from], ['sbx-steady', 'live']]);
+    const phases = new Map<string, Phase>([
+      ['sbx-moving', from],
+      ['sbx-steady', 'live'],
+    ]);
     for (const id of phases.keys()) fs.mkdirSync(path.join(stateDir, 'sandboxes', id));
     fs.mkdirSync(path.join(stateDir, 'sandboxes', 'sbx-crash-leftover'));
     const t = table(stateDir, phases);

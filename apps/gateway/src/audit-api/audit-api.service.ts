@@ -39,7 +39,11 @@ export class AuditApiService {
   async verify(principal: Principal, query: AuditVerifyQuery): Promise<AuditVerificationView> {
     const anchor = query.anchorSeq !== undefined && query.anchorHash !== undefined ? { seq: query.anchorSeq, hash: query.anchorHash } : undefined;
     const result = await this.audit.verify(anchor);
-    await this.audit.append({ actor: actorOf(principal), kind: 'audit.verify', payload: { ok: result.ok, checked: result.checked, ...(result.ok ? {} : { seq: result.seq, problem: result.problem }) } });
+    await this.audit.append({
+      actor: actorOf(principal),
+      kind: 'audit.verify',
+      payload: { ok: result.ok, checked: result.checked, ...(result.ok ? {} : { seq: result.seq, problem: result.problem }) },
+    });
     return result;
   }
 
@@ -47,10 +51,13 @@ export class AuditApiService {
     const filter = await this.filter(principal, 'export', query);
     await this.audit.append({ actor: actorOf(principal), kind: 'audit.export', projectId: query.projectId ?? null, payload: { format: query.format, filter: query } });
     const csv = query.format === 'csv';
-    return new StreamableFile(this.audit.exportStream(filter, query.format, (actors) => this.identities(actors)), {
-      type: csv ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8',
-      disposition: `attachment; filename="lemniscate-audit.${query.format}"`,
-    });
+    return new StreamableFile(
+      this.audit.exportStream(filter, query.format, (actors) => this.identities(actors)),
+      {
+        type: csv ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8',
+        disposition: `attachment; filename="lemniscate-audit.${query.format}"`,
+      },
+    );
   }
 
   /** Resolves `user:<id>` actors to the person's email and display name (one lookup per person). */

@@ -43,7 +43,6 @@ export function csvLine(entry: StoredEntry, identity: ActorIdentity | null = nul
   return (
     [entry.seq, entry.at.toISOString(), entry.actor, entry.kind, entry.projectId, entry.sessionId, entry.payload, entry.prevHash, entry.hash, identity?.email ?? null, identity?.displayName ?? null]
       .map(csvField)
-      .join(',') +
-    '\r\n'
+      .join(',') + '\r\n'
   );
 }

@@ -35,9 +35,7 @@ export interface AuditEntry {
   hash: string;
 }
 
-export type AuditVerification =
-  | { ok: true; checked: number; lastSeq: number; lastHash: string }
-  | { ok: false; checked: number; seq: number; problem: ChainProblem; message: string };
+export type AuditVerification = { ok: true; checked: number; lastSeq: number; lastHash: string } | { ok: false; checked: number; seq: number; problem: ChainProblem; message: string };
 
 /**
  * A guard for the table, not a format: command output should arrive as a bounded digest (T1), but a
@@ -134,8 +132,7 @@ export class AuditService implements BeforeApplicationShutdown {
         });
       },
       {
-        onRetry: ({ attempt, reason, delayMs }) =>
-          this.logger.warn({ attempt, reason, delayMs, entries: batch.length }, 'audit append: the database is unreachable; retrying'),
+        onRetry: ({ attempt, reason, delayMs }) => this.logger.warn({ attempt, reason, delayMs, entries: batch.length }, 'audit append: the database is unreachable; retrying'),
       },
     );
   }

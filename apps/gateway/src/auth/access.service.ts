@@ -48,13 +48,7 @@ export class AccessService {
   /** Record level: may this person do `action` on this particular record? */
   async require<T extends AppSubjectName>(principal: Principal, action: AppAction, type: T, fields: SubjectFields[T]): Promise<void> {
     if (principal.ability.can(action, subjectOf(type, fields))) return;
-    await this.deny(
-      principal,
-      action,
-      type,
-      fields,
-      `As ${ROLE_LABEL[principal.role]} you may not ${action} this ${SINGULAR[type]}: it is outside what your role and project memberships allow.`,
-    );
+    await this.deny(principal, action, type, fields, `As ${ROLE_LABEL[principal.role]} you may not ${action} this ${SINGULAR[type]}: it is outside what your role and project memberships allow.`);
   }
 
   can<T extends AppSubjectName>(principal: Principal, action: AppAction, type: T, fields: SubjectFields[T]): boolean {

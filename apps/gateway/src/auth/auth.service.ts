@@ -199,7 +199,10 @@ export class AuthService {
       email: user.email,
       role: user.role,
       projectIds,
-      ability: defineAbilitiesFor({ id: user.id, role: user.role }, projectIds.map((projectId) => ({ projectId }))),
+      ability: defineAbilitiesFor(
+        { id: user.id, role: user.role },
+        projectIds.map((projectId) => ({ projectId })),
+      ),
       ...how,
     };
   }

@@ -68,8 +68,7 @@ export class AppErrorFilter implements ExceptionFilter {
     // Neither answer quotes the driver's message, which carries SQL and its parameters.
     else if (isTransientDbError(exception) || exception instanceof DatabaseUnavailableError) {
       error = new AppError(ErrorCode.DatabaseUnavailable, "The gateway's database is not reachable right now; try again in a few seconds.", undefined, 5);
-    }
-    else error = new AppError(ErrorCode.Internal, 'The gateway failed to handle this request; the request id identifies it in the logs.');
+    } else error = new AppError(ErrorCode.Internal, 'The gateway failed to handle this request; the request id identifies it in the logs.');
 
     const status = statusFor(error.code);
     if (status >= 500) this.logger.error({ err: exception, requestId }, 'request failed');
@@ -92,7 +91,9 @@ function isBodyTooLarge(e: unknown): e is TooLarge {
 /** The body parser knows the body's length and the limit it applied; the sentence names both. */
 function bodyTooLargeMessage(e: { length?: number; limit?: number }): string {
   const limit = e.limit === Limits.sessionRequestBodyBytes ? 'sessionRequestBodyBytes' : 'requestBodyBytes';
-  return typeof e.length === 'number' ? tooLargeMessage(limit, e.length) : `The request body is too large; ${limit === 'requestBodyBytes' ? 'request bodies' : 'session requests'} are limited to ${Limits[limit]} bytes.`;
+  return typeof e.length === 'number'
+    ? tooLargeMessage(limit, e.length)
+    : `The request body is too large; ${limit === 'requestBodyBytes' ? 'request bodies' : 'session requests'} are limited to ${Limits[limit]} bytes.`;
 }
 
 function isBodyParserError(e: unknown): boolean {

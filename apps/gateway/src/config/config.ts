@@ -7,7 +7,10 @@ const Port = z.coerce.number({ error: 'must be a port number (0–65535)' }).int
 const EnvSchema = z.object({
   LEMNISCATE_GATEWAY_PORT: Port.default(7070),
   LEMNISCATE_GATEWAY_HOST: z.string().min(1).default('127.0.0.1'),
-  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+    .optional(),
   LEMNISCATE_DATA_DIR: z.string().min(1).optional(),
   LEMNISCATE_ADMIN_EMAIL: z.email().optional(),
   LEMNISCATE_ADMIN_PASSWORD: z.string().min(12, 'must be at least 12 characters').optional(),
@@ -15,7 +18,12 @@ const EnvSchema = z.object({
   LEMNISCATE_EXEC_HOST_TOKEN: z.string().min(1).optional(),
   /** Set to "true" when the gateway is served over HTTPS (a reverse proxy), so cookies are Secure. */
   LEMNISCATE_COOKIE_SECURE: z.enum(['true', 'false']).default('false'),
-  LEMNISCATE_WEB_SESSION_HOURS: z.coerce.number().int().min(1).max(24 * 30).default(12),
+  LEMNISCATE_WEB_SESSION_HOURS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(24 * 30)
+    .default(12),
   LEMNISCATE_LOGIN_MAX_FAILURES: z.coerce.number().int().min(1).max(1000).default(5),
   LEMNISCATE_LOGIN_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(900),
   /** Reverse proxies in front of the gateway (0: none), so sign-in pacing sees the real client address. */

@@ -237,9 +237,7 @@ async function lockDirectory(dir: string): Promise<() => Promise<void>> {
     const holder = Number.parseInt(await readFile(file, 'utf8').catch(() => ''), 10);
     if (Number.isInteger(holder) && holder > 0 && isAlive(holder)) {
       const who = holder === process.pid ? 'this process' : `process ${holder}`;
-      throw new DatabaseError(
-        `The embedded database in ${dir} is already open in ${who}. Stop that gateway first, or set DATABASE_URL to a PostgreSQL server to run several.`,
-      );
+      throw new DatabaseError(`The embedded database in ${dir} is already open in ${who}. Stop that gateway first, or set DATABASE_URL to a PostgreSQL server to run several.`);
     }
     await unlink(file).catch(() => undefined);
   }
@@ -262,10 +260,7 @@ async function adoptRole(role: string | null, query: (text: string, params: unkn
   if (!/^[a-z_][a-z0-9_]{0,62}$/.test(role)) {
     throw new DatabaseError(`The database role name "${role}" is not a plain lower-case identifier.`);
   }
-  const rows = await query(
-    `SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1) AND pg_has_role(current_user, (SELECT oid FROM pg_roles WHERE rolname = $1), 'MEMBER') AS ok`,
-    [role],
-  );
+  const rows = await query(`SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1) AND pg_has_role(current_user, (SELECT oid FROM pg_roles WHERE rolname = $1), 'MEMBER') AS ok`, [role]);
   return rows[0]?.ok ? role : null;
 }
 

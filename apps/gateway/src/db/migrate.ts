@@ -88,9 +88,7 @@ export async function applyMigrations(target: MigrationTarget, migrations: Migra
     for (const row of rows) {
       const file = known.get(row.name);
       if (!file) {
-        throw new MigrationError(
-          `The database has migration ${row.name}, which this gateway does not know: the database was migrated by a newer version. Upgrade the gateway.`,
-        );
+        throw new MigrationError(`The database has migration ${row.name}, which this gateway does not know: the database was migrated by a newer version. Upgrade the gateway.`);
       }
       if (file.checksum !== row.checksum) {
         throw new MigrationError(

@@ -4,21 +4,7 @@
 // Identifiers are text (a random UUID by default) rather than the uuid type: ids arrive from URLs,
 // and a malformed one must read as "not found", never as a database type error.
 import { sql } from 'drizzle-orm';
-import {
-  type AnyPgColumn,
-  bigint,
-  bigserial,
-  boolean,
-  index,
-  integer,
-  jsonb,
-  pgTable,
-  primaryKey,
-  text,
-  timestamp,
-  unique,
-  uniqueIndex,
-} from 'drizzle-orm/pg-core';
+import { type AnyPgColumn, bigint, bigserial, boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp, unique, uniqueIndex } from 'drizzle-orm/pg-core';
 import { SessionMode } from '@lemniscate/contracts';
 import { storableJsonb } from './json-column';
 

@@ -222,9 +222,7 @@ export class EventsGateway implements OnGatewayConnection, OnGatewayDisconnect, 
   }
 
   private async deliver(connection: Connection, event: StoredEvent): Promise<void> {
-    const fresh = [...connection.subscriptions.values()].filter(
-      (s) => (s.sessionId ? event.sessionId === s.sessionId : event.projectId === s.projectId) && event.seq > s.lastSent,
-    );
+    const fresh = [...connection.subscriptions.values()].filter((s) => (s.sessionId ? event.sessionId === s.sessionId : event.projectId === s.projectId) && event.seq > s.lastSent);
     if (fresh.length === 0) return;
     for (const s of fresh) s.lastSent = event.seq;
     if (await this.visible(connection, event)) this.send(connection.socket, { type: 'event', event: toWire(event) });

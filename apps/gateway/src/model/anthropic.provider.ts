@@ -20,9 +20,7 @@ export interface AnthropicProviderSettings {
 }
 
 type Block =
-  | { type: 'text'; text: string }
-  | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
-  | { type: 'tool_result'; tool_use_id: string; content: string; is_error?: boolean };
+  { type: 'text'; text: string } | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> } | { type: 'tool_result'; tool_use_id: string; content: string; is_error?: boolean };
 
 interface WireMessage {
   role: 'user' | 'assistant';
@@ -52,9 +50,7 @@ export class AnthropicProvider extends StreamingProvider {
       max_tokens: request.maxTokens ?? this.settings.maxTokens,
       ...(system ? { system } : {}),
       messages: toWireMessages(request.messages),
-      ...(request.tools.length > 0
-        ? { tools: request.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.parameters })) }
-        : {}),
+      ...(request.tools.length > 0 ? { tools: request.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.parameters })) } : {}),
       stream: true,
     };
   }

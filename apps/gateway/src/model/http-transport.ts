@@ -134,13 +134,7 @@ export function parseRetryAfter(headers: Headers, now: number = Date.now()): num
   return Math.max(0, date - now);
 }
 
-async function oneAttempt<T>(
-  settings: TransportSettings,
-  request: StreamRequest,
-  callerSignal: AbortSignal,
-  progress: { sent: boolean },
-  consume: (context: StreamContext) => Promise<T>,
-): Promise<T> {
+async function oneAttempt<T>(settings: TransportSettings, request: StreamRequest, callerSignal: AbortSignal, progress: { sent: boolean }, consume: (context: StreamContext) => Promise<T>): Promise<T> {
   const watchdog = new IdleWatchdog(settings);
   const signal = AbortSignal.any([callerSignal, watchdog.signal]);
   let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
@@ -160,11 +154,9 @@ async function oneAttempt<T>(
     const contentType = response.headers.get('content-type') ?? '';
     if (!contentType.includes('text/event-stream')) {
       const body = await readBounded(response, watchdog);
-      throw new ModelError(
-        'model_protocol_error',
-        `${settings.label} answered with "${contentType || 'no content type'}" instead of an event stream: ${clean(body, settings)}`,
-        { status: response.status },
-      );
+      throw new ModelError('model_protocol_error', `${settings.label} answered with "${contentType || 'no content type'}" instead of an event stream: ${clean(body, settings)}`, {
+        status: response.status,
+      });
     }
     if (!response.body) throw new ModelError('model_protocol_error', `${settings.label} answered with an empty body.`);
     const bodyReader = response.body.getReader();
@@ -185,12 +177,7 @@ async function oneAttempt<T>(
   }
 }
 
-async function* readEvents(
-  reader: ReadableStreamDefaultReader<Uint8Array>,
-  watchdog: IdleWatchdog,
-  settings: TransportSettings,
-  signal: AbortSignal,
-): AsyncGenerator<SseEvent> {
+async function* readEvents(reader: ReadableStreamDefaultReader<Uint8Array>, watchdog: IdleWatchdog, settings: TransportSettings, signal: AbortSignal): AsyncGenerator<SseEvent> {
   const decoder = new SseDecoder();
   for (;;) {
     const { done, value } = await reader.read().catch((error: unknown) => {
@@ -344,10 +331,7 @@ class IdleWatchdog {
   }
 
   timeoutError(): ModelError {
-    return new ModelError(
-      'model_timeout',
-      `${this.settings.label} sent nothing for ${formatMs(this.settings.idleTimeoutMs)}, so the request was aborted (idle timeout).`,
-    );
+    return new ModelError('model_timeout', `${this.settings.label} sent nothing for ${formatMs(this.settings.idleTimeoutMs)}, so the request was aborted (idle timeout).`);
   }
 
   private arm(): void {

@@ -30,7 +30,10 @@ const KeySource = {
   /** The key itself, for configuration files that are already secret. */
   apiKey: z.string().optional(),
   /** The name of an environment variable of the gateway holding the key. */
-  apiKeyEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name').optional(),
+  apiKeyEnv: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name')
+    .optional(),
 };
 
 const ServiceUrl = () => z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' });

@@ -12,10 +12,7 @@ import { ScriptedProvider, loadModelScript } from './scripted.provider';
 
 /** What a model reference names once parsed. It never carries a URL or a key. */
 export type ModelRef =
-  | { provider: 'scripted'; script: string }
-  | { provider: 'openai'; model: string }
-  | { provider: 'anthropic'; model: string }
-  | { provider: 'openai-compatible'; name: string; model?: string };
+  { provider: 'scripted'; script: string } | { provider: 'openai'; model: string } | { provider: 'anthropic'; model: string } | { provider: 'openai-compatible'; name: string; model?: string };
 
 const REF_PROVIDERS = ['scripted', 'openai', 'anthropic', 'openai-compatible'] as const;
 
@@ -37,9 +34,7 @@ export function parseModelRef(ref: unknown): ModelRef {
   if (ref !== null && typeof ref === 'object' && !Array.isArray(ref)) {
     const smuggled = Object.keys(ref).filter((k) => FORBIDDEN_REF_KEYS.includes(k));
     if (smuggled.length > 0) {
-      throw configError(
-        `A model reference cannot carry ${smuggled.map((k) => `"${k}"`).join(', ')}: addresses and keys come only from the gateway's configuration.`,
-      );
+      throw configError(`A model reference cannot carry ${smuggled.map((k) => `"${k}"`).join(', ')}: addresses and keys come only from the gateway's configuration.`);
     }
     const parsed = RefObject.safeParse(ref);
     if (!parsed.success) throw configError(`The model reference is not valid (${summarise(parsed.error)}).`);
@@ -108,9 +103,7 @@ export async function createModelProvider(ref: unknown, configInput: ModelsConfi
       const section = config.openaiCompatible[parsed.name];
       if (!section) {
         const names = Object.keys(config.openaiCompatible);
-        throw configError(
-          `No OpenAI-compatible service named "${parsed.name}" is configured${names.length > 0 ? ` (configured: ${names.join(', ')})` : ''}; add it under models.openaiCompatible.`,
-        );
+        throw configError(`No OpenAI-compatible service named "${parsed.name}" is configured${names.length > 0 ? ` (configured: ${names.join(', ')})` : ''}; add it under models.openaiCompatible.`);
       }
       const model = parsed.model ?? section.model;
       if (!model) throw configError(`The service "${parsed.name}" has no default model: use "openai-compatible:${parsed.name}:MODEL" or set its "model".`);
@@ -192,9 +185,7 @@ function checkTransportSecurity(where: string, baseUrl: string, apiKey: string |
   const url = new URL(baseUrl);
   if (url.username || url.password) throw configError(`${where}.baseUrl must not contain credentials; use apiKey or apiKeyEnv.`);
   if (url.protocol === 'http:' && apiKey && !isLoopback(url.hostname) && !allowInsecureHttp) {
-    throw configError(
-      `${where}.baseUrl uses plain http to ${url.hostname}, which would send the API key unencrypted; use https, or set models.allowInsecureHttp if the network is trusted.`,
-    );
+    throw configError(`${where}.baseUrl uses plain http to ${url.hostname}, which would send the API key unencrypted; use https, or set models.allowInsecureHttp if the network is trusted.`);
   }
 }
 
@@ -213,7 +204,10 @@ function transport(config: ModelsConfig, section: TransportOverrides): Omit<Tran
 }
 
 async function createScripted(scriptPath: string, config: ModelsConfig, cwd: string): Promise<ModelProvider> {
-  if (!config.scripted.enabled) throw configError("The scripted model is not enabled in this gateway's configuration: it answers only when the model configuration (LEMNISCATE_MODELS_CONFIG) sets scripted.enabled: true, for demos and tests.");
+  if (!config.scripted.enabled)
+    throw configError(
+      "The scripted model is not enabled in this gateway's configuration: it answers only when the model configuration (LEMNISCATE_MODELS_CONFIG) sets scripted.enabled: true, for demos and tests.",
+    );
   const path = resolve(cwd, scriptPath);
   const allowed = config.scripted.directories;
   if (allowed) {

@@ -46,9 +46,7 @@ export class OpenAiCompatibleProvider extends StreamingProvider {
       stream: true,
       ...(this.settings.includeUsage ? { stream_options: { include_usage: true } } : {}),
       // An empty `tools` array is an error on several servers; no tools means a text-only turn.
-      ...(request.tools.length > 0
-        ? { tools: request.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } })) }
-        : {}),
+      ...(request.tools.length > 0 ? { tools: request.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } })) } : {}),
       ...(maxTokens !== undefined ? { [this.settings.maxTokensField]: maxTokens } : {}),
     };
   }
@@ -173,9 +171,7 @@ const Chunk = z.looseObject({
   choices: z
     .array(
       z.looseObject({
-        delta: z
-          .looseObject({ content: z.string().nullish(), refusal: z.string().nullish(), tool_calls: z.array(ToolCallFragment).nullish() })
-          .nullish(),
+        delta: z.looseObject({ content: z.string().nullish(), refusal: z.string().nullish(), tool_calls: z.array(ToolCallFragment).nullish() }).nullish(),
         finish_reason: z.string().nullish(),
       }),
     )

@@ -22,9 +22,7 @@ export abstract class StreamingProvider implements ModelProvider {
   }
 
   complete(request: ModelRequest): Promise<TurnResult> {
-    return streamWithRetries(this.transport, { url: this.url, headers: this.headers(), body: this.body(request) }, request.signal, request.onRetry, (context) =>
-      this.consume(context, request),
-    );
+    return streamWithRetries(this.transport, { url: this.url, headers: this.headers(), body: this.body(request) }, request.signal, request.onRetry, (context) => this.consume(context, request));
   }
 
   protected abstract headers(): Record<string, string>;

@@ -30,4 +30,3 @@ export class OpenApiController {
     return buildOpenApi(routes, '', '1');
   }
 }
-

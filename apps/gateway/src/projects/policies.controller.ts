@@ -1,13 +1,5 @@
 import { Controller, Get, HttpCode, Post } from '@nestjs/common';
-import {
-  PolicyDiffQuery,
-  PolicyDryRunRequest,
-  PolicyVersionParams,
-  ProjectParams,
-  PublishPolicyRequest,
-  RollbackPolicyRequest,
-  GatewayRoutes as R,
-} from '@lemniscate/contracts';
+import { PolicyDiffQuery, PolicyDryRunRequest, PolicyVersionParams, ProjectParams, PublishPolicyRequest, RollbackPolicyRequest, GatewayRoutes as R } from '@lemniscate/contracts';
 import { Can, CurrentPrincipal } from '../auth/permission.decorator';
 import type { Principal } from '../auth/principal';
 import { Returns, ZBody, ZParams, ZQuery } from '../common/zod-validation';

@@ -49,7 +49,12 @@ export class ProjectsService {
       if (isUniqueViolation(error)) throw new AppError(ErrorCode.Conflict, `A project named "${input.name}" already exists.`);
       throw error;
     }
-    await this.audit.append({ actor: actorOf(principal), kind: 'project.create', projectId: project.id, payload: { name: project.name, repositorySource: project.repositorySource, defaultRef: project.defaultRef } });
+    await this.audit.append({
+      actor: actorOf(principal),
+      kind: 'project.create',
+      projectId: project.id,
+      payload: { name: project.name, repositorySource: project.repositorySource, defaultRef: project.defaultRef },
+    });
     return toProjectView(project);
   }
 

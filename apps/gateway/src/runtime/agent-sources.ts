@@ -27,7 +27,10 @@ export function repositoryAgentDirectory(source: string, ref: string | undefined
       if (!source.startsWith('/')) return [];
       try {
         const { stdout } = await git(['ls-tree', '--name-only', `${rev}:${AGENTS_DIR}`]);
-        return stdout.split('\n').filter((n) => n.endsWith('.md')).slice(0, MAX_FILES);
+        return stdout
+          .split('\n')
+          .filter((n) => n.endsWith('.md'))
+          .slice(0, MAX_FILES);
       } catch {
         return [];
       }

@@ -93,7 +93,13 @@ export class DbSessionRecorder implements SessionRecorder {
       const landed = attempt > 1 ? await this.deps.toolCalls.findById(id) : undefined;
       return landed ?? (await this.deps.toolCalls.create({ id, sessionId: this.session.id, name: call.name, arguments: call.arguments, decision: null, agent: call.agent }));
     });
-    await this.deps.audit.append({ actor: `agent:${call.agent}`, kind: 'tool_call.proposed', projectId: this.session.projectId, sessionId: this.session.id, payload: { callId: row.id, seq: row.seq, name: call.name, arguments: call.arguments } });
+    await this.deps.audit.append({
+      actor: `agent:${call.agent}`,
+      kind: 'tool_call.proposed',
+      projectId: this.session.projectId,
+      sessionId: this.session.id,
+      payload: { callId: row.id, seq: row.seq, name: call.name, arguments: call.arguments },
+    });
     return row.id;
   }
 
@@ -150,13 +156,16 @@ export class DbSessionRecorder implements SessionRecorder {
       const id = view.id;
       // Nothing waits forever (L1, X4): unanswered at its deadline, the request expires; a person who
       // answered a moment before wins, since only a pending row is updated.
-      timer = setTimeout(() => {
-        const seconds = Math.round(timeoutMs / 1000);
-        void this.deps.approvalsService
-          .expire(id, `nobody answered within ${seconds} second${seconds === 1 ? '' : 's'}`)
-          .then(() => check())
-          .catch(fail);
-      }, Math.max(0, expiresAt.getTime() - Date.now()));
+      timer = setTimeout(
+        () => {
+          const seconds = Math.round(timeoutMs / 1000);
+          void this.deps.approvalsService
+            .expire(id, `nobody answered within ${seconds} second${seconds === 1 ? '' : 's'}`)
+            .then(() => check())
+            .catch(fail);
+        },
+        Math.max(0, expiresAt.getTime() - Date.now()),
+      );
       await check();
       return await answered;
     } finally {
@@ -174,7 +183,9 @@ export class DbSessionRecorder implements SessionRecorder {
 
   async approvedCommands(): Promise<ApprovedCommand[]> {
     // A row whose approval is gone (never, short of a deleted session) names no approval: not used.
-    return (await this.retry('approved commands', () => this.deps.approvedCommands.listForSession(this.session.id))).flatMap((r) => (r.approvalId ? [{ command: r.command, workingDirectory: r.workingDirectory, approvalId: r.approvalId }] : []));
+    return (await this.retry('approved commands', () => this.deps.approvedCommands.listForSession(this.session.id))).flatMap((r) =>
+      r.approvalId ? [{ command: r.command, workingDirectory: r.workingDirectory, approvalId: r.approvalId }] : [],
+    );
   }
 
   async recordWorkingCopy(info: SandboxInfo): Promise<void> {

@@ -89,7 +89,16 @@ export class SessionRuntimeService implements OnApplicationShutdown {
       kind: 'session.configured',
       projectId: project.id,
       sessionId: view.id,
-      payload: { agent: agent.name, agentLocation: agent.location, model: model.provider.ref, execution: execution.config, origin: execution.origin, warnings, mode: request.mode, waitForApprovals: request.mode === 'headless_with_approvals' },
+      payload: {
+        agent: agent.name,
+        agentLocation: agent.location,
+        model: model.provider.ref,
+        execution: execution.config,
+        origin: execution.origin,
+        warnings,
+        mode: request.mode,
+        waitForApprovals: request.mode === 'headless_with_approvals',
+      },
     });
 
     await this.lease.hold(view.id);

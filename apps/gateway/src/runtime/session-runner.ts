@@ -136,10 +136,7 @@ export class SessionRunner {
     private readonly input: SessionRunInput,
     private readonly deps: SessionRunDeps,
   ) {
-    this.budget =
-      input.role === 'main'
-        ? SessionBudget.forMainSession(input.execution, deps.clock)
-        : SessionBudget.forChild(input.execution, input.agent.maxActions, deps.clock);
+    this.budget = input.role === 'main' ? SessionBudget.forMainSession(input.execution, deps.clock) : SessionBudget.forChild(input.execution, input.agent.maxActions, deps.clock);
     this.loop = input.role === 'main' ? LoopDetector.forMainSession(input.execution) : LoopDetector.forChild(input.execution);
   }
 
@@ -330,7 +327,9 @@ export class SessionRunner {
     const agent = this.input.agent.name;
     // An argument over its limit is not stored, streamed or audited whole: only its size is.
     const over = toolArgumentsOverLimit(call.name, call.arguments);
-    const recorded: ToolCall = over ? { ...call, arguments: { ...call.arguments, [over.argument]: `[not kept: ${formatBytes(utf8Bytes(call.arguments[over.argument] as string))}, over the limit]` } } : call;
+    const recorded: ToolCall = over
+      ? { ...call, arguments: { ...call.arguments, [over.argument]: `[not kept: ${formatBytes(utf8Bytes(call.arguments[over.argument] as string))}, over the limit]` } }
+      : call;
     const callId = await this.deps.recorder.proposeToolCall({ name: call.name, arguments: recorded.arguments, agent });
     await this.emit({ type: 'tool_call_proposed', callId, agent, name: call.name, arguments: recorded.arguments });
     // 2. loop detector: blocked before it runs, the session handed back
@@ -354,7 +353,16 @@ export class SessionRunner {
     }
     try {
       const result = await this.execute(call, callId, decision, policy);
-      await this.deps.recorder.recordResult(callId, { ok: !result.isError, summary: bound(result.control, 2000), exitCode: result.exitCode, stdout: result.stdout, stderr: result.stderr, truncated: result.truncated, durationMs: result.durationMs, class: result.class ?? null });
+      await this.deps.recorder.recordResult(callId, {
+        ok: !result.isError,
+        summary: bound(result.control, 2000),
+        exitCode: result.exitCode,
+        stdout: result.stdout,
+        stderr: result.stderr,
+        truncated: result.truncated,
+        durationMs: result.durationMs,
+        class: result.class ?? null,
+      });
       return { id: call.id, control: result.control, data: result.data, isError: result.isError };
     } catch (err) {
       if (err instanceof SessionAborted || this.deps.signal.aborted) throw err;
@@ -388,7 +396,11 @@ export class SessionRunner {
     const over = toolArgumentsOverLimit(call.name, call.arguments);
     if (over) return { effect: 'deny', rule: `limits.${over.limit}`, reason: `${over.message} Split the work into smaller ${call.name === 'Bash' ? 'commands' : 'calls'}.` };
     if (!this.toolNames.includes(call.name)) {
-      return { effect: 'deny', rule: 'tools.catalogue', reason: `${call.name} is not one of this session's tools (${this.toolNames.join(', ') || 'none'}); the catalogue was fixed when the session started.` };
+      return {
+        effect: 'deny',
+        rule: 'tools.catalogue',
+        reason: `${call.name} is not one of this session's tools (${this.toolNames.join(', ') || 'none'}); the catalogue was fixed when the session started.`,
+      };
     }
     // P3: the memory of "approve identical commands" answers is this session's only, and only read
     // while the policy in force allows it.
@@ -471,11 +483,16 @@ export class SessionRunner {
       await this.recordDecision(callId, call, bySize);
       return { control: `Refused: ${bySize.reason}`, isError: true };
     }
-    const answer = await this.approval(callId, {
-      kind: flagged.length ? 'third_party' : 'write',
-      payload: { diff: proposal.diff, files: [proposal.path] },
-      flags: { thirdParty: flagged },
-    }, 'diff', proposal.diff);
+    const answer = await this.approval(
+      callId,
+      {
+        kind: flagged.length ? 'third_party' : 'write',
+        payload: { diff: proposal.diff, files: [proposal.path] },
+        flags: { thirdParty: flagged },
+      },
+      'diff',
+      proposal.diff,
+    );
     if (answer.state !== 'approved') return refusedByPerson(`${call.name} of ${proposal.path}`, answer.state);
     await this.deps.recorder.keepingChange();
     await this.deps.execHost.apply(sandboxId, proposal.diff, this.deps.signal);
@@ -560,29 +577,49 @@ export class SessionRunner {
         await this.emit({ type: 'decision', callId, effect: 'deny', rule: 'thirdPartyFiles.symlinksOutside', reason, thirdParty: true, class: 'symlink_outside' });
         await this.deps.recorder.audit('policy.decision', { callId, tool: 'Bash', effect: 'deny', rule: 'thirdPartyFiles.symlinksOutside', reason });
       }
-      await this.revert(forbiddenLinks.map((l) => l.file.path), 'forbidden');
+      await this.revert(
+        forbiddenLinks.map((l) => l.file.path),
+        'forbidden',
+      );
       notes.push(`Reverted at once: ${forbiddenLinks.map((l) => l.reason).join(' ')}`);
     }
     if (forbidden.length) {
-      await this.revert(forbidden.map((f) => f.path), 'forbidden');
+      await this.revert(
+        forbidden.map((f) => f.path),
+        'forbidden',
+      );
       notes.push(`Reverted at once, third-party files the policy forbids changing: ${forbidden.map((f) => f.path).join(', ')}.`);
     }
     if (reviewable.length) {
       const d = classifyChanges(reviewable.map(facts), policy);
       const diff = reviewable.map((f) => f.diff || `Binary or empty change: ${f.path} (${f.status}, ${f.size} bytes)\n`).join('');
-      const answer = await this.approval(callId, {
-        kind: d.thirdParty?.length ? 'third_party' : 'changes',
-        payload: { diff, files: reviewable.map((f) => f.path) },
-        flags: { thirdParty: d.thirdParty ?? [] },
-      }, 'changes', diff);
+      const answer = await this.approval(
+        callId,
+        {
+          kind: d.thirdParty?.length ? 'third_party' : 'changes',
+          payload: { diff, files: reviewable.map((f) => f.path) },
+          flags: { thirdParty: d.thirdParty ?? [] },
+        },
+        'changes',
+        diff,
+      );
       if (answer.state === 'approved') {
         await this.deps.recorder.keepingChange();
-        await this.deps.execHost.accept(sandboxId, reviewable.map((f) => f.path), this.deps.signal);
+        await this.deps.execHost.accept(
+          sandboxId,
+          reviewable.map((f) => f.path),
+          this.deps.signal,
+        );
         await this.snapshotPatch();
         notes.push(`The changes to ${reviewable.map((f) => f.path).join(', ')} were approved and kept.`);
       } else {
-        await this.revert(reviewable.map((f) => f.path), 'rejected');
-        notes.push(`The changes to ${reviewable.map((f) => f.path).join(', ')} were ${answer.state === 'refused_headless' ? 'refused (nobody can approve in a headless run)' : 'rejected'} and reverted.`);
+        await this.revert(
+          reviewable.map((f) => f.path),
+          'rejected',
+        );
+        notes.push(
+          `The changes to ${reviewable.map((f) => f.path).join(', ')} were ${answer.state === 'refused_headless' ? 'refused (nobody can approve in a headless run)' : 'rejected'} and reverted.`,
+        );
       }
     }
     return notes.join(' ');
@@ -618,7 +655,9 @@ export class SessionRunner {
             background: args.background === true,
           })
         : await this.deps.subagents.result(ctx, typeof args.task_id === 'string' ? args.task_id : '');
-    return answer.ok ? { control: 'Subagent report follows.', data: { source: 'subagent report', content: answer.text }, isError: false } : { control: answer.text, isError: true, class: answer.class ?? null };
+    return answer.ok
+      ? { control: 'Subagent report follows.', data: { source: 'subagent report', content: answer.text }, isError: false }
+      : { control: answer.text, isError: true, class: answer.class ?? null };
   }
 
   /**
@@ -628,7 +667,12 @@ export class SessionRunner {
    */
   private async question(call: ToolCall, callId: string): Promise<ExecutedCall> {
     const question = bound((typeof call.arguments.question === 'string' ? call.arguments.question.trim() : '') || '(empty)', 10_000);
-    const options = Array.isArray(call.arguments.options) ? call.arguments.options.filter((o): o is string => typeof o === 'string' && o.trim() !== '').map((o) => bound(o, 1_000)).slice(0, 20) : [];
+    const options = Array.isArray(call.arguments.options)
+      ? call.arguments.options
+          .filter((o): o is string => typeof o === 'string' && o.trim() !== '')
+          .map((o) => bound(o, 1_000))
+          .slice(0, 20)
+      : [];
     if (this.input.headless || this.input.role === 'child') {
       await this.emit({ type: 'question', questionId: callId, question, options, answer: HEADLESS_QUESTION_DEFAULT, class: 'question_default_headless' });
       return { control: HEADLESS_QUESTION_DEFAULT, isError: false };
@@ -678,18 +722,42 @@ export class SessionRunner {
     this.lastApprovalState = answer.state;
     const options = 'question' in draft.payload ? { options: draft.payload.options } : {};
     const exempt = draft.flags.reapprovalExempt === true ? { reapprovalExempt: true } : {};
-    await this.emit({ type: 'approval_requested', approvalId: answer.approvalId, callId, agent: this.input.agent.name, kind: eventKind, thirdParty: draft.flags.thirdParty.length > 0, subject: bound(subject, 100_000), ...options, ...exempt });
+    await this.emit({
+      type: 'approval_requested',
+      approvalId: answer.approvalId,
+      callId,
+      agent: this.input.agent.name,
+      kind: eventKind,
+      thirdParty: draft.flags.thirdParty.length > 0,
+      subject: bound(subject, 100_000),
+      ...options,
+      ...exempt,
+    });
     if (answer.state === 'refused_headless') {
-      await this.emit({ type: 'approval_answered', approvalId: answer.approvalId, answer: 'rejected', by: { kind: 'process', description: 'headless run: nobody can approve' }, class: 'approval_refused_headless' });
+      await this.emit({
+        type: 'approval_answered',
+        approvalId: answer.approvalId,
+        answer: 'rejected',
+        by: { kind: 'process', description: 'headless run: nobody can approve' },
+        class: 'approval_refused_headless',
+      });
     } else {
       const response = answer.state === 'approved' && answer.response ? { response: answer.response } : {};
       const expired = answer.state === 'expired' ? { class: 'approval_expired' as const } : {};
-      await this.emit({ type: 'approval_answered', approvalId: answer.approvalId, answer: answer.state === 'approved' ? 'approved' : 'rejected', by: answer.decidedBy ? { kind: 'user', userId: answer.decidedBy } : { kind: 'process', description: 'expired' }, ...response, ...expired });
+      await this.emit({
+        type: 'approval_answered',
+        approvalId: answer.approvalId,
+        answer: answer.state === 'approved' ? 'approved' : 'rejected',
+        by: answer.decidedBy ? { kind: 'user', userId: answer.decidedBy } : { kind: 'process', description: 'expired' },
+        ...response,
+        ...expired,
+      });
     }
     if (answer.state === 'expired') {
       // Nobody answered in time: the session ends as a guardrail stop at its time limit.
       const seconds = Math.round(waitMs / 1000);
-      const bound = waitMs >= timeoutMs ? `the approval timeout (approvals.timeoutSeconds: ${Math.round(timeoutMs / 1000)})` : waitMs >= sessionLeftMs ? 'the session duration limit' : 'the sandbox lifetime';
+      const bound =
+        waitMs >= timeoutMs ? `the approval timeout (approvals.timeoutSeconds: ${Math.round(timeoutMs / 1000)})` : waitMs >= sessionLeftMs ? 'the session duration limit' : 'the sandbox lifetime';
       this.outcome ??= outcomes.stopped('limit_minutes', `Approval ${answer.approvalId} waited ${seconds} second${seconds === 1 ? '' : 's'} without an answer and expired (${bound}).`);
     }
     return answer;
@@ -701,7 +769,11 @@ export class SessionRunner {
     await this.emit({ type: 'limit_reached', class: check, actionsUsed: snap.actionsUsed, minutesUsed: Math.round(snap.minutesUsed * 100) / 100 });
     await this.deps.recorder.audit('limit.reached', { limit: check, actionsUsed: snap.actionsUsed, minutesUsed: snap.minutesUsed });
     if (this.input.headless || this.input.role === 'child') {
-      await this.emit({ type: 'extension_refused', class: this.input.headless ? 'approval_refused_headless' : 'extension_refused', reason: this.input.headless ? 'Nobody can grant an extension in a headless run.' : 'A subagent is never extended; it reports back at its limit.' });
+      await this.emit({
+        type: 'extension_refused',
+        class: this.input.headless ? 'approval_refused_headless' : 'extension_refused',
+        reason: this.input.headless ? 'Nobody can grant an extension in a headless run.' : 'A subagent is never extended; it reports back at its limit.',
+      });
       return false;
     }
     if (snap.extensionsUsed >= snap.extensionsAllowed) {
@@ -743,12 +815,14 @@ export class SessionRunner {
     while (cut > 2 && this.messages[cut]?.role === 'tool') cut -= 1;
     const middle = this.messages.slice(2, cut);
     const tail = this.messages.slice(cut);
-    const turn = this.countUsage(await this.deps.model.complete({
-      messages: [...head, ...middle, { role: 'user', content: 'Summarise the work so far for yourself: what was done, what was learned, what remains. Facts only.' }],
-      tools: [],
-      signal: this.deps.signal,
-      purpose: 'compaction',
-    }));
+    const turn = this.countUsage(
+      await this.deps.model.complete({
+        messages: [...head, ...middle, { role: 'user', content: 'Summarise the work so far for yourself: what was done, what was learned, what remains. Facts only.' }],
+        tools: [],
+        signal: this.deps.signal,
+        purpose: 'compaction',
+      }),
+    );
     this.budget.recordCompaction();
     this.messages = [...head, { role: 'user', content: `Summary of the earlier part of this session (written by you):\n${turn.text ?? ''}` }, ...tail];
     const after = estimateTokens(this.messages);
@@ -760,12 +834,14 @@ export class SessionRunner {
   /** L3: one final model turn with no tools; nothing runs after exhaustion. */
   private async finalSummary(reason: 'limit_actions' | 'limit_minutes' | 'loop'): Promise<string | null> {
     try {
-      const turn = this.countUsage(await this.deps.model.complete({
-        messages: [...this.messages, { role: 'user', content: finalSummaryPrompt(reason) }],
-        tools: [],
-        signal: AbortSignal.timeout(120_000),
-        purpose: 'final_summary',
-      }));
+      const turn = this.countUsage(
+        await this.deps.model.complete({
+          messages: [...this.messages, { role: 'user', content: finalSummaryPrompt(reason) }],
+          tools: [],
+          signal: AbortSignal.timeout(120_000),
+          purpose: 'final_summary',
+        }),
+      );
       if (turn.text) await this.emit({ type: 'model_text', text: turn.text });
       return turn.text ?? null;
     } catch (err) {
@@ -866,11 +942,7 @@ function data(control: string, source: string, content: string): ExecutedCall {
 
 function refusedByPerson(what: string, state: ApprovalOutcome['state'] = 'rejected'): ExecutedCall {
   const why =
-    state === 'refused_headless'
-      ? 'it needs a person’s approval and nobody can approve in a headless run'
-      : state === 'expired'
-        ? 'the approval request expired'
-        : 'the developer rejected it';
+    state === 'refused_headless' ? 'it needs a person’s approval and nobody can approve in a headless run' : state === 'expired' ? 'the approval request expired' : 'the developer rejected it';
   return { control: `Not done: ${what} was not carried out because ${why}. Continue without it or explain what you need.`, isError: true };
 }
 

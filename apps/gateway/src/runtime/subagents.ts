@@ -154,7 +154,11 @@ export class SubagentService implements SubagentLauncher {
       (err: unknown) => Object.assign(entry, { done: true, answer: { ok: false, text: `Subagent ${agent.name} failed: ${String(err)}` } }),
     );
     this.tasks.set(record.sessionId, entry);
-    return { ok: true, childSessionId: record.sessionId, text: `Started background task ${record.sessionId} (agent ${agent.name}). Read its report with TaskResult {"task_id":"${record.sessionId}"}.` };
+    return {
+      ok: true,
+      childSessionId: record.sessionId,
+      text: `Started background task ${record.sessionId} (agent ${agent.name}). Read its report with TaskResult {"task_id":"${record.sessionId}"}.`,
+    };
   }
 
   async result(_parent: DelegationContext, taskId: string): Promise<TaskAnswer> {

@@ -53,13 +53,19 @@ function subjectText(payload: ApprovalPayload): string {
 function checkResponse(kind: ApprovalKind, answer: Answer, response: string | undefined): void {
   if (kind === 'question') {
     if (answer === 'approved' && response === undefined) {
-      throw new AppError(ErrorCode.ValidationFailed, 'response: a question is answered with text — one of its options or your own words; reject it to let the agent state its assumption and continue.');
+      throw new AppError(
+        ErrorCode.ValidationFailed,
+        'response: a question is answered with text — one of its options or your own words; reject it to let the agent state its assumption and continue.',
+      );
     }
     if (answer === 'rejected' && response !== undefined) {
       throw new AppError(ErrorCode.ValidationFailed, 'response: rejecting a question declines it and takes no answer; approve it with the response instead.');
     }
   } else if (response !== undefined) {
-    throw new AppError(ErrorCode.ValidationFailed, `response: only a question takes an answer in words; this approval is a ${kind === 'third_party' ? 'third-party change' : kind}, approved or rejected as it is.`);
+    throw new AppError(
+      ErrorCode.ValidationFailed,
+      `response: only a question takes an answer in words; this approval is a ${kind === 'third_party' ? 'third-party change' : kind}, approved or rejected as it is.`,
+    );
   }
 }
 
@@ -206,14 +212,33 @@ export class ApprovalsService {
       kind: 'approval.request',
       projectId: session.projectId,
       sessionId: session.id,
-      payload: { approvalId: row.id, kind: row.kind, payload: input.payload, flags, state: row.state, ...(input.expiresAt && row.state === 'pending' ? { expiresAt: input.expiresAt.toISOString() } : {}) },
+      payload: {
+        approvalId: row.id,
+        kind: row.kind,
+        payload: input.payload,
+        flags,
+        state: row.state,
+        ...(input.expiresAt && row.state === 'pending' ? { expiresAt: input.expiresAt.toISOString() } : {}),
+      },
     });
     const stream = await this.streamOf(session);
     await this.events.publish({
       type: 'approval_requested',
       sessionId: stream.sessionId,
       projectId: session.projectId,
-      payload: { ...stream.extra, approvalId: row.id, callId: row.toolCallId, agent: row.agent, kind: EVENT_KIND[row.kind], thirdParty: flags.thirdParty.length > 0, ...(flags.thirdParty.length > 0 ? { thirdPartyFiles: flags.thirdParty } : {}), subject: subjectText(input.payload), ...('question' in input.payload ? { options: input.payload.options } : {}), ...(flags.reapprovalExempt === true && row.kind === 'command' && row.state === 'pending' ? { reapprovalExempt: true } : {}), ...(input.expiresAt && row.state === 'pending' ? { expiresAt: input.expiresAt.toISOString() } : {}) },
+      payload: {
+        ...stream.extra,
+        approvalId: row.id,
+        callId: row.toolCallId,
+        agent: row.agent,
+        kind: EVENT_KIND[row.kind],
+        thirdParty: flags.thirdParty.length > 0,
+        ...(flags.thirdParty.length > 0 ? { thirdPartyFiles: flags.thirdParty } : {}),
+        subject: subjectText(input.payload),
+        ...('question' in input.payload ? { options: input.payload.options } : {}),
+        ...(flags.reapprovalExempt === true && row.kind === 'command' && row.state === 'pending' ? { reapprovalExempt: true } : {}),
+        ...(input.expiresAt && row.state === 'pending' ? { expiresAt: input.expiresAt.toISOString() } : {}),
+      },
     });
     if (row.state === 'refused_headless') {
       await this.events.publish({

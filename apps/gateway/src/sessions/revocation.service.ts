@@ -122,7 +122,12 @@ export class RevocationService implements OnModuleInit, OnModuleDestroy {
       payload: { reason: note ?? null, approvalsRejected: rejected.map((a) => a.id), sandboxId: session.sandboxId, sandboxDestroyed, sandboxNote },
     });
     for (const a of rejected) {
-      await this.events.publish({ type: 'approval_answered', sessionId: session.id, projectId: session.projectId, payload: { approvalId: a.id, answer: 'rejected', by: { kind: 'user', userId: decidedBy } } });
+      await this.events.publish({
+        type: 'approval_answered',
+        sessionId: session.id,
+        projectId: session.projectId,
+        payload: { approvalId: a.id, answer: 'rejected', by: { kind: 'user', userId: decidedBy } },
+      });
     }
     await this.events.publish({
       type: 'session_stopped',

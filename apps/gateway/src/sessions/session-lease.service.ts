@@ -118,7 +118,8 @@ export class SessionLeaseService implements OnApplicationBootstrap, OnApplicatio
       for (const child of children) await sessions.end(child.id, { status: 'failed', stopReason: 'crash', summary: child.summary ?? message });
       const closed = [];
       for (const s of [root, ...children]) {
-        for (const a of await this.approvals.withTx(tx).closePendingForSession(s.id, { state: 'expired', decidedBy: null, reason: PROCESS })) closed.push({ approval: a, child: s.id === root.id ? null : s.id });
+        for (const a of await this.approvals.withTx(tx).closePendingForSession(s.id, { state: 'expired', decidedBy: null, reason: PROCESS }))
+          closed.push({ approval: a, child: s.id === root.id ? null : s.id });
       }
       return { children, closed };
     });

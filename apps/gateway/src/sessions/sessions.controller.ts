@@ -7,7 +7,6 @@ import { SessionRuntimeService } from '../runtime/runtime.service';
 import { RevocationService } from './revocation.service';
 import { SessionsService } from './sessions.service';
 
-
 @Controller('sessions')
 export class SessionsController {
   constructor(

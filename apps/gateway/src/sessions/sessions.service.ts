@@ -175,7 +175,13 @@ export class SessionsService {
     const session = await this.sessions.findById(sessionId);
     if (!session) throw new AppError(ErrorCode.NotFound, `There is no session ${sessionId}.`);
     const row = await this.toolCalls.create({ sessionId, name: call.name, arguments: call.arguments, decision: call.decision, agent: call.agent });
-    await this.audit.append({ actor: `agent:${call.agent}`, kind: 'tool_call.proposed', projectId: session.projectId, sessionId, payload: { callId: row.id, seq: row.seq, name: call.name, arguments: call.arguments } });
+    await this.audit.append({
+      actor: `agent:${call.agent}`,
+      kind: 'tool_call.proposed',
+      projectId: session.projectId,
+      sessionId,
+      payload: { callId: row.id, seq: row.seq, name: call.name, arguments: call.arguments },
+    });
     await this.audit.append({ actor: 'policy', kind: 'policy.decision', projectId: session.projectId, sessionId, payload: { callId: row.id, ...call.decision } });
     await this.events.publish({ type: 'tool_call_proposed', sessionId, projectId: session.projectId, payload: { callId: row.id, agent: call.agent, name: call.name, arguments: call.arguments } });
     return row;

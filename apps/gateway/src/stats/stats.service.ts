@@ -33,9 +33,7 @@ export class StatsService {
     );
     const toolCalls = [];
     for (const s of rows) toolCalls.push(...(await this.toolCalls.listForSession(s.id)).map(toToolCallView));
-    const pending = principal.ability.can('read', 'Approval')
-      ? await this.approvals.list(principal, { state: 'pending', limit: 500 })
-      : [];
+    const pending = principal.ability.can('read', 'Approval') ? await this.approvals.list(principal, { state: 'pending', limit: 500 }) : [];
     return summariseDashboard({ sessions: rows.map(toSessionView), toolCalls, pending, days: query.days, now });
   }
 }

@@ -21,7 +21,15 @@ interface Running {
 
 async function start(dataDir: string): Promise<Running> {
   const proc = spawn(process.execPath, [child], {
-    env: { ...process.env, LEMNISCATE_DATA_DIR: dataDir, LEMNISCATE_GATEWAY_PORT: '0', LEMNISCATE_ADMIN_EMAIL: ADMIN_EMAIL, LEMNISCATE_ADMIN_PASSWORD: ADMIN_PASSWORD, LEMNISCATE_LOG_LEVEL: 'warn', DATABASE_URL: '' },
+    env: {
+      ...process.env,
+      LEMNISCATE_DATA_DIR: dataDir,
+      LEMNISCATE_GATEWAY_PORT: '0',
+      LEMNISCATE_ADMIN_EMAIL: ADMIN_EMAIL,
+      LEMNISCATE_ADMIN_PASSWORD: ADMIN_PASSWORD,
+      LEMNISCATE_LOG_LEVEL: 'warn',
+      DATABASE_URL: '',
+    },
   });
   let buffer = '';
   const lines: string[] = [];

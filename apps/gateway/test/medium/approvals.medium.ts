@@ -34,12 +34,15 @@ withTestDatabases((db) => {
   });
 
   async function newSession(token = dev.token, extra: Record<string, unknown> = {}): Promise<string> {
-    const res = await gw.http().post('/api/v1/sessions').set(bearer(token)).send({ projectId: project, instruction: 'make the build green', ...extra });
+    const res = await gw
+      .http()
+      .post('/api/v1/sessions')
+      .set(bearer(token))
+      .send({ projectId: project, instruction: 'make the build green', ...extra });
     expect(res.status).toBe(201);
     return res.body.id as string;
   }
-  const ask = (sessionId: string, command = 'npm install left-pad') =>
-    gw.app.get(ApprovalsService).request({ sessionId, kind: 'command', payload: { command }, agent: 'general' });
+  const ask = (sessionId: string, command = 'npm install left-pad') => gw.app.get(ApprovalsService).request({ sessionId, kind: 'command', payload: { command }, agent: 'general' });
 
   it('records the instruction with the policy version in force, audited', async () => {
     const id = await newSession();
@@ -92,13 +95,19 @@ withTestDatabases((db) => {
 
   it('remembers an identical command only when the policy says reapproval: exempt', async () => {
     const sessionId = await newSession();
-    const first = await gw.app.get(ApprovalsService).request({ sessionId, kind: 'command', payload: { command: 'make lint', workingDirectory: '/workspace' }, flags: { thirdParty: [], reapprovalExempt: true }, agent: 'general' });
+    const first = await gw.app
+      .get(ApprovalsService)
+      .request({ sessionId, kind: 'command', payload: { command: 'make lint', workingDirectory: '/workspace' }, flags: { thirdParty: [], reapprovalExempt: true }, agent: 'general' });
     const refused = await gw.http().post(`/api/v1/approvals/${first.id}/approve`).set(bearer(dev.token)).send({ rememberCommand: true });
     expect(refused.status).toBe(400);
     expect(refused.body.message).toBe("This project's policy requires approving every command again (commands.reapproval: always).");
     expect((await gw.http().get(`/api/v1/approvals/${first.id}`).set(bearer(dev.token))).body.state).toBe('pending');
 
-    const published = await gw.http().post(`/api/v1/projects/${project}/policy`).set(bearer(admin)).send({ document: { version: 1, commands: { reapproval: 'exempt' } } });
+    const published = await gw
+      .http()
+      .post(`/api/v1/projects/${project}/policy`)
+      .set(bearer(admin))
+      .send({ document: { version: 1, commands: { reapproval: 'exempt' } } });
     expect(published.status).toBe(201);
     const ok = await gw.http().post(`/api/v1/approvals/${first.id}/approve`).set(bearer(dev.token)).send({ rememberCommand: true });
     expect(ok.status).toBe(200);
@@ -144,7 +153,11 @@ withTestDatabases((db) => {
       expect(row).toMatchObject({ state: 'expired', decidedBy: null, reason: expect.stringContaining('nobody answered within') });
       const requested = (await auditOf(id, 'approval.request')).find((e) => (e.payload as { approvalId: string }).approvalId === outcome.approvalId);
       expect(requested?.payload).toMatchObject({ state: 'pending', expiresAt: expect.any(String) });
-      expect((await auditOf(id, 'approval.expired')).find((e) => (e.payload as { approvalId: string }).approvalId === outcome.approvalId)).toMatchObject({ actor: 'system', sessionId: id, payload: { kind: 'command' } });
+      expect((await auditOf(id, 'approval.expired')).find((e) => (e.payload as { approvalId: string }).approvalId === outcome.approvalId)).toMatchObject({
+        actor: 'system',
+        sessionId: id,
+        payload: { kind: 'command' },
+      });
       expect(published.find((e) => e.type === 'approval_requested')?.payload).toMatchObject({ approvalId: outcome.approvalId, expiresAt: expect.any(String) });
       expect(published.find((e) => e.type === 'approval_answered')?.payload).toMatchObject({ approvalId: outcome.approvalId, answer: 'rejected', class: 'approval_expired', by: { kind: 'process' } });
       const late = await gw.http().post(`/api/v1/approvals/${outcome.approvalId}/approve`).set(bearer(dev.token)).send({});
@@ -245,10 +258,18 @@ withTestDatabases((db) => {
     it('the database itself refuses an answer in words on anything but an approved question', async () => {
       const command = await ask(await newSession());
       const repository = gw.app.get(ApprovalsRepository);
-      const refusal = (p: Promise<unknown>) => p.then(() => 'accepted', (e: { cause?: { message?: string } }) => e.cause?.message ?? String(e));
-      await expect(refusal(repository.answer(command.id, { state: 'approved', decidedBy: dev.userId, response: 'sneaked in' }))).resolves.toMatch(/violates check constraint "approvals_response_answers_a_question"/);
+      const refusal = (p: Promise<unknown>) =>
+        p.then(
+          () => 'accepted',
+          (e: { cause?: { message?: string } }) => e.cause?.message ?? String(e),
+        );
+      await expect(refusal(repository.answer(command.id, { state: 'approved', decidedBy: dev.userId, response: 'sneaked in' }))).resolves.toMatch(
+        /violates check constraint "approvals_response_answers_a_question"/,
+      );
       const asked = await question(await newSession());
-      await expect(refusal(repository.answer(asked.id, { state: 'rejected', decidedBy: dev.userId, response: 'sneaked in' }))).resolves.toMatch(/violates check constraint "approvals_response_answers_a_question"/);
+      await expect(refusal(repository.answer(asked.id, { state: 'rejected', decidedBy: dev.userId, response: 'sneaked in' }))).resolves.toMatch(
+        /violates check constraint "approvals_response_answers_a_question"/,
+      );
       await expect(refusal(repository.answer(asked.id, { state: 'approved', decidedBy: dev.userId, response: 'keep it' }))).resolves.toBe('accepted');
     });
   });
@@ -322,7 +343,11 @@ withTestDatabases((db) => {
 
     const again = await gw.http().post(`/api/v1/users/${victim.userId}/revoke`).set(bearer(admin)).send({});
     expect(again.status).toBe(409);
-    const self = await gw.http().post(`/api/v1/users/${(await gw.http().get('/api/v1/auth/me').set(bearer(admin))).body.user.id}/revoke`).set(bearer(admin)).send({});
+    const self = await gw
+      .http()
+      .post(`/api/v1/users/${(await gw.http().get('/api/v1/auth/me').set(bearer(admin))).body.user.id}/revoke`)
+      .set(bearer(admin))
+      .send({});
     expect(self.status).toBe(409);
     expect(self.body.message).toBe('You cannot revoke your own account; ask another administrator.');
   });
@@ -337,27 +362,30 @@ withTestDatabases((db) => {
 });
 
 describe('when the exec-host is gone', () => {
-  withTestDatabases((db) => {
-    let gw: Gateway;
-    beforeAll(async () => {
-      gw = await startGateway(db(), { LEMNISCATE_EXEC_HOST_URL: 'http://127.0.0.1:9' });
-    });
-    afterAll(async () => {
-      await gw?.close();
-    });
+  withTestDatabases(
+    (db) => {
+      let gw: Gateway;
+      beforeAll(async () => {
+        gw = await startGateway(db(), { LEMNISCATE_EXEC_HOST_URL: 'http://127.0.0.1:9' });
+      });
+      afterAll(async () => {
+        await gw?.close();
+      });
 
-    it('a stop still ends the session and says the sandbox is left to the reaper; readyz says not ready', async () => {
-      const admin = (await tokenFor(gw, ADMIN_EMAIL, ADMIN_PASSWORD)).token;
-      const project = await createProject(gw, admin, 'offline');
-      const created = await gw.http().post('/api/v1/sessions').set(bearer(admin)).send({ projectId: project, instruction: 'x' });
-      await gw.app.get(SessionsRepository).update(created.body.id, { sandboxId: 'sbx-lost' });
-      const res = await gw.http().post(`/api/v1/sessions/${created.body.id}/stop`).set(bearer(admin)).send({});
-      expect(res.status).toBe(200);
-      expect(res.body).toMatchObject({ session: { status: 'stopped' }, sandboxDestroyed: false });
-      expect(res.body.sandboxNote).toMatch(/could not be reached\. The exec-host's reaper removes it by its session label\.$/);
-      const ready = await gw.http().get('/readyz');
-      expect(ready.status).toBe(503);
-      expect(ready.body.checks.execHost.ok).toBe(false);
-    });
-  }, ['pglite']);
+      it('a stop still ends the session and says the sandbox is left to the reaper; readyz says not ready', async () => {
+        const admin = (await tokenFor(gw, ADMIN_EMAIL, ADMIN_PASSWORD)).token;
+        const project = await createProject(gw, admin, 'offline');
+        const created = await gw.http().post('/api/v1/sessions').set(bearer(admin)).send({ projectId: project, instruction: 'x' });
+        await gw.app.get(SessionsRepository).update(created.body.id, { sandboxId: 'sbx-lost' });
+        const res = await gw.http().post(`/api/v1/sessions/${created.body.id}/stop`).set(bearer(admin)).send({});
+        expect(res.status).toBe(200);
+        expect(res.body).toMatchObject({ session: { status: 'stopped' }, sandboxDestroyed: false });
+        expect(res.body.sandboxNote).toMatch(/could not be reached\. The exec-host's reaper removes it by its session label\.$/);
+        const ready = await gw.http().get('/readyz');
+        expect(ready.status).toBe(503);
+        expect(ready.body.checks.execHost.ok).toBe(false);
+      });
+    },
+    ['pglite'],
+  );
 });

@@ -27,7 +27,10 @@ withTestDatabases((db) => {
     const failed = await gw.http().get('/api/v1/audit?kind=auth.login_failed').set(bearer(admin));
     expect(failed.body[0]).toMatchObject({ actor: 'anonymous', payload: { email: 'officer@example.test' } });
     expect((await gw.http().get('/api/v1/audit?kind=auth.login_failed').set(bearer(officer))).body).toEqual([]);
-    const future = await gw.http().get(`/api/v1/audit?from=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`).set(bearer(officer));
+    const future = await gw
+      .http()
+      .get(`/api/v1/audit?from=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`)
+      .set(bearer(officer));
     expect(future.body).toEqual([]);
     const bad = await gw.http().get('/api/v1/audit?kind=DROP TABLE').set(bearer(officer));
     expect(bad.status).toBe(400);
@@ -44,28 +47,45 @@ withTestDatabases((db) => {
       expect(res.body.message).toMatch(/^The gateway records no audit entries of kind "nope"; the kinds it records are listed by GET \/api\/v1\/audit\/kinds/);
     }
     // Every kind the server lists is accepted as a filter.
-    const all = await gw.http().get(`/api/v1/audit?kind=${(kinds.body.kinds as string[]).join(',')}`).set(bearer(officer));
+    const all = await gw
+      .http()
+      .get(`/api/v1/audit?kind=${(kinds.body.kinds as string[]).join(',')}`)
+      .set(bearer(officer));
     expect(all.status).toBe(200);
     expect(all.body.length).toBeGreaterThan(0);
   });
 
   it('a person is found by email, and entries name them by email and display name', async () => {
     for (const actor of [ADMIN_EMAIL, `user:${ADMIN_EMAIL}`, ADMIN_EMAIL.toUpperCase()]) {
-      const res = await gw.http().get(`/api/v1/audit?projectId=${project}&actor=${encodeURIComponent(actor)}`).set(bearer(officer));
+      const res = await gw
+        .http()
+        .get(`/api/v1/audit?projectId=${project}&actor=${encodeURIComponent(actor)}`)
+        .set(bearer(officer));
       expect([actor, res.status]).toEqual([actor, 200]);
       expect(res.body.map((e: { kind: string }) => e.kind)).toContain('project.create');
       for (const e of res.body) expect(e.actorIdentity).toMatchObject({ email: ADMIN_EMAIL, displayName: expect.any(String) });
     }
     // The export names people too: JSONL carries actorIdentity, CSV two more columns.
-    const jsonl = await gw.http().get(`/api/v1/audit/export?projectId=${project}&actor=${encodeURIComponent(ADMIN_EMAIL)}&format=jsonl`).set(bearer(officer)).buffer(true).parse((res, cb) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => cb(null, text));
-    });
-    const exported = String(jsonl.body).trim().split('\n').map((l) => JSON.parse(l) as { actorIdentity: unknown });
+    const jsonl = await gw
+      .http()
+      .get(`/api/v1/audit/export?projectId=${project}&actor=${encodeURIComponent(ADMIN_EMAIL)}&format=jsonl`)
+      .set(bearer(officer))
+      .buffer(true)
+      .parse((res, cb) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () => cb(null, text));
+      });
+    const exported = String(jsonl.body)
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { actorIdentity: unknown });
     expect(exported.length).toBeGreaterThan(0);
     for (const e of exported) expect(e.actorIdentity).toMatchObject({ email: ADMIN_EMAIL });
-    const csv = await gw.http().get(`/api/v1/audit/export?projectId=${project}&actor=${encodeURIComponent(ADMIN_EMAIL)}&format=csv`).set(bearer(officer));
+    const csv = await gw
+      .http()
+      .get(`/api/v1/audit/export?projectId=${project}&actor=${encodeURIComponent(ADMIN_EMAIL)}&format=csv`)
+      .set(bearer(officer));
     expect(csv.text.split('\r\n')[0]).toBe('seq,at,actor,kind,project_id,session_id,payload,prev_hash,hash,actor_email,actor_name');
     expect(csv.text.split('\r\n')[1]).toContain(`,${ADMIN_EMAIL},`);
     const nobody = await gw.http().get(`/api/v1/audit?projectId=${project}&actor=nobody@example.test`).set(bearer(officer));
@@ -73,15 +93,23 @@ withTestDatabases((db) => {
   });
 
   it('exports JSONL and CSV as attachments', async () => {
-    const jsonl = await gw.http().get(`/api/v1/audit/export?projectId=${project}&format=jsonl`).set(bearer(officer)).buffer(true).parse((res, cb) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => cb(null, text));
-    });
+    const jsonl = await gw
+      .http()
+      .get(`/api/v1/audit/export?projectId=${project}&format=jsonl`)
+      .set(bearer(officer))
+      .buffer(true)
+      .parse((res, cb) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () => cb(null, text));
+      });
     expect(jsonl.status).toBe(200);
     expect(jsonl.headers['content-type']).toMatch(/^application\/x-ndjson/);
     expect(jsonl.headers['content-disposition']).toContain('lemniscate-audit.jsonl');
-    const lines = String(jsonl.body).trim().split('\n').map((l) => JSON.parse(l) as { projectId: string });
+    const lines = String(jsonl.body)
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { projectId: string });
     expect(lines.length).toBeGreaterThan(0);
     for (const l of lines) expect(l.projectId).toBe(project);
     const csv = await gw.http().get('/api/v1/audit/export?format=csv').set(bearer(officer));

@@ -74,9 +74,17 @@ withTestDatabases((database, kind) => {
     });
 
     it('hashes exactly what it stores, so anyone can recompute the hash from a row', async () => {
-      const [row] = await database().superuser<{ seq: string; at: Date; actor: string; kind: string; project_id: string | null; session_id: string | null; payload: string; prev_hash: string; hash: string }>(
-        'SELECT * FROM audit_log WHERE seq = 1',
-      );
+      const [row] = await database().superuser<{
+        seq: string;
+        at: Date;
+        actor: string;
+        kind: string;
+        project_id: string | null;
+        session_id: string | null;
+        payload: string;
+        prev_hash: string;
+        hash: string;
+      }>('SELECT * FROM audit_log WHERE seq = 1');
       if (!row) throw new Error('entry 1 missing');
       expect(row.payload).toBe(canonicalJson({ i: 0, text: 'a\u0000b', nested: { z: 1, a: [true, null] } }));
       const entry = { seq: Number(row.seq), at: new Date(row.at), actor: row.actor, kind: row.kind, projectId: row.project_id, sessionId: row.session_id, payload: row.payload };
@@ -324,9 +332,7 @@ withTestDatabases((database) => {
     });
 
     it('refuses a range that ends before it starts, and a date that is not one', async () => {
-      await expect(audit().list({ from: new Date('2026-02-01'), to: new Date('2026-01-01') })).rejects.toThrow(
-        'The audit filter "from" is later than "to"; the range would match nothing.',
-      );
+      await expect(audit().list({ from: new Date('2026-02-01'), to: new Date('2026-01-01') })).rejects.toThrow('The audit filter "from" is later than "to"; the range would match nothing.');
       await expect(audit().list({ to: new Date('not a date') })).rejects.toThrow('The audit filter "to" is not a valid date.');
     });
   });

@@ -43,7 +43,15 @@ withTestDatabases((db) => {
 
   it('slows a guesser down: after the allowed failures even the right password waits', async () => {
     const email = 'nobody@example.test';
-    for (let i = 0; i < 3; i++) expect((await gw.http().post('/api/v1/auth/login').send({ email, password: `guess ${i}` })).status).toBe(401);
+    for (let i = 0; i < 3; i++)
+      expect(
+        (
+          await gw
+            .http()
+            .post('/api/v1/auth/login')
+            .send({ email, password: `guess ${i}` })
+        ).status,
+      ).toBe(401);
     const res = await gw.http().post('/api/v1/auth/login').send({ email, password: 'guess 4' });
     expect(res.status).toBe(429);
     expect(res.body.code).toBe('rate_limited');
@@ -55,7 +63,15 @@ withTestDatabases((db) => {
     const other = await startGateway(db(), { LEMNISCATE_LOGIN_MAX_FAILURES: '3' });
     try {
       const email = 'spread@example.test';
-      for (let i = 0; i < 3; i++) expect((await gw.http().post('/api/v1/auth/login').send({ email, password: `guess ${i}` })).status).toBe(401);
+      for (let i = 0; i < 3; i++)
+        expect(
+          (
+            await gw
+              .http()
+              .post('/api/v1/auth/login')
+              .send({ email, password: `guess ${i}` })
+          ).status,
+        ).toBe(401);
       const res = await other.http().post('/api/v1/auth/login').send({ email, password: 'guess on the other replica' });
       expect(res.status).toBe(429);
       expect(res.body.message).toMatch(/^Too many failed sign-in attempts; try again in \d+ seconds\.$/);

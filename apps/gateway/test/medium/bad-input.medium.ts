@@ -36,7 +36,11 @@ withTestDatabases((db) => {
 
   it.each(routes.filter((r) => r.contract.body).map((r) => [`${r.method} ${r.path}`, r] as const))('%s refuses a NUL in its body with a 400 naming the field', async (_name, route) => {
     const method = route.method.toLowerCase() as 'post' | 'put' | 'patch' | 'delete';
-    const res = await gw.http()[method](fill(route.path)).set(bearer(admin)).send({ note: NUL, nested: { list: ['ok', NUL] } });
+    const res = await gw
+      .http()
+      [method](fill(route.path))
+      .set(bearer(admin))
+      .send({ note: NUL, nested: { list: ['ok', NUL] } });
     // Sign-in is open to anyone; every other route checks rights first, and an administrator has them here.
     expect(res.status).toBe(400);
     expect(res.body.code).toBe('validation_failed');
@@ -45,14 +49,21 @@ withTestDatabases((db) => {
   });
 
   it.each(routes.filter((r) => r.contract.query && r.method === 'GET').map((r) => [`${r.method} ${r.path}`, r] as const))('%s refuses a NUL in its query with a 400', async (_name, route) => {
-    const res = await gw.http().get(`${fill(route.path)}?x=${encodeURIComponent(NUL)}`).set(bearer(admin));
+    const res = await gw
+      .http()
+      .get(`${fill(route.path)}?x=${encodeURIComponent(NUL)}`)
+      .set(bearer(admin));
     expect(res.status).toBe(400);
     expect(res.body.message).toContain('query.x: contains a NUL character');
   });
 
   it.each(routes.filter((r) => r.path.includes(':')).map((r) => [`${r.method} ${r.path}`, r] as const))('%s answers a NUL in a path parameter with a 4xx, never a 500', async (_name, route) => {
     const method = route.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
-    const res = await gw.http()[method](`/api/v1${route.path.replace(/:[A-Za-z]+/g, '%00')}`).set(bearer(admin)).send({});
+    const res = await gw
+      .http()
+      [method](`/api/v1${route.path.replace(/:[A-Za-z]+/g, '%00')}`)
+      .set(bearer(admin))
+      .send({});
     expect(res.status).toBeGreaterThanOrEqual(400);
     expect(res.status).toBeLessThan(500);
     expect(typeof res.body.message).toBe('string');

@@ -186,7 +186,10 @@ describe('the gateway across a PostgreSQL outage of 0.2–0.6 s', () => {
         execution: { ...EXECUTION_DEFAULTS, toolLoopThreshold: 1000 },
       },
       {
-        model: new ScriptedProvider(parseModelScript({ turns: [{ repeat: calls, tool_calls: [{ name: 'Bash', arguments: { command: 'npm test -- --shard={{i}}' } }] }, { text: 'Ran forty shards.' }] }, 'outage.json'), 'outage.json'),
+        model: new ScriptedProvider(
+          parseModelScript({ turns: [{ repeat: calls, tool_calls: [{ name: 'Bash', arguments: { command: 'npm test -- --shard={{i}}' } }] }, { text: 'Ran forty shards.' }] }, 'outage.json'),
+          'outage.json',
+        ),
         execHost,
         recorder: recorderFor(sessionId),
         policy: async () => recommendedPolicy,

@@ -91,7 +91,11 @@ withTestDatabases((db) => {
     c.send({ type: 'subscribe', projectId: project });
     expect(await c.next()).toMatchObject({ type: 'subscribed', projectId: project });
     await ask('hidden from other');
-    await gw.http().post(`/api/v1/projects/${project}/policy`).set(bearer(admin)).send({ document: { version: 1 } });
+    await gw
+      .http()
+      .post(`/api/v1/projects/${project}/policy`)
+      .set(bearer(admin))
+      .send({ document: { version: 1 } });
     // Delivery is in seq order, so the policy event arriving first proves the approval event was withheld.
     expect(eventOf(await c.next())).toMatchObject({ type: 'policy_published', sessionId: null, projectId: project });
   });

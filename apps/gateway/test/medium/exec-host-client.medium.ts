@@ -42,7 +42,9 @@ describe('HttpExecHost (the gateway side of the control channel)', () => {
 
   it('says when the exec-host refuses the token', async () => {
     await expect(client(execHost.url, 'wrong').health()).resolves.toEqual({ ok: false, message: 'The exec-host refused the gateway token.' });
-    const refused = await client(execHost.url, 'wrong').destroy('sbx-2').catch((e: unknown) => e);
+    const refused = await client(execHost.url, 'wrong')
+      .destroy('sbx-2')
+      .catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(ExecHostCallError);
     expect({ code: (refused as ExecHostCallError).code, status: (refused as ExecHostCallError).status }).toEqual({ code: 'unauthorized', status: 401 });
     expect(toAppError(refused, 'destroy sandbox sbx-2').message).toBe('The exec-host refused to destroy sandbox sbx-2 (HTTP 401).');
@@ -53,7 +55,12 @@ describe('HttpExecHost (the gateway side of the control channel)', () => {
   });
 
   it('turns a failing or unreachable exec-host into a coded error with a sentence', async () => {
-    const failing = toAppError(await client(brokenUrl).destroy('sbx-3').catch((e: unknown) => e), 'destroy sandbox sbx-3');
+    const failing = toAppError(
+      await client(brokenUrl)
+        .destroy('sbx-3')
+        .catch((e: unknown) => e),
+      'destroy sandbox sbx-3',
+    );
     expect({ code: failing.code, message: failing.message }).toEqual({ code: ErrorCode.ExecHostUnavailable, message: 'The exec-host refused to destroy sandbox sbx-3 (HTTP 500).' });
     await expect(client(brokenUrl).health()).resolves.toEqual({ ok: false, message: 'The exec-host answered HTTP 500.' });
     await expect(client('http://127.0.0.1:9').destroy('sbx-4')).rejects.toThrow('The exec-host at http://127.0.0.1:9 could not be reached.');

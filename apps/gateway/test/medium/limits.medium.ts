@@ -53,35 +53,60 @@ withTestDatabases((db) => {
     {
       source: 'POST /sessions instruction',
       limit: 'instructionBytes',
-      send: (n) => gw.http().post('/api/v1/sessions').set(bearer(dev)).send({ projectId: project, instruction: 'i'.repeat(n) }),
+      send: (n) =>
+        gw
+          .http()
+          .post('/api/v1/sessions')
+          .set(bearer(dev))
+          .send({ projectId: project, instruction: 'i'.repeat(n) }),
       stored: sessions,
       accepted: 201,
     },
     {
       source: 'POST /sessions startingPatch',
       limit: 'startingPatchBytes',
-      send: (n) => gw.http().post('/api/v1/sessions').set(bearer(dev)).send({ projectId: project, instruction: 'apply my work', startingPatch: '+'.repeat(n) }),
+      send: (n) =>
+        gw
+          .http()
+          .post('/api/v1/sessions')
+          .set(bearer(dev))
+          .send({ projectId: project, instruction: 'apply my work', startingPatch: '+'.repeat(n) }),
       stored: sessions,
       accepted: 201,
     },
     {
       source: 'POST /sessions/:id/subagents instruction',
       limit: 'instructionBytes',
-      send: (n) => gw.http().post(`/api/v1/sessions/${parent}/subagents`).set(bearer(dev)).send({ agent: 'explore', instruction: 's'.repeat(n) }),
+      send: (n) =>
+        gw
+          .http()
+          .post(`/api/v1/sessions/${parent}/subagents`)
+          .set(bearer(dev))
+          .send({ agent: 'explore', instruction: 's'.repeat(n) }),
       stored: sessions,
       accepted: -1,
     },
     {
       source: 'POST /projects/:id/policy sourceText',
       limit: 'policySourceBytes',
-      send: (n) => gw.http().post(`/api/v1/projects/${project}/policy`).set(bearer(admin)).send({ sourceText: policyText(n) }),
+      send: (n) =>
+        gw
+          .http()
+          .post(`/api/v1/projects/${project}/policy`)
+          .set(bearer(admin))
+          .send({ sourceText: policyText(n) }),
       stored: versions,
       accepted: 201,
     },
     {
       source: 'POST /projects/:id/policy/dry-run sourceText',
       limit: 'policySourceBytes',
-      send: (n) => gw.http().post(`/api/v1/projects/${project}/policy/dry-run`).set(bearer(admin)).send({ sourceText: policyText(n) }),
+      send: (n) =>
+        gw
+          .http()
+          .post(`/api/v1/projects/${project}/policy/dry-run`)
+          .set(bearer(admin))
+          .send({ sourceText: policyText(n) }),
       stored: versions,
       accepted: 200,
     },
@@ -144,7 +169,11 @@ withTestDatabases((db) => {
   });
 
   it('reads a session start up to its own limit: a body larger than every other route allows is not refused for its size', async () => {
-    const res = await gw.http().post('/api/v1/sessions').set(bearer(dev)).send({ projectId: project, instruction: 'large', startingPatch: '\n'.repeat(Limits.requestBodyBytes) });
+    const res = await gw
+      .http()
+      .post('/api/v1/sessions')
+      .set(bearer(dev))
+      .send({ projectId: project, instruction: 'large', startingPatch: '\n'.repeat(Limits.requestBodyBytes) });
     expect(res.status).toBe(201);
   });
 });

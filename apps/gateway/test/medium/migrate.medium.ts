@@ -23,10 +23,7 @@ withTestDatabases((database, kind) => {
 
   it('runs the gateway as the least-privileged application role', async () => {
     expect(database().role).toBe(APP_ROLE);
-    const rows = await database().superuser<{ has: boolean }>(
-      `SELECT has_table_privilege($1, 'audit_log', 'UPDATE') OR has_table_privilege($1, 'audit_log', 'DELETE') AS has`,
-      [APP_ROLE],
-    );
+    const rows = await database().superuser<{ has: boolean }>(`SELECT has_table_privilege($1, 'audit_log', 'UPDATE') OR has_table_privilege($1, 'audit_log', 'DELETE') AS has`, [APP_ROLE]);
     expect(rows[0]?.has).toBe(false);
   });
 
@@ -155,8 +152,6 @@ describe('migration safety', () => {
   });
 
   it('says which server it could not reach', async () => {
-    await expect(openDatabase({ url: 'postgres://nobody:secret@127.0.0.1:1/none' })).rejects.toThrow(
-      /^PostgreSQL at postgres:\/\/nobody:\*\*\*@127\.0\.0\.1:1\/none could not be reached/,
-    );
+    await expect(openDatabase({ url: 'postgres://nobody:secret@127.0.0.1:1/none' })).rejects.toThrow(/^PostgreSQL at postgres:\/\/nobody:\*\*\*@127\.0\.0\.1:1\/none could not be reached/);
   });
 });

@@ -24,7 +24,11 @@ withTestDatabases((db) => {
     expect(res.status).toBe(404);
     expect(res.body.message).toBe('Project "policies" has no published policy; the built-in default applies.');
     expect(await gw.app.get(PoliciesService).inForce(project)).toMatchObject({ version: null, versionId: null, policy: { commands: { default: 'ask', free: [] } } });
-    const first = await gw.http().post(url()).set(bearer(admin)).send({ document: { version: 1 }, comment: 'start strict' });
+    const first = await gw
+      .http()
+      .post(url())
+      .set(bearer(admin))
+      .send({ document: { version: 1 }, comment: 'start strict' });
     expect(first.status).toBe(201);
     expect(first.body).toMatchObject({ version: 1, document: { commands: { default: 'ask', free: [] } } });
     expect((await auditKinds(gw, ['policy.publish'])).at(-1)).toMatchObject({ payload: { before: null, after: { version: 1 } } });
@@ -54,7 +58,11 @@ withTestDatabases((db) => {
   });
 
   it('refuses a body with both or neither of document and sourceText', async () => {
-    const both = await gw.http().post(url()).set(bearer(admin)).send({ document: { version: 1 }, sourceText: 'version: 1' });
+    const both = await gw
+      .http()
+      .post(url())
+      .set(bearer(admin))
+      .send({ document: { version: 1 }, sourceText: 'version: 1' });
     expect(both.status).toBe(400);
     expect(both.body.message).toContain('give exactly one of "document" or "sourceText"');
   });

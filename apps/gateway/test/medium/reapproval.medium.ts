@@ -61,7 +61,11 @@ withTestDatabases((db) => {
    * Runs the session loop over `commands`; each approval it opens is answered over HTTP by
    * `answer` (a body for /approve, or null to reject). Returns what the person was asked.
    */
-  async function runSession(sessionId: string, commands: string[], answer: (approval: { id: string; payload: { command?: string }; flags: { reapprovalExempt?: boolean } }) => Record<string, unknown> | null) {
+  async function runSession(
+    sessionId: string,
+    commands: string[],
+    answer: (approval: { id: string; payload: { command?: string }; flags: { reapprovalExempt?: boolean } }) => Record<string, unknown> | null,
+  ) {
     const asked: { id: string; command: string; offered: boolean; eventOffered: unknown }[] = [];
     const answering: Promise<void>[] = [];
     const unsubscribe = gw.app.get(EventsService).subscribe((event) => {
@@ -73,7 +77,11 @@ withTestDatabases((db) => {
           expect(view.status).toBe(200);
           asked.push({ id, command: view.body.payload.command, offered: view.body.flags.reapprovalExempt === true, eventOffered: event.payload.reapprovalExempt });
           const body = answer(view.body);
-          const res = await gw.http().post(`/api/v1/approvals/${id}/${body ? 'approve' : 'reject'}`).set(bearer(dev.token)).send(body ?? {});
+          const res = await gw
+            .http()
+            .post(`/api/v1/approvals/${id}/${body ? 'approve' : 'reject'}`)
+            .set(bearer(dev.token))
+            .send(body ?? {});
           expect(res.status).toBe(200);
         })(),
       );
@@ -144,7 +152,9 @@ withTestDatabases((db) => {
     // The choice is audited with the answer, and stored with the approval.
     const answers = await gw.app.get(AuditService).list({ sessionId, kinds: ['approval.answer'] }, { order: 'asc', limit: 50 });
     expect(answers[0]).toMatchObject({ actor: `user:${dev.userId}`, payload: { approvalId, answer: 'approved', rememberCommand: true } });
-    await expect(gw.app.get(ApprovedCommandsRepository).listForSession(sessionId)).resolves.toMatchObject([{ command: 'npm test', workingDirectory: '/workspace', approvalId, approvedBy: dev.userId }]);
+    await expect(gw.app.get(ApprovedCommandsRepository).listForSession(sessionId)).resolves.toMatchObject([
+      { command: 'npm test', workingDirectory: '/workspace', approvalId, approvedBy: dev.userId },
+    ]);
 
     // Never across sessions: the same command in the next session asks again.
     const next = await newSession();

@@ -202,7 +202,8 @@ withTestDatabases((database) => {
       const { sessions } = r();
       const { project, user } = await fixture();
       const more = [];
-      for (let i = 0; i < 3; i++) more.push(await sessions.create({ projectId: project.id, userId: user.id, agent: 'general', instruction: `task ${i}`, mode: 'interactive', startedAt: new Date(Date.UTC(2026, 0, 1 + i)) }));
+      for (let i = 0; i < 3; i++)
+        more.push(await sessions.create({ projectId: project.id, userId: user.id, agent: 'general', instruction: `task ${i}`, mode: 'interactive', startedAt: new Date(Date.UTC(2026, 0, 1 + i)) }));
       const listed = await sessions.list({ projectIds: [project.id], userId: user.id });
       expect(listed.map((s) => s.instruction)).toEqual(['fix the tests', 'task 2', 'task 1', 'task 0']);
       await expect(sessions.list({ projectIds: [] })).resolves.toEqual([]);

@@ -218,11 +218,22 @@ withTestDatabases((db) => {
     const audit = gw.app.get(AuditService);
 
     const plant = async (token: string, projectId: string, mark: string) => {
-      const session = await gw.http().post('/api/v1/sessions').set(bearer(token)).send({ projectId, instruction: `fix the tests ${mark}-instruction` });
+      const session = await gw
+        .http()
+        .post('/api/v1/sessions')
+        .set(bearer(token))
+        .send({ projectId, instruction: `fix the tests ${mark}-instruction` });
       expect(session.status).toBe(201);
       const approval = await approvals.request({ sessionId: session.body.id, kind: 'command', payload: { command: `echo ${mark}-approval` }, agent: 'general' });
       // A refused call: the dashboard's "most denied" would name it to anyone counting this project.
-      await toolCalls.create({ sessionId: session.body.id, seq: 1000, name: 'Bash', arguments: { command: `echo ${mark}-toolcall` }, decision: { effect: 'deny', rule: 'commands.forbidden[0]', reason: 'planted' }, agent: 'general' });
+      await toolCalls.create({
+        sessionId: session.body.id,
+        seq: 1000,
+        name: 'Bash',
+        arguments: { command: `echo ${mark}-toolcall` },
+        decision: { effect: 'deny', rule: 'commands.forbidden[0]', reason: 'planted' },
+        agent: 'general',
+      });
       return { session: session.body.id as string, approval: approval.id };
     };
 
@@ -231,7 +242,11 @@ withTestDatabases((db) => {
     const f = await plant(foreignDev.token, foreign, FOREIGN_MARK);
     const tokens = await gw.http().get('/api/v1/auth/tokens').set(bearer(foreignDev.token));
     const publish = (projectId: string, mark: string) =>
-      gw.http().post(`/api/v1/projects/${projectId}/policy`).set(bearer(admin)).send({ sourceText: `version: 1\n# ${mark}-policy\n`, comment: `${mark}-comment` });
+      gw
+        .http()
+        .post(`/api/v1/projects/${projectId}/policy`)
+        .set(bearer(admin))
+        .send({ sourceText: `version: 1\n# ${mark}-policy\n`, comment: `${mark}-comment` });
     expect((await publish(foreign, FOREIGN_MARK)).status).toBe(201);
     await audit.append({ actor: 'system', kind: 'test.marker', projectId: foreign, sessionId: f.session, payload: { note: `${FOREIGN_MARK}-audit` } });
 
@@ -283,7 +298,11 @@ withTestDatabases((db) => {
           // A write that should succeed is not sent here: it would change the world the other cells read.
           if (r.method !== 'GET' && expected.allowed) continue;
           const method = r.method.toLowerCase() as 'get' | 'post' | 'delete';
-          const req = gw.http()[method](`${UNPREFIXED.has(r.path) ? '' : '/api/v1'}${t.path}`).set(bearer(s.token)).buffer(true);
+          const req = gw
+            .http()
+            [method](`${UNPREFIXED.has(r.path) ? '' : '/api/v1'}${t.path}`)
+            .set(bearer(s.token))
+            .buffer(true);
           const res = await (t.body === undefined ? req : req.send(t.body as object));
           cells += 1;
           const text = (res.text ?? '').toLowerCase() + JSON.stringify(res.headers).toLowerCase();
@@ -372,9 +391,17 @@ withTestDatabases((db) => {
     }
     // Live: a new foreign session's events must reach nobody here; a new own one reaches its readers.
     const foreignDev = await tokenFor(gw, 'foreign@example.test', 'a long enough password');
-    await gw.http().post('/api/v1/sessions').set(bearer(foreignDev.token)).send({ projectId: w.foreign, instruction: `live ${FOREIGN_MARK}-live` });
+    await gw
+      .http()
+      .post('/api/v1/sessions')
+      .set(bearer(foreignDev.token))
+      .send({ projectId: w.foreign, instruction: `live ${FOREIGN_MARK}-live` });
     const ownerDev = await tokenFor(gw, 'owner@example.test', 'a long enough password');
-    await gw.http().post('/api/v1/sessions').set(bearer(ownerDev.token)).send({ projectId: w.own, instruction: `live ${OWN_MARK}-live` });
+    await gw
+      .http()
+      .post('/api/v1/sessions')
+      .set(bearer(ownerDev.token))
+      .send({ projectId: w.own, instruction: `live ${OWN_MARK}-live` });
     for (const [s, client] of clients) {
       if (s.membership === 'member' && s.role !== 'developer') {
         const seen = await client.until((m) => JSON.stringify(m).includes(`${OWN_MARK}-live`));

@@ -80,7 +80,9 @@ withTestDatabases((db) => {
     await call('getProject', { headers: asAdmin, params: { projectId } });
     const dev = await createUser(gw, admin, 'walker@example.test', 'developer', [projectId]);
     const asDev = bearer(dev.token);
-    const other = (await call('createUser', { headers: asAdmin, body: { email: 'other@example.test', displayName: 'Other', role: 'developer', password: PASSWORD, projectIds: [] } })).body as { id: string };
+    const other = (await call('createUser', { headers: asAdmin, body: { email: 'other@example.test', displayName: 'Other', role: 'developer', password: PASSWORD, projectIds: [] } })).body as {
+      id: string;
+    };
     await call('listUsers', { headers: asAdmin });
     await call('getUser', { headers: asAdmin, params: { id: other.id } });
     await call('addMember', { headers: asAdmin, params: { projectId }, body: { userId: other.id } });
@@ -133,11 +135,19 @@ withTestDatabases((db) => {
     const withParent = await gw.http().post(gatewayPath(GatewayRoutes.createSession)).set(bearer(dev.token)).send({ projectId, instruction: 'child', parentSessionId: parent.body.id });
     expect({ status: withParent.status, message: withParent.body.message }).toEqual({ status: 400, message: 'The request is invalid: body: unknown field "parentSessionId".' });
     const body = GatewayRoutes.startSubagent.body.parse({ agent: 'explore', instruction: 'look around' });
-    const res = await gw.http().post(gatewayPath(GatewayRoutes.startSubagent, { id: parent.body.id })).set(bearer(dev.token)).send(body);
+    const res = await gw
+      .http()
+      .post(gatewayPath(GatewayRoutes.startSubagent, { id: parent.body.id }))
+      .set(bearer(dev.token))
+      .send(body);
     // Sessions here are recorded without a loop, so the gateway refuses for that reason; the body passed validation.
     expect(ErrorBody.parse(res.body).code).not.toBe('validation_failed');
     expect(res.body.message).toMatch(/not running on this gateway/);
-    const drifted = await gw.http().post(gatewayPath(GatewayRoutes.startSubagent, { id: parent.body.id })).set(bearer(dev.token)).send({ ...body, background: true });
+    const drifted = await gw
+      .http()
+      .post(gatewayPath(GatewayRoutes.startSubagent, { id: parent.body.id }))
+      .set(bearer(dev.token))
+      .send({ ...body, background: true });
     expect(drifted.status).toBe(400);
     expect(drifted.body.message).toBe('The request is invalid: body: unknown field "background".');
     called.add('startSubagent');

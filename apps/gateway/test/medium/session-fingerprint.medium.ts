@@ -47,9 +47,18 @@ withTestDatabases((db) => {
       { id, projectId: project, rootId, agent: 'general' },
     );
   const sandbox = (sessionId: string): SandboxInfo => ({
-    sandboxId: `sbx-${sessionId}`, sessionId, runtime: 'runc', state: 'ready', baseCommit: 'a'.repeat(40), branch: 'main', includedUncommitted: false,
-    fingerprint: START, excluded: [], limits: { cpus: 1, memoryMb: 512, pids: 64, diskMb: 64, commandTimeoutSeconds: 60, outputCapBytes: 4096, lifetimeMinutes: 60 },
-    createdAt: new Date().toISOString(), expiresAt: new Date(Date.now() + 3600_000).toISOString(),
+    sandboxId: `sbx-${sessionId}`,
+    sessionId,
+    runtime: 'runc',
+    state: 'ready',
+    baseCommit: 'a'.repeat(40),
+    branch: 'main',
+    includedUncommitted: false,
+    fingerprint: START,
+    excluded: [],
+    limits: { cpus: 1, memoryMb: 512, pids: 64, diskMb: 64, commandTimeoutSeconds: 60, outputCapBytes: 4096, lifetimeMinutes: 60 },
+    createdAt: new Date().toISOString(),
+    expiresAt: new Date(Date.now() + 3600_000).toISOString(),
   });
 
   const kepts = ['nothing', 'a change kept', 'a change being kept'] as const;
@@ -67,16 +76,34 @@ withTestDatabases((db) => {
       await root.recordWorkingCopy(sandbox(id));
       let keeper = root;
       if (c.keeper === 'its subagent') {
-        const child = await gw.app.get(SessionsRepository).create({ projectId: project, userId: dev.userId, parentSessionId: id, depth: 1, agent: 'explore', instruction: 'y', mode: 'headless', headless: true });
+        const child = await gw.app
+          .get(SessionsRepository)
+          .create({ projectId: project, userId: dev.userId, parentSessionId: id, depth: 1, agent: 'explore', instruction: 'y', mode: 'headless', headless: true });
         keeper = recorder(child.id, id);
       }
       if (c.kept !== 'nothing') await keeper.keepingChange();
       if (c.kept === 'a change kept') await keeper.recordPatch('diff --git a/x b/x\n', KEPT);
       if (c.ender === 'a person, then its loop') expect((await gw.http().post(`/api/v1/sessions/${id}/stop`).set(bearer(dev.token)).send({})).status).toBe(200);
-      await root.finish({ status: 'completed', stopReason: null, summary: null, finalPatch: null, fingerprintEnd: c.read === 'read at the end' ? READ_AT_END : undefined, actionsUsed: 1, extensionsUsed: 0 });
-      const [row] = await db().superuser<{ status: string; fingerprint_start: string; fingerprint_end: string | null; final_patch: string | null }>('SELECT status, fingerprint_start, fingerprint_end, final_patch FROM sessions WHERE id = $1', [id]);
+      await root.finish({
+        status: 'completed',
+        stopReason: null,
+        summary: null,
+        finalPatch: null,
+        fingerprintEnd: c.read === 'read at the end' ? READ_AT_END : undefined,
+        actionsUsed: 1,
+        extensionsUsed: 0,
+      });
+      const [row] = await db().superuser<{ status: string; fingerprint_start: string; fingerprint_end: string | null; final_patch: string | null }>(
+        'SELECT status, fingerprint_start, fingerprint_end, final_patch FROM sessions WHERE id = $1',
+        [id],
+      );
       const expected = c.read === 'read at the end' ? READ_AT_END : c.kept === 'nothing' ? START : c.kept === 'a change kept' ? KEPT : null;
-      expect({ c, status: row!.status, start: row!.fingerprint_start, end: row!.fingerprint_end }).toEqual({ c, status: c.ender === 'its loop' ? 'completed' : 'stopped', start: START, end: expected });
+      expect({ c, status: row!.status, start: row!.fingerprint_start, end: row!.fingerprint_end }).toEqual({
+        c,
+        status: c.ender === 'its loop' ? 'completed' : 'stopped',
+        start: START,
+        end: expected,
+      });
       // The API says the same.
       const shown = await gw.http().get(`/api/v1/sessions/${id}`).set(bearer(dev.token));
       expect({ c, end: shown.body.fingerprintEnd }).toEqual({ c, end: expected });

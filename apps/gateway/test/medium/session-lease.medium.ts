@@ -44,7 +44,20 @@ withTestDatabases((db) => {
     const sessions = gw.app.get(SessionsRepository);
     const id = await newSession();
     await sessions.update(id, { sandboxId: `sbx-${id}`, finalPatch: 'diff --git a/x b/x\n' });
-    const child = await sessions.create({ projectId: project, userId: dev.userId, parentSessionId: id, depth: 1, agent: 'explore', instruction: 'look around', policyVersionId: null, mode: 'interactive', headless: false, baseCommit: null, branch: null, includedUncommitted: false });
+    const child = await sessions.create({
+      projectId: project,
+      userId: dev.userId,
+      parentSessionId: id,
+      depth: 1,
+      agent: 'explore',
+      instruction: 'look around',
+      policyVersionId: null,
+      mode: 'interactive',
+      headless: false,
+      baseCommit: null,
+      branch: null,
+      includedUncommitted: false,
+    });
     await sessions.markRunner([id, child.id], 'gateway:dead', lastSeen);
     const approvals = gw.app.get(ApprovalsService);
     const own = await approvals.request({ sessionId: id, kind: 'command', payload: { command: 'make' }, agent: 'general' });
@@ -62,7 +75,9 @@ withTestDatabases((db) => {
       await gw.app.get(SessionLeaseService).sweep();
       const root = (await gw.http().get(`/api/v1/sessions/${left.id}`).set(bearer(dev.token))).body;
       expect(root).toMatchObject({ status: 'failed', stopReason: 'crash', finalPatch: 'diff --git a/x b/x\n' });
-      expect(root.summary).toMatch(/^The gateway running this session stopped \(its loop last reported at .+\); the session cannot continue and has ended\. The changes approved so far are kept in its patch\.$/);
+      expect(root.summary).toMatch(
+        /^The gateway running this session stopped \(its loop last reported at .+\); the session cannot continue and has ended\. The changes approved so far are kept in its patch\.$/,
+      );
       expect((await gw.http().get(`/api/v1/sessions/${left.child}`).set(bearer(dev.token))).body).toMatchObject({ status: 'failed', stopReason: 'crash' });
       for (const approvalId of left.approvals) {
         expect((await gw.http().get(`/api/v1/approvals/${approvalId}`).set(bearer(dev.token))).body).toMatchObject({ state: 'expired' });
@@ -121,7 +136,9 @@ withTestDatabases((db) => {
     await lease.hold(id);
     const run = registry.register(id);
     try {
-      await gw.app.get(EventsService).publish({ type: 'session_failed', sessionId: id, projectId: project, payload: { status: 'failed', stopReason: 'crash', class: 'crash', message: 'ended elsewhere', exitCode: 1 } });
+      await gw.app
+        .get(EventsService)
+        .publish({ type: 'session_failed', sessionId: id, projectId: project, payload: { status: 'failed', stopReason: 'crash', class: 'crash', message: 'ended elsewhere', exitCode: 1 } });
       // The event reaches the listener once stored; a few polls at most.
       for (let i = 0; i < 100 && !run.signal.aborted; i++) await new Promise((resolve) => setTimeout(resolve, 20));
       expect(run.signal.aborted).toBe(true);

@@ -26,7 +26,12 @@ withTestDatabases((db) => {
     await gw?.close();
   });
 
-  const start = (body: Record<string, unknown>) => gw.http().post('/api/v1/sessions').set(bearer(dev.token)).send({ projectId: project, instruction: 'make the build green', ...body });
+  const start = (body: Record<string, unknown>) =>
+    gw
+      .http()
+      .post('/api/v1/sessions')
+      .set(bearer(dev.token))
+      .send({ projectId: project, instruction: 'make the build green', ...body });
 
   // Every way a client can say it: the mode alone, the older pair alone, and both when they agree.
   const accepted: { body: Record<string, unknown>; mode: SessionMode }[] = [
@@ -60,12 +65,20 @@ withTestDatabases((db) => {
   });
 
   const refused: { body: Record<string, unknown>; field: string; sentence: RegExp }[] = [
-    ...['bogus', 'HEADLESS', '', 'headless-with-approvals'].map((mode) => ({ body: { mode }, field: 'body.mode', sentence: /^must be one of "interactive", "headless" or "headless_with_approvals"$/ })),
+    ...['bogus', 'HEADLESS', '', 'headless-with-approvals'].map((mode) => ({
+      body: { mode },
+      field: 'body.mode',
+      sentence: /^must be one of "interactive", "headless" or "headless_with_approvals"$/,
+    })),
     ...[1, true, null, ['headless']].map((mode) => ({ body: { mode }, field: 'body.mode', sentence: /^must be one of "interactive", "headless" or "headless_with_approvals"$/ })),
     { body: { mode: 'interactive', headless: true }, field: 'body.headless', sentence: /^says true, but mode "interactive" is an interactive session; send mode alone$/ },
     { body: { mode: 'headless', headless: false }, field: 'body.headless', sentence: /^says false, but mode "headless" is a headless session; send mode alone$/ },
     { body: { mode: 'headless', waitForApprovals: true }, field: 'body.waitForApprovals', sentence: /^says true, but mode "headless" refuses approvals at once; send mode alone$/ },
-    { body: { mode: 'headless_with_approvals', waitForApprovals: false }, field: 'body.waitForApprovals', sentence: /^says false, but mode "headless_with_approvals" waits for approvals; send mode alone$/ },
+    {
+      body: { mode: 'headless_with_approvals', waitForApprovals: false },
+      field: 'body.waitForApprovals',
+      sentence: /^says false, but mode "headless_with_approvals" waits for approvals; send mode alone$/,
+    },
     { body: { mode: 'interactive', waitForApprovals: true }, field: 'body.waitForApprovals', sentence: /^says true, but mode "interactive" asks its developer directly; send mode alone$/ },
     { body: { waitForApprovals: true }, field: 'body.waitForApprovals', sentence: /^goes with a headless session/ },
     { body: { headless: false, waitForApprovals: true }, field: 'body.waitForApprovals', sentence: /^goes with a headless session/ },
@@ -150,10 +163,29 @@ describe.each(TEST_DATABASE_KINDS.map((kind) => [kind]))('0007_session_mode on a
     const [user] = await q<{ id: string }>(`INSERT INTO users (email, display_name, role, password_hash) VALUES ('old@example.test', 'old', 'developer', 'x') RETURNING id`);
     const [proj] = await q<{ id: string }>(`INSERT INTO projects (name, repository_source) VALUES ('old', '/srv/git/old.git') RETURNING id`);
     const session = async (headless: boolean, parent: string | null = null) =>
-      (await q<{ id: string }>('INSERT INTO sessions (project_id, user_id, agent, instruction, headless, parent_session_id, depth) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id', [proj!.id, user!.id, 'general', 'x', headless, parent, parent ? 1 : 0]))[0]!.id;
+      (
+        await q<{ id: string }>('INSERT INTO sessions (project_id, user_id, agent, instruction, headless, parent_session_id, depth) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id', [
+          proj!.id,
+          user!.id,
+          'general',
+          'x',
+          headless,
+          parent,
+          parent ? 1 : 0,
+        ])
+      )[0]!.id;
     let seq = 0;
     const configured = async (sessionId: string, payload: string) =>
-      q('INSERT INTO audit_log (seq, at, actor, kind, project_id, session_id, payload, prev_hash, hash) VALUES ($1, now(), $2, $3, $4, $5, $6, $7, $8)', [++seq, 'user:old', 'session.configured', proj!.id, sessionId, payload, '0'.repeat(64), 'f'.repeat(64)]);
+      q('INSERT INTO audit_log (seq, at, actor, kind, project_id, session_id, payload, prev_hash, hash) VALUES ($1, now(), $2, $3, $4, $5, $6, $7, $8)', [
+        ++seq,
+        'user:old',
+        'session.configured',
+        proj!.id,
+        sessionId,
+        payload,
+        '0'.repeat(64),
+        'f'.repeat(64),
+      ]);
     const headless = await session(true);
     const headlessChild = await session(true, headless);
     const interactive = await session(false);

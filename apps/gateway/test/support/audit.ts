@@ -16,11 +16,21 @@ export async function tamper(database: TestDatabase, statements: string[]): Prom
  * the database would to hide a change: the chain holds again, and only an anchor kept elsewhere shows it.
  */
 export async function rewriteEndToEnd(database: TestDatabase, seq: number, actor: string): Promise<void> {
-  const rows = await database.superuser<{ seq: string; at: Date; actor: string; kind: string; project_id: string | null; session_id: string | null; payload: string }>('SELECT * FROM audit_log ORDER BY seq');
+  const rows = await database.superuser<{ seq: string; at: Date; actor: string; kind: string; project_id: string | null; session_id: string | null; payload: string }>(
+    'SELECT * FROM audit_log ORDER BY seq',
+  );
   let prev = GENESIS_HASH;
   const statements: string[] = [];
   for (const row of rows) {
-    const entry = { seq: Number(row.seq), at: new Date(row.at), actor: Number(row.seq) === seq ? actor : row.actor, kind: row.kind, projectId: row.project_id, sessionId: row.session_id, payload: row.payload };
+    const entry = {
+      seq: Number(row.seq),
+      at: new Date(row.at),
+      actor: Number(row.seq) === seq ? actor : row.actor,
+      kind: row.kind,
+      projectId: row.project_id,
+      sessionId: row.session_id,
+      payload: row.payload,
+    };
     const hash = chainHash(prev, entry);
     statements.push(`UPDATE audit_log SET actor = '${entry.actor}', prev_hash = '${prev}', hash = '${hash}' WHERE seq = ${entry.seq}`);
     prev = hash;

@@ -47,9 +47,7 @@ async function freshPostgres(options: Omit<DatabaseOptions, 'url' | 'dataDir'>):
   try {
     await admin.connect();
   } catch (error) {
-    throw new Error(
-      `The medium tests need PostgreSQL at ${adminUrl} (set LEMNISCATE_TEST_PG_URL, or start it with \`pg_ctlcluster 15 main start\`): ${(error as Error).message}`,
-    );
+    throw new Error(`The medium tests need PostgreSQL at ${adminUrl} (set LEMNISCATE_TEST_PG_URL, or start it with \`pg_ctlcluster 15 main start\`): ${(error as Error).message}`);
   }
   try {
     await admin.query(`CREATE DATABASE ${name}`);
@@ -110,4 +108,3 @@ export function withTestDatabases(
     }, kind);
   });
 }
-

@@ -72,20 +72,22 @@ export async function auditKinds(gw: Gateway, kinds: string[]): Promise<{ kind: 
 }
 
 /** Creates a user through the API as the given administrator, and returns a token for them. */
-export async function createUser(
-  gw: Gateway,
-  adminToken: string,
-  email: string,
-  role: 'admin' | 'developer' | 'security_officer',
-  projectIds: string[],
-): Promise<{ token: string; userId: string }> {
-  const res = await gw.http().post('/api/v1/users').set(bearer(adminToken)).send({ email, displayName: email.split('@')[0], role, password: PASSWORD, projectIds });
+export async function createUser(gw: Gateway, adminToken: string, email: string, role: 'admin' | 'developer' | 'security_officer', projectIds: string[]): Promise<{ token: string; userId: string }> {
+  const res = await gw
+    .http()
+    .post('/api/v1/users')
+    .set(bearer(adminToken))
+    .send({ email, displayName: email.split('@')[0], role, password: PASSWORD, projectIds });
   if (res.status !== 201) throw new Error(`create user ${email} failed: ${res.status} ${JSON.stringify(res.body)}`);
   return tokenFor(gw, email, PASSWORD);
 }
 
 export async function createProject(gw: Gateway, adminToken: string, name: string): Promise<string> {
-  const res = await gw.http().post('/api/v1/projects').set(bearer(adminToken)).send({ name, repositorySource: `/srv/git/${name}.git` });
+  const res = await gw
+    .http()
+    .post('/api/v1/projects')
+    .set(bearer(adminToken))
+    .send({ name, repositorySource: `/srv/git/${name}.git` });
   if (res.status !== 201) throw new Error(`create project ${name} failed: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.id as string;
 }

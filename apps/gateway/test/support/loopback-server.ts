@@ -74,9 +74,7 @@ export interface SseFrame {
 
 /** Serialises frames as a service would: `event:` when named, `data:` with JSON (or a raw string), a blank line. */
 export function sse(frames: SseFrame[]): string {
-  return frames
-    .map((f) => `${f.event ? `event: ${f.event}\n` : ''}data: ${typeof f.data === 'string' ? f.data : JSON.stringify(f.data)}\n\n`)
-    .join('');
+  return frames.map((f) => `${f.event ? `event: ${f.event}\n` : ''}data: ${typeof f.data === 'string' ? f.data : JSON.stringify(f.data)}\n\n`).join('');
 }
 
 /**

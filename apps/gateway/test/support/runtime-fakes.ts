@@ -72,7 +72,12 @@ export class InMemoryExecHost implements ExecHostPort {
     return { path: '.', entries: [...this.files.keys()].map((name) => ({ name, type: 'file' as const, size: this.files.get(name)!.length })), truncated: false };
   }
   async search(_id: string, req: { pattern: string }) {
-    const matches = [...this.files].flatMap(([path, c]) => c.split('\n').map((text, i) => ({ path, line: i + 1, text })).filter((m) => m.text.includes(req.pattern)));
+    const matches = [...this.files].flatMap(([path, c]) =>
+      c
+        .split('\n')
+        .map((text, i) => ({ path, line: i + 1, text }))
+        .filter((m) => m.text.includes(req.pattern)),
+    );
     return { matches, filesScanned: this.files.size, skippedBinary: 0, skippedLarge: 0, truncated: false, stoppedBy: null };
   }
   async proposeWrite(_id: string, req: { path: string; content: string }) {
@@ -146,9 +151,7 @@ export class RecordingRecorder implements SessionRecorder {
    * `'approved_identical'` approves a command with its identical repeats (P3); `'pending'` leaves it
    * unanswered, so it expires when the loop's wait runs out (or the signal aborts).
    */
-  constructor(
-    private readonly answer: (draft: ApprovalDraft) => ApprovalOutcome['state'] | 'approved_identical' | 'pending' | { state: 'approved'; response: string } = () => 'refused_headless',
-  ) {}
+  constructor(private readonly answer: (draft: ApprovalDraft) => ApprovalOutcome['state'] | 'approved_identical' | 'pending' | { state: 'approved'; response: string } = () => 'refused_headless') {}
 
   async emit(event: EventDraft) {
     this.events.push(event);

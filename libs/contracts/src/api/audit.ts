@@ -102,7 +102,13 @@ export type AuditExportQuery = z.infer<typeof AuditExportQuery>;
 
 /** An anchor kept outside the database (a previous `lastSeq`/`lastHash`) also catches a rewritten tail. */
 export const AuditVerifyQuery = z
-  .object({ anchorSeq: z.coerce.number().int().positive().optional(), anchorHash: z.string().regex(/^[0-9a-f]{64}$/, 'must be a SHA-256 hex digest').optional() })
+  .object({
+    anchorSeq: z.coerce.number().int().positive().optional(),
+    anchorHash: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/, 'must be a SHA-256 hex digest')
+      .optional(),
+  })
   .strict()
   .refine((q) => (q.anchorSeq === undefined) === (q.anchorHash === undefined), { message: 'give both "anchorSeq" and "anchorHash", or neither', path: ['anchorSeq'] });
 export type AuditVerifyQuery = z.infer<typeof AuditVerifyQuery>;

@@ -63,15 +63,11 @@ export type PolicyVersionSummary = z.infer<typeof PolicyVersionSummary>;
 export const PolicyVersionParams = z.object({ projectId: Id, version: z.coerce.number().int().positive() }).strict();
 export type PolicyVersionParams = z.infer<typeof PolicyVersionParams>;
 
-export const PolicyDiffQuery = z
-  .object({ from: z.coerce.number().int().positive(), to: z.coerce.number().int().positive() })
-  .strict();
+export const PolicyDiffQuery = z.object({ from: z.coerce.number().int().positive(), to: z.coerce.number().int().positive() }).strict();
 export type PolicyDiffQuery = z.infer<typeof PolicyDiffQuery>;
 
 export const PolicyDiffResponse = z.object({ from: z.number().int(), to: z.number().int(), patch: z.string() });
 export type PolicyDiffResponse = z.infer<typeof PolicyDiffResponse>;
 
-export const RollbackPolicyRequest = z
-  .object({ version: z.number().int().positive(), comment: z.string().max(1000).default('') })
-  .strict();
+export const RollbackPolicyRequest = z.object({ version: z.number().int().positive(), comment: z.string().max(1000).default('') }).strict();
 export type RollbackPolicyRequest = z.infer<typeof RollbackPolicyRequest>;

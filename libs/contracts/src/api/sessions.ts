@@ -59,7 +59,10 @@ function sessionModeConflicts(r: ModeFields): { path: 'headless' | 'waitForAppro
       out.push({ path: 'headless', message: `says ${r.headless}, but mode "${r.mode}" is ${headless ? 'a headless' : 'an interactive'} session; send mode alone` });
     }
     if (r.waitForApprovals !== undefined && r.waitForApprovals !== waits) {
-      out.push({ path: 'waitForApprovals', message: `says ${r.waitForApprovals}, but mode "${r.mode}" ${waits ? 'waits for approvals' : r.mode === 'headless' ? 'refuses approvals at once' : 'asks its developer directly'}; send mode alone` });
+      out.push({
+        path: 'waitForApprovals',
+        message: `says ${r.waitForApprovals}, but mode "${r.mode}" ${waits ? 'waits for approvals' : r.mode === 'headless' ? 'refuses approvals at once' : 'asks its developer directly'}; send mode alone`,
+      });
     }
   } else if (r.waitForApprovals && r.headless !== true) {
     out.push({ path: 'waitForApprovals', message: 'goes with a headless session: send mode "headless_with_approvals" (or headless: true with it)' });
@@ -71,12 +74,18 @@ export const CreateSessionRequest = z
   .object({
     projectId: Id,
     instruction: limitedText('instructionBytes').trim().min(1, 'must not be empty'),
-    agent: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be an agent file name').default('general'),
+    agent: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be an agent file name')
+      .default('general'),
     /** How the session is run (L4); when absent, read from the older `headless` and `waitForApprovals`. */
     mode: SessionMode.optional(),
     /** Older form of `mode: "headless"`; must agree with `mode` when both are sent. */
     headless: z.boolean().optional(),
-    baseCommit: z.string().regex(/^[0-9a-f]{7,64}$/, 'must be a commit hash').optional(),
+    baseCommit: z
+      .string()
+      .regex(/^[0-9a-f]{7,64}$/, 'must be a commit hash')
+      .optional(),
     branch: z.string().max(255).optional(),
     includedUncommitted: z.boolean().default(false),
     /** A model reference such as `scripted:PATH` or `anthropic:MODEL`; the gateway's default when absent. */
@@ -88,7 +97,10 @@ export const CreateSessionRequest = z
     /** The developer's `LEMNISCATE_SESSION_*` variables (L5), read as a fallback below configuration. */
     environment: z.record(z.string().regex(/^LEMNISCATE_SESSION_[A-Z_]+$/, 'must be a LEMNISCATE_SESSION_* variable'), z.string().max(200)).optional(),
     /** The `execution:` mapping of the developer's `~/.lemniscate/config.yaml`. */
-    userConfig: z.object({ execution: z.record(z.string(), z.unknown()).optional() }).strict().optional(),
+    userConfig: z
+      .object({ execution: z.record(z.string(), z.unknown()).optional() })
+      .strict()
+      .optional(),
     /** The developer's `~/.lemniscate/agents/*.md`, for discovery (the repository's files win). */
     userAgents: z
       .array(z.object({ fileName: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\.md$/, 'must be an agent file name ending in .md'), text: z.string().max(256 * 1024) }).strict())

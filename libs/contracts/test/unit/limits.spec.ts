@@ -11,7 +11,13 @@ import { checkText, formatBytes, Limits, TOOL_ARGUMENT_LIMITS, tooLargeMessage, 
  */
 const FIELDS: { schema: z.ZodType; name: string; field: string; limit: LimitName; base: Record<string, unknown> }[] = [
   { schema: CreateSessionRequest, name: 'CreateSessionRequest', field: 'instruction', limit: 'instructionBytes', base: { projectId: '00000000-0000-4000-8000-000000000000' } },
-  { schema: CreateSessionRequest, name: 'CreateSessionRequest', field: 'startingPatch', limit: 'startingPatchBytes', base: { projectId: '00000000-0000-4000-8000-000000000000', instruction: 'fix it' } },
+  {
+    schema: CreateSessionRequest,
+    name: 'CreateSessionRequest',
+    field: 'startingPatch',
+    limit: 'startingPatchBytes',
+    base: { projectId: '00000000-0000-4000-8000-000000000000', instruction: 'fix it' },
+  },
   { schema: StartSubagentRequest, name: 'StartSubagentRequest', field: 'instruction', limit: 'instructionBytes', base: { agent: 'explore' } },
   { schema: PublishPolicyRequest, name: 'PublishPolicyRequest', field: 'sourceText', limit: 'policySourceBytes', base: {} },
   { schema: PolicyDryRunRequest, name: 'PolicyDryRunRequest', field: 'sourceText', limit: 'policySourceBytes', base: {} },
@@ -31,7 +37,12 @@ function textOf(bytes: number, width: 1 | 2 | 3 | 4): string {
 }
 
 const WIDTHS = [1, 2, 3, 4] as const;
-const table = FIELDS.flatMap((f) => WIDTHS.flatMap((w) => [{ ...f, width: w, delta: 0 }, { ...f, width: w, delta: 1 }]));
+const table = FIELDS.flatMap((f) =>
+  WIDTHS.flatMap((w) => [
+    { ...f, width: w, delta: 0 },
+    { ...f, width: w, delta: 1 },
+  ]),
+);
 
 describe('Limits: one set of size limits, refused with a sentence', () => {
   it(`covers every text limit with at least one schema field (${FIELDS.length} fields, ${table.length} cells)`, () => {

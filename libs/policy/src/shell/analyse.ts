@@ -20,7 +20,10 @@ const HARMLESS_TARGETS = new Set(['/dev/null', '/dev/stdout', '/dev/stderr', '/d
 export class ShellAnalyser {
   readonly parts: ShellPart[] = [];
 
-  constructor(private readonly depth: number, private readonly via: string[]) {}
+  constructor(
+    private readonly depth: number,
+    private readonly via: string[],
+  ) {}
 
   static analyse(source: string, depth = 0, via: string[] = []): ShellPart[] {
     if (source.length > MAX_COMMAND_LENGTH) {

@@ -98,4 +98,3 @@ export function environmentProblem(name: string): ProblemPart {
 export function unparseable(detail: string): ProblemPart {
   return { kind: 'problem', rule: 'shell.unparseable', reason: `${detail}, so it needs approval (shell.unparseable).` };
 }
-

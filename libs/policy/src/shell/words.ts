@@ -17,7 +17,6 @@ export interface Word {
 /** Called for every command or process substitution found inside a word: its commands run too. */
 export type SubstitutionVisitor = (node: SyntaxNode) => void;
 
-
 interface Piece {
   value: string | null;
   /** Characters bash may still expand (glob, braces): only the unquoted ones. */

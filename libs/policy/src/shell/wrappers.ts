@@ -46,7 +46,29 @@ const TRANSPARENT: Record<string, OptionSpec> = {
 // Wrappers that are programs in their own right: judged themselves, and so is what they run.
 const PRIVILEGED: Record<string, OptionSpec> = {
   sudo: {
-    valued: ['-u', '-g', '-p', '-C', '-D', '-h', '-r', '-t', '-U', '-T', '-R', '--user', '--group', '--prompt', '--close-from', '--chdir', '--host', '--role', '--type', '--other-user', '--command-timeout'],
+    valued: [
+      '-u',
+      '-g',
+      '-p',
+      '-C',
+      '-D',
+      '-h',
+      '-r',
+      '-t',
+      '-U',
+      '-T',
+      '-R',
+      '--user',
+      '--group',
+      '--prompt',
+      '--close-from',
+      '--chdir',
+      '--host',
+      '--role',
+      '--type',
+      '--other-user',
+      '--command-timeout',
+    ],
   },
   doas: { valued: ['-u', '-C'] },
 };

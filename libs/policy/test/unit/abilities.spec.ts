@@ -61,9 +61,7 @@ const expected: Record<AbilityUser['role'], string[]> = {
 describe('defineAbilitiesFor', () => {
   describe.each([admin, dev, officer])('$role in a member project, on its own things', (user) => {
     const subjects = samples(MEMBER, user.id);
-    const cases = APP_ACTIONS.filter((a) => a !== 'manage').flatMap((action) =>
-      (Object.keys(subjects) as AppSubjectName[]).map((type) => ({ action, type })),
-    );
+    const cases = APP_ACTIONS.filter((a) => a !== 'manage').flatMap((action) => (Object.keys(subjects) as AppSubjectName[]).map((type) => ({ action, type })));
     it.each(cases)('$action $type', ({ action, type }) => {
       const allowed = expected[user.role].includes(`${action} ${type}`);
       expect(can(user, action, type, subjects[type])).toBe(allowed);
@@ -129,7 +127,7 @@ describe('defineAbilitiesFor', () => {
     expect(can(stranger, 'read', 'Policy', { projectId: MEMBER })).toBe(false);
   });
 
-  it('subject() leaves the caller\'s object untouched', () => {
+  it("subject() leaves the caller's object untouched", () => {
     const row = Object.freeze({ projectId: MEMBER });
     expect(() => subject('Policy', row)).not.toThrow();
     expect(Object.keys(row)).toEqual(['projectId']);

@@ -30,7 +30,9 @@ describe('the recommended policy on a corpus of inspection, writes, hidden execu
       if (kind === 'read-only' && d.effect !== 'allow') readOnlyAsked.push(`${command} → ${d.effect} ${d.rule}`);
     }
     const lines = [...counts].map(([kind, c]) => `  ${kind.padEnd(17)} ${String(c.total).padStart(4)} commands: ${c.allowed} allowed, ${c.ask} ask, ${c.deny} deny`);
-    process.stdout.write(`Inspection corpus, ${inspectionCorpus.length} commands under the recommended policy:\n${lines.join('\n')}\n  read-only not allowed: ${readOnlyAsked.join(' | ') || 'none'}\n`);
+    process.stdout.write(
+      `Inspection corpus, ${inspectionCorpus.length} commands under the recommended policy:\n${lines.join('\n')}\n  read-only not allowed: ${readOnlyAsked.join(' | ') || 'none'}\n`,
+    );
     expect(wronglyAllowed).toEqual([]);
     const ro = counts.get('read-only');
     expect(ro && ro.allowed / ro.total).toBeGreaterThanOrEqual(0.9);

@@ -182,7 +182,7 @@ describe('decide: properties', () => {
       { numRuns: 400 },
     );
     fc.assert(
-      fc.property(fc.constantFrom(...awkBad), fc.constantFrom('', 'NR==1 ', '/x/ '), fc.constantFrom('', "-F: ", '-v n=1 '), (bad, pattern, flags) => {
+      fc.property(fc.constantFrom(...awkBad), fc.constantFrom('', 'NR==1 ', '/x/ '), fc.constantFrom('', '-F: ', '-v n=1 '), (bad, pattern, flags) => {
         const command = `awk ${flags}'${pattern}${bad}' file`;
         const d = bash(command);
         if (d.effect === 'allow') throw new Error(`allowed: ${JSON.stringify(command)} → ${d.rule}: ${d.reason}`);

@@ -50,7 +50,11 @@ describe('decide: file tools', () => {
   });
 
   it('an edit is a diff for a person', () => {
-    expect(decide({ name: 'Edit', arguments: { path: 'src/a.ts', old_string: 'a', new_string: 'b' } }, recommendedPolicy)).toMatchObject({ effect: 'ask', rule: 'tools.write', reason: 'An edit to `src/a.ts` is shown to a person as a diff before it touches the working copy (tools.write).' });
+    expect(decide({ name: 'Edit', arguments: { path: 'src/a.ts', old_string: 'a', new_string: 'b' } }, recommendedPolicy)).toMatchObject({
+      effect: 'ask',
+      rule: 'tools.write',
+      reason: 'An edit to `src/a.ts` is shown to a person as a diff before it touches the working copy (tools.write).',
+    });
   });
 
   it.each([

@@ -91,7 +91,11 @@ describe('parsePolicy', () => {
     expect(issues).toHaveLength(1);
     expect(issues[0]?.message).toMatch(/aliases .* expand to more than 100 copies/);
     // A few aliases that expand little are ordinary YAML, and get the usual schema messages.
-    expect(issuesOf('version: 1\nx: &x [1]\ny: *x\n').map((i) => i.message).join(' ')).not.toMatch(/alias/);
+    expect(
+      issuesOf('version: 1\nx: &x [1]\ny: *x\n')
+        .map((i) => i.message)
+        .join(' '),
+    ).not.toMatch(/alias/);
   });
 
   it('refuses duplicate keys', () => {

@@ -77,9 +77,7 @@ describe('discoverAgents on a real directory tree', () => {
     const base = onDisk(dir, '.lemniscate/agents');
     // A dangling link is listed as a link, not a file; list it anyway to reach the read failure.
     const catalogue = await discoverAgents({ project: { ...base, list: async () => ['ghost.md'] } });
-    expect(catalogue.notices).toEqual([
-      expect.objectContaining({ level: 'error', code: 'unreadable_file', location: '.lemniscate/agents/ghost.md' }),
-    ]);
+    expect(catalogue.notices).toEqual([expect.objectContaining({ level: 'error', code: 'unreadable_file', location: '.lemniscate/agents/ghost.md' })]);
     expect(catalogue.notices[0]!.message).toContain('ENOENT');
   });
 });

@@ -45,9 +45,7 @@ describe('discoverAgents', () => {
     });
     expect(catalogue.forUser('revue')).toMatchObject({ description: 'team', origin: 'project', location: `${PROJECT}/revue.md` });
     expect(catalogue.forUser('perso').origin).toBe('user');
-    expect(catalogue.notices).toEqual([
-      { level: 'note', code: 'shadowed', location: `${PROJECT}/revue.md`, message: `${PROJECT}/revue.md is used for agent "revue"; it shadows ${USER}/revue.md.` },
-    ]);
+    expect(catalogue.notices).toEqual([{ level: 'note', code: 'shadowed', location: `${PROJECT}/revue.md`, message: `${PROJECT}/revue.md is used for agent "revue"; it shadows ${USER}/revue.md.` }]);
   });
 
   it('ignores files that are not Markdown', async () => {
@@ -129,9 +127,7 @@ describe('discoverAgents', () => {
     };
     const catalogue = await discoverAgents({ user: broken, project: directory(PROJECT, { 'a.md': 'x' }) });
     expect(catalogue.forUser('a').name).toBe('a');
-    expect(catalogue.notices).toEqual([
-      { level: 'error', code: 'unreadable_directory', location: USER, message: `${USER} could not be listed (EIO: i/o error); no agent was read from it.` },
-    ]);
+    expect(catalogue.notices).toEqual([{ level: 'error', code: 'unreadable_directory', location: USER, message: `${USER} could not be listed (EIO: i/o error); no agent was read from it.` }]);
   });
 
   it('passes on the warnings of each file', async () => {

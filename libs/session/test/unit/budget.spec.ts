@@ -90,9 +90,7 @@ describe('SessionBudget (main session)', () => {
     const budget = SessionBudget.forMainSession(EXECUTION_DEFAULTS, new FakeClock());
     for (let i = 0; i < 5; i++) budget.grantExtension(i % 2 ? 'minutes' : 'actions');
     expect(() => budget.grantExtension('actions')).toThrow(ExtensionRefusedError);
-    expect(() => budget.grantExtension('minutes')).toThrow(
-      'This session already had its 5 extensions, the most allowed; it ends at its limit with a summary.',
-    );
+    expect(() => budget.grantExtension('minutes')).toThrow('This session already had its 5 extensions, the most allowed; it ends at its limit with a summary.');
     // A refusal changes nothing.
     expect(budget.snapshot()).toMatchObject({ extensionsUsed: 5, actionsLimit: 300, minutesLimit: 75 });
   });

@@ -166,9 +166,7 @@ describe('resolveExecutionConfig', () => {
   });
 
   it('refuses a bad value in agent frontmatter, naming the agent', () => {
-    const error = refusal(() =>
-      resolveExecutionConfig({ agent: { location: '.lemniscate/agents/revue.md', values: { sessionMaxActions: 'lots' } } }),
-    );
+    const error = refusal(() => resolveExecutionConfig({ agent: { location: '.lemniscate/agents/revue.md', values: { sessionMaxActions: 'lots' } } }));
     expect(error.message).toBe('sessionMaxActions: "lots" in .lemniscate/agents/revue.md is not a whole number of actions; fix or remove it.');
   });
 
@@ -179,7 +177,14 @@ describe('resolveExecutionConfig', () => {
   });
 
   it('treats an absent or empty execution block as saying nothing', () => {
-    expect(resolveExecutionConfig({ config: [{ location: 'a', values: undefined }, { location: 'b', values: null }] }).config).toEqual(EXECUTION_DEFAULTS);
+    expect(
+      resolveExecutionConfig({
+        config: [
+          { location: 'a', values: undefined },
+          { location: 'b', values: null },
+        ],
+      }).config,
+    ).toEqual(EXECUTION_DEFAULTS);
   });
 
   it('warns about keys it does not know instead of dropping them silently', () => {
@@ -241,8 +246,7 @@ describe('policy ceilings (P1, L5)', () => {
         return { agent: { location: '~/.lemniscate/agents/fast.md', values: { [key]: value } } };
     }
   };
-  const named = (place: Place, key: ExecutionKey) =>
-    place === 'environment' ? EXECUTION_ENV[key] : place === 'configuration' ? '~/.lemniscate/config.yaml' : '~/.lemniscate/agents/fast.md';
+  const named = (place: Place, key: ExecutionKey) => (place === 'environment' ? EXECUTION_ENV[key] : place === 'configuration' ? '~/.lemniscate/config.yaml' : '~/.lemniscate/agents/fast.md');
 
   const cases = LIMITED.flatMap((key) => PLACES.flatMap((place) => (['below', 'equal', 'above'] as const).map((where) => ({ key, place, where }))));
 

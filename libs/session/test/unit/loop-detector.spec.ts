@@ -14,8 +14,7 @@ describe('LoopDetector', () => {
       blocked: true,
       repeated: { name: 'Bash', arguments: { command: 'npm test' }, repetitions: 4 },
       messageToModel: 'blocked for repetition, do not retry: Bash {"command":"npm test"} was proposed 4 times in a row.',
-      handBack:
-        'Stopped by loop detection: the agent proposed Bash {"command":"npm test"} 4 times in a row with the same arguments; the last call did not run.',
+      handBack: 'Stopped by loop detection: the agent proposed Bash {"command":"npm test"} 4 times in a row with the same arguments; the last call did not run.',
     });
     expect(LOOP_BLOCKED_MESSAGE).toBe('blocked for repetition, do not retry');
   });
@@ -148,8 +147,5 @@ function isDeepStrictJsonEqual(a: unknown, b: unknown): boolean {
   if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => isDeepStrictJsonEqual(x, b[i]));
   const ka = Object.keys(a).sort();
   const kb = Object.keys(b).sort();
-  return (
-    ka.length === kb.length &&
-    ka.every((k, i) => k === kb[i] && isDeepStrictJsonEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]))
-  );
+  return ka.length === kb.length && ka.every((k, i) => k === kb[i] && isDeepStrictJsonEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
 }

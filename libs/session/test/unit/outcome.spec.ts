@@ -26,9 +26,7 @@ describe('session outcomes', () => {
 describe('stopMessage', () => {
   it('says a limit is a limit, not the end of the task (L3)', () => {
     const actions = stopMessage(outcomes.stopped('limit_actions'), { actionsLimit: 150 });
-    expect(actions).toBe(
-      'The session stopped at its action limit (150 actions). This is a limit, not the end of the task: the summary says what is done, in progress and remaining.',
-    );
+    expect(actions).toBe('The session stopped at its action limit (150 actions). This is a limit, not the end of the task: the summary says what is done, in progress and remaining.');
     expect(stopMessage(outcomes.stopped('limit_minutes'), { minutesLimit: 45 })).toContain('time limit (45 minutes). This is a limit, not the end of the task');
     expect(stopMessage(outcomes.stopped('limit_actions'))).toContain('at its action limit. This is a limit');
   });
@@ -43,9 +41,7 @@ describe('stopMessage', () => {
       'The session was refused before it started. LEMNISCATE_SESSION_MAX_ACTIONS=abc is not a whole number of actions; fix or unset it.',
     );
     expect(stopMessage(outcomes.completed())).toBe('The session completed.');
-    expect(stopMessage(outcomes.crashed('the sandbox disappeared'))).toBe(
-      'The session failed: the sandbox disappeared. This is a fault, not a guardrail; the approved changes so far are kept.',
-    );
+    expect(stopMessage(outcomes.crashed('the sandbox disappeared'))).toBe('The session failed: the sandbox disappeared. This is a fault, not a guardrail; the approved changes so far are kept.');
   });
 });
 

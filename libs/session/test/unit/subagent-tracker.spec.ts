@@ -40,9 +40,7 @@ describe('SubagentTracker', () => {
     const tracker = new SubagentTracker({ ...EXECUTION_DEFAULTS, subagentMaxDepth: 1 }, counter());
     tracker.openSession('root');
     const child = tracker.spawn('root');
-    expect(refusal(() => tracker.spawn(child.sessionId)).message).toBe(
-      'Delegation refused: a subagent cannot delegate further here (subagentMaxDepth is 1). Do this work yourself.',
-    );
+    expect(refusal(() => tracker.spawn(child.sessionId)).message).toBe('Delegation refused: a subagent cannot delegate further here (subagentMaxDepth is 1). Do this work yourself.');
     // The root can still delegate side by side.
     expect(tracker.spawn('root').depth).toBe(1);
   });
@@ -160,10 +158,7 @@ describe('SubagentTracker', () => {
 
   it('never exceeds any limit, whatever the sequence of spawns and finishes (model check)', () => {
     type Step = { kind: 'spawn'; parent: number } | { kind: 'finish'; child: number };
-    const step: fc.Arbitrary<Step> = fc.oneof(
-      fc.record({ kind: fc.constant('spawn' as const), parent: fc.nat(30) }),
-      fc.record({ kind: fc.constant('finish' as const), child: fc.nat(30) }),
-    );
+    const step: fc.Arbitrary<Step> = fc.oneof(fc.record({ kind: fc.constant('spawn' as const), parent: fc.nat(30) }), fc.record({ kind: fc.constant('finish' as const), child: fc.nat(30) }));
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 4 }), fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 5 }), fc.array(step, { maxLength: 60 }), (maxDepth, maxPer, maxConc, steps) => {
         const tracker = new SubagentTracker({ subagentMaxDepth: maxDepth, subagentMaxPerSession: maxPer, subagentMaxConcurrent: maxConc }, counter());

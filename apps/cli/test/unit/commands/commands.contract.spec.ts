@@ -84,7 +84,10 @@ describe('profiles', () => {
 
 describe('sessions, session show, stop', () => {
   beforeEach(() => {
-    gateway.sessions.set('s9', sessionView('s9', { status: 'stopped', stopReason: 'limit_actions', actionsUsed: 150, instruction: 'fix the flaky test', summary: 'Half done.', finalPatch: 'diff --git a/x b/x\n' }));
+    gateway.sessions.set(
+      's9',
+      sessionView('s9', { status: 'stopped', stopReason: 'limit_actions', actionsUsed: 150, instruction: 'fix the flaky test', summary: 'Half done.', finalPatch: 'diff --git a/x b/x\n' }),
+    );
   });
 
   it('lists sessions as a table and as JSON', async () => {
@@ -150,7 +153,7 @@ describe('sessions, session show, stop', () => {
 });
 
 describe('sessions revoke', () => {
-  it('revokes through the gateway; a developer gets the gateway\'s refusal', async () => {
+  it("revokes through the gateway; a developer gets the gateway's refusal", async () => {
     gateway.sessions.set('s9', sessionView('s9'));
     const r = await lemni(['sessions', 'revoke', 's9', '--reason', 'left'], { env: env() });
     expect(r.code).toBe(0);
@@ -163,7 +166,11 @@ describe('approvals', () => {
   beforeEach(() => {
     gateway.approvals = [
       approvalView('a1'),
-      approvalView('a2', { kind: 'third_party', payload: { diff: 'diff --git a/.github/ci.yml b/.github/ci.yml\n+x\n', files: ['.github/ci.yml'] }, flags: { thirdParty: [{ path: '.github/ci.yml', class: 'ci' }] } }),
+      approvalView('a2', {
+        kind: 'third_party',
+        payload: { diff: 'diff --git a/.github/ci.yml b/.github/ci.yml\n+x\n', files: ['.github/ci.yml'] },
+        flags: { thirdParty: [{ path: '.github/ci.yml', class: 'ci' }] },
+      }),
     ];
   });
 
@@ -175,7 +182,7 @@ describe('approvals', () => {
     expect(gateway.requests[0]?.path).toBe('/approvals?state=pending');
   });
 
-  it('approve and reject answer through the gateway; answering twice is the gateway\'s sentence', async () => {
+  it("approve and reject answer through the gateway; answering twice is the gateway's sentence", async () => {
     const ok = await lemni(['approvals', 'approve', 'a1', '--remember'], { env: env() });
     expect(ok.code).toBe(0);
     expect(ok.stdout).toBe('Approved a1 (command: npm install left-pad).\n');
@@ -256,7 +263,9 @@ describe('lemni audit', () => {
     const ok = await lemni(['audit', 'verify'], { env: env() });
     expect(ok.code).toBe(0);
     expect(ok.stdout).toBe('The audit chain is intact (3 entries checked).\n');
-    expect(ok.stderr).toBe('Verified without an anchor, so a log rewritten and re-hashed from end to end by someone holding the database would pass. Keep this head outside the database and pass it next time: --anchor 3:h3\n');
+    expect(ok.stderr).toBe(
+      'Verified without an anchor, so a log rewritten and re-hashed from end to end by someone holding the database would pass. Keep this head outside the database and pass it next time: --anchor 3:h3\n',
+    );
     gateway.auditVerify = { ok: false, checked: 41, seq: 42, problem: 'altered', message: 'Entry 42 was altered: its content no longer matches the hash recorded when it was written.' };
     const broken = await lemni(['audit', 'verify'], { env: env() });
     expect(broken.code).toBe(1);
@@ -375,7 +384,12 @@ describe('lemni policy dry-run', () => {
     gateway.dryRun = {
       sessionsReplayed: 3,
       toolCallsReplayed: 41,
-      changes: [change('s1', 'c1', 'rm -rf build', 'allow', 'ask'), change('s1', 'c2', 'git status', 'ask', 'allow'), change('s2', 'c3', 'git status', 'ask', 'allow'), change('s2', 'c4', 'ls', 'ask', 'allow')],
+      changes: [
+        change('s1', 'c1', 'rm -rf build', 'allow', 'ask'),
+        change('s1', 'c2', 'git status', 'ask', 'allow'),
+        change('s2', 'c3', 'git status', 'ask', 'allow'),
+        change('s2', 'c4', 'ls', 'ask', 'allow'),
+      ],
     };
     const file = draft();
     const r = await lemni(['policy', 'dry-run', file, '--project', 'demo', '--sessions', '3'], { env: env() });
@@ -446,7 +460,29 @@ describe('local policy commands', () => {
 });
 
 describe('help and completion', () => {
-  const commands = [[], ['login'], ['projects'], ['sessions'], ['sessions', 'revoke'], ['session', 'show'], ['stop'], ['approvals'], ['approvals', 'approve'], ['approvals', 'reject'], ['approvals', 'show'], ['apply'], ['audit', 'verify'], ['audit', 'export'], ['policy', 'init'], ['policy', 'check'], ['policy', 'explain'], ['policy', 'publish'], ['policy', 'dry-run'], ['agents'], ['completion']];
+  const commands = [
+    [],
+    ['login'],
+    ['projects'],
+    ['sessions'],
+    ['sessions', 'revoke'],
+    ['session', 'show'],
+    ['stop'],
+    ['approvals'],
+    ['approvals', 'approve'],
+    ['approvals', 'reject'],
+    ['approvals', 'show'],
+    ['apply'],
+    ['audit', 'verify'],
+    ['audit', 'export'],
+    ['policy', 'init'],
+    ['policy', 'check'],
+    ['policy', 'explain'],
+    ['policy', 'publish'],
+    ['policy', 'dry-run'],
+    ['agents'],
+    ['completion'],
+  ];
   it.each(commands.map((c) => [c.join(' ') || 'lemni', c]))('%s --help shows an example', async (_name, args) => {
     const r = await lemni([...(args as string[]), '--help']);
     expect(r.code).toBe(0);

@@ -121,7 +121,10 @@ describe('lemni policy (through the real bin)', () => {
     const policy = file('recommended.yaml', lemni('policy', 'init', '--recommended').stdout);
     const input = ['ls -la', 'go test -exec "sh -c id" ./...', '', JSON.stringify({ command: 'find . -exec rm {} \\;' }), 'curl x', '{"nothing": 1}'].join('\n');
     const r = lemniWithInput(input, 'policy', 'explain', policy, '--json', '--batch');
-    const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines).toHaveLength(5);
     expect(lines[0]).toMatchObject({ command: 'ls -la', effect: 'allow', rule: 'commands.readOnly[0]', thirdParty: [] });
     expect(lines[1]).toMatchObject({ effect: 'ask', reason: expect.stringContaining('`-exec`') });

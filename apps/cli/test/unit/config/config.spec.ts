@@ -88,7 +88,12 @@ describe('resolveConnection: flags > environment > profile', () => {
   });
 
   it('flags override the environment', () => {
-    const c = resolveConnection({ gateway: 'https://flag.example.org', token: 'flag-token', project: 'p' }, { LEMNISCATE_GATEWAY: 'https://env.example.org', LEMNISCATE_TOKEN: 'env-token' }, config, file);
+    const c = resolveConnection(
+      { gateway: 'https://flag.example.org', token: 'flag-token', project: 'p' },
+      { LEMNISCATE_GATEWAY: 'https://env.example.org', LEMNISCATE_TOKEN: 'env-token' },
+      config,
+      file,
+    );
     expect(c).toMatchObject({ gateway: 'https://flag.example.org', token: 'flag-token', project: 'p' });
   });
 
@@ -116,6 +121,8 @@ describe('resolveConnection: flags > environment > profile', () => {
 
   it('a gateway that is not an http(s) URL is refused with its source', () => {
     expect(() => resolveConnection({ gateway: 'localhost:7070' }, {}, config, file)).toThrow('The gateway URL from the command line must start with http:// or https:// (got "localhost:7070").');
-    expect(() => resolveConnection({}, { LEMNISCATE_GATEWAY: 'not a url' }, config, file)).toThrow('The gateway URL from LEMNISCATE_GATEWAY is not a URL: "not a url" (expected e.g. http://127.0.0.1:7070).');
+    expect(() => resolveConnection({}, { LEMNISCATE_GATEWAY: 'not a url' }, config, file)).toThrow(
+      'The gateway URL from LEMNISCATE_GATEWAY is not a URL: "not a url" (expected e.g. http://127.0.0.1:7070).',
+    );
   });
 });

@@ -65,7 +65,7 @@ async function collect(it: AsyncIterable<{ seq: number; type: string }>): Promis
 }
 
 describe('followSession', () => {
-  it('yields events in order and stops after the session\'s terminal event', async () => {
+  it("yields events in order and stops after the session's terminal event", async () => {
     onSubscribe = (ws) => [event(1), event(2), end(3), event(4)].forEach((m) => ws.send(JSON.stringify(m)));
     expect(await collect(followSession(url, 'good', 's1'))).toEqual([1, 2, 3]);
     expect(subscriptions).toEqual([{ type: 'subscribe', sessionId: 's1', sinceSeq: 0 }]);
@@ -89,7 +89,9 @@ describe('followSession', () => {
 
   it('a refused token is one sentence saying what to do', async () => {
     onSubscribe = () => undefined;
-    await expect(collect(followSession(url, 'bad', 's1'))).rejects.toThrow(`The gateway at ${url} refused the API token for live events (The API token is unknown, expired or revoked): run \`lemni login\` or pass a valid --token.`);
+    await expect(collect(followSession(url, 'bad', 's1'))).rejects.toThrow(
+      `The gateway at ${url} refused the API token for live events (The API token is unknown, expired or revoked): run \`lemni login\` or pass a valid --token.`,
+    );
   });
 
   it('a gateway that is not there is reported as unreachable', async () => {

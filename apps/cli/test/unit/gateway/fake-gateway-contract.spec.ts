@@ -87,7 +87,15 @@ describe("every GatewayClient call is a request the gateway's table accepts", ()
     await client.me();
     await client.projectByName('demo');
     await client.publishPolicy('p1', 'version: 1\n', 'a comment');
-    const started = await client.startSession({ projectId: 'p1', instruction: 'fix the tests', headless: true, model: 'scripted:/tmp/x.json', includedUncommitted: true, baseCommit: 'abcdef1', startingPatch: 'diff' });
+    const started = await client.startSession({
+      projectId: 'p1',
+      instruction: 'fix the tests',
+      headless: true,
+      model: 'scripted:/tmp/x.json',
+      includedUncommitted: true,
+      baseCommit: 'abcdef1',
+      startingPatch: 'diff',
+    });
     await client.listSessions({ projectId: 'p1', status: 'running', limit: 5 });
     await client.getSession(started.id);
     await client.toolCalls(started.id);

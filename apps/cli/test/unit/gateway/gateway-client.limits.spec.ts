@@ -32,7 +32,15 @@ const cells: { source: string; limit: LimitName; request: (bytes: number) => Sta
   { source: 'the instruction (-p)', limit: 'instructionBytes', request: (n) => ({ ...base, instruction: 'i'.repeat(n) }) },
   { source: 'the starting patch (--include-uncommitted)', limit: 'startingPatchBytes', request: (n) => ({ ...base, startingPatch: '+'.repeat(n) }) },
   // Within each field's limit, but a JSON encoding (two bytes per newline) over the body limit.
-  { source: 'the whole request, JSON-encoded', limit: 'sessionRequestBodyBytes', request: (n) => ({ ...base, startingPatch: '\n'.repeat(Limits.startingPatchBytes), userAgents: [{ fileName: 'a.md', text: 'a'.repeat(n - JSON.stringify({ ...base, startingPatch: '\n'.repeat(Limits.startingPatchBytes), userAgents: [{ fileName: 'a.md', text: '' }] }).length) }] }) },
+  {
+    source: 'the whole request, JSON-encoded',
+    limit: 'sessionRequestBodyBytes',
+    request: (n) => ({
+      ...base,
+      startingPatch: '\n'.repeat(Limits.startingPatchBytes),
+      userAgents: [{ fileName: 'a.md', text: 'a'.repeat(n - JSON.stringify({ ...base, startingPatch: '\n'.repeat(Limits.startingPatchBytes), userAgents: [{ fileName: 'a.md', text: '' }] }).length) }],
+    }),
+  },
 ];
 
 describe.each(cells)('lemni refuses $source over $limit before uploading', ({ limit, request }) => {

@@ -39,7 +39,9 @@ describe('GatewayClient', () => {
     reply = { status: 200, body: JSON.stringify([{ id: 'p1', name: 'demo' }]) };
     const e = await failure(new GatewayClient(url, 't').listProjects());
     expect(e.errorClass).toBe('gateway_contract');
-    expect(e.message).toBe(`The gateway at ${url} answered GET /api/v1/projects with an unexpected body (0.repositorySource Invalid input: expected string, received undefined); the CLI and the gateway are probably different versions.`);
+    expect(e.message).toBe(
+      `The gateway at ${url} answered GET /api/v1/projects with an unexpected body (0.repositorySource Invalid input: expected string, received undefined); the CLI and the gateway are probably different versions.`,
+    );
   });
 
   it('a 401 without a token says how to get one', async () => {
@@ -48,7 +50,7 @@ describe('GatewayClient', () => {
     expect(e.message).toBe(`The gateway at ${url} needs an API token: run \`lemni login\`, pass --token, or set LEMNISCATE_TOKEN.`);
   });
 
-  it('other errors carry the gateway\'s sentence and its request id', async () => {
+  it("other errors carry the gateway's sentence and its request id", async () => {
     reply = { status: 403, body: JSON.stringify({ code: 'forbidden', message: 'Only administrators can publish a policy.', requestId: 'r-42' }) };
     const e = await failure(new GatewayClient(url, 't').publishPolicy('p1', 'version: 1', ''));
     expect(e).toMatchObject({ errorClass: 'forbidden', message: 'Only administrators can publish a policy. (request r-42)', exitCode: 1 });
@@ -116,7 +118,10 @@ describe('GatewayClient against the fake gateway (bodies checked against libs/co
   });
 
   describe("while the gateway's database restarts (503 database_unavailable)", () => {
-    const unavailable = { status: 503, body: JSON.stringify({ code: 'database_unavailable', message: "The gateway's database is not reachable right now; try again in a few seconds.", requestId: 'r-1' }) };
+    const unavailable = {
+      status: 503,
+      body: JSON.stringify({ code: 'database_unavailable', message: "The gateway's database is not reachable right now; try again in a few seconds.", requestId: 'r-1' }),
+    };
     const verified = { status: 200, body: JSON.stringify({ ok: true, checked: 3, lastSeq: 3, lastHash: 'a'.repeat(64) }) };
 
     it.each([1, 2, 4])('a read answered %i times with 503 is asked again until it succeeds', async (n) => {

@@ -138,7 +138,12 @@ describe('interactive sessions', () => {
   it('asks for approval with the exact command, sends the answer, and shows the run to its end', async () => {
     const api = new MemoryApi();
     api.onStart = (id) => {
-      for (const e of [started(), ...bashCall('c1', 'npm install', 'ask'), { type: 'approval_requested', approvalId: 'a1', callId: 'c1', agent: 'general', kind: 'command', thirdParty: false, subject: 'npm install', reapprovalExempt: true }]) api.push(id, e);
+      for (const e of [
+        started(),
+        ...bashCall('c1', 'npm install', 'ask'),
+        { type: 'approval_requested', approvalId: 'a1', callId: 'c1', agent: 'general', kind: 'command', thirdParty: false, subject: 'npm install', reapprovalExempt: true },
+      ])
+        api.push(id, e);
     };
     api.afterAnswer = () => [result('c1', 'added 3 packages'), completed('Installed.')];
     const prompter = new ScriptedPrompter(['install the deps', null], ['approve_identical']);
@@ -156,7 +161,16 @@ describe('interactive sessions', () => {
     const api = new MemoryApi();
     api.onStart = (id) => {
       api.push(id, started());
-      api.push(id, { type: 'approval_requested', approvalId: 'a2', callId: null, agent: 'general', kind: 'diff', thirdParty: true, subject: diff, thirdPartyFiles: [{ path: '.github/workflows/ci.yml', class: 'ci' }] });
+      api.push(id, {
+        type: 'approval_requested',
+        approvalId: 'a2',
+        callId: null,
+        agent: 'general',
+        kind: 'diff',
+        thirdParty: true,
+        subject: diff,
+        thirdPartyFiles: [{ path: '.github/workflows/ci.yml', class: 'ci' }],
+      });
     };
     api.afterAnswer = () => [completed('Left CI alone.')];
     const prompter = new ScriptedPrompter(['touch ci', null], ['reject']);
@@ -202,7 +216,16 @@ describe('interactive sessions', () => {
   describe("the agent's question (AG5)", () => {
     const asking = (api: MemoryApi) => (id: string) => {
       api.push(id, started());
-      api.push(id, { type: 'approval_requested', approvalId: 'q1', callId: 'c9', agent: 'general', kind: 'question', thirdParty: false, subject: 'Keep the old API or break it?', options: ['keep it', 'break it'] });
+      api.push(id, {
+        type: 'approval_requested',
+        approvalId: 'q1',
+        callId: 'c9',
+        agent: 'general',
+        kind: 'question',
+        thirdParty: false,
+        subject: 'Keep the old API or break it?',
+        options: ['keep it', 'break it'],
+      });
     };
 
     it('is asked with its options and answered in words through the approval', async () => {

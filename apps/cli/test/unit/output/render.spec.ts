@@ -43,6 +43,14 @@ describe('render', () => {
   });
 
   it('tables align columns and keep the last one unpadded', () => {
-    expect(table(['A', 'BB'], [['xxx', 'y'], ['z', 'long value']])).toBe('A    BB\nxxx  y\nz    long value\n');
+    expect(
+      table(
+        ['A', 'BB'],
+        [
+          ['xxx', 'y'],
+          ['z', 'long value'],
+        ],
+      ),
+    ).toBe('A    BB\nxxx  y\nz    long value\n');
   });
 });

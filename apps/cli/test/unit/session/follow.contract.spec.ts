@@ -48,7 +48,10 @@ describe('lemni session follow (through the real bin)', () => {
     const [r, f] = await Promise.all([run, follow]);
     expect(r.code).toBe(0);
     expect(f.code).toBe(0);
-    const lines = f.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; exit_code?: number; status?: string });
+    const lines = f.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; exit_code?: number; status?: string });
     // As `lemni -p` does: the live events, then one result line with the json result's fields.
     expect(lines.map((l) => l.type).slice(-2)).toEqual(['session_completed', 'result']);
     expect(lines.at(-1)).toMatchObject({ type: 'result', status: 'completed', exit_code: 0, session_id: 's1' });

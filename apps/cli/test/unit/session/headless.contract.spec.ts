@@ -45,7 +45,12 @@ describe('lemni -p (headless, through the real bin)', () => {
     expect(out).toMatchObject({ session_id: 's1', status: 'completed', stop_reason: null, exit_code: 0, actions_used: 1, patch, summary: 'Done: tests pass.' });
     const calls = out.tool_calls as { name: string; arguments: unknown; decision: { effect: string }; result: { exit_code: number; stdout: string; stderr: string; truncated: boolean } }[];
     expect(calls).toHaveLength(1);
-    expect(calls[0]).toMatchObject({ name: 'Bash', arguments: { command: 'npm test' }, decision: { effect: 'allow', rule: 'commands.free[0]' }, result: { exit_code: 0, stderr: '', truncated: true } });
+    expect(calls[0]).toMatchObject({
+      name: 'Bash',
+      arguments: { command: 'npm test' },
+      decision: { effect: 'allow', rule: 'commands.free[0]' },
+      result: { exit_code: 0, stderr: '', truncated: true },
+    });
     expect(calls[0]!.result.stdout).toMatch(/…\[truncated: 1000 more characters\]$/);
     expect(readFileSync(path.join(dir, 'a.txt'), 'utf8')).toBe('hello world\n');
     // Sent as headless with the checkout's commit, so the gateway refuses approvals itself.
@@ -101,9 +106,7 @@ describe('lemni -p (headless, through the real bin)', () => {
   });
 
   // L4: every combination of the flags that shape a headless run, each recorded with the mode it is.
-  const flagCombinations = [false, true].flatMap((wait) =>
-    [false, true].flatMap((failOnRefusal) => (['text', 'json', 'stream-json'] as const).map((format) => ({ wait, failOnRefusal, format }))),
-  );
+  const flagCombinations = [false, true].flatMap((wait) => [false, true].flatMap((failOnRefusal) => (['text', 'json', 'stream-json'] as const).map((format) => ({ wait, failOnRefusal, format }))));
   it(`sends the session's mode, and only the mode, for each of the ${flagCombinations.length} combinations of -p flags`, async () => {
     for (const c of flagCombinations) {
       gateway.scenario = { events: [started(), completed()], final: {} };
@@ -113,7 +116,12 @@ describe('lemni -p (headless, through the real bin)', () => {
       // The fake gateway validates the body with the shared CreateSessionRequest: a 400 would exit 1.
       expect({ args, code: r.code }).toEqual({ args, code: 0 });
       const body = gateway.hits('POST', '/sessions')[before]!.body as Record<string, unknown>;
-      expect({ args, mode: body.mode, headless: body.headless, waitForApprovals: body.waitForApprovals }).toEqual({ args, mode: c.wait ? 'headless_with_approvals' : 'headless', headless: undefined, waitForApprovals: undefined });
+      expect({ args, mode: body.mode, headless: body.headless, waitForApprovals: body.waitForApprovals }).toEqual({
+        args,
+        mode: c.wait ? 'headless_with_approvals' : 'headless',
+        headless: undefined,
+        waitForApprovals: undefined,
+      });
     }
     expect(gateway.hits('POST', '/sessions')).toHaveLength(flagCombinations.length);
   }, 120_000);
@@ -141,7 +149,9 @@ describe('lemni -p (headless, through the real bin)', () => {
     expect(r.code).toBe(0);
     expect(gateway.hits('POST', '/sessions')[0]!.body).toMatchObject({ mode: 'headless_with_approvals' });
     expect(r.stderr).toContain('Waiting for a person: general asks to apply a diff; approve or reject it in the console or with `lemni approvals approve|reject ap7`.');
-    expect(r.stderr).toContain('Waiting for a person: general asks "Keep the old API?" (yes / no); answer it in the console or with `lemni approvals approve ap8 --answer TEXT`, or decline it with `lemni approvals reject ap8`.');
+    expect(r.stderr).toContain(
+      'Waiting for a person: general asks "Keep the old API?" (yes / no); answer it in the console or with `lemni approvals approve ap8 --answer TEXT`, or decline it with `lemni approvals reject ap8`.',
+    );
     expect(r.stderr).not.toContain('Refused');
   });
 
@@ -266,7 +276,7 @@ describe('lemni -p (headless, through the real bin)', () => {
   });
 });
 
-describe('lemni -p sends what only the developer\'s machine knows', () => {
+describe("lemni -p sends what only the developer's machine knows", () => {
   it('LEMNISCATE_SESSION_* variables, the execution settings and the personal agents', async () => {
     const home = mkdtempSync(path.join(os.tmpdir(), 'lemni-devctx-'));
     dirs.push(home);

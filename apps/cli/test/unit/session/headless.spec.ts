@@ -33,14 +33,18 @@ describe('runHeadless', () => {
       startSubagent: async () => sessionView('s2'),
     };
     const err: string[] = [];
-    const run = runHeadless(api, { instruction: 'x', project, outputFormat: 'text', includeUncommitted: false, cwd, quietNoticeMs: 20 }, {
-      stdout: () => undefined,
-      stderr: (s) => {
-        err.push(s);
-        if (s.startsWith('No event from session s1')) release();
+    const run = runHeadless(
+      api,
+      { instruction: 'x', project, outputFormat: 'text', includeUncommitted: false, cwd, quietNoticeMs: 20 },
+      {
+        stdout: () => undefined,
+        stderr: (s) => {
+          err.push(s);
+          if (s.startsWith('No event from session s1')) release();
+        },
+        onInterrupt: () => () => undefined,
       },
-      onInterrupt: () => () => undefined,
-    });
+    );
     await expect(run).resolves.toBe(0);
     expect(err.some((l) => /^No event from session s1 for \d+ s; still following it \(Ctrl-C stops it\)\.\n$/.test(l))).toBe(true);
   });
@@ -56,9 +60,9 @@ describe('runHeadless', () => {
       answerApproval: async () => ({}),
       startSubagent: async () => sessionView('s2'),
     };
-    await expect(runHeadless(api, { instruction: 'x', project, outputFormat: 'json', includeUncommitted: false, cwd }, { stdout: () => undefined, stderr: () => undefined, onInterrupt: () => () => undefined })).rejects.toThrow(
-      'The live events of session s1 ended before the session did.',
-    );
+    await expect(
+      runHeadless(api, { instruction: 'x', project, outputFormat: 'json', includeUncommitted: false, cwd }, { stdout: () => undefined, stderr: () => undefined, onInterrupt: () => () => undefined }),
+    ).rejects.toThrow('The live events of session s1 ended before the session did.');
   });
 });
 
@@ -91,7 +95,7 @@ describe('result helpers', () => {
     expect({ classes: r.classes, exit: r.exit_code, text: textResult(r).split('\n')[0] }).toEqual({ classes: [cls], exit: 1, text: sentence });
   });
 
-  it('events of other sessions (subagents) do not become this session\'s tool calls', () => {
+  it("events of other sessions (subagents) do not become this session's tool calls", () => {
     const c = new ResultCollector('s1');
     c.add({ seq: 1, sessionId: 's2', projectId: 'p1', at, type: 'tool_call_proposed', callId: 'c9', agent: 'explore', name: 'Read', arguments: { path: 'a' } } as GatewayEvent);
     expect(c.result(null, 'demo', 'general', false).tool_calls).toEqual([]);

@@ -23,11 +23,8 @@ export const policyDiffQuery = (projectId: string, from: number, to: number) =>
     staleTime: Infinity,
   });
 
-export const publishPolicy = (projectId: string, body: PublishPolicyRequest) =>
-  api.call(R.publishPolicy, { params: { projectId }, body });
+export const publishPolicy = (projectId: string, body: PublishPolicyRequest) => api.call(R.publishPolicy, { params: { projectId }, body });
 
-export const rollbackPolicy = (projectId: string, body: RollbackPolicyRequest) =>
-  api.call(R.policyRollback, { params: { projectId }, body });
+export const rollbackPolicy = (projectId: string, body: RollbackPolicyRequest) => api.call(R.policyRollback, { params: { projectId }, body });
 
-export const dryRunPolicy = (projectId: string, body: DryRunRequest) =>
-  api.call(R.policyDryRun, { params: { projectId }, body });
+export const dryRunPolicy = (projectId: string, body: DryRunRequest) => api.call(R.policyDryRun, { params: { projectId }, body });

@@ -66,8 +66,7 @@ export function DiffViewer({ patch, thirdParty = [], initialMode = 'unified', la
           </button>
         </div>
         <span className="muted diff-summary">
-          {files.length} {files.length === 1 ? 'file' : 'files'},{' '}
-          <span className="add-count">+{files.reduce((s, f) => s + f.additions, 0)}</span>{' '}
+          {files.length} {files.length === 1 ? 'file' : 'files'}, <span className="add-count">+{files.reduce((s, f) => s + f.additions, 0)}</span>{' '}
           <span className="del-count">−{files.reduce((s, f) => s + f.deletions, 0)}</span>
         </span>
         {files.length > 1 && (
@@ -115,17 +114,14 @@ export function DiffViewer({ patch, thirdParty = [], initialMode = 'unified', la
                 aria-labelledby={`diff-file-${i}`}
               >
                 <header className="diff-file-header">
-                  <h3 id={`diff-file-${i}`}>
-                    {f.change === 'renamed' ? `${f.oldPath} → ${f.newPath}` : f.path}
-                  </h3>
+                  <h3 id={`diff-file-${i}`}>{f.change === 'renamed' ? `${f.oldPath} → ${f.newPath}` : f.path}</h3>
                   <span className={`badge ${f.change}`}>{CHANGE_LABEL[f.change]}</span>
                   <span className="add-count">+{f.additions}</span>
                   <span className="del-count">−{f.deletions}</span>
                 </header>
                 {flag && (
                   <p className="third-party-note" role="note">
-                    <strong>Third-party file ({flag.class}).</strong> Tools and people other than the agent run or trust this file. Approving
-                    it is a separate decision.
+                    <strong>Third-party file ({flag.class}).</strong> Tools and people other than the agent run or trust this file. Approving it is a separate decision.
                   </p>
                 )}
                 {f.binary ? (

@@ -21,11 +21,32 @@ const languages = { bash, css, diff, dockerfile, go, ini, java, javascript, json
 for (const [name, lang] of Object.entries(languages)) hljs.registerLanguage(name, lang);
 
 const BY_EXTENSION: Record<string, string> = {
-  ts: 'typescript', tsx: 'typescript', mts: 'typescript', cts: 'typescript',
-  js: 'javascript', jsx: 'javascript', mjs: 'javascript', cjs: 'javascript',
-  json: 'json', yml: 'yaml', yaml: 'yaml', md: 'markdown', py: 'python', go: 'go', rs: 'rust',
-  java: 'java', sh: 'bash', bash: 'bash', css: 'css', html: 'xml', xml: 'xml', svg: 'xml',
-  toml: 'ini', ini: 'ini', cfg: 'ini', lock: 'yaml',
+  ts: 'typescript',
+  tsx: 'typescript',
+  mts: 'typescript',
+  cts: 'typescript',
+  js: 'javascript',
+  jsx: 'javascript',
+  mjs: 'javascript',
+  cjs: 'javascript',
+  json: 'json',
+  yml: 'yaml',
+  yaml: 'yaml',
+  md: 'markdown',
+  py: 'python',
+  go: 'go',
+  rs: 'rust',
+  java: 'java',
+  sh: 'bash',
+  bash: 'bash',
+  css: 'css',
+  html: 'xml',
+  xml: 'xml',
+  svg: 'xml',
+  toml: 'ini',
+  ini: 'ini',
+  cfg: 'ini',
+  lock: 'yaml',
 };
 const BY_NAME: Record<string, string> = { Dockerfile: 'dockerfile', Makefile: 'makefile', '.gitconfig': 'ini', '.npmrc': 'ini' };
 

@@ -47,7 +47,14 @@ describe('diagnosePolicy: the library validator, placed in the text', () => {
   });
 
   it('refuses an alias bomb without expanding it', () => {
-    const bomb = ['version: 1', 'a: &a [x, x, x, x, x, x, x, x, x, x]', 'b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]', 'c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]', 'd: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]', ''].join('\n');
+    const bomb = [
+      'version: 1',
+      'a: &a [x, x, x, x, x, x, x, x, x, x]',
+      'b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]',
+      'c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]',
+      'd: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]',
+      '',
+    ].join('\n');
     expect(diagnosePolicy(bomb).map((d) => d.message)).toEqual([expect.stringContaining('aliases')]);
   });
 

@@ -53,10 +53,12 @@ describe('toDockerCreateOptions', () => {
     expect(h.Memory).toBe(512 * 1024 * 1024);
     expect(h.MemorySwap).toBe(h.Memory);
     expect(h.NanoCpus).toBe(1_500_000_000);
-    expect(h.Ulimits).toEqual(expect.arrayContaining([
-      { Name: 'nofile', Soft: 4096, Hard: 4096 },
-      { Name: 'fsize', Soft: 1024 * 1024 * 1024, Hard: 1024 * 1024 * 1024 },
-    ]));
+    expect(h.Ulimits).toEqual(
+      expect.arrayContaining([
+        { Name: 'nofile', Soft: 4096, Hard: 4096 },
+        { Name: 'fsize', Soft: 1024 * 1024 * 1024, Hard: 1024 * 1024 * 1024 },
+      ]),
+    );
   });
 
   it('caps processes with the pids cgroup under runc', () => {

@@ -1,11 +1,21 @@
 import { SANDBOX_ENV, toDockerCreateOptions } from '../../../src/driver/docker-options';
-import { SECCOMP_LAUNCHER, SECCOMP_LAUNCHER_ENV, SECCOMP_LOADER, SECCOMP_LOADER_ENV, compileContainerOptions, compiledFilterOf, seccompEnforcement, seccompProfileOf, toExecOptions } from '../../../src/driver/seccomp-launcher';
+import {
+  SECCOMP_LAUNCHER,
+  SECCOMP_LAUNCHER_ENV,
+  SECCOMP_LOADER,
+  SECCOMP_LOADER_ENV,
+  compileContainerOptions,
+  compiledFilterOf,
+  seccompEnforcement,
+  seccompProfileOf,
+  toExecOptions,
+} from '../../../src/driver/seccomp-launcher';
 import type { SandboxContainerSpec } from '../../../src/driver/sandbox.driver';
 
 const profile = '{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["read"],"action":"SCMP_ACT_ALLOW"}]}';
 
 describe('toExecOptions', () => {
-  it('under gVisor, starts the command through the seccomp launcher with the container\'s own profile (S1)', () => {
+  it("under gVisor, starts the command through the seccomp launcher with the container's own profile (S1)", () => {
     const e = toExecOptions('npm test && echo "done"', 'runsc', profile);
     expect(e.Cmd).toEqual([SECCOMP_LAUNCHER, 'npm test && echo "done"']);
     expect(e.Env).toEqual([...SANDBOX_ENV, `${SECCOMP_LAUNCHER_ENV}=${profile}`]);
@@ -90,6 +100,8 @@ describe('seccompProfileOf', () => {
 describe('seccompEnforcement', () => {
   it('says the engine applies the profile under runc, and names the launcher when runsc is registered', () => {
     expect(seccompEnforcement(false)).toBe('Under runc the engine applies the profile to every process of the sandbox.');
-    expect(seccompEnforcement(true)).toContain(`every command applies it to itself through the sandbox image's launcher (${SECCOMP_LAUNCHER}, or its static loader ${SECCOMP_LOADER} with the profile compiled once)`);
+    expect(seccompEnforcement(true)).toContain(
+      `every command applies it to itself through the sandbox image's launcher (${SECCOMP_LAUNCHER}, or its static loader ${SECCOMP_LOADER} with the profile compiled once)`,
+    );
   });
 });

@@ -3,7 +3,15 @@ import { OutputCapper, truncationMarker, type Stream } from '../../../src/exec/o
 function collect(cap: number) {
   const out: { stream: Stream; text: string }[] = [];
   const capper = new OutputCapper(cap, (stream, text) => out.push({ stream, text }));
-  return { capper, out, text: (s: Stream) => out.filter((o) => o.stream === s).map((o) => o.text).join('') };
+  return {
+    capper,
+    out,
+    text: (s: Stream) =>
+      out
+        .filter((o) => o.stream === s)
+        .map((o) => o.text)
+        .join(''),
+  };
 }
 
 describe('OutputCapper', () => {

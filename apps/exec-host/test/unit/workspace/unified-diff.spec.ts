@@ -45,7 +45,23 @@ describe('unifiedDiff', () => {
 describe('exclusionMatcher with the default exclusions', () => {
   const excluded = exclusionMatcher(DEFAULT_CONTEXT_EXCLUSIONS);
 
-  it.each(['.env', 'app/.env', '.env.production', 'deploy/server.pem', 'tls.key', 'id_rsa', 'home/.ssh/id_ed25519', 'config/secrets/db.yml', 'a/b/secrets/c/d', '.npmrc', 'pkg/.pypirc', '.netrc', 'infra/prod.tfstate', 'x/.aws/credentials', 'service-account-prod.json'])('keeps %s out', (p) => {
+  it.each([
+    '.env',
+    'app/.env',
+    '.env.production',
+    'deploy/server.pem',
+    'tls.key',
+    'id_rsa',
+    'home/.ssh/id_ed25519',
+    'config/secrets/db.yml',
+    'a/b/secrets/c/d',
+    '.npmrc',
+    'pkg/.pypirc',
+    '.netrc',
+    'infra/prod.tfstate',
+    'x/.aws/credentials',
+    'service-account-prod.json',
+  ])('keeps %s out', (p) => {
     expect(excluded(p)).toBe(true);
   });
 

@@ -38,11 +38,7 @@ export class ApprovalsRepository extends Repository {
 
   /** With the project it belongs to (through its session), which permission checks need. */
   async findById(id: string): Promise<ApprovalWithProject | undefined> {
-    const [row] = await this.db
-      .select({ approval: approvals, projectId: sessions.projectId })
-      .from(approvals)
-      .innerJoin(sessions, eq(sessions.id, approvals.sessionId))
-      .where(eq(approvals.id, id));
+    const [row] = await this.db.select({ approval: approvals, projectId: sessions.projectId }).from(approvals).innerJoin(sessions, eq(sessions.id, approvals.sessionId)).where(eq(approvals.id, id));
     return row && { ...row.approval, projectId: row.projectId };
   }
 

@@ -27,7 +27,10 @@ export class PolicyVersionsRepository extends Repository {
     return this.db.transaction(async (tx) => {
       const [project] = await tx.select({ id: projects.id }).from(projects).where(eq(projects.id, projectId)).for('update');
       if (!project) return undefined;
-      const [latest] = await tx.select({ version: max(policyVersions.version) }).from(policyVersions).where(eq(policyVersions.projectId, projectId));
+      const [latest] = await tx
+        .select({ version: max(policyVersions.version) })
+        .from(policyVersions)
+        .where(eq(policyVersions.projectId, projectId));
       const [row] = await tx
         .insert(policyVersions)
         .values({

@@ -34,11 +34,7 @@ export class ProjectMembershipsRepository extends Repository {
 
   /** Project ids of a user's memberships: what a CASL ability is built from. */
   async projectIdsOf(userId: string): Promise<string[]> {
-    const rows = await this.db
-      .select({ projectId: projectMemberships.projectId })
-      .from(projectMemberships)
-      .where(eq(projectMemberships.userId, userId))
-      .orderBy(asc(projectMemberships.projectId));
+    const rows = await this.db.select({ projectId: projectMemberships.projectId }).from(projectMemberships).where(eq(projectMemberships.userId, userId)).orderBy(asc(projectMemberships.projectId));
     return rows.map((r) => r.projectId);
   }
 

@@ -20,18 +20,7 @@ interface SessionFilter {
 type SessionPatch = Partial<
   Pick<
     SessionRow,
-    | 'policyVersionId'
-    | 'actionsUsed'
-    | 'extensionsUsed'
-    | 'baseCommit'
-    | 'branch'
-    | 'includedUncommitted'
-    | 'fingerprintStart'
-    | 'fingerprintEnd'
-    | 'finalPatch'
-    | 'summary'
-    | 'sandboxId'
-    | 'execHost'
+    'policyVersionId' | 'actionsUsed' | 'extensionsUsed' | 'baseCommit' | 'branch' | 'includedUncommitted' | 'fingerprintStart' | 'fingerprintEnd' | 'finalPatch' | 'summary' | 'sandboxId' | 'execHost'
   >
 >;
 

@@ -78,13 +78,27 @@ describe('entryText and chainHash', () => {
       fc.property(entryArb, fc.constantFrom('seq', 'at', 'actor', 'kind', 'projectId', 'sessionId', 'payload'), (entry, field) => {
         const changed: ChainEntry = { ...entry };
         switch (field) {
-          case 'seq': changed.seq += 1; break;
-          case 'at': changed.at = new Date(entry.at.getTime() + 1); break;
-          case 'actor': changed.actor += 'x'; break;
-          case 'kind': changed.kind += 'x'; break;
-          case 'projectId': changed.projectId = entry.projectId === null ? 'p' : null; break;
-          case 'sessionId': changed.sessionId = entry.sessionId === null ? 's' : null; break;
-          case 'payload': changed.payload = canonicalJson([JSON.parse(entry.payload)]); break;
+          case 'seq':
+            changed.seq += 1;
+            break;
+          case 'at':
+            changed.at = new Date(entry.at.getTime() + 1);
+            break;
+          case 'actor':
+            changed.actor += 'x';
+            break;
+          case 'kind':
+            changed.kind += 'x';
+            break;
+          case 'projectId':
+            changed.projectId = entry.projectId === null ? 'p' : null;
+            break;
+          case 'sessionId':
+            changed.sessionId = entry.sessionId === null ? 's' : null;
+            break;
+          case 'payload':
+            changed.payload = canonicalJson([JSON.parse(entry.payload)]);
+            break;
         }
         expect(chainHash(GENESIS_HASH, changed)).not.toBe(chainHash(GENESIS_HASH, entry));
       }),
@@ -144,7 +158,9 @@ describe('ChainVerifier', () => {
   });
 
   it('names a chain whose first entry was replaced', () => {
-    const entries = chain(3).slice(1).map((e) => ({ ...e, seq: e.seq - 1 }));
+    const entries = chain(3)
+      .slice(1)
+      .map((e) => ({ ...e, seq: e.seq - 1 }));
     expect(walk(entries, { seq: 2, hash: (entries[1] as StoredEntry).hash })).toMatchObject({ seq: 1, problem: 'reordered', message: expect.stringMatching(/^Entry 1 does not start the chain/) });
   });
 
@@ -160,7 +176,11 @@ describe('ChainVerifier', () => {
   it('names entries cut off the end, and a re-hashed last entry', () => {
     const entries = chain(10);
     const head = { seq: 10, hash: (entries[9] as StoredEntry).hash };
-    expect(walk(entries.slice(0, 7), head)).toMatchObject({ seq: 8, problem: 'truncated', message: 'Entry 8 was removed: the log ends at 7 but 10 entries were written, so entries 8 to 10 are missing.' });
+    expect(walk(entries.slice(0, 7), head)).toMatchObject({
+      seq: 8,
+      problem: 'truncated',
+      message: 'Entry 8 was removed: the log ends at 7 but 10 entries were written, so entries 8 to 10 are missing.',
+    });
     const forged = { ...(entries[9] as StoredEntry), kind: 'test.other' };
     forged.hash = chainHash(forged.prevHash, forged);
     entries[9] = forged;
@@ -197,11 +217,7 @@ describe('ChainVerifier', () => {
       expect(walk(cut, undefined, anchor)).toMatchObject({ seq: 7, problem: 'truncated' });
     });
 
-    it.each([
-      [{ seq: 0, hash: GENESIS_HASH }],
-      [{ seq: 1.5, hash: GENESIS_HASH }],
-      [{ seq: 1, hash: 'nothex' }],
-    ])('refuses a malformed anchor %p', (anchor) => {
+    it.each([[{ seq: 0, hash: GENESIS_HASH }], [{ seq: 1.5, hash: GENESIS_HASH }], [{ seq: 1, hash: 'nothex' }]])('refuses a malformed anchor %p', (anchor) => {
       expect(() => new ChainVerifier(anchor)).toThrow('An anchor is a positive seq and the 64-hex-digit hash of that entry.');
     });
   });

@@ -2,7 +2,16 @@ import { canonicalJson, chainHash, GENESIS_HASH, type StoredEntry } from '../../
 import { csvField, csvLine, CSV_HEADER, jsonlLine } from '../../../src/audit/audit-export';
 
 function entry(overrides: Partial<StoredEntry> = {}): StoredEntry {
-  const base = { seq: 1, at: new Date('2026-03-04T05:06:07.089Z'), actor: 'u1', kind: 'session.instruction', projectId: 'p1', sessionId: null, payload: canonicalJson({ text: 'hello' }), ...overrides };
+  const base = {
+    seq: 1,
+    at: new Date('2026-03-04T05:06:07.089Z'),
+    actor: 'u1',
+    kind: 'session.instruction',
+    projectId: 'p1',
+    sessionId: null,
+    payload: canonicalJson({ text: 'hello' }),
+    ...overrides,
+  };
   return { prevHash: GENESIS_HASH, hash: chainHash(GENESIS_HASH, base), ...base, ...overrides };
 }
 
@@ -49,7 +58,18 @@ describe('jsonlLine', () => {
     expect(line.endsWith('\n')).toBe(true);
     expect(line.slice(0, -1)).not.toContain('\n');
     const parsed = JSON.parse(line) as Record<string, unknown>;
-    expect(parsed).toEqual({ seq: 1, at: '2026-03-04T05:06:07.089Z', actor: 'u1', kind: 'session.instruction', projectId: 'p1', sessionId: null, payload: { a: [1, 2.5], b: 'x\u2028y' }, prevHash: GENESIS_HASH, hash: e.hash, actorIdentity: null });
+    expect(parsed).toEqual({
+      seq: 1,
+      at: '2026-03-04T05:06:07.089Z',
+      actor: 'u1',
+      kind: 'session.instruction',
+      projectId: 'p1',
+      sessionId: null,
+      payload: { a: [1, 2.5], b: 'x\u2028y' },
+      prevHash: GENESIS_HASH,
+      hash: e.hash,
+      actorIdentity: null,
+    });
     expect(canonicalJson(parsed['payload'])).toBe(payload);
     expect(JSON.parse(jsonlLine(e, { email: 'ana@example.com', displayName: 'Ana' })).actorIdentity).toEqual({ email: 'ana@example.com', displayName: 'Ana' });
   });

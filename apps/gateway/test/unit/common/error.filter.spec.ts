@@ -59,16 +59,19 @@ describe('the one error mapping', () => {
     const SQL = /select|insert|Failed query|params|s3cr3t/i;
     const wrapped = (cause: unknown) => Object.assign(new Error('Failed query: select "token_hash" from "api_tokens" where "prefix" = $1\nparams: s3cr3t', { cause }), { name: 'DrizzleQueryError' });
 
-    it.each([...Object.keys(TRANSIENT_SQLSTATES).map((code) => Object.assign(new Error(code), { code, severity: 'FATAL' })), ...TRANSIENT_SOCKET_CODES.map((code) => Object.assign(new Error(`connect ${code}`), { code })), new Error('Connection terminated unexpectedly')].map((e) => [(e as { code?: string }).code ?? e.message, e]))(
-      '%s: 503 database_unavailable with Retry-After and a sentence, no SQL',
-      (_name, cause) => {
-        const out = run(wrapped(cause));
-        expect(out.status).toBe(503);
-        expect(out.headers['retry-after']).toBe('5');
-        expect(out.body).toMatchObject({ code: 'database_unavailable', message: "The gateway's database is not reachable right now; try again in a few seconds.", requestId: 'req-1' });
-        expect(JSON.stringify(out.body)).not.toMatch(SQL);
-      },
-    );
+    it.each(
+      [
+        ...Object.keys(TRANSIENT_SQLSTATES).map((code) => Object.assign(new Error(code), { code, severity: 'FATAL' })),
+        ...TRANSIENT_SOCKET_CODES.map((code) => Object.assign(new Error(`connect ${code}`), { code })),
+        new Error('Connection terminated unexpectedly'),
+      ].map((e) => [(e as { code?: string }).code ?? e.message, e]),
+    )('%s: 503 database_unavailable with Retry-After and a sentence, no SQL', (_name, cause) => {
+      const out = run(wrapped(cause));
+      expect(out.status).toBe(503);
+      expect(out.headers['retry-after']).toBe('5');
+      expect(out.body).toMatchObject({ code: 'database_unavailable', message: "The gateway's database is not reachable right now; try again in a few seconds.", requestId: 'req-1' });
+      expect(JSON.stringify(out.body)).not.toMatch(SQL);
+    });
 
     it('a permanent database error is a 500 without SQL', () => {
       const out = run(wrapped(Object.assign(new Error('relation "api_tokens" does not exist'), { code: '42P01', severity: 'ERROR' })));

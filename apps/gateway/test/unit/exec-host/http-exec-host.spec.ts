@@ -145,7 +145,10 @@ describe('toAppError, the one mapping of an exec-host failure', () => {
     expect({ code: refused.code, message: refused.message }).toEqual({ code: ErrorCode.ExecHostUnavailable, message: 'The exec-host refused to destroy sandbox sbx-1 (HTTP 500).' });
     const unanswered = toAppError(new ExecHostCallError('engine_unavailable', 'The exec-host at http://x could not be reached.', 503, { answered: false }), 'destroy sandbox sbx-1');
     expect(unanswered.message).toBe('The exec-host at http://x could not be reached.');
-    const unreadable = toAppError(new ExecHostCallError('internal', 'The exec-host answered the destruction of sandbox sbx-1 with a body the gateway does not understand.', 200), 'destroy sandbox sbx-1');
+    const unreadable = toAppError(
+      new ExecHostCallError('internal', 'The exec-host answered the destruction of sandbox sbx-1 with a body the gateway does not understand.', 200),
+      'destroy sandbox sbx-1',
+    );
     expect(unreadable.message).toBe('The exec-host answered the destruction of sandbox sbx-1 with a body the gateway does not understand.');
   });
 });

@@ -43,7 +43,10 @@ function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
 /** Frames exactly as the Messages API streams them, each with its `event:` line. */
 const frames = (...list: Array<Record<string, unknown> & { type: string }>): SseFrame[] => list.map((data) => ({ event: data.type, data }));
 
-const messageStart = { type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', content: [], model: 'claude-test', stop_reason: null, stop_sequence: null, usage: { input_tokens: 120, output_tokens: 1 } } };
+const messageStart = {
+  type: 'message_start',
+  message: { id: 'msg_1', type: 'message', role: 'assistant', content: [], model: 'claude-test', stop_reason: null, stop_sequence: null, usage: { input_tokens: 120, output_tokens: 1 } },
+};
 
 const toolTurn = sse(
   frames(
@@ -228,11 +231,15 @@ describe('AnthropicProvider against a loopback server', () => {
 
   it('stops at once when the caller aborts, and closes the connection', async () => {
     const body = sse(
-      frames(messageStart, { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, {
-        type: 'content_block_delta',
-        index: 0,
-        delta: { type: 'text_delta', text: 'Working' },
-      }),
+      frames(
+        messageStart,
+        { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+        {
+          type: 'content_block_delta',
+          index: 0,
+          delta: { type: 'text_delta', text: 'Working' },
+        },
+      ),
     );
     server = await startLoopback((res) => streamSse(res, body, { end: false }));
     const controller = new AbortController();
@@ -251,9 +258,7 @@ describe('AnthropicProvider against a loopback server', () => {
   });
 
   it('never puts the API key in an error, even when the service echoes it back', async () => {
-    server = await startLoopback((res, req) =>
-      json(res, 403, { type: 'error', error: { type: 'permission_error', message: `key ${String(req.headers['x-api-key'])} may not use this model` } }),
-    );
+    server = await startLoopback((res, req) => json(res, 403, { type: 'error', error: { type: 'permission_error', message: `key ${String(req.headers['x-api-key'])} may not use this model` } }));
     const error = await provider(server.url)
       .complete(request())
       .then(

@@ -11,7 +11,6 @@ import { ScriptedProvider } from '../../../src/model/scripted.provider';
 
 const KEY = 'sk-config-only-5566778899';
 
-
 /** The scripted model answers only when the configuration turns it on. */
 const SCRIPTED_ON: ModelsConfigInput = { scripted: { enabled: true } };
 describe('parseModelRef', () => {
@@ -22,8 +21,14 @@ describe('parseModelRef', () => {
     ['anthropic:claude-sonnet-4-5', { provider: 'anthropic', model: 'claude-sonnet-4-5' }],
     ['openai-compatible:ollama', { provider: 'openai-compatible', name: 'ollama' }],
     ['openai-compatible:ollama:llama3.1:8b', { provider: 'openai-compatible', name: 'ollama', model: 'llama3.1:8b' }],
-    [{ provider: 'scripted', script: 'x.json' }, { provider: 'scripted', script: 'x.json' }],
-    [{ provider: 'anthropic', model: 'claude-x' }, { provider: 'anthropic', model: 'claude-x' }],
+    [
+      { provider: 'scripted', script: 'x.json' },
+      { provider: 'scripted', script: 'x.json' },
+    ],
+    [
+      { provider: 'anthropic', model: 'claude-x' },
+      { provider: 'anthropic', model: 'claude-x' },
+    ],
   ])('%j', (ref, expected) => {
     expect(parseModelRef(ref)).toEqual(expected);
   });
@@ -117,7 +122,8 @@ describe('createModelProvider', () => {
     await writeFile(join(dir, 's.json'), JSON.stringify({ turns: [] }));
     await expect(createModelProvider(`scripted:${join(dir, 's.json')}`, config)).rejects.toMatchObject({
       code: 'model_config_invalid',
-      message: "The scripted model is not enabled in this gateway's configuration: it answers only when the model configuration (LEMNISCATE_MODELS_CONFIG) sets scripted.enabled: true, for demos and tests.",
+      message:
+        "The scripted model is not enabled in this gateway's configuration: it answers only when the model configuration (LEMNISCATE_MODELS_CONFIG) sets scripted.enabled: true, for demos and tests.",
     });
   });
 
@@ -139,9 +145,7 @@ describe('createModelProvider', () => {
     });
     const badKey = `${KEY}\r\nX-Injected: 1`;
     const failure = await failureOf(createModelProvider('anthropic:claude-x', { anthropic: { apiKey: badKey } }));
-    expect(failure.message).toBe(
-      'The API key configured for models.anthropic is not usable: it must be at least 8 visible ASCII characters, without spaces or line breaks.',
-    );
+    expect(failure.message).toBe('The API key configured for models.anthropic is not usable: it must be at least 8 visible ASCII characters, without spaces or line breaks.');
     expect(failure.message).not.toContain(KEY);
   });
 
@@ -153,18 +157,14 @@ describe('createModelProvider', () => {
     });
     await expect(createModelProvider('openai-compatible:lan', { ...config, allowInsecureHttp: true })).resolves.toBeInstanceOf(OpenAiCompatibleProvider);
     // Without a key there is nothing to protect (a local Ollama, say).
-    await expect(
-      createModelProvider('openai-compatible:lan', { openaiCompatible: { lan: { baseUrl: 'http://10.0.0.5:8000/v1', model: 'm' } } }),
-    ).resolves.toBeInstanceOf(OpenAiCompatibleProvider);
+    await expect(createModelProvider('openai-compatible:lan', { openaiCompatible: { lan: { baseUrl: 'http://10.0.0.5:8000/v1', model: 'm' } } })).resolves.toBeInstanceOf(OpenAiCompatibleProvider);
   });
 
   it('refuses extra headers that would replace the ones the gateway sets', async () => {
     const failure = await failureOf(createModelProvider('openai:gpt-4o', { openai: { apiKey: KEY, headers: { Authorization: `Bearer ${KEY}` } } }));
     expect(failure.message).toContain('models.openai.headers.Authorization: this header is set by the gateway itself');
     expect(failure.message).not.toContain(KEY);
-    await expect(createModelProvider('openai:gpt-4o', { openai: { apiKey: KEY, headers: { 'OpenAI-Organization': 'org-1' } } })).resolves.toBeInstanceOf(
-      OpenAiCompatibleProvider,
-    );
+    await expect(createModelProvider('openai:gpt-4o', { openai: { apiKey: KEY, headers: { 'OpenAI-Organization': 'org-1' } } })).resolves.toBeInstanceOf(OpenAiCompatibleProvider);
   });
 
   it('names the configured services when an unknown one is asked for, and requires a model', async () => {

@@ -138,10 +138,7 @@ describe('OpenAiCompatibleProvider against a loopback server', () => {
   });
 
   it('waits as long as Retry-After asks after a 429, then succeeds', async () => {
-    server = await startLoopback([
-      (res) => json(res, 429, { error: { message: 'Rate limit reached', type: 'rate_limit_exceeded' } }, { 'retry-after': '1' }),
-      (res) => streamSse(res, textTurn),
-    ]);
+    server = await startLoopback([(res) => json(res, 429, { error: { message: 'Rate limit reached', type: 'rate_limit_exceeded' } }, { 'retry-after': '1' }), (res) => streamSse(res, textTurn)]);
     const retries: RetryNotice[] = [];
     const result = await provider(server.url).complete(request({ onRetry: (n) => retries.push(n) }));
 

@@ -10,11 +10,7 @@ const withoutTools = (overrides: Partial<ModelRequest> = {}): ModelRequest => wi
 
 /** The example of DESIGN.md, "The scripted model", verbatim. */
 const designExample = {
-  turns: [
-    { tool_calls: [{ name: 'Bash', arguments: { command: 'npm test' } }] },
-    { repeat: 200, tool_calls: [{ name: 'Bash', arguments: { command: 'echo {{i}}' } }] },
-    { text: 'Done: tests pass.' },
-  ],
+  turns: [{ tool_calls: [{ name: 'Bash', arguments: { command: 'npm test' } }] }, { repeat: 200, tool_calls: [{ name: 'Bash', arguments: { command: 'echo {{i}}' } }] }, { text: 'Done: tests pass.' }],
 };
 
 describe('ScriptedProvider', () => {

@@ -52,15 +52,16 @@ describe('SseDecoder', () => {
 
   it('gives the same events however the bytes are cut, even inside a line break or a character', () => {
     fc.assert(
-      fc.property(
-        fc.constantFrom('\n', '\r\n', '\r'),
-        fc.array(fc.nat(), { maxLength: 30 }),
-        (eol, rawCuts) => {
-          const text = stream.join(eol);
-          const length = Buffer.byteLength(text);
-          expect(decodeInPieces(text, rawCuts.map((c) => c % (length + 1)))).toEqual(expected);
-        },
-      ),
+      fc.property(fc.constantFrom('\n', '\r\n', '\r'), fc.array(fc.nat(), { maxLength: 30 }), (eol, rawCuts) => {
+        const text = stream.join(eol);
+        const length = Buffer.byteLength(text);
+        expect(
+          decodeInPieces(
+            text,
+            rawCuts.map((c) => c % (length + 1)),
+          ),
+        ).toEqual(expected);
+      }),
       { numRuns: 300 },
     );
   });

@@ -5,7 +5,19 @@ import { buildOpenApi } from '../../../src/openapi/openapi';
 describe('OpenAPI from the zod contracts', () => {
   const doc = buildOpenApi(listRoutes(CONTROLLERS), '/api/v1', '1') as {
     openapi: string;
-    paths: Record<string, Record<string, { parameters: { name: string; in: string; required: boolean }[]; requestBody?: { content: Record<string, { schema: { properties: Record<string, unknown>; required: string[] } }> }; responses: Record<string, unknown>; security?: unknown; 'x-permission': unknown }>>;
+    paths: Record<
+      string,
+      Record<
+        string,
+        {
+          parameters: { name: string; in: string; required: boolean }[];
+          requestBody?: { content: Record<string, { schema: { properties: Record<string, unknown>; required: string[] } }> };
+          responses: Record<string, unknown>;
+          security?: unknown;
+          'x-permission': unknown;
+        }
+      >
+    >;
   };
 
   it('describes every route with its permission', () => {

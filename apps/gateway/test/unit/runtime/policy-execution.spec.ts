@@ -21,8 +21,6 @@ describe('ceilingsOf', () => {
   });
 
   it('refuses an environment value above a defaulted ceiling (P1)', () => {
-    expect(() =>
-      resolveExecutionConfig({ env: { LEMNISCATE_SESSION_MAX_ACTIONS: '151' }, ceilings: ceilingsOf(parsePolicy('version: 1\n'), 'the policy') }),
-    ).toThrow(ExecutionConfigError);
+    expect(() => resolveExecutionConfig({ env: { LEMNISCATE_SESSION_MAX_ACTIONS: '151' }, ceilings: ceilingsOf(parsePolicy('version: 1\n'), 'the policy') })).toThrow(ExecutionConfigError);
   });
 });

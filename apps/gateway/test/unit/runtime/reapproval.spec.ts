@@ -37,7 +37,8 @@ function run(commands: string[], policy: Policy, answer: (d: ApprovalDraft) => '
   return { runner, recorder, execHost };
 }
 
-const decisionsOf = (recorder: RecordingRecorder) => recorder.audits.filter((a) => a.kind === 'policy.decision').map((a) => a.payload as { arguments: { command: string }; effect: string; rule: string; reason: string; approvalId?: string });
+const decisionsOf = (recorder: RecordingRecorder) =>
+  recorder.audits.filter((a) => a.kind === 'policy.decision').map((a) => a.payload as { arguments: { command: string }; effect: string; rule: string; reason: string; approvalId?: string });
 
 /** What an agent may try after one approval of `npm test`: each one is a new command. */
 const ATTEMPTS = [

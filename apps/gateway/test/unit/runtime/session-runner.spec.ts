@@ -138,7 +138,11 @@ describe('SessionRunner', () => {
   });
 
   it('G02: a write is a diff approved by a person before it is applied; headless it is refused and the run goes on', async () => {
-    const turns = [{ tool_calls: [{ name: 'Write', arguments: { path: 'src/a.ts', content: 'export const a = 1;\n' } }] }, { tool_calls: [{ name: 'Read', arguments: { path: 'README.md' } }] }, { text: 'done' }];
+    const turns = [
+      { tool_calls: [{ name: 'Write', arguments: { path: 'src/a.ts', content: 'export const a = 1;\n' } }] },
+      { tool_calls: [{ name: 'Read', arguments: { path: 'README.md' } }] },
+      { text: 'done' },
+    ];
     const headless = setup({ turns });
     const r1 = await headless.runner.run();
     expect(r1.outcome.status).toBe('completed');
@@ -187,7 +191,13 @@ describe('SessionRunner', () => {
     expect(denied.recorder.ofType('decision')[0]).toMatchObject({ effect: 'deny', thirdParty: true });
 
     // A command that changes it without naming it is caught afterwards and reverted at once, nobody asked.
-    const hidden = setup({ turns: [{ tool_calls: [{ name: 'Bash', arguments: { command: 'node scripts/bump.js' } }] }, { text: 'done' }], policy: forbidPolicy, headless: false, files: { 'package.json': '{}\n' }, answer: () => 'approved' });
+    const hidden = setup({
+      turns: [{ tool_calls: [{ name: 'Bash', arguments: { command: 'node scripts/bump.js' } }] }, { text: 'done' }],
+      policy: forbidPolicy,
+      headless: false,
+      files: { 'package.json': '{}\n' },
+      answer: () => 'approved',
+    });
     hidden.execHost.pendingChanges = { 'package.json': '{}\nx\n' };
     await hidden.runner.run();
     expect(hidden.execHost.reverted).toEqual(['package.json']);
@@ -222,7 +232,18 @@ describe('SessionRunner', () => {
       return origRead(...a);
     };
     const runner = new SessionRunner(
-      { sessionId: 's', project: 'p', repository: { source: '/r' }, instruction: 'i', headless: true, role: 'main', depth: 0, parentSessionId: null, agent: { name: 'general', prompt: null }, execution: EXECUTION_DEFAULTS },
+      {
+        sessionId: 's',
+        project: 'p',
+        repository: { source: '/r' },
+        instruction: 'i',
+        headless: true,
+        role: 'main',
+        depth: 0,
+        parentSessionId: null,
+        agent: { name: 'general', prompt: null },
+        execution: EXECUTION_DEFAULTS,
+      },
       { model, execHost, recorder, policy: async () => policy, signal: new AbortController().signal, abortReason: () => 'stopped' },
     );
     await runner.run();
@@ -256,7 +277,18 @@ describe('SessionRunner', () => {
     const recorder = new RecordingRecorder();
     const execHost = new InMemoryExecHost();
     const runner = new SessionRunner(
-      { sessionId: 's', project: 'p', repository: { source: '/r' }, instruction: 'i', headless: true, role: 'main', depth: 0, parentSessionId: null, agent: { name: 'general', prompt: null }, execution: EXECUTION_DEFAULTS },
+      {
+        sessionId: 's',
+        project: 'p',
+        repository: { source: '/r' },
+        instruction: 'i',
+        headless: true,
+        role: 'main',
+        depth: 0,
+        parentSessionId: null,
+        agent: { name: 'general', prompt: null },
+        execution: EXECUTION_DEFAULTS,
+      },
       { model: failing, execHost, recorder, policy: async () => recommendedPolicy, signal: new AbortController().signal, abortReason: () => 'stopped' },
     );
     const r = await runner.run();
@@ -272,7 +304,11 @@ describe('the Question tool (AG5)', () => {
   const toolMessages = (model: Spy) => model.requests.at(-1)!.messages.filter((m): m is Extract<ChatMessage, { role: 'tool' }> => m.role === 'tool');
 
   it('interactive: asked at the approval point with its options; the answer reaches the model as data', async () => {
-    const { runner, model, recorder } = setup({ headless: false, answer: (d) => (d.kind === 'question' ? { state: 'approved', response: 'keep it, deprecate the old call' } : 'rejected'), turns: [ask, { text: 'Kept it.' }] });
+    const { runner, model, recorder } = setup({
+      headless: false,
+      answer: (d) => (d.kind === 'question' ? { state: 'approved', response: 'keep it, deprecate the old call' } : 'rejected'),
+      turns: [ask, { text: 'Kept it.' }],
+    });
     const r = await runner.run();
     expect(r.outcome.status).toBe('completed');
     expect(recorder.approvals).toEqual([expect.objectContaining({ kind: 'question', payload: { question: 'Keep the old API or break it?', options: ['keep it', 'break it'] }, agent: 'general' })]);
@@ -390,8 +426,14 @@ describe('the Question tool (AG5)', () => {
 
     it.each([
       [{ sessionMaxMinutes: 45, sessionMaxExtensions: 5 }, {}],
-      [{ sessionMaxMinutes: 1, sessionMaxExtensions: 0 }, { approvals: { timeoutSeconds: 60 }, execution: { sessionMaxMinutes: 1 } }],
-      [{ sessionMaxMinutes: 120, sessionMaxExtensions: 2 }, { approvals: { timeoutSeconds: 7_200 }, execution: { sessionMaxMinutes: 120 } }],
+      [
+        { sessionMaxMinutes: 1, sessionMaxExtensions: 0 },
+        { approvals: { timeoutSeconds: 60 }, execution: { sessionMaxMinutes: 1 } },
+      ],
+      [
+        { sessionMaxMinutes: 120, sessionMaxExtensions: 2 },
+        { approvals: { timeoutSeconds: 7_200 }, execution: { sessionMaxMinutes: 120 } },
+      ],
     ])('the sandbox lifetime covers the session, its extensions, a last approval wait and a late subagent (%j)', (execution, doc) => {
       const policy = parsePolicy({ version: 1, ...doc });
       const lifetime = sandboxLifetimeMinutes(execution, policy);
@@ -429,23 +471,35 @@ describe('the platform failing is not the command failing (G06, X2)', () => {
   }
 
   const answers: [string, 'sandbox_lost' | 'platform_error', (res: http.ServerResponse) => void][] = [
-    ['the stream is cut after output', 'sandbox_lost', (res) => {
-      res.writeHead(200, { 'content-type': 'application/x-ndjson' });
-      res.write(`${JSON.stringify({ type: 'stdout', data: 'partial output\n' })}\n`);
-      setTimeout(() => res.socket?.destroy(), 20);
-    }],
+    [
+      'the stream is cut after output',
+      'sandbox_lost',
+      (res) => {
+        res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+        res.write(`${JSON.stringify({ type: 'stdout', data: 'partial output\n' })}\n`);
+        setTimeout(() => res.socket?.destroy(), 20);
+      },
+    ],
     ['the connection is reset before any output', 'sandbox_lost', (res) => res.socket?.destroy()],
-    ...[500, 502, 503].map((status): [string, 'platform_error', (res: http.ServerResponse) => void] => [`the exec-host answers ${status} "failed to handle this request"`, 'platform_error', (res) => {
-      res.writeHead(status, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ code: 'internal', message: 'The exec-host failed to handle this request.' }));
-    }]),
-    ['the engine is unreachable', 'platform_error', (res) => {
-      res.writeHead(503, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ code: 'engine_unavailable', message: 'The container engine is not reachable.' }));
-    }],
+    ...[500, 502, 503].map((status): [string, 'platform_error', (res: http.ServerResponse) => void] => [
+      `the exec-host answers ${status} "failed to handle this request"`,
+      'platform_error',
+      (res) => {
+        res.writeHead(status, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ code: 'internal', message: 'The exec-host failed to handle this request.' }));
+      },
+    ]),
+    [
+      'the engine is unreachable',
+      'platform_error',
+      (res) => {
+        res.writeHead(503, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ code: 'engine_unavailable', message: 'The container engine is not reachable.' }));
+      },
+    ],
   ];
 
-  it.each(answers)('when %s the session ends failed (%s, exit 1), the call audited as the platform\'s failure, the sandbox destroyed', async (_name, cls, respond) => {
+  it.each(answers)("when %s the session ends failed (%s, exit 1), the call audited as the platform's failure, the sandbox destroyed", async (_name, cls, respond) => {
     await withExecServer(respond, async (http) => {
       const s = setup({ turns: [{ tool_calls: [{ name: 'Bash', arguments: { command: 'npm test' } }] }, { text: 'all done' }] });
       s.execHost.exec = (id, req, onOutput, signal) => http.exec(id, req, onOutput, signal);
@@ -469,7 +523,16 @@ describe('the platform failing is not the command failing (G06, X2)', () => {
 
   it('an exec-host that reports the loss itself (an exit of class sandbox_lost): the call is audited once, as lost', async () => {
     const s = setup({ turns: [{ tool_calls: [{ name: 'Bash', arguments: { command: 'npm test' } }] }, { text: 'all done' }] });
-    s.execHost.exec = async () => ({ type: 'exit', exitCode: null, durationMs: 5, timedOut: false, truncated: false, class: 'sandbox_lost', classes: ['sandbox_lost'], message: 'The sandbox stopped while the command ran; it has to be recreated.' });
+    s.execHost.exec = async () => ({
+      type: 'exit',
+      exitCode: null,
+      durationMs: 5,
+      timedOut: false,
+      truncated: false,
+      class: 'sandbox_lost',
+      classes: ['sandbox_lost'],
+      message: 'The sandbox stopped while the command ran; it has to be recreated.',
+    });
     const r = await s.runner.run();
     expect({ status: r.outcome.status, exitCode: r.exitCode }).toEqual({ status: 'failed', exitCode: 1 });
     const audited = s.recorder.audits.filter((a) => a.kind === 'tool.result');
@@ -535,13 +598,28 @@ describe('X3: the tree at the end', () => {
         return approve ? 'approved' : 'rejected';
       });
       if (command) execHost.pendingChanges = { 'src/a.js': 'changed\n' };
-      const tool = write ? { name: 'Write', arguments: { path: 'README.md', content: 'hello world\n' } } : command ? { name: 'Bash', arguments: { command: 'npm test' } } : { name: 'Read', arguments: { path: 'README.md' } };
+      const tool = write
+        ? { name: 'Write', arguments: { path: 'README.md', content: 'hello world\n' } }
+        : command
+          ? { name: 'Bash', arguments: { command: 'npm test' } }
+          : { name: 'Read', arguments: { path: 'README.md' } };
       const controller = new AbortController();
       let reason: 'stopped' | 'revoked' = 'stopped';
       const stop = (r: 'stopped' | 'revoked') => ((reason = r), controller.abort());
       const model = new EndingModel(scripted([{ tool_calls: [tool] }, { text: 'Done.' }]), () => void (c.sandbox === 'gone at the end' && (execHost.patchUnreadable = true)), c.ending, stop);
       const runner = new SessionRunner(
-        { sessionId: 'ses_x3', project: 'demo', repository: { source: '/repo' }, instruction: 'go', headless: false, role: 'main', depth: 0, parentSessionId: null, agent: { name: 'general', prompt: null }, execution: EXECUTION_DEFAULTS },
+        {
+          sessionId: 'ses_x3',
+          project: 'demo',
+          repository: { source: '/repo' },
+          instruction: 'go',
+          headless: false,
+          role: 'main',
+          depth: 0,
+          parentSessionId: null,
+          agent: { name: 'general', prompt: null },
+          execution: EXECUTION_DEFAULTS,
+        },
         { model, execHost, recorder, policy: async () => recommendedPolicy, signal: controller.signal, abortReason: () => reason },
       );
       const r = await runner.run();
@@ -568,7 +646,11 @@ describe('X3: the tree at the end', () => {
     const { runner, execHost, recorder } = setup({
       headless: false,
       answer: () => 'approved',
-      turns: [{ tool_calls: [{ name: 'Write', arguments: { path: 'README.md', content: 'one\n' } }] }, { tool_calls: [{ name: 'Write', arguments: { path: 'b.txt', content: 'two\n' } }] }, { text: 'Done.' }],
+      turns: [
+        { tool_calls: [{ name: 'Write', arguments: { path: 'README.md', content: 'one\n' } }] },
+        { tool_calls: [{ name: 'Write', arguments: { path: 'b.txt', content: 'two\n' } }] },
+        { text: 'Done.' },
+      ],
     });
     const seen: (string | null)[] = [];
     const apply = execHost.apply.bind(execHost);
@@ -598,7 +680,12 @@ describe('SessionRunner: tool arguments over the platform limits (Limits, G02)',
   it.each(table)('$tool $arg one byte over $limit: refused before any approval, nothing run, the model told why, the value not kept', async ({ tool, arg, limit }) => {
     const bytes = Limits[limit] + 1;
     const value = 'y'.repeat(bytes);
-    const { runner, execHost, recorder, model } = setup({ turns: [{ tool_calls: [{ name: tool, arguments: argsFor(tool, arg, value) }] }, { text: 'ok' }], headless: false, answer: () => 'approved', policy: parsePolicy({ version: 1 }) });
+    const { runner, execHost, recorder, model } = setup({
+      turns: [{ tool_calls: [{ name: tool, arguments: argsFor(tool, arg, value) }] }, { text: 'ok' }],
+      headless: false,
+      answer: () => 'approved',
+      policy: parsePolicy({ version: 1 }),
+    });
     await runner.run();
     expect(recorder.approvals).toEqual([]);
     expect(execHost.commands).toEqual([]);
@@ -618,7 +705,12 @@ describe('SessionRunner: tool arguments over the platform limits (Limits, G02)',
     const value = tool === 'Bash' ? `: ${'y'.repeat(Limits[limit] - 2)}` : 'y'.repeat(Limits[limit]);
     // The review threshold for large diffs is the policy's own, raised here so only the platform limit is tested.
     const policy = parsePolicy({ version: 1, thirdPartyFiles: { maxDiffBytes: 4 * Limits.fileWriteBytes } });
-    const { runner, execHost, recorder } = setup({ turns: [{ tool_calls: [{ name: tool, arguments: argsFor(tool, arg, value) }] }, { text: 'ok' }], headless: false, answer: () => 'approved', policy });
+    const { runner, execHost, recorder } = setup({
+      turns: [{ tool_calls: [{ name: tool, arguments: argsFor(tool, arg, value) }] }, { text: 'ok' }],
+      headless: false,
+      answer: () => 'approved',
+      policy,
+    });
     await runner.run();
     expect(recorder.ofType('decision').map((d) => d.rule)).not.toContainEqual(expect.stringMatching(/^limits\./));
     expect(recorder.approvals).toHaveLength(1);

@@ -17,10 +17,31 @@ const policy = parsePolicy({ version: 1, tools: { sensitive: [] }, commands: { f
 const scripted = (turns: unknown[]) => new ScriptedProvider(parseModelScript({ turns }, 't.json'), 't.json');
 
 function agent(name: string, extra: Partial<AgentDefinition> = {}): AgentDefinition {
-  return { name, description: name, mode: 'subagent', tools: null, model: null, readOnly: false, hidden: false, disabled: false, execution: {}, systemPrompt: `${name} persona`, origin: 'project', location: `.lemniscate/agents/${name}.md`, ...extra };
+  return {
+    name,
+    description: name,
+    mode: 'subagent',
+    tools: null,
+    model: null,
+    readOnly: false,
+    hidden: false,
+    disabled: false,
+    execution: {},
+    systemPrompt: `${name} persona`,
+    origin: 'project',
+    location: `.lemniscate/agents/${name}.md`,
+    ...extra,
+  };
 }
 
-function tree(options: { parentModel: ModelProvider; childModel?: (a: AgentDefinition) => ModelProvider; agents?: AgentDefinition[]; headless?: boolean; execution?: Partial<ExecutionConfig>; ceilings?: ExecutionCeilings }) {
+function tree(options: {
+  parentModel: ModelProvider;
+  childModel?: (a: AgentDefinition) => ModelProvider;
+  agents?: AgentDefinition[];
+  headless?: boolean;
+  execution?: Partial<ExecutionConfig>;
+  ceilings?: ExecutionCeilings;
+}) {
   const execution = { ...EXECUTION_DEFAULTS, ...options.execution };
   const execHost = new InMemoryExecHost({ 'README.md': 'hi\n' });
   const recorders = new Map<string, RecordingRecorder>();
@@ -57,8 +78,28 @@ function tree(options: { parentModel: ModelProvider; childModel?: (a: AgentDefin
     abortReason: () => 'stopped',
   });
   const runner = new SessionRunner(
-    { sessionId: 'ses_root', project: 'demo', repository: { source: '/repo' }, instruction: 'go', headless: options.headless ?? true, role: 'main', depth: 0, parentSessionId: null, agent: { name: 'main', prompt: null }, execution },
-    { model: options.parentModel, execHost: wrappedHost, recorder: root, policy: async () => policy, signal: controller.signal, abortReason: () => 'stopped', subagents: service, sandboxLock: createLock() },
+    {
+      sessionId: 'ses_root',
+      project: 'demo',
+      repository: { source: '/repo' },
+      instruction: 'go',
+      headless: options.headless ?? true,
+      role: 'main',
+      depth: 0,
+      parentSessionId: null,
+      agent: { name: 'main', prompt: null },
+      execution,
+    },
+    {
+      model: options.parentModel,
+      execHost: wrappedHost,
+      recorder: root,
+      policy: async () => policy,
+      signal: controller.signal,
+      abortReason: () => 'stopped',
+      subagents: service,
+      sandboxLock: createLock(),
+    },
   );
   return { runner, root, recorders, execHost, service, controller };
 }
@@ -75,9 +116,16 @@ const task = (instruction: string, extra: Record<string, unknown> = {}) => ({ to
 
 describe('SubagentService', () => {
   describe('P1: a delegated agent cannot lift the policy ceilings either', () => {
-    const ceilings: ExecutionCeilings = { location: 'the policy of project "demo" (version 1)', values: { sessionMaxActions: 10, subagentMaxDepth: 3, toolLoopDetection: true }, allowToolLoopDetectionOff: false };
+    const ceilings: ExecutionCeilings = {
+      location: 'the policy of project "demo" (version 1)',
+      values: { sessionMaxActions: 10, subagentMaxDepth: 3, toolLoopDetection: true },
+      allowToolLoopDetectionOff: false,
+    };
     const cases: Array<{ execution: Partial<ExecutionConfig>; refused: string | null }> = [
-      { execution: { sessionMaxActions: 11 }, refused: 'sessionMaxActions: 11 in .lemniscate/agents/fast.md is refused: the policy of project "demo" (version 1) sets the ceiling execution.sessionMaxActions at 10 actions' },
+      {
+        execution: { sessionMaxActions: 11 },
+        refused: 'sessionMaxActions: 11 in .lemniscate/agents/fast.md is refused: the policy of project "demo" (version 1) sets the ceiling execution.sessionMaxActions at 10 actions',
+      },
       { execution: { subagentMaxDepth: 4 }, refused: 'sets the ceiling execution.subagentMaxDepth at 3 levels' },
       { execution: { toolLoopDetection: false }, refused: 'does not allow a workstation to switch it off (execution.allowToolLoopDetectionOff)' },
       { execution: { sessionMaxActions: 10 }, refused: null },
@@ -154,7 +202,11 @@ describe('SubagentService', () => {
   it('AG5: a child stopped by its own action limit reports "cut short"; headless background runs synchronously, announced', async () => {
     const capped = agent('capped', { execution: { sessionMaxActions: 1 } });
     const parent = scripted([{ tool_calls: [{ name: 'Task', arguments: { agent: 'capped', instruction: 'read twice', background: true } }] }, { text: 'parent done' }]);
-    const child = scripted([{ tool_calls: [{ name: 'Read', arguments: { path: 'README.md' } }] }, { tool_calls: [{ name: 'Read', arguments: { path: 'README.md', limit: 1 } }] }, { text: 'child summary' }]);
+    const child = scripted([
+      { tool_calls: [{ name: 'Read', arguments: { path: 'README.md' } }] },
+      { tool_calls: [{ name: 'Read', arguments: { path: 'README.md', limit: 1 } }] },
+      { text: 'child summary' },
+    ]);
     const t = tree({ parentModel: parent, childModel: () => child, agents: [capped] });
     await t.runner.run();
     expect(t.root.ofType('subagent_finished')[0]).toMatchObject({ report: 'cut_short', stopReason: 'limit_actions' });

@@ -58,9 +58,28 @@ describe('session mode (L4)', () => {
 
   it('a session view carries its mode', () => {
     const view = {
-      id: 's1', projectId: 'p1', userId: 'u1', parentSessionId: null, depth: 0, agent: 'general', instruction: 'x', policyVersionId: null,
-      status: 'running', stopReason: null, headless: false, actionsUsed: 0, extensionsUsed: 0, startedAt: new Date().toISOString(), endedAt: null,
-      baseCommit: null, branch: null, includedUncommitted: false, fingerprintStart: null, fingerprintEnd: null, finalPatch: null, summary: null,
+      id: 's1',
+      projectId: 'p1',
+      userId: 'u1',
+      parentSessionId: null,
+      depth: 0,
+      agent: 'general',
+      instruction: 'x',
+      policyVersionId: null,
+      status: 'running',
+      stopReason: null,
+      headless: false,
+      actionsUsed: 0,
+      extensionsUsed: 0,
+      startedAt: new Date().toISOString(),
+      endedAt: null,
+      baseCommit: null,
+      branch: null,
+      includedUncommitted: false,
+      fingerprintStart: null,
+      fingerprintEnd: null,
+      finalPatch: null,
+      summary: null,
     };
     expect(SessionView.safeParse(view).success).toBe(false);
     for (const mode of SessionMode.options) expect(SessionView.parse({ ...view, mode }).mode).toBe(mode);

@@ -9,7 +9,13 @@ describe('summariseDashboard (GET /stats/dashboard)', () => {
   const now = new Date('2026-11-29T15:00:00.000Z');
 
   it('counts sessions per UTC day over the period, zeros included, oldest first', () => {
-    const s = summarise({ sessions: [session('a', '2026-11-29T01:00:00.000Z'), session('b', '2026-11-29T23:00:00.000Z'), session('c', '2026-11-27T12:00:00.000Z'), session('old', '2026-11-01T12:00:00.000Z')], toolCalls: [], pending: [], days: 3, now });
+    const s = summarise({
+      sessions: [session('a', '2026-11-29T01:00:00.000Z'), session('b', '2026-11-29T23:00:00.000Z'), session('c', '2026-11-27T12:00:00.000Z'), session('old', '2026-11-01T12:00:00.000Z')],
+      toolCalls: [],
+      pending: [],
+      days: 3,
+      now,
+    });
     expect(s.sessionsPerDay).toEqual([
       { day: '2026-11-27', count: 1 },
       { day: '2026-11-28', count: 0 },
