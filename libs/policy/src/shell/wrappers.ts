@@ -37,11 +37,70 @@ const TRANSPARENT: Record<string, OptionSpec> = {
   setsid: { valued: [] },
   stdbuf: { valued: ['-i', '-o', '-e', '--input', '--output', '--error'] },
   ionice: { valued: ['-c', '-n', '--class', '--classdata'], noCommand: ['-p', '-P', '-u', '--pid', '--pgid', '--uid'] },
-  xargs: {
-    valued: ['-I', '-L', '-n', '-P', '-s', '-d', '-E', '-a', '--arg-file', '--delimiter', '--max-args', '--max-procs', '--max-chars', '--max-lines', '--replace', '--eof', '--process-slot-var'],
-  },
   busybox: { valued: [] },
 };
+
+const XARGS: OptionSpec = {
+  valued: ['-I', '-L', '-n', '-P', '-s', '-d', '-E', '-a', '--arg-file', '--delimiter', '--max-args', '--max-procs', '--max-chars', '--max-lines', '--replace', '--eof', '--process-slot-var'],
+};
+
+/**
+ * Programs that no argument can make run another program or write a file: under `xargs`, whose
+ * input adds words nobody has seen to the command, only these are judged by the words written.
+ */
+const ARGUMENT_SAFE = new Set([
+  'cat',
+  'grep',
+  'egrep',
+  'fgrep',
+  'wc',
+  'head',
+  'tail',
+  'ls',
+  'stat',
+  'du',
+  'basename',
+  'dirname',
+  'realpath',
+  'readlink',
+  'echo',
+  'nl',
+  'md5sum',
+  'sha1sum',
+  'sha224sum',
+  'sha256sum',
+  'sha384sum',
+  'sha512sum',
+  'b2sum',
+  'cksum',
+]);
+
+/** The words `xargs` adds from its input: unknown until it runs, so an option among them is a doubt. */
+const XARGS_INPUT: Word = { value: null, text: '<input of xargs>' };
+
+/**
+ * `xargs CMD ARGS…` runs CMD with ARGS and then words read from its input (or the file of `-a`), which
+ * nobody has seen: `echo --pre=sh | xargs rg x` is `rg x --pre=sh`. So CMD is judged with one more
+ * word whose value is unknown, unless no argument can change what CMD does. With `-I`/`-i`/`--replace`
+ * the input's words go anywhere in the command, the command string of `sh -c {}` included: a doubt.
+ */
+function xargsCommand(argv: Word[]): Unwrapped {
+  for (let i = 1; i < argv.length; i++) {
+    const value = literal(argv[i]);
+    if (value === null || value === '--' || !value.startsWith('-') || value === '-') break;
+    if (value.startsWith('--replace') || (!value.startsWith('--') && /[Ii]/.test(value.slice(1)))) {
+      return { kind: 'unknown', name: 'xargs', why: 'it puts words read from its input into the command it runs (-I)' };
+    }
+    if (XARGS.valued.includes(value)) i++;
+  }
+  const at = skipOptions(argv, XARGS);
+  if (typeof at === 'string') return { kind: 'unknown', name: 'xargs', why: at };
+  // With no command it runs `echo`.
+  const command = at < 0 ? [{ value: 'echo', text: 'echo' }] : argv.slice(at);
+  const program = literal(command[0]);
+  const safe = program !== null && ARGUMENT_SAFE.has(programName(program));
+  return { kind: 'wrapper', name: 'xargs', transparent: true, ownArgs: at < 0 ? argv.length : at, inner: [safe ? command : [...command, XARGS_INPUT]], problems: [] };
+}
 
 // Wrappers that are programs in their own right: judged themselves, and so is what they run.
 const PRIVILEGED: Record<string, OptionSpec> = {
@@ -249,17 +308,14 @@ export function unwrap(argv: Word[]): Unwrapped {
   const opaque = OPAQUE_RUNNERS[name];
   if (opaque !== undefined) return argv.length > 1 ? { kind: 'unknown', name, why: opaque } : { kind: 'plain' };
 
+  if (name === 'xargs') return xargsCommand(argv);
   const transparent = TRANSPARENT[name];
   const privileged = PRIVILEGED[name];
   const spec = transparent ?? privileged;
   if (!spec) return { kind: 'plain' };
   const at = skipOptions(argv, spec);
   if (typeof at === 'string') return { kind: 'unknown', name, why: at };
-  if (at < 0) {
-    // `xargs` with no command runs `echo`; the others run nothing.
-    if (name === 'xargs') return { kind: 'wrapper', name, transparent: true, ownArgs: argv.length, inner: [[{ value: 'echo', text: 'echo' }]], problems: [] };
-    return { kind: 'plain' };
-  }
+  if (at < 0) return { kind: 'plain' };
   return { kind: 'wrapper', name, transparent: transparent !== undefined, ownArgs: at, inner: [argv.slice(at)], problems: [] };
 }
 

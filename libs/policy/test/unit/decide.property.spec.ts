@@ -168,6 +168,27 @@ describe('decide: properties', () => {
     );
   });
 
+  it('under xargs, whose input adds words nobody has seen, a reader that has a program-running option and any -I command are never allowed', () => {
+    const readers = ['rg foo', 'find .', 'git log', 'git diff', 'sed -n p', 'awk', 'sort', 'tar -tf x.tar', 'fd', 'npm test', 'go test ./...', 'make test', 'pytest', 'env', 'sh -c', 'bash'];
+    const xargsOptions = fc.array(fc.constantFrom('-0', '-r', '-n 1', '-n1', '-P 2', '-d x', '-a list', '--max-args=2', '-t', '-x'), { maxLength: 3 });
+    fc.assert(
+      fc.property(fc.constantFrom(...readers), xargsOptions, fc.constantFrom('', 'find . -type f | ', 'printf -- "--pre=sh\\n" | ', 'git ls-files | '), (reader, options, input) => {
+        const command = `${input}xargs ${options.join(' ')} ${reader}`.replace(/ +/g, ' ');
+        const d = bash(command);
+        if (d.effect === 'allow') throw new Error(`allowed: ${JSON.stringify(command)} → ${d.rule}: ${d.reason}`);
+      }),
+      { numRuns: 600 },
+    );
+    fc.assert(
+      fc.property(fc.constantFrom('-I{}', '-I {}', '-i', '-0I{}', '-rI{}', '--replace', '--replace={}', '-d i -I{}'), xargsOptions, fc.constantFrom('sh -c {}', 'cat {}', 'grep x {}', 'bash -c "{}"', 'echo {}'), (replace, options, command) => {
+        const line = `xargs ${options.join(' ')} ${replace} ${command}`.replace(/ +/g, ' ');
+        const d = bash(line);
+        if (d.effect === 'allow') throw new Error(`allowed: ${JSON.stringify(line)} → ${d.rule}: ${d.reason}`);
+      }),
+      { numRuns: 400 },
+    );
+  });
+
   it('a sed or awk script that writes or runs a command is never allowed, whatever surrounds it', () => {
     const sedBad = ['s/a/b/e', 's/a/b/w out', 'w out', '1e id', 'W out', 's|a|b|ge', '/x/w out', '$!e id'];
     const awkBad = ['BEGIN{system("id")}', '{print | "sh"}', '{print > "out"}', '{"id" | getline x}', '{printf "x" >> "out"}', '{print $1 |& "sh"}'];
