@@ -180,11 +180,16 @@ describe('decide: properties', () => {
       { numRuns: 600 },
     );
     fc.assert(
-      fc.property(fc.constantFrom('-I{}', '-I {}', '-i', '-0I{}', '-rI{}', '--replace', '--replace={}', '-d i -I{}'), xargsOptions, fc.constantFrom('sh -c {}', 'cat {}', 'grep x {}', 'bash -c "{}"', 'echo {}'), (replace, options, command) => {
-        const line = `xargs ${options.join(' ')} ${replace} ${command}`.replace(/ +/g, ' ');
-        const d = bash(line);
-        if (d.effect === 'allow') throw new Error(`allowed: ${JSON.stringify(line)} → ${d.rule}: ${d.reason}`);
-      }),
+      fc.property(
+        fc.constantFrom('-I{}', '-I {}', '-i', '-0I{}', '-rI{}', '--replace', '--replace={}', '-d i -I{}'),
+        xargsOptions,
+        fc.constantFrom('sh -c {}', 'cat {}', 'grep x {}', 'bash -c "{}"', 'echo {}'),
+        (replace, options, command) => {
+          const line = `xargs ${options.join(' ')} ${replace} ${command}`.replace(/ +/g, ' ');
+          const d = bash(line);
+          if (d.effect === 'allow') throw new Error(`allowed: ${JSON.stringify(line)} → ${d.rule}: ${d.reason}`);
+        },
+      ),
       { numRuns: 400 },
     );
   });
