@@ -112,7 +112,8 @@ export function renderDryRun(file: string, project: string, r: PolicyDryRunRespo
   if (r.changes.length === 0) return `${head}no decision would change.\n`;
   const groups = new Map<string, PolicyDryRunChange[]>();
   for (const c of r.changes) {
-    const key = `${c.before.effect} → ${c.after.effect}`;
+    // Same effect, another rule: the reason a person reads changes, and so may what a later edit of the rule does.
+    const key = c.before.effect === c.after.effect ? `${c.after.effect}, decided by another rule` : `${c.before.effect} → ${c.after.effect}`;
     groups.set(key, [...(groups.get(key) ?? []), c]);
   }
   const looseness = { allow: 0, ask: 1, deny: 2 } as const;

@@ -389,6 +389,7 @@ describe('lemni policy dry-run', () => {
         change('s1', 'c2', 'git status', 'ask', 'allow'),
         change('s2', 'c3', 'git status', 'ask', 'allow'),
         change('s2', 'c4', 'ls', 'ask', 'allow'),
+        change('s2', 'c5', 'git log', 'ask', 'ask'),
       ],
     };
     const file = draft();
@@ -397,12 +398,16 @@ describe('lemni policy dry-run', () => {
     expect(gateway.hits('POST', '/projects/p1/policy/dry-run')[0]?.body).toEqual({ sourceText: 'version: 1\ncommands: { free: [git status] }\n', sessions: 3 });
     expect(r.stdout).toBe(
       [
-        `Replayed 41 tool calls from 3 sessions of demo under ${file}: 4 decisions would change.`,
+        `Replayed 41 tool calls from 3 sessions of demo under ${file}: 5 decisions would change.`,
         '',
         'ask → allow (3)',
         '  TOOL  SUBJECT     WHERE             WITH THE DRAFT',
         '  Bash  git status  2× in 2 sessions  `git status` only reads the working copy.',
         '  Bash  ls          s2                `ls` only reads the working copy.',
+        '',
+        'ask, decided by another rule (1)',
+        '  TOOL  SUBJECT  WHERE  WITH THE DRAFT',
+        '  Bash  git log  s2     `git log` only reads the working copy.',
         '',
         'allow → ask (1)',
         '  TOOL  SUBJECT       WHERE  WITH THE DRAFT',
