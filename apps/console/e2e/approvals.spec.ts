@@ -255,6 +255,8 @@ test.describe('A question from the agent', () => {
     await expect.poll(() => writes).toEqual([{ path: '/approvals/apr_q/reject', body: { rememberCommand: false } }]);
     // The command now selected is not rejected by Escape: a then approves it, and nothing else is sent.
     await expect(page.locator('.command-view')).toBeVisible();
+    // Keys answer nothing while the rejection is still being sent: wait until the inbox takes answers again.
+    await expect(page.getByRole('button', { name: 'Approve', exact: true })).toBeEnabled();
     await page.keyboard.press('Escape');
     await page.keyboard.press('a');
     await expect.poll(() => writes.map((w) => w.path)).toEqual(['/approvals/apr_q/reject', '/approvals/apr_1/approve']);

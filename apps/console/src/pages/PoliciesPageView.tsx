@@ -7,7 +7,7 @@ import { InlineSelect } from '../components/PageHeader';
 import { Query, type QueryState } from '../components/Query';
 import { Empty, InlineError, Notice } from '../components/States';
 import { YamlEditor } from '../components/YamlEditor';
-import { readFields, ruleLines, writeField, type FieldSpec } from '../policy/form-model';
+import { readFields, ruleLines, withRuleLines, writeField, type FieldSpec } from '../policy/form-model';
 import type { PolicyDiagnostic } from '../policy/validate';
 
 export type PolicyTab = 'edit' | 'history' | 'dry-run';
@@ -198,18 +198,24 @@ function PolicyForm({ text, fields, onChange }: { text: string; fields: FieldSpe
               </div>
             );
           case 'lines': {
-            const { lines, structured } = ruleLines(value);
-            if (structured > 0) {
-              return (
-                <div className="field" key={key}>
-                  <label htmlFor={id}>{f.label}</label>
-                  <textarea id={id} rows={Math.min(8, Math.max(3, lines.length + 1))} value={lines.join('\n')} readOnly aria-describedby={describedBy} spellCheck={false} />
-                  <p className="help">{`${structured} of these rules say which options keep the command free; edit this list in the YAML editor.`}</p>
-                  {help}
-                </div>
-              );
-            }
-            return <LinesField key={`${key}:${JSON.stringify(value)}`} id={id} label={f.label} value={lines} onCommit={(v) => set(f, v)} describedBy={describedBy} help={help} />;
+            const { lines, labels } = ruleLines(value);
+            const withOptions = labels.length > 0 ? <p className="help">{`Also free, with the options that keep them free (edit these in the YAML editor): ${labels.join(', ')}.`}</p> : null;
+            return (
+              <LinesField
+                key={`${key}:${JSON.stringify(value)}`}
+                id={id}
+                label={f.label}
+                value={lines}
+                onCommit={(v) => set(f, withRuleLines(value, v))}
+                describedBy={describedBy}
+                help={
+                  <>
+                    {withOptions}
+                    {help}
+                  </>
+                }
+              />
+            );
           }
           case 'tools':
             return (

@@ -77,18 +77,34 @@ export function writeField(text: string, field: FieldSpec, value: unknown): stri
 }
 
 /**
- * A list field's lines. A free rule written as a mapping (a command with its options) has no line
- * of its own: `structured` says so, and the form then shows the list without editing it, so saving
- * the form never turns such a rule into a plain prefix.
+ * A list field's rules, split: the plain lines the form edits, and the rules written as a mapping (a
+ * command with the options that keep it free) that only the YAML editor edits. `labels` names those
+ * by their command, so the form can say they are there.
  */
-export function ruleLines(value: unknown): { lines: string[]; structured: number } {
+export function ruleLines(value: unknown): { lines: string[]; labels: string[] } {
   const list = Array.isArray(value) ? (value as unknown[]) : [];
-  let structured = 0;
-  const lines = list.map((item) => {
-    if (typeof item === 'string') return item;
-    structured++;
+  const lines: string[] = [];
+  const labels: string[] = [];
+  for (const item of list) {
+    if (typeof item === 'string') {
+      lines.push(item);
+      continue;
+    }
     const command = item !== null && typeof item === 'object' ? (item as { command?: unknown }).command : undefined;
-    return `${typeof command === 'string' ? command : '?'}  (with options)`;
-  });
-  return { lines, structured };
+    labels.push(typeof command === 'string' ? command : '?');
+  }
+  return { lines, labels };
+}
+
+/**
+ * The list after the form changed its plain lines: every mapping rule kept where it stood (saving the
+ * form never turns one into a plain prefix), the plain lines still there kept in place, new ones added
+ * at the end.
+ */
+export function withRuleLines(value: unknown, lines: string[]): unknown[] {
+  const list = Array.isArray(value) ? (value as unknown[]) : [];
+  const wanted = new Set(lines);
+  const kept = list.filter((item) => typeof item !== 'string' || wanted.has(item));
+  const present = new Set(kept.filter((item): item is string => typeof item === 'string'));
+  return [...kept, ...lines.filter((line) => !present.has(line))];
 }

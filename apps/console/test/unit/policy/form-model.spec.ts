@@ -1,5 +1,5 @@
 import { policyJsonSchema } from '@lemniscate/policy';
-import { commonFields, readFields, ruleLines, writeField } from '../../../src/policy/form-model';
+import { commonFields, readFields, ruleLines, withRuleLines, writeField } from '../../../src/policy/form-model';
 
 const fields = commonFields(policyJsonSchema);
 const field = (p: string) => fields.find((f) => f.path.join('.') === p)!;
@@ -34,10 +34,19 @@ describe('policy form model', () => {
   });
 });
 
-describe('ruleLines', () => {
-  it('shows a free rule with options by its command and says the list holds such rules', () => {
-    expect(ruleLines(['npm test', { command: 'go test', options: { ask: ['-exec'] } }])).toEqual({ lines: ['npm test', 'go test  (with options)'], structured: 1 });
-    expect(ruleLines(['a', 'b'])).toEqual({ lines: ['a', 'b'], structured: 0 });
-    expect(ruleLines(undefined)).toEqual({ lines: [], structured: 0 });
+describe('ruleLines and withRuleLines', () => {
+  const goTest = { command: 'go test', options: { ask: ['-exec'] } };
+  it('the form edits the plain lines and names the rules with options', () => {
+    expect(ruleLines(['npm test', goTest])).toEqual({ lines: ['npm test'], labels: ['go test'] });
+    expect(ruleLines(['a', 'b'])).toEqual({ lines: ['a', 'b'], labels: [] });
+    expect(ruleLines(undefined)).toEqual({ lines: [], labels: [] });
+  });
+
+  it('saving the lines keeps every rule with options where it stood, and never turns one into a prefix', () => {
+    expect(withRuleLines(['npm test', goTest, 'make test'], ['make test', 'sleep'])).toEqual([goTest, 'make test', 'sleep']);
+    expect(withRuleLines([goTest], [])).toEqual([goTest]);
+    expect(withRuleLines(undefined, ['sleep'])).toEqual(['sleep']);
+    const text = writeField('version: 1\ncommands:\n  free:\n    - command: go test\n      options: { ask: [-exec] }\n', field('commands.free'), withRuleLines([goTest], ['sleep']));
+    expect(readFields(text, fields)).toMatchObject({ 'commands.free': [goTest, 'sleep'] });
   });
 });
