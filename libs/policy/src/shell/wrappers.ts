@@ -23,6 +23,8 @@ interface OptionSpec {
   /** Options after which nothing is run (`command -v`). */
   noCommand?: string[];
   /** Any other option-like word: a flag of the wrapper. */
+  /** Why an option makes the wrapped command unknowable (`xargs -I`), or null. */
+  unknowable?: (option: string) => string | null;
 }
 
 // Wrappers that only change how the next command runs: the next command is what gets judged.
@@ -42,6 +44,8 @@ const TRANSPARENT: Record<string, OptionSpec> = {
 
 const XARGS: OptionSpec = {
   valued: ['-I', '-L', '-n', '-P', '-s', '-d', '-E', '-a', '--arg-file', '--delimiter', '--max-args', '--max-procs', '--max-chars', '--max-lines', '--replace', '--eof', '--process-slot-var'],
+  // With -I/-i/--replace the input's words go anywhere in the command, a shell's command string included.
+  unknowable: (option) => (option.startsWith('--replace') || (!option.startsWith('--') && /[Ii]/.test(option.slice(1))) ? 'it puts words read from its input into the command it runs (-I)' : null),
 };
 
 /**
@@ -85,14 +89,6 @@ const XARGS_INPUT: Word = { value: null, text: '<input of xargs>' };
  * the input's words go anywhere in the command, the command string of `sh -c {}` included: a doubt.
  */
 function xargsCommand(argv: Word[]): Unwrapped {
-  for (let i = 1; i < argv.length; i++) {
-    const value = literal(argv[i]);
-    if (value === null || value === '--' || !value.startsWith('-') || value === '-') break;
-    if (value.startsWith('--replace') || (!value.startsWith('--') && /[Ii]/.test(value.slice(1)))) {
-      return { kind: 'unknown', name: 'xargs', why: 'it puts words read from its input into the command it runs (-I)' };
-    }
-    if (XARGS.valued.includes(value)) i++;
-  }
   const at = skipOptions(argv, XARGS);
   if (typeof at === 'string') return { kind: 'unknown', name: 'xargs', why: at };
   // With no command it runs `echo`.
@@ -179,6 +175,8 @@ function skipOptions(argv: Word[], spec: OptionSpec): number | string {
       break;
     }
     if (!value.startsWith('-') || value === '-') break;
+    const unknowable = spec.unknowable?.(value);
+    if (unknowable) return unknowable;
     if (spec.noCommand?.includes(value)) return -1;
     if (spec.valued.includes(value)) {
       i += 2;
