@@ -19,7 +19,10 @@ export default defineConfig({
   retries: 0,
   workers: process.env.CI ? 2 : undefined,
   reporter: [['list']],
-  timeout: 30_000,
+  // A 2-core machine running two browsers, the preview server and tracing stalls for seconds at a time;
+  // a page that never shows what is expected still fails, only later.
+  timeout: 60_000,
+  expect: { timeout: 15_000 },
   use: {
     browserName: 'chromium',
     launchOptions: chromium,

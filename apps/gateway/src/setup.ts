@@ -35,6 +35,11 @@ function bodyLimitOf(req: IncomingMessage): 'sessionRequestBodyBytes' | 'request
   return startsSession(req) ? 'sessionRequestBodyBytes' : 'requestBodyBytes';
 }
 
+/** The largest refused body still read to its end (and discarded) so its client hears the refusal. */
+export function lingerBytes(limit: 'sessionRequestBodyBytes' | 'requestBodyBytes'): number {
+  return Math.min(4 * Limits[limit], 256 * 1024 * 1024);
+}
+
 /**
  * Everything an application instance needs beyond its module: the same for `main.ts` and for tests,
  * so what is tested is what runs. The app must be created with `{ bodyParser: false, bufferLogs: true }`.
@@ -58,13 +63,15 @@ export function configureApp(app: INestApplication, config: GatewayConfig): void
     });
     next();
   });
-  // A body announced over its limit is refused from its header, before a byte of it is read, and the
-  // connection is closed so the client stops sending (the parser would drain the whole body first).
+  // A body announced over its limit is refused from its header, before a byte of it is parsed. A body
+  // of a size a client may reasonably send is then read and thrown away (Node discards what the handler
+  // did not consume), so the client, still writing, reads the sentence instead of a reset connection;
+  // a body announced far beyond it is not worth the bandwidth, and the connection is closed.
   express.use((req: Request, res: Response, next: NextFunction) => {
     const limit = bodyLimitOf(req);
     const length = Number(req.headers['content-length']);
     if (!Number.isFinite(length) || length <= Limits[limit]) return next();
-    res.setHeader('connection', 'close');
+    if (length > lingerBytes(limit)) res.setHeader('connection', 'close');
     next(new AppError(ErrorCode.ValidationFailed, tooLargeMessage(limit, length)));
   });
   express.useBodyParser('json', { limit: Limits.sessionRequestBodyBytes, type: isSessionStart });

@@ -1,5 +1,6 @@
 import { Limits, tooLargeMessage, type LimitName } from '@lemniscate/contracts';
 import { request as httpRequest } from 'node:http';
+import { lingerBytes } from '../../src/setup';
 import { withTestDatabases } from '../support/db';
 import { startExecHostDouble, type ExecHostDouble } from '../support/exec-host-double';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, bearer, createProject, createUser, startGateway, tokenFor, type Gateway } from '../support/harness';
@@ -166,6 +167,34 @@ withTestDatabases((db) => {
     expect({ status: res.status, code: res.body.code }).toEqual({ status: 400, code: 'validation_failed' });
     expect(res.body.message).toBe(tooLargeMessage(limit, Limits[limit] + 1));
     expect(await sessions()).toBe(before);
+  });
+
+  it('a client that sends the whole over-limit body reads the sentence, never a reset connection (every time)', async () => {
+    // The refusal comes from the header, while the client is still writing; the gateway then reads the
+    // rest of the body and throws it away, so fetch (which reads only after writing) gets its answer.
+    const body = JSON.stringify({ sourceText: `version: 1\n${'#'.repeat(Limits.requestBodyBytes + 64 * 1024)}` });
+    for (let i = 0; i < 8; i++) {
+      const res = await fetch(new URL(`/api/v1/projects/${project}/policy`, gw.baseUrl), { method: 'POST', headers: { ...bearer(admin), 'content-type': 'application/json' }, body });
+      expect({ status: res.status, message: ((await res.json()) as { message: string }).message }).toEqual({ status: 400, message: tooLargeMessage('requestBodyBytes', Buffer.byteLength(body)) });
+    }
+  });
+
+  it('a body announced far beyond what is worth reading is answered and its connection closed', async () => {
+    const length = lingerBytes('requestBodyBytes') + 1;
+    const url = new URL('/api/v1/projects/x/policy', gw.baseUrl);
+    const answer = await new Promise<{ status: number; connection: string | undefined; closed: boolean }>((resolve, reject) => {
+      let status = 0;
+      let connection: string | undefined;
+      const req = httpRequest(url, { method: 'POST', headers: { ...bearer(dev), 'content-type': 'application/json', 'content-length': String(length) } }, (res) => {
+        [status, connection] = [res.statusCode ?? 0, res.headers.connection];
+        res.resume();
+      });
+      // The server closes the connection although the client has not finished its body.
+      req.on('socket', (socket) => socket.once('close', () => resolve({ status, connection, closed: true })));
+      req.on('error', (error: NodeJS.ErrnoException) => (error.code === 'ECONNRESET' || error.code === 'EPIPE' ? undefined : reject(error)));
+      req.write('{');
+    });
+    expect(answer).toEqual({ status: 400, connection: 'close', closed: true });
   });
 
   it('reads a session start up to its own limit: a body larger than every other route allows is not refused for its size', async () => {
