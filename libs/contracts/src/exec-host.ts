@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { SessionId } from './common';
+import { MirrorUrl } from './environment';
 import { Limits, limitedText } from './limits';
 
 /**
@@ -26,6 +27,9 @@ import { Limits, limitedText } from './limits';
  *   POST   /v1/sandboxes/:id/changes/accept        ChangePathsRequest → ChangePathsResponse
  *   POST   /v1/sandboxes/:id/changes/revert        ChangePathsRequest → ChangePathsResponse
  *   GET    /v1/sandboxes/:id/patch                 → PatchResponse
+ *   POST   /v1/environments/status                 EnvironmentRequest → EnvironmentStatus
+ *   POST   /v1/environments/prepare                PrepareEnvironmentRequest → EnvironmentStatus (202)
+ *   GET    /v1/environments/jobs/:jobId/log?offset → EnvironmentLog
  */
 export const ExecHostRoutes = {
   health: () => '/v1/health',
@@ -37,6 +41,9 @@ export const ExecHostRoutes = {
   acceptChanges: (id: string) => `/v1/sandboxes/${encodeURIComponent(id)}/changes/accept`,
   revertChanges: (id: string) => `/v1/sandboxes/${encodeURIComponent(id)}/changes/revert`,
   patch: (id: string) => `/v1/sandboxes/${encodeURIComponent(id)}/patch`,
+  environmentStatus: () => '/v1/environments/status',
+  prepareEnvironment: () => '/v1/environments/prepare',
+  environmentLog: (jobId: string, offset = 0) => `/v1/environments/jobs/${encodeURIComponent(jobId)}/log?offset=${offset}`,
 } as const;
 
 export const FileOperation = z.enum(['read', 'list', 'search', 'propose-write', 'propose-edit', 'apply']);
@@ -68,6 +75,9 @@ export const ExecHostErrorCode = z.enum([
   'unreviewed_changes', // 409: a diff would be applied over changes nobody has reviewed yet
   'engine_unavailable', // 503: the container engine does not answer
   'sandbox_setup_failed', // 500: the sandbox could not be prepared; nothing is left running
+  'environment_not_ready', // 409: the project's environment is not prepared (or its preparation failed) for its current inputs
+  'environment_invalid', // 422: the repository's devcontainer cannot be used (unreadable, an image not on this host, a build that fails)
+  'job_not_found', // 404: no environment preparation with this id
   'internal', // 500
 ]);
 export type ExecHostErrorCode = z.infer<typeof ExecHostErrorCode>;
@@ -171,9 +181,44 @@ export const RepositorySource = z.object({
 });
 export type RepositorySource = z.infer<typeof RepositorySource>;
 
+/** What identifies a project's environment: its repository at the default ref, and where set-up may reach. */
+export const EnvironmentRequest = z.object({
+  projectId: z.string().min(1).max(64),
+  /** The repository and the project's default ref, whose `.devcontainer/devcontainer.json` defines the environment. */
+  repository: RepositorySource,
+  runtime: SandboxRuntime.default('runc'),
+  /** The package mirrors the set-up may reach (the policy's `environment.mirrors`); nothing else resolves or connects. */
+  mirrors: z.array(MirrorUrl).max(50).default([]),
+  /** Limits of the set-up container (the session's sandbox limits; the lifetime is the set-up's time limit). */
+  limits: SandboxLimits.partial().optional(),
+  /** Time allowed for the whole set-up (every command). */
+  setupTimeoutSeconds: z
+    .int()
+    .min(10)
+    .max(6 * 3600)
+    .default(1800),
+});
+export type EnvironmentRequest = z.input<typeof EnvironmentRequest>;
+export type EnvironmentRequestParsed = z.output<typeof EnvironmentRequest>;
+
+export const PrepareEnvironmentRequest = EnvironmentRequest.extend({
+  /** Prepare again even when these inputs are already prepared (a failed job is never retried without it or a change). */
+  force: z.boolean().default(false),
+});
+export type PrepareEnvironmentRequest = z.input<typeof PrepareEnvironmentRequest>;
+export type PrepareEnvironmentRequestParsed = z.output<typeof PrepareEnvironmentRequest>;
+
+export const EnvironmentLogQuery = z.object({ offset: z.coerce.number().int().nonnegative().default(0) });
+
 export const CreateSandboxRequest = z.object({
   sessionId: SessionId,
   repository: RepositorySource,
+  /**
+   * The project's environment: its sessions start from the environment prepared for the devcontainer
+   * at `environment.repository.ref` (the default ref, not the session's), or from the sandbox image
+   * when the repository has none. Refused with `environment_not_ready` when it is not prepared.
+   */
+  environment: EnvironmentRequest.optional(),
   /** The developer's uncommitted changes, as `git diff --binary HEAD` output, applied over the base commit. */
   uncommittedPatch: limitedText('startingPatchBytes').optional(),
   contextExclusions: z.array(z.string().min(1).max(512)).max(500).optional(),
@@ -199,6 +244,8 @@ export const SandboxInfo = z.object({
   fingerprint: z.string().regex(/^sha256:[0-9a-f]{64}$/),
   /** Repository paths left out of the working copy by the context exclusions (S5). */
   excluded: z.array(z.string()),
+  /** The environment the sandbox started from: its key (null: the sandbox image, no devcontainer) and image. */
+  environment: z.object({ key: z.string().nullable(), image: z.string() }).optional(),
   limits: SandboxLimits,
   createdAt: z.iso.datetime(),
   expiresAt: z.iso.datetime(),

@@ -250,6 +250,31 @@ const sandboxSchema = z.strictObject({
   commandTimeoutSeconds: positiveInt(24 * 3600).default(600),
 });
 
+const environmentSchema = z.strictObject({
+  mirrors: z
+    .array(
+      z.string().refine(
+        (s) => {
+          try {
+            const u = new URL(s);
+            return (u.protocol === 'http:' || u.protocol === 'https:') && !u.username && !u.password && !u.search && !u.hash;
+          } catch {
+            return false;
+          }
+        },
+        { message: 'must be an http:// or https:// URL without credentials, query or fragment' },
+      ),
+    )
+    .max(50)
+    .default([])
+    .describe(
+      "Package mirrors the project's environment set-up (devcontainer build and set-up commands) may reach, e.g. https://registry.npmjs.org/. Nothing else resolves or connects; agent sessions never have network.",
+    ),
+  setupTimeoutSeconds: positiveInt(6 * 3600)
+    .default(1800)
+    .describe('Time allowed for all set-up commands of one preparation.'),
+});
+
 export const policySchema = z
   .strictObject({
     version: z.literal(1, { error: 'unsupported version: this engine reads policy documents of version 1' }),
@@ -260,6 +285,7 @@ export const policySchema = z
     execution: executionSchema.prefault({}),
     approvals: approvalsSchema.prefault({}),
     sandbox: sandboxSchema.prefault({}),
+    environment: environmentSchema.prefault({}),
   })
   .superRefine((policy, ctx) => {
     const timeout = policy.approvals.timeoutSeconds;

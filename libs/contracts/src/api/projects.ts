@@ -71,3 +71,14 @@ export type PolicyDiffResponse = z.infer<typeof PolicyDiffResponse>;
 
 export const RollbackPolicyRequest = z.object({ version: z.number().int().positive(), comment: z.string().max(1000).default('') }).strict();
 export type RollbackPolicyRequest = z.infer<typeof RollbackPolicyRequest>;
+
+export const PrepareEnvironmentBody = z
+  .object({
+    /** Prepare again even when the current inputs are already prepared. */
+    force: z.boolean().default(false),
+  })
+  .strict();
+export type PrepareEnvironmentBody = z.infer<typeof PrepareEnvironmentBody>;
+
+export const EnvironmentLogParams = z.object({ projectId: Id, jobId: z.string().min(1).max(64) }).strict();
+export const EnvironmentLogQueryParams = z.object({ offset: z.coerce.number().int().nonnegative().default(0) }).strict();

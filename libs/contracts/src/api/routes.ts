@@ -7,6 +7,9 @@ import { GatewayHealth, GatewayReadiness } from './health';
 import { PolicyDryRunRequest, PolicyDryRunResponse } from './policy-dry-run';
 import {
   CreateProjectRequest,
+  EnvironmentLogParams,
+  EnvironmentLogQueryParams,
+  PrepareEnvironmentBody,
   PolicyDiffQuery,
   PolicyDiffResponse,
   PolicyVersionParams,
@@ -20,6 +23,7 @@ import {
 } from './projects';
 import { CreateSessionRequest, SessionListQuery, SessionView, StartSubagentRequest, StopSessionRequest, StopSessionResponse, ToolCallView } from './sessions';
 import { DashboardQuery, DashboardStats } from './stats';
+import { EnvironmentLog, EnvironmentStatus } from '../environment';
 import { AddMemberRequest, CreateUserRequest, RevokeUserResponse } from './users';
 
 /** REST routes live under this prefix; probes, metrics and the API description do not. */
@@ -90,6 +94,10 @@ export const GatewayRoutes = {
   removeMember: route('DELETE', api('/projects/:projectId/members/:userId'), { params: ProjectMemberParams, response: OkResponse }),
 
   // policy
+  // a project's environment (devcontainer, set-up with mirrors only, prepared once per inputs)
+  environmentStatus: route('GET', api('/projects/:projectId/environment'), { params: ProjectParams, response: EnvironmentStatus }),
+  prepareEnvironment: route('POST', api('/projects/:projectId/environment/prepare'), { params: ProjectParams, body: PrepareEnvironmentBody, response: EnvironmentStatus, status: 202 }),
+  environmentLog: route('GET', api('/projects/:projectId/environment/jobs/:jobId/log'), { params: EnvironmentLogParams, query: EnvironmentLogQueryParams, response: EnvironmentLog }),
   policyDryRun: route('POST', api('/projects/:projectId/policy/dry-run'), { params: ProjectParams, body: PolicyDryRunRequest, response: PolicyDryRunResponse, status: 200 }),
   currentPolicy: route('GET', api('/projects/:projectId/policy'), { params: ProjectParams, response: PolicyVersionView }),
   publishPolicy: route('POST', api('/projects/:projectId/policy'), { params: ProjectParams, body: PublishPolicyRequest, response: PolicyVersionView }),
