@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Everything `npm start` and `npm test` need on a fresh Debian machine with only Node.js present:
 // npm dependencies, the Docker engine (Debian's docker.io with gVisor), the sandbox image, the build,
-// and for tests PostgreSQL and Chromium. Each step is idempotent and says when it had nothing to do.
+// and for tests PostgreSQL, Chromium, tmux and the Debian Python packages the tests' Python mirror
+// builds its wheels from. Each step is idempotent and says when it had nothing to do.
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { step } from './lib/steps.mjs';
@@ -11,6 +12,7 @@ import { ensureImage } from './lib/image.mjs';
 import { ensurePostgres } from './lib/postgres.mjs';
 import { ensureChromium } from './lib/chromium.mjs';
 import { ensureConsoleBuild } from './lib/console.mjs';
+import { ensureMirrorPython } from './lib/python.mjs';
 import { has, mustRun } from './lib/sh.mjs';
 import { aptInstall } from './lib/engine.mjs';
 
@@ -45,6 +47,7 @@ export async function setup({ forTests = false } = {}) {
       aptInstall(['tmux'], 'The terminal tests of the CLI');
       return 'installed from Debian';
     });
+    await step('Python packages (package mirror tests)', (log) => ensureMirrorPython({ log }));
   }
   return { image };
 }
