@@ -31,6 +31,27 @@ export interface SandboxContainerSpec {
   seccompProfile: string;
   /** AppArmor profile name, or null when the host kernel has none. */
   apparmorProfile: string | null;
+  /** Variables added to the sandbox's fixed environment (a devcontainer's containerEnv; a set-up's proxy). */
+  env?: string[];
+  /** Host paths bound besides the working copy (a set-up's egress socket and CA bundle), read-only unless said. */
+  extraMounts?: { source: string; target: string; readOnly: boolean }[];
+}
+
+/** What the engine knows of a local image. */
+export interface ImageInfo {
+  id: string;
+  /** Its filesystem layers, bottom first: an image derives from another when their layers start alike. */
+  layers: string[];
+}
+
+export interface ImageBuild {
+  tag: string;
+  /** The Dockerfile's path inside the context. */
+  dockerfile: string;
+  buildArgs: Record<string, string>;
+  labels: Record<string, string>;
+  onOutput: (line: string) => void;
+  signal: AbortSignal;
 }
 
 export interface ContainerRef {
@@ -92,4 +113,10 @@ export interface SandboxDriver {
   /** Removes the container; a container already gone (404) or already stopped (304) is success. */
   remove(containerId: string): Promise<void>;
   listManaged(instance: string): Promise<ContainerRef[]>;
+  /** Null when the engine has no such image. */
+  imageInfo(image: string): Promise<ImageInfo | null>;
+  /** Builds an image from a tar context with no network; resolves with its id, rejects with the build's last error line. */
+  buildImage(context: NodeJS.ReadableStream, build: ImageBuild): Promise<string>;
+  /** Removes an image by tag or id; one already gone is success. */
+  removeImage(image: string): Promise<void>;
 }
