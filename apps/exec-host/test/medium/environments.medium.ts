@@ -46,6 +46,7 @@ const direct = (url) => new Promise((resolve) => {
   const probes = {
     mirror: dep.status, other: (await viaProxy(other + 'x')).status,
     directMirror: await direct(mirror), dns: await new Promise((r) => dns.lookup('registry.npmjs.org', (e) => r(e ? e.code : 'resolved'))),
+    ca: ['NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'PIP_CERT'].map((v) => process.env[v] && fs.readFileSync(process.env[v], 'utf8').includes('BEGIN CERTIFICATE')),
   };
   fs.mkdirSync('node_modules/dep', { recursive: true });
   fs.writeFileSync('node_modules/dep/index.js', dep.body);
@@ -127,7 +128,8 @@ describe('project environments (runc set-up; sessions under runc and runsc)', ()
     );
     // Sessions work on another branch; the environment comes from the default ref (main).
     git(repo, 'branch', 'work');
-    t = await startHost();
+    // The CA bundle of mirrors behind a TLS-intercepting proxy reaches the set-up.
+    t = await startHost({ LEMNISCATE_EGRESS_CA_BUNDLE: '/etc/ssl/certs/ca-certificates.crt' });
     // The set-up is told where the mirrors are through its own variables (containerEnv is read from main).
     commit(
       {
@@ -204,7 +206,13 @@ describe('project environments (runc set-up; sessions under runc and runsc)', ()
     expect((await run(t, info.sandboxId, 'echo "$GREETING|$HTTPS_PROXY"')).stdout).toBe('hello from the environment|\n');
     const probes = JSON.parse((await run(t, info.sandboxId, 'cat setup-probes.json')).stdout) as Record<string, unknown>;
     // From the set-up: the mirror through the proxy, and nothing else (no other host, no route, no DNS).
-    expect(probes).toEqual({ mirror: 200, other: 403, directMirror: expect.stringMatching(/ENETUNREACH|EHOSTUNREACH|timeout/), dns: expect.stringMatching(/EAI_AGAIN|ENOTFOUND/) });
+    expect(probes).toEqual({
+      mirror: 200,
+      other: 403,
+      directMirror: expect.stringMatching(/ENETUNREACH|EHOSTUNREACH|timeout/),
+      dns: expect.stringMatching(/EAI_AGAIN|ENOTFOUND/),
+      ca: [true, true, true],
+    });
     expect((await t.api().get(`/v1/sandboxes/${info.sandboxId}/changes`)).body.files).toEqual([]);
     await run(t, info.sandboxId, "echo 'console.log(1)' > added.js && echo more >> node_modules/dep/index.js");
     expect((await t.api().get(`/v1/sandboxes/${info.sandboxId}/changes`)).body.files.map((f: { path: string }) => f.path)).toEqual(['added.js']);
