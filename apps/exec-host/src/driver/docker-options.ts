@@ -40,7 +40,7 @@ export function toDockerCreateOptions(spec: SandboxContainerSpec): Docker.Contai
     OpenStdin: false,
     Tty: false,
     HostConfig: {
-      Runtime: spec.runtime,
+      Runtime: spec.engineRuntime ?? spec.runtime,
       NetworkMode: 'none',
       ReadonlyRootfs: true,
       Tmpfs: { '/tmp': `rw,noexec,nosuid,nodev,size=${spec.tmpfsBytes},mode=1777` },

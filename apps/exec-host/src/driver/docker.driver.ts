@@ -7,6 +7,7 @@ import { compileContainerOptions, compiledFilterOf, seccompProfileOf, toExecOpti
 import {
   LABEL_INSTANCE,
   LABEL_MANAGED,
+  runtimeFamily,
   SANDBOX_GID,
   SANDBOX_UID,
   type ContainerRef,
@@ -353,7 +354,7 @@ export class DockerSandboxDriver implements SandboxDriver {
     try {
       const info = await this.docker.getContainer(containerId).inspect();
       pid = info.State.Pid;
-      runtime = info.HostConfig.Runtime ?? 'runc';
+      runtime = runtimeFamily(info.HostConfig.Runtime ?? 'runc');
     } catch {
       return null;
     }
@@ -381,7 +382,7 @@ export class DockerSandboxDriver implements SandboxDriver {
     const cached = this.execContexts.get(containerId);
     if (cached) return cached;
     const { HostConfig, Image } = await this.docker.getContainer(containerId).inspect();
-    const runtime = HostConfig.Runtime ?? 'runc';
+    const runtime = runtimeFamily(HostConfig.Runtime ?? 'runc');
     const profile = seccompProfileOf(HostConfig.SecurityOpt);
     const compiled = runtime === 'runsc' && profile !== null ? await this.compiledFilter(Image, profile) : null;
     const nproc = (HostConfig.Ulimits ?? []).find((u) => u.Name === 'nproc');

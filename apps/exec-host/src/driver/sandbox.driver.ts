@@ -10,6 +10,14 @@ export const LABEL_SESSION = 'lemniscate.session';
 export const LABEL_SANDBOX = 'lemniscate.sandbox';
 export const LABEL_INSTANCE = 'lemniscate.exec-host';
 
+/** The runtime family of an engine runtime name: `runsc-setup` is gVisor like `runsc`. */
+export function runtimeFamily(engineRuntime: string): 'runc' | 'runsc' {
+  return engineRuntime === 'runsc' || engineRuntime.startsWith('runsc-') ? 'runsc' : 'runc';
+}
+
+/** gVisor for a set-up: as `runsc`, plus `--host-uds=open` so the set-up reaches its egress socket. */
+export const RUNSC_SETUP_RUNTIME = 'runsc-setup';
+
 export const SANDBOX_UID = 10001;
 export const SANDBOX_GID = 10001;
 export const WORKSPACE_DIR = '/workspace';
@@ -31,6 +39,11 @@ export interface SandboxContainerSpec {
   seccompProfile: string;
   /** AppArmor profile name, or null when the host kernel has none. */
   apparmorProfile: string | null;
+  /**
+   * The engine's name of the runtime when it is not `runtime` itself: a variant of the same family
+   * (the set-up's `runsc-setup`, gVisor allowed to connect to its egress socket).
+   */
+  engineRuntime?: string;
   /** Variables added to the sandbox's fixed environment (a devcontainer's containerEnv; a set-up's proxy). */
   env?: string[];
   /** Host paths bound besides the working copy (a set-up's egress socket and CA bundle), read-only unless said. */

@@ -14,7 +14,7 @@ import { createReadStream } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import type { ExecHostConfig } from '../config';
-import { LABEL_INSTANCE, LABEL_MANAGED, LABEL_SANDBOX, SANDBOX_GID, SANDBOX_UID, WORKSPACE_DIR, type SandboxDriver } from '../driver/sandbox.driver';
+import { LABEL_INSTANCE, LABEL_MANAGED, LABEL_SANDBOX, RUNSC_SETUP_RUNTIME, SANDBOX_GID, SANDBOX_UID, WORKSPACE_DIR, type SandboxDriver } from '../driver/sandbox.driver';
 import { ExecHostError } from '../errors';
 import { loadSeccompProfile } from '../seccomp';
 import { createDisk, destroyDisk } from '../workspace/disk';
@@ -112,7 +112,7 @@ function run(cmd: string, args: string[], opts: { uid?: number; gid?: number; cw
     // libuv changes directory before it drops to uid/gid: a directory the user could not reach is fine.
     const child = spawn(cmd, args, { cwd: opts.cwd, uid: opts.uid, gid: opts.gid, stdio: [opts.stdin ?? 'ignore', 'ignore', 'pipe'] });
     let stderr = '';
-    child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString('utf8')).slice(-4000)));
+    child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString('utf8')).slice(-4000)));
     child.on('error', reject);
     child.on('close', (code) => resolve({ code: code ?? 1, stderr }));
   });
@@ -261,7 +261,7 @@ export class EnvironmentService {
       }
       throw e;
     }
-    const key = environmentKey(inputs, base.id);
+    const key = environmentKey(inputs, base.id, req);
     const meta = await this.readMeta(key);
     const live = this.running.get(key);
     const jobId = live?.view.jobId ?? meta?.jobId ?? null;
@@ -424,7 +424,7 @@ export class EnvironmentService {
     job.view.warnings = [...dc.warnings];
     for (const w of dc.warnings) await this.log(job, `warning: ${w}\n`);
     const base = await this.baseImage(dc);
-    if (environmentKey(inputs, base.id) !== job.view.key) throw new ExecHostError('environment_not_ready', 'The default ref moved while the preparation started; prepare again.');
+    if (environmentKey(inputs, base.id, req) !== job.view.key) throw new ExecHostError('environment_not_ready', 'The default ref moved while the preparation started; prepare again.');
     const total = 3 + dc.setup.length;
     await this.log(job, `commit ${inputs.commit}\nkey ${job.view.key}\n`);
 
@@ -527,14 +527,22 @@ export class EnvironmentService {
     const proxy = await startEgressProxy(path.join(runDir, 'egress.sock'), mirrors, (line) => void this.log(job, `${line}\n`));
     const seccomp = loadSeccompProfile(this.config.seccompProfilePath, this.config.seccompSchemaPath);
     if (!seccomp.valid) throw new ExecHostError('sandbox_setup_failed', `No set-up runs without a valid seccomp profile: ${seccomp.message}`);
+    // The project's runtime. gVisor connects to a host unix socket (the egress proxy) only when told
+    // to, so a runsc project's set-up runs under the engine's `runsc-setup` (runsc with --host-uds=open).
+    if (req.runtime === 'runsc' && !(await this.driver.info()).runtimes.includes(RUNSC_SETUP_RUNTIME)) {
+      throw new ExecHostError(
+        'environment_invalid',
+        `This project runs under gVisor, and the container engine has no "${RUNSC_SETUP_RUNTIME}" runtime (runsc with --host-uds=open) for its set-up; register it (see the operator guide) or set the project's runtime to runc.`,
+      );
+    }
     let containerId: string | null = null;
     try {
-      // Hardened as a session's sandbox (no network interface, read-only root, no capabilities, seccomp,
-      // limits). Under runc: the egress socket is a host unix socket, which gVisor does not connect to.
+      // Hardened as a session's sandbox: no network interface, read-only root, no capabilities, seccomp, limits.
       containerId = await this.driver.createAndStart({
         name: `lemniscate-setup-${job.view.jobId}`,
         image: imageId,
-        runtime: 'runc',
+        runtime: req.runtime,
+        ...(req.runtime === 'runsc' ? { engineRuntime: RUNSC_SETUP_RUNTIME } : {}),
         // Owned by its job while it runs (the reaper asks), removed with it.
         labels: { [LABEL_MANAGED]: '1', [LABEL_SANDBOX]: job.view.jobId, [LABEL_ENVIRONMENT]: job.view.key, [LABEL_INSTANCE]: this.config.instance },
         workspaceHostPath: repo.workTree,

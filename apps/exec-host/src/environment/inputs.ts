@@ -66,10 +66,14 @@ export interface EnvironmentInputs {
   files: { path: string; blob: string }[];
 }
 
-/** The environment's key: a hash over its inputs, the image it starts from, and the preparation format. */
-export function environmentKey(inputs: Pick<EnvironmentInputs, 'files'>, baseImageId: string): string {
+/**
+ * The environment's key: a hash over its inputs, the image it starts from, the preparation format,
+ * and whose it is (the project and the runtime its set-up ran under): two projects on one repository
+ * never share a preparation, and a gVisor project never starts from a set-up that ran under runc.
+ */
+export function environmentKey(inputs: Pick<EnvironmentInputs, 'files'>, baseImageId: string, owner: { projectId: string; runtime: string }): string {
   const hash = createHash('sha256');
-  hash.update(`lemniscate-environment ${ENVIRONMENT_FORMAT}\0${baseImageId}\0`);
+  hash.update(`lemniscate-environment ${ENVIRONMENT_FORMAT}\0${baseImageId}\0${owner.projectId}\0${owner.runtime}\0`);
   for (const f of inputs.files) hash.update(`${f.blob} ${f.path}\0`);
   return hash.digest('hex');
 }

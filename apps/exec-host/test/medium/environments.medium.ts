@@ -242,6 +242,32 @@ describe('project environments (runc set-up; sessions under runc and runsc)', ()
     await t.api().delete(`/v1/sandboxes/${res.body.sandboxId}`);
   });
 
+  it("a gVisor project's set-up runs under gVisor (runsc-setup) and reaches the mirror the same way; its environment is its own", async () => {
+    const runscReq = { ...envReq(), runtime: 'runsc' as const };
+    const before = (await t.api().post('/v1/environments/status').send(runscReq)).body as EnvironmentStatus;
+    expect(before.state).toBe('not_prepared');
+    expect(before.key).not.toBe(key);
+    await t.api().post('/v1/environments/prepare').send(runscReq);
+    let s = before;
+    for (let i = 0; i < 600 && (s.state === 'not_prepared' || s.state === 'preparing'); i++) {
+      await new Promise((r) => setTimeout(r, 500));
+      s = (await t.api().post('/v1/environments/status').send(runscReq)).body as EnvironmentStatus;
+    }
+    expect({ state: s.state, message: s.message }).toEqual({ state: 'ready', message: expect.stringContaining('is ready') });
+    const log = (await logOf(s.job!.jobId)).text;
+    expect(log).toMatch(/egress: refused/);
+    const res = await t
+      .api()
+      .post('/v1/sandboxes')
+      .send({ sessionId: 'env-runsc-project', repository: { source: repo, ref: 'work' }, runtime: 'runsc', environment: runscReq });
+    expect(res.status).toBe(201);
+    const probes = JSON.parse((await run(t, res.body.sandboxId, 'cat setup-probes.json')).stdout) as Record<string, unknown>;
+    expect(probes).toMatchObject({ mirror: 200, other: 403 });
+    expect(probes.directMirror).not.toBe('connected');
+    expect(probes.dns).not.toBe('resolved');
+    await t.api().delete(`/v1/sandboxes/${res.body.sandboxId}`);
+  });
+
   it('prepares nothing again for unchanged inputs, even after another commit to other files', async () => {
     commit({ 'README.md': '# demo\n' }, 'docs');
     const before = requested.length;

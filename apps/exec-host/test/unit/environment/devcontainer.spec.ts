@@ -97,16 +97,19 @@ describe('environment inputs and key', () => {
     ['README.md', false],
   ])('%s is an input: %s', (p, expected) => expect(isEnvironmentInput(p)).toBe(expected));
 
-  it('the key changes with any input file, its path, or the base image, and with nothing else', () => {
+  it('the key changes with any input file, its path, the base image, the project or the runtime, and with nothing else', () => {
     const files = [
       { path: '.devcontainer/devcontainer.json', blob: 'a'.repeat(40) },
       { path: 'package-lock.json', blob: 'b'.repeat(40) },
     ];
-    const k = environmentKey({ files }, 'sha256:1');
-    expect(environmentKey({ files: [...files] }, 'sha256:1')).toBe(k);
-    expect(environmentKey({ files: [files[0]!, { ...files[1]!, blob: 'c'.repeat(40) }] }, 'sha256:1')).not.toBe(k);
-    expect(environmentKey({ files: [files[0]!, { ...files[1]!, path: 'x/package-lock.json' }] }, 'sha256:1')).not.toBe(k);
-    expect(environmentKey({ files }, 'sha256:2')).not.toBe(k);
+    const owner = { projectId: 'p1', runtime: 'runc' };
+    const k = environmentKey({ files }, 'sha256:1', owner);
+    expect(environmentKey({ files: [...files] }, 'sha256:1', { ...owner })).toBe(k);
+    expect(environmentKey({ files: [files[0]!, { ...files[1]!, blob: 'c'.repeat(40) }] }, 'sha256:1', owner)).not.toBe(k);
+    expect(environmentKey({ files: [files[0]!, { ...files[1]!, path: 'x/package-lock.json' }] }, 'sha256:1', owner)).not.toBe(k);
+    expect(environmentKey({ files }, 'sha256:2', owner)).not.toBe(k);
+    expect(environmentKey({ files }, 'sha256:1', { ...owner, projectId: 'p2' })).not.toBe(k);
+    expect(environmentKey({ files }, 'sha256:1', { ...owner, runtime: 'runsc' })).not.toBe(k);
   });
 });
 
