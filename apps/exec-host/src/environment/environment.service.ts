@@ -22,7 +22,7 @@ import { gitText, runGit, type GitRepo } from '../workspace/git';
 import { resolveSource, WorkingCopy } from '../workspace/working-copy';
 import { describeCommand, type Devcontainer, type SetupCommand } from './devcontainer';
 import { FORWARDER_SCRIPT, mirrorsOf, startEgressProxy } from './egress-proxy';
-import { environmentKey, readInputs, type EnvironmentInputs } from './inputs';
+import { environmentKey, readInputs, remoteCommit, type EnvironmentInputs } from './inputs';
 
 /** The label every environment image carries, with its key. */
 export const LABEL_ENVIRONMENT = 'lemniscate.environment';
@@ -127,6 +127,8 @@ function run(cmd: string, args: string[], opts: { uid?: number; gid?: number; cw
 export class EnvironmentService {
   private readonly jobs = new Map<string, Job>();
   private readonly running = new Map<string, Job>();
+  /** Reads of a repository's environment inputs, by source and commit (least recently used first). */
+  private readonly reads = new Map<string, EnvironmentInputs>();
 
   constructor(
     private readonly config: ExecHostConfig,
@@ -147,7 +149,7 @@ export class EnvironmentService {
   }
 
   async init(): Promise<void> {
-    for (const d of ['prepared', 'jobs', 'work', 'reads']) await fs.mkdir(path.join(this.dir, d), { recursive: true, mode: 0o700 });
+    for (const d of ['prepared', 'jobs', 'work', 'reads', 'home']) await fs.mkdir(path.join(this.dir, d), { recursive: true, mode: 0o700 });
     await fs.chmod(this.dir, 0o700);
     // Whatever a previous run of the exec-host left half-done is removed; its jobs are over.
     for (const name of await fs.readdir(path.join(this.dir, 'work')).catch(() => [] as string[])) await this.removeWork(path.join(this.dir, 'work', name));
@@ -168,8 +170,29 @@ export class EnvironmentService {
 
   // ───────────────────────────── reading
 
-  /** Reads the devcontainer and inputs at the default ref, in a scratch repository removed afterwards. */
+  /**
+   * Reads the devcontainer and inputs at the default ref, in a scratch repository removed afterwards.
+   * What a commit holds never changes, so a read is kept by commit and the next session start of the
+   * project only asks which commit the ref names now.
+   */
   private async inputs(req: EnvironmentRequestParsed): Promise<EnvironmentInputs> {
+    const commit = await remoteCommit(path.join(this.dir, 'home'), req.repository.source, req.repository.ref);
+    const cacheKey = commit ? `${req.repository.source}\0${commit}` : null;
+    const cached = cacheKey ? this.reads.get(cacheKey) : undefined;
+    if (cached) {
+      this.reads.delete(cacheKey!);
+      this.reads.set(cacheKey!, cached);
+      return structuredClone(cached);
+    }
+    const inputs = await this.readFresh(req);
+    if (cacheKey && inputs.commit === commit) {
+      this.reads.set(cacheKey, structuredClone(inputs));
+      while (this.reads.size > 256) this.reads.delete(this.reads.keys().next().value!);
+    }
+    return inputs;
+  }
+
+  private async readFresh(req: EnvironmentRequestParsed): Promise<EnvironmentInputs> {
     const scratch = path.join(this.dir, 'reads', randomBytes(8).toString('hex'));
     const repo: GitRepo = { gitDir: path.join(scratch, 'git'), workTree: path.join(scratch, 'work'), home: path.join(scratch, 'home') };
     try {

@@ -123,3 +123,30 @@ export async function readInputs(repo: GitRepo, source: string, ref: string | un
     throw e;
   }
 }
+
+/**
+ * The commit `ref` of `source` names now (one `git ls-remote`, nothing fetched); null when the
+ * repository cannot be read or has no such ref (the full read then says why).
+ */
+export async function remoteCommit(home: string, source: string, ref: string | undefined): Promise<string | null> {
+  if (ref && /^[0-9a-f]{40}([0-9a-f]{24})?$/.test(ref)) return ref;
+  let resolved;
+  try {
+    resolved = await resolveSource(source);
+  } catch {
+    return null;
+  }
+  const listed = await runGit({ home }, ['ls-remote', '--', resolved.url], { allowProtocols: resolved.protocols, timeoutMs: 60_000, allowFailure: true });
+  if (listed.code !== 0) return null;
+  const refs = new Map<string, string>();
+  for (const line of listed.stdout.toString('utf8').split('\n')) {
+    const m = /^([0-9a-f]{40,64})\t(\S+)$/.exec(line);
+    if (m?.[1] && m[2]) refs.set(m[2], m[1]);
+  }
+  if (!ref) return refs.get('HEAD') ?? null;
+  for (const name of [`refs/heads/${ref}`, `refs/tags/${ref}^{}`, `refs/tags/${ref}`, ref]) {
+    const commit = refs.get(name);
+    if (commit) return commit;
+  }
+  return null;
+}
