@@ -45,6 +45,14 @@ export async function setup({ forTests = false } = {}) {
       aptInstall(['tmux'], 'The terminal tests of the CLI');
       return 'installed from Debian';
     });
+    // The environment tests' Python index is seeded with wheels built from Debian's Python packages
+    // (test/support/mirrors): python3 builds them, apt-get downloads and dpkg-deb unpacks the packages.
+    await step('Python and dpkg-deb (package mirrors of the environment tests)', () => {
+      const missing = [has('python3') ? null : 'python3', has('dpkg-deb') ? null : 'dpkg'].filter(Boolean);
+      if (missing.length === 0) return 'present';
+      aptInstall(missing, 'The package mirrors of the environment tests');
+      return `installed ${missing.join(', ')} from Debian`;
+    });
   }
   return { image };
 }
