@@ -65,7 +65,7 @@ test('ready: the state in words, what it was prepared from, the latest job and i
   await expect(definition).toContainText('4f1c2a9e7b3d');
   await expect(definition).not.toContainText(f.environmentReady.commit!);
   await expect(definition).toContainText('sha256:9b2e41c7d05a');
-  await expect(definition).toContainText('mcr.microsoft.com/devcontainers/typescript-node:22-bookworm');
+  await expect(definition).toContainText('built from .devcontainer/Dockerfile');
   await expect(definition.getByRole('table', { name: 'Set-up commands, in the order they run' }).getByRole('row')).toHaveText([
     /Step\s*Command/,
     /1\s*npm ci/,

@@ -392,7 +392,7 @@ const envCommit = '4f1c2a9e7b3d5c8a1e2f4b6d8c0a3e5f7b9d1c2e';
 const envKey = 'sha256:9b2e41c7d05a3f86e1c4b7a2d9f0e3c6b5a8d7e4f1c2b3a4d5e6f7a8b9c0d1e2';
 const devcontainer: NonNullable<EnvironmentStatus['devcontainer']> = {
   path: '.devcontainer/devcontainer.json',
-  image: 'mcr.microsoft.com/devcontainers/typescript-node:22-bookworm',
+  image: 'built from .devcontainer/Dockerfile',
   setupCommands: ['npm ci', 'pip install -r requirements-dev.txt'],
   warnings: ['forwardPorts is not supported: sessions have no network and no ports.', 'features are not supported: install tools in the image or the set-up commands.'],
 };
@@ -464,7 +464,7 @@ export const environmentBase: EnvironmentStatus = {
 /** The log of a preparation, in the pieces a running job writes it. */
 export const environmentLogParts = [
   '[reading] .devcontainer/devcontainer.json at main (4f1c2a9e7b3d)\n[reading] inputs: package-lock.json, requirements-dev.txt, devcontainer.json\n',
-  '[image] pulling mcr.microsoft.com/devcontainers/typescript-node:22-bookworm\n[image] digest sha256:5c1e… (cached)\n',
+  '── building .devcontainer/Dockerfile\nStep 1/2 : FROM lemniscate/sandbox:current\nSuccessfully built 5c1e0d2a9f41\n',
   '[setup] $ npm ci\nadded 812 packages, and audited 813 packages in 38s\n\u001b[32mfound 0 vulnerabilities\u001b[39m\n',
   '[setup] $ pip install -r requirements-dev.txt\nLooking in indexes: https://pypi.corp.example/simple/\nSuccessfully installed pytest-8.3.4 ruff-0.8.2\n',
   '[snapshot] saving lemniscate-env/demo@sha256:9b2e41c7d05a\n[done] prepared in 2 min 15 s\n',

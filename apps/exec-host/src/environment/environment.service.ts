@@ -645,7 +645,7 @@ export class EnvironmentService {
     const tar = await run('tar', ['-C', repo.workTree, '--numeric-owner', '-cf', tarPath, '--', ...paths]);
     if (tar.code !== 0) throw new ExecHostError('sandbox_setup_failed', `The set-up's files could not be kept: ${tar.stderr.trim().split('\n').pop() ?? ''}`);
     const size = (await fs.stat(tarPath)).size;
-    await this.log(job, `kept ${paths.join(', ')} (${Math.round(size / 1024 / 1024)} MiB)\n`);
+    await this.log(job, `kept ${paths.join(', ')} (${size >= 1024 * 1024 ? `${(size / 1024 / 1024).toFixed(1)} MiB` : `${Math.ceil(size / 1024)} KiB`})\n`);
     return created;
   }
 
