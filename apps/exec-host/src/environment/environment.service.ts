@@ -30,6 +30,8 @@ const PROXY_PORT = 3128;
 const RUN_DIR = '/run/lemniscate';
 const LOG_CAP_BYTES = 4 * 1024 * 1024;
 const TMPFS_BYTES = 256 * 1024 * 1024;
+/** Days a preparation's record and log stay on the exec-host. */
+export const JOB_RECORD_DAYS = 30;
 
 /** A prepared environment, as kept on disk beside its dependency snapshot. */
 interface PreparedMeta {
@@ -155,9 +157,16 @@ export class EnvironmentService {
     for (const name of await fs.readdir(path.join(this.dir, 'work')).catch(() => [] as string[])) await this.removeWork(path.join(this.dir, 'work', name));
     await fs.rm(path.join(this.dir, 'reads'), { recursive: true, force: true });
     await fs.mkdir(path.join(this.dir, 'reads'), { mode: 0o700 });
-    for (const name of await fs.readdir(path.join(this.dir, 'jobs')).catch(() => [] as string[])) {
+    const jobsDir = path.join(this.dir, 'jobs');
+    for (const name of await fs.readdir(jobsDir).catch(() => [] as string[])) {
+      const file = path.join(jobsDir, name);
+      // A preparation's record and log are kept for JOB_RECORD_DAYS, then removed (the gateway keeps its end and the log's tail).
+      const age = Date.now() - (await fs.stat(file)).mtimeMs;
+      if (age > JOB_RECORD_DAYS * 24 * 3600 * 1000) {
+        await fs.rm(file, { force: true });
+        continue;
+      }
       if (!name.endsWith('.json')) continue;
-      const file = path.join(this.dir, 'jobs', name);
       const view = JSON.parse(await fs.readFile(file, 'utf8')) as EnvironmentJobView;
       if (view.state === 'preparing') {
         view.state = 'failed';
