@@ -1,8 +1,7 @@
 #!/usr/bin/env node
 // Everything `npm start` and `npm test` need on a fresh Debian machine with only Node.js present:
 // npm dependencies, the Docker engine (Debian's docker.io with gVisor), the sandbox image, the build,
-// and for tests PostgreSQL, Chromium, tmux and the Debian Python packages the tests' Python mirror
-// builds its wheels from. Each step is idempotent and says when it had nothing to do.
+// and for tests PostgreSQL and Chromium. Each step is idempotent and says when it had nothing to do.
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { step } from './lib/steps.mjs';
@@ -12,7 +11,6 @@ import { ensureImage } from './lib/image.mjs';
 import { ensurePostgres } from './lib/postgres.mjs';
 import { ensureChromium } from './lib/chromium.mjs';
 import { ensureConsoleBuild } from './lib/console.mjs';
-import { ensureMirrorPython } from './lib/python.mjs';
 import { has, mustRun } from './lib/sh.mjs';
 import { aptInstall } from './lib/engine.mjs';
 
@@ -47,7 +45,14 @@ export async function setup({ forTests = false } = {}) {
       aptInstall(['tmux'], 'The terminal tests of the CLI');
       return 'installed from Debian';
     });
-    await step('Python packages (package mirror tests)', (log) => ensureMirrorPython({ log }));
+    // The environment tests' Python index is seeded with wheels built from Debian's Python packages
+    // (test/support/mirrors): python3 builds them, apt-get downloads and dpkg-deb unpacks the packages.
+    await step('Python and dpkg-deb (package mirrors of the environment tests)', () => {
+      const missing = [has('python3') ? null : 'python3', has('dpkg-deb') ? null : 'dpkg'].filter(Boolean);
+      if (missing.length === 0) return 'present';
+      aptInstall(missing, 'The package mirrors of the environment tests');
+      return `installed ${missing.join(', ')} from Debian`;
+    });
   }
   return { image };
 }

@@ -2,6 +2,7 @@
 // `npm start`: set everything up, start the exec-host and the gateway in the foreground, print one
 // "Lemniscate is ready" line once both answer, and stop everything it started on SIGINT/SIGTERM.
 import * as crypto from 'node:crypto';
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { spawn } from 'node:child_process';
 import { setup, ROOT } from './setup.mjs';
@@ -20,7 +21,10 @@ const execHostUrl = `http://127.0.0.1:${execHostPort}`;
 const admin = demoAdmin();
 // The demo runs the scripted model, which a gateway answers only when its configuration says so.
 const demoModels = path.join(ROOT, 'scripts/demo/models.yaml');
-const baseEnv = { LEMNISCATE_LOG_LEVEL: 'warn', LEMNISCATE_ADMIN_EMAIL: admin.email, LEMNISCATE_ADMIN_PASSWORD: admin.password, LEMNISCATE_MODELS_CONFIG: demoModels, ...process.env, LEMNISCATE_EXEC_HOST_TOKEN: execHostToken, LEMNISCATE_EXEC_HOST_PORT: String(execHostPort), LEMNISCATE_EXEC_HOST_URL: execHostUrl, LEMNISCATE_GATEWAY_PORT: String(gatewayPort), LEMNISCATE_SANDBOX_IMAGE: image };
+// Environment set-ups trust what this host trusts: on a network behind a TLS-intercepting proxy the
+// host's bundle holds its CA, and the mirrors (registry.npmjs.org, …) are reached through it.
+const hostCaBundle = ['/etc/ssl/certs/ca-certificates.crt', '/etc/pki/tls/certs/ca-bundle.crt'].find((f) => fs.existsSync(f));
+const baseEnv = { ...(hostCaBundle ? { LEMNISCATE_EGRESS_CA_BUNDLE: hostCaBundle } : {}), LEMNISCATE_LOG_LEVEL: 'warn', LEMNISCATE_ADMIN_EMAIL: admin.email, LEMNISCATE_ADMIN_PASSWORD: admin.password, LEMNISCATE_MODELS_CONFIG: demoModels, ...process.env, LEMNISCATE_EXEC_HOST_TOKEN: execHostToken, LEMNISCATE_EXEC_HOST_PORT: String(execHostPort), LEMNISCATE_EXEC_HOST_URL: execHostUrl, LEMNISCATE_GATEWAY_PORT: String(gatewayPort), LEMNISCATE_SANDBOX_IMAGE: image };
 
 const children = [];
 let stopping = false;

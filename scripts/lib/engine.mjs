@@ -52,13 +52,22 @@ function ensureDaemonJson() {
       throw new SetupError(`${DAEMON_JSON} is not valid JSON; fix it so the runsc runtime can be registered.`);
     }
   }
-  const want = { path: has('runsc') ? run('sh', ['-c', 'command -v runsc']).stdout.trim() : '/usr/bin/runsc', runtimeArgs: ['--network=none', '--oci-seccomp'] };
-  const current = cfg.runtimes?.runsc;
-  if (current && JSON.stringify(current) === JSON.stringify(want)) return false;
-  cfg.runtimes = { ...(cfg.runtimes ?? {}), runsc: want };
+  const runsc = has('runsc') ? run('sh', ['-c', 'command -v runsc']).stdout.trim() : '/usr/bin/runsc';
+  const want = { path: runsc, runtimeArgs: ['--network=none', '--oci-seccomp'] };
+  // A gVisor project's environment set-up reaches its egress proxy through a host unix socket.
+  const setup = { path: runsc, runtimeArgs: ['--network=none', '--oci-seccomp', '--host-uds=open'] };
+  const same = (a, b) => a && JSON.stringify(a) === JSON.stringify(b);
+  if (same(cfg.runtimes?.runsc, want) && same(cfg.runtimes?.['runsc-setup'], setup)) return false;
+  cfg.runtimes = { ...(cfg.runtimes ?? {}), runsc: want, 'runsc-setup': setup };
   fs.mkdirSync('/etc/docker', { recursive: true });
   fs.writeFileSync(DAEMON_JSON, JSON.stringify(cfg, null, 2) + '\n');
   return true;
+}
+
+/** runsc for sessions and runsc-setup for environment set-ups are both known to the engine. */
+function gvisorRegistered() {
+  const names = runtimes();
+  return names.includes('runsc') && names.includes('runsc-setup');
 }
 
 function dockerdPid() {
@@ -76,10 +85,10 @@ export async function ensureEngine({ log }) {
     log('reloading dockerd: the runsc runtime settings changed');
     process.kill(dockerdPid(), 'SIGHUP');
     await new Promise((r) => setTimeout(r, 1500));
-    await waitFor(() => engineRunning() && runtimes().includes('runsc'), { timeoutMs: 20000, what: 'The Docker engine (runsc registration)' });
+    await waitFor(() => engineRunning() && gvisorRegistered(), { timeoutMs: 20000, what: 'The Docker engine (runsc registration)' });
     return 'already running; runsc settings reloaded';
   }
-  if (engineRunning() && missing.length === 0 && runtimes().includes('runsc')) {
+  if (engineRunning() && missing.length === 0 && gvisorRegistered()) {
     return 'already running (runc and runsc available)';
   }
   if (engineRunning() && !isRoot()) {
@@ -97,7 +106,7 @@ export async function ensureEngine({ log }) {
   if (pid && changed) {
     log('reloading dockerd to register runsc');
     process.kill(pid, 'SIGHUP');
-    await waitFor(() => runtimes().includes('runsc'), { timeoutMs: 20000, what: 'The Docker engine (runsc registration)' });
+    await waitFor(() => gvisorRegistered(), { timeoutMs: 20000, what: 'The Docker engine (runsc registration)' });
   }
   if (!dockerdPid()) {
     // containerd comes with docker.io; dockerd starts its own when none is running.
@@ -105,7 +114,7 @@ export async function ensureEngine({ log }) {
     startDaemon('dockerd', [], DOCKERD_LOG);
   }
   await waitFor(() => engineRunning(), { timeoutMs: 60000, what: `The Docker engine (see ${DOCKERD_LOG})` });
-  if (!runtimes().includes('runsc')) {
+  if (!gvisorRegistered()) {
     throw new SetupError(`The Docker engine runs but does not list the runsc runtime; check ${DAEMON_JSON} and ${DOCKERD_LOG}.`);
   }
   return missing.length ? `installed ${missing.join(', ')} and started` : 'started';

@@ -1,4 +1,6 @@
 import { configPath, loadConfig, resolveConnection, type CliConfig, type Connection, type ConnectionFlags, type Env } from './config/config';
+import type { ProjectView } from '@lemniscate/contracts';
+import { CliError } from './errors';
 import { GatewayClient } from './gateway/gateway-client';
 import type { Prompter } from './interactive/prompter';
 
@@ -35,4 +37,15 @@ export function connect(ctx: CliContext, flags: ConnectionFlags): { connection: 
 export function globalFlags(opts: Record<string, unknown>): ConnectionFlags {
   const str = (k: string) => (typeof opts[k] === 'string' ? (opts[k] as string) : undefined);
   return { profile: str('profile'), gateway: str('gateway'), token: str('token'), project: str('project') };
+}
+
+/**
+ * The gateway client and the project named by --project (the command's own option, or the global one
+ * the parser may have filed it under, or the profile's project), resolved by name.
+ */
+export async function connectToProject(ctx: CliContext, project: string | undefined, flags: Record<string, unknown>): Promise<{ client: GatewayClient; project: ProjectView }> {
+  const { client, connection } = connect(ctx, globalFlags({ ...flags, project: project ?? flags.project }));
+  const projectName = connection.project;
+  if (!projectName) throw new CliError('Name the project with --project NAME.', 'usage');
+  return { client, project: await client.projectByName(projectName) };
 }

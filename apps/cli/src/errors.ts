@@ -19,7 +19,8 @@ export type CliErrorClass =
   | 'gateway_contract'
   | 'git'
   | 'too_large'
-  | 'apply_conflict';
+  | 'apply_conflict'
+  | 'environment_failed';
 
 /** A failure the person can act on: `message` is one sentence saying what happened and what to do. */
 export class CliError extends Error {

@@ -4,6 +4,7 @@ import { registerApply } from './commands/apply';
 import { registerApprovals } from './commands/approvals';
 import { registerAudit } from './commands/audit';
 import { registerCompletion } from './commands/completion';
+import { registerEnv } from './commands/env';
 import { registerLogin } from './commands/login';
 import { registerPolicy, runLocalPolicyCommand } from './commands/policy';
 import { registerProjects } from './commands/projects';
@@ -44,6 +45,7 @@ function buildProgram(ctx: CliContext, done: (code: Promise<number>) => void): C
   registerAudit(program, ctx, done);
   registerPolicy(program, ctx, done);
   registerAgents(program, ctx, done);
+  registerEnv(program, ctx, done);
   registerCompletion(program, ctx, done);
   return program;
 }

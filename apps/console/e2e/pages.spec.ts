@@ -1,7 +1,7 @@
 import { expect, test } from '@playwright/test';
 import { calls, expectAccessible, openView } from './helpers';
 
-const VIEWS = ['dashboard', 'approvals', 'sessions', 'session', 'policies', 'users', 'audit'] as const;
+const VIEWS = ['dashboard', 'approvals', 'sessions', 'session', 'policies', 'environment', 'users', 'audit'] as const;
 
 test.describe('every page has loading, error and ready states, all accessible', () => {
   for (const view of VIEWS) {
@@ -40,9 +40,9 @@ test.describe('header and navigation', () => {
   });
 
   const offered = {
-    admin: ['Dashboard', 'Approvals', 'Sessions', 'Policies', 'Users', 'Audit'],
-    developer: ['Dashboard', 'Approvals', 'Sessions', 'Policies'],
-    security_officer: ['Dashboard', 'Sessions', 'Policies', 'Audit'],
+    admin: ['Dashboard', 'Approvals', 'Sessions', 'Policies', 'Environment', 'Users', 'Audit'],
+    developer: ['Dashboard', 'Approvals', 'Sessions', 'Policies', 'Environment'],
+    security_officer: ['Dashboard', 'Sessions', 'Policies', 'Environment', 'Audit'],
   };
   for (const [role, labels] of Object.entries(offered)) {
     test(`${role} is offered only ${labels.join(', ')}`, async ({ page }) => {

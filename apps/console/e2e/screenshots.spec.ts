@@ -5,7 +5,8 @@ import { openView } from './helpers';
 const outDir = fileURLToPath(new URL('../../../artifacts/console/views/', import.meta.url));
 
 // One picture of each page with sample data, for reviewing the design (artifacts/console/views).
-const SHOTS: [string, Record<string, string>][] = [
+// A width after the query takes the picture at that width (390: a phone).
+const SHOTS: [string, Record<string, string>, number?][] = [
   ['signin', { view: 'signin' }],
   ['dashboard', { view: 'dashboard' }],
   ['approvals-command', { view: 'approvals', role: 'developer' }],
@@ -17,6 +18,12 @@ const SHOTS: [string, Record<string, string>][] = [
   ['policies-edit', { view: 'policies' }],
   ['policies-invalid', { view: 'policies', variant: 'invalid' }],
   ['policies-history', { view: 'policies', tab: 'history' }],
+  ['environment-ready', { view: 'environment' }],
+  ['environment-preparing', { view: 'environment', variant: 'preparing', role: 'developer' }],
+  ['environment-failed', { view: 'environment', variant: 'failed' }],
+  ['environment-base', { view: 'environment', variant: 'base', role: 'security_officer' }],
+  ['environment-preparing-390', { view: 'environment', variant: 'preparing', role: 'developer' }, 390],
+  ['environment-failed-390', { view: 'environment', variant: 'failed' }, 390],
   ['users', { view: 'users', selected: 'usr_dev' }],
   ['audit', { view: 'audit', role: 'security_officer' }],
   ['audit-broken', { view: 'audit', variant: 'broken' }],
@@ -24,8 +31,9 @@ const SHOTS: [string, Record<string, string>][] = [
   ['diff-split', { view: 'diff' }],
 ];
 
-for (const [name, query] of SHOTS) {
+for (const [name, query, width] of SHOTS) {
   test(`screenshot: ${name}`, async ({ page }) => {
+    if (width) await page.setViewportSize({ width, height: 844 });
     await openView(page, query);
     if (name === 'diff-split') await page.getByRole('button', { name: 'Side by side' }).click();
     if (name === 'policies-invalid') await expect(page.locator('.cm-lintRange-error')).toHaveCount(2);

@@ -1,4 +1,4 @@
-import type { ApprovalView, GatewayEvent, PolicyVersionSummary, ProjectView, SessionView, TokenView, UserView } from '@lemniscate/contracts';
+import type { ApprovalView, EnvironmentJobView, EnvironmentLog, EnvironmentStatus, GatewayEvent, PolicyVersionSummary, ProjectView, SessionView, TokenView, UserView } from '@lemniscate/contracts';
 import type { AuditEntry, AuditVerification, DashboardStats, DryRunResponse } from '../src/api/console-contracts';
 
 // Sample data for the view harness. Shapes are checked against the contracts by the type checker.
@@ -386,3 +386,98 @@ export const auditEntries: AuditEntry[] = [
 
 export const verified: AuditVerification = { ok: true, checked: 1042, lastSeq: 1042, lastHash: 'b2' };
 export const broken: AuditVerification = { ok: false, checked: 1038, seq: 1039, problem: 'altered', message: 'Entry 1039 does not match its hash: its content was changed after it was written.' };
+
+// A project's environment (.devcontainer/devcontainer.json at the default ref), in each state.
+const envCommit = '4f1c2a9e7b3d5c8a1e2f4b6d8c0a3e5f7b9d1c2e';
+const envKey = 'sha256:9b2e41c7d05a3f86e1c4b7a2d9f0e3c6b5a8d7e4f1c2b3a4d5e6f7a8b9c0d1e2';
+const devcontainer: NonNullable<EnvironmentStatus['devcontainer']> = {
+  path: '.devcontainer/devcontainer.json',
+  image: 'built from .devcontainer/Dockerfile',
+  setupCommands: ['npm ci', 'pip install -r requirements-dev.txt'],
+  warnings: ['forwardPorts is not supported: sessions have no network and no ports.', 'features are not supported: install tools in the image or the set-up commands.'],
+};
+const envJob = (over: Partial<EnvironmentJobView>): EnvironmentJobView => ({
+  jobId: 'envjob_7c1d',
+  key: envKey,
+  state: 'ready',
+  phase: 'done',
+  progress: { done: 5, total: 5, label: 'done' },
+  startedAt: t(42),
+  finishedAt: t(39.75),
+  message: 'Prepared: sessions start from image lemniscate-env/demo@sha256:9b2e41c7d05a.',
+  warnings: [],
+  ...over,
+});
+
+export const environmentReady: EnvironmentStatus = {
+  state: 'ready',
+  ref: 'main',
+  commit: envCommit,
+  key: envKey,
+  devcontainer,
+  job: envJob({}),
+  message: 'A session started now begins from this environment, with node_modules and the Python packages installed.',
+};
+
+export const environmentPreparing: EnvironmentStatus = {
+  ...environmentReady,
+  state: 'preparing',
+  job: envJob({ jobId: 'envjob_8a2f', state: 'preparing', phase: 'setup', progress: { done: 2, total: 4, label: 'running postCreateCommand' }, startedAt: t(1.5), finishedAt: null, message: null }),
+  message: 'A session started now waits until the preparation is over.',
+};
+
+export const environmentFailed: EnvironmentStatus = {
+  ...environmentReady,
+  state: 'failed',
+  job: envJob({
+    jobId: 'envjob_5e9b',
+    state: 'failed',
+    phase: 'setup',
+    progress: { done: 3, total: 5, label: 'pip install -r requirements-dev.txt failed' },
+    startedAt: t(12),
+    finishedAt: t(10.9),
+    message: '`pip install -r requirements-dev.txt` exited with status 1: No matching distribution found for internal-lib==2.4.0 (the mirror https://pypi.corp.example/simple/ does not have it).',
+    warnings: ['The npm mirror answered slowly (41 s for npm ci).'],
+  }),
+  message: 'Sessions of this project are refused until a preparation of these inputs succeeds.',
+};
+
+export const environmentNotPrepared: EnvironmentStatus = {
+  ...environmentReady,
+  state: 'not_prepared',
+  commit: '0d3e5f7a9b1c2d4e6f8a0b2c4d6e8f0a1b3c5d7e',
+  key: 'sha256:1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f809',
+  job: null,
+  message: 'package-lock.json changed since the last preparation: a session started now is refused until these inputs are prepared.',
+};
+
+export const environmentBase: EnvironmentStatus = {
+  state: 'base',
+  ref: 'main',
+  commit: envCommit,
+  key: null,
+  devcontainer: null,
+  job: null,
+  message: 'The repository has no .devcontainer/devcontainer.json: a session started now uses the standard sandbox image.',
+};
+
+/** The log of a preparation, in the pieces a running job writes it. */
+export const environmentLogParts = [
+  '[reading] .devcontainer/devcontainer.json at main (4f1c2a9e7b3d)\n[reading] inputs: package-lock.json, requirements-dev.txt, devcontainer.json\n',
+  '── building .devcontainer/Dockerfile\nStep 1/2 : FROM lemniscate/sandbox:current\nSuccessfully built 5c1e0d2a9f41\n',
+  '[setup] $ npm ci\nadded 812 packages, and audited 813 packages in 38s\n\u001b[32mfound 0 vulnerabilities\u001b[39m\n',
+  '[setup] $ pip install -r requirements-dev.txt\nLooking in indexes: https://pypi.corp.example/simple/\nSuccessfully installed pytest-8.3.4 ruff-0.8.2\n',
+  '[snapshot] saving lemniscate-env/demo@sha256:9b2e41c7d05a\n[done] prepared in 2 min 15 s\n',
+];
+
+export const environmentFailedLog = [
+  ...environmentLogParts.slice(0, 3),
+  '[setup] $ pip install -r requirements-dev.txt\nLooking in indexes: https://pypi.corp.example/simple/\nERROR: Could not find a version that satisfies the requirement internal-lib==2.4.0\nERROR: No matching distribution found for internal-lib==2.4.0\n[setup] exited with status 1\n',
+].join('');
+
+/** A log answer from `offset` in `text`, as the gateway would give it (offsets in bytes of UTF-8). */
+export function environmentLogFrom(jobId: string, text: string, offset: number, complete: boolean): EnvironmentLog {
+  const bytes = new TextEncoder().encode(text);
+  const rest = bytes.slice(Math.min(offset, bytes.length));
+  return { jobId, text: new TextDecoder().decode(rest), offset, nextOffset: bytes.length, complete };
+}

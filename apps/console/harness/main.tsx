@@ -2,12 +2,13 @@ import '../src/zod-config';
 import { useState, type ReactNode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { policyJsonSchema as policySchema } from '@lemniscate/policy/check';
-import type { ApprovalView, UserRole } from '@lemniscate/contracts';
+import type { ApprovalView, EnvironmentStatus, UserRole } from '@lemniscate/contracts';
 import { ApiError } from '../src/api/client';
 import { ROLE_LABELS, type PageKey } from '../src/auth/access';
 import { DiffViewer } from '../src/components/diff/DiffViewer';
 import { ready, type QueryState } from '../src/components/Query';
 import { Layout } from '../src/layout/Layout';
+import { cleanLogText } from '../src/environment/view-model';
 import { commonFields } from '../src/policy/form-model';
 import { diagnosePolicy } from '../src/policy/validate';
 import { ApprovalsPageView } from '../src/pages/ApprovalsPageView';
@@ -15,6 +16,7 @@ import { AuditPageView } from '../src/pages/AuditPageView';
 import { canDo } from '../src/auth/access';
 import { AUDIT_KINDS } from '@lemniscate/contracts';
 import { DashboardPageView } from '../src/pages/DashboardPageView';
+import { EnvironmentPageView, type LogView } from '../src/pages/EnvironmentPageView';
 import { PoliciesPageView, type PolicyTab } from '../src/pages/PoliciesPageView';
 import { SessionPageView } from '../src/pages/SessionPageView';
 import { SessionsPageView } from '../src/pages/SessionsPageView';
@@ -161,6 +163,44 @@ function Policies() {
   );
 }
 
+function Environment() {
+  const statuses: Record<string, EnvironmentStatus> = {
+    preparing: f.environmentPreparing,
+    failed: f.environmentFailed,
+    'not-prepared': f.environmentNotPrepared,
+    'prepare-error': f.environmentNotPrepared,
+    base: f.environmentBase,
+  };
+  const logs: Record<string, LogView> = {
+    ready: { text: cleanLogText(f.environmentLogParts.join('')), complete: true, truncated: false, error: null },
+    preparing: { text: cleanLogText(f.environmentLogParts.slice(0, 3).join('')), complete: false, truncated: false, error: null },
+    failed: { text: cleanLogText(f.environmentFailedLog), complete: true, truncated: false, error: null },
+  };
+  const [status, setStatus] = useState<EnvironmentStatus>(statuses[variant] ?? f.environmentReady);
+  const refusal = new ApiError({ code: 'environment_preparing', status: 409, message: 'A preparation of these inputs is already running; wait for it to finish.', requestId: 'req_env409' });
+  return (
+    <Shell page="environment">
+      <EnvironmentPageView
+        projects={f.projects}
+        projectId="prj_demo"
+        onProjectChange={record('project')}
+        status={q(status)}
+        log={status.job ? (logs[status.state] ?? null) : null}
+        canPrepare={canDo(role, 'prepareEnvironment')}
+        onPrepare={(force) => {
+          record('prepare')(force);
+          if (variant !== 'prepare-error') setStatus(f.environmentPreparing);
+        }}
+        requesting={false}
+        prepareError={variant === 'prepare-error' ? refusal : null}
+        notice={null}
+        // The sample times are fixed: a running job has run for 90 s.
+        now={Date.parse(f.environmentPreparing.job!.startedAt) + 90_000}
+      />
+    </Shell>
+  );
+}
+
 function Users() {
   const [selected, setSelected] = useState<string | null>(params.get('selected'));
   const [created, setCreated] = useState<string | null>(null);
@@ -264,6 +304,8 @@ function Harness() {
       );
     case 'policies':
       return <Policies />;
+    case 'environment':
+      return <Environment />;
     case 'users':
       return <Users />;
     case 'audit':

@@ -15,6 +15,8 @@ import { SignInPage } from './pages/SignInPage';
 // viewer (highlight.js) stay out of the first download.
 const ApprovalsPage = lazy(() => import('./pages/ApprovalsPage').then((m) => ({ default: m.ApprovalsPage })));
 const AuditPage = lazy(() => import('./pages/AuditPage').then((m) => ({ default: m.AuditPage })));
+const EnvironmentPage = lazy(() => import('./pages/EnvironmentPage').then((m) => ({ default: m.EnvironmentPage })));
+const EnvironmentIndexPage = lazy(() => import('./pages/EnvironmentPage').then((m) => ({ default: m.EnvironmentIndexPage })));
 const PoliciesPage = lazy(() => import('./pages/PoliciesPage').then((m) => ({ default: m.PoliciesPage })));
 const SessionPage = lazy(() => import('./pages/SessionPage').then((m) => ({ default: m.SessionPage })));
 const SessionsPage = lazy(() => import('./pages/SessionsPage').then((m) => ({ default: m.SessionsPage })));
@@ -48,7 +50,7 @@ export function App() {
 }
 
 function currentPage(pathname: string): PageKey | null {
-  const match = [...PAGES].sort((a, b) => b.path.length - a.path.length).find((p) => (p.path === '/' ? pathname === '/' : pathname.startsWith(p.path)));
+  const match = [...PAGES].sort((a, b) => b.path.length - a.path.length).find((p) => (p.path === '/' ? pathname === '/' : pathname.startsWith(p.path) || p.also?.test(pathname)));
   return match?.key ?? null;
 }
 
@@ -84,6 +86,8 @@ function Shell() {
         <Route path="/sessions" element={<Guard page="sessions">{<SessionsPage />}</Guard>} />
         <Route path="/sessions/:id" element={<Guard page="sessions">{<SessionPage />}</Guard>} />
         <Route path="/policies" element={<Guard page="policies">{<PoliciesPage />}</Guard>} />
+        <Route path="/environment" element={<Guard page="environment">{<EnvironmentIndexPage />}</Guard>} />
+        <Route path="/projects/:projectId/environment" element={<Guard page="environment">{<EnvironmentPage />}</Guard>} />
         <Route path="/users" element={<Guard page="users">{<UsersPage />}</Guard>} />
         <Route path="/audit" element={<Guard page="audit">{<AuditPage />}</Guard>} />
         <Route path="*" element={<Navigate to="/" replace />} />

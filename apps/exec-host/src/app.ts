@@ -8,19 +8,22 @@ import { SANDBOX_DRIVER, type SandboxDriver } from './driver/sandbox.driver';
 import { requireToken } from './http/auth.middleware';
 import { ErrorFilter } from './http/error.filter';
 import { LivenessController, SandboxesController } from './http/sandboxes.controller';
+import { EnvironmentsController } from './http/environments.controller';
+import { EnvironmentService } from './environment/environment.service';
 import { Reaper } from './reaper';
 import { SandboxService } from './sandbox.service';
 
 @Module({})
 class ExecHostModule {
-  static forRoot(config: ExecHostConfig, driver: SandboxDriver, sandboxes: SandboxService): DynamicModule {
+  static forRoot(config: ExecHostConfig, driver: SandboxDriver, sandboxes: SandboxService, environments: EnvironmentService): DynamicModule {
     return {
       module: ExecHostModule,
-      controllers: [SandboxesController, LivenessController],
+      controllers: [SandboxesController, EnvironmentsController, LivenessController],
       providers: [
         { provide: EXEC_HOST_CONFIG, useValue: config },
         { provide: SANDBOX_DRIVER, useValue: driver },
         { provide: SandboxService, useValue: sandboxes },
+        { provide: EnvironmentService, useValue: environments },
         { provide: APP_FILTER, useClass: ErrorFilter },
       ],
     };
@@ -30,6 +33,7 @@ class ExecHostModule {
 export interface ExecHost {
   app: INestApplication;
   sandboxes: SandboxService;
+  environments: EnvironmentService;
   reaper: Reaper;
   /** Destroys every sandbox, stops the reaper and the HTTP server. */
   close(): Promise<void>;
@@ -41,12 +45,14 @@ export interface ExecHost {
  */
 export async function createExecHost(config: ExecHostConfig, driver: SandboxDriver & { close?: () => void }, options: { logger?: false } = {}): Promise<ExecHost> {
   const logger = new Logger('exec-host');
-  const sandboxes = new SandboxService(config, driver);
+  const environments = new EnvironmentService(config, driver);
+  await environments.init();
+  const sandboxes = new SandboxService(config, driver, environments);
   await sandboxes.init();
   if (sandboxes.apparmorState.state === 'unavailable') logger.warn(sandboxes.apparmorState.message ?? 'AppArmor is unavailable.');
   const reaper = new Reaper(config, driver, sandboxes, (m) => logger.log(m));
   await reaper.reap();
-  const app = await NestFactory.create<NestExpressApplication>(ExecHostModule.forRoot(config, driver, sandboxes), {
+  const app = await NestFactory.create<NestExpressApplication>(ExecHostModule.forRoot(config, driver, sandboxes, environments), {
     bodyParser: false,
     logger: options.logger === false ? false : ['error', 'warn', 'log'],
   });
@@ -58,6 +64,7 @@ export async function createExecHost(config: ExecHostConfig, driver: SandboxDriv
   return {
     app,
     sandboxes,
+    environments,
     reaper,
     async close() {
       if (closed) return;

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { StartupError } from './errors';
@@ -17,6 +18,10 @@ export interface ExecHostConfig {
   instance: string;
   maxSandboxes: number;
   reaperIntervalMs: number;
+  /** A CA bundle (PEM) the set-up containers trust besides the image's, for mirrors behind a TLS-intercepting proxy. */
+  egressCaBundle: string | null;
+  /** Ready environments kept per project (the most recently used); older ones and their images are removed. */
+  environmentsKept: number;
 }
 
 export const EXEC_HOST_CONFIG = Symbol('EXEC_HOST_CONFIG');
@@ -69,6 +74,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ExecHostConfig
   if (!/^\d+(\.\d+)?$/.test(reaperRaw) || reaperSeconds < 0.1 || reaperSeconds > 86_400) {
     throw new StartupError(`LEMNISCATE_EXEC_HOST_REAPER_SECONDS must be a number of seconds between 0.1 and 86400, not "${reaperRaw}".`);
   }
+  const caBundle = env.LEMNISCATE_EGRESS_CA_BUNDLE?.trim() || null;
+  if (caBundle !== null && !path.isAbsolute(caBundle)) throw new StartupError('LEMNISCATE_EGRESS_CA_BUNDLE must be an absolute path to a PEM file of CA certificates.');
+  if (caBundle !== null && !existsSync(caBundle)) throw new StartupError(`LEMNISCATE_EGRESS_CA_BUNDLE names ${caBundle}, which does not exist.`);
+  const keptRaw = env.LEMNISCATE_ENVIRONMENTS_KEPT ?? '2';
+  const environmentsKept = Number(keptRaw);
+  if (!/^\d+$/.test(keptRaw) || environmentsKept < 1 || environmentsKept > 100) {
+    throw new StartupError(`LEMNISCATE_ENVIRONMENTS_KEPT must be a whole number between 1 and 100, not "${keptRaw}".`);
+  }
   return {
     token,
     listen,
@@ -80,6 +93,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ExecHostConfig
     instance: instanceLabel(stateDir),
     maxSandboxes,
     reaperIntervalMs: Math.round(reaperSeconds * 1000),
+    egressCaBundle: caBundle,
+    environmentsKept,
   };
 }
 

@@ -22,6 +22,7 @@ import { OutputCapper, type Stream } from './exec/output-cap';
 import { loadSeccompProfile } from './seccomp';
 import { seccompEnforcement } from './driver/seccomp-launcher';
 import { createDisk, destroyDisk, diskToolsAvailable } from './workspace/disk';
+import type { EnvironmentService } from './environment/environment.service';
 import { FileOperations } from './workspace/file-ops';
 import type { GitRepo } from './workspace/git';
 import { resolveSource, WorkingCopy } from './workspace/working-copy';
@@ -71,6 +72,8 @@ export class SandboxService {
   constructor(
     private readonly config: ExecHostConfig,
     private readonly driver: SandboxDriver,
+    /** Project environments; without it every sandbox starts from the sandbox image. */
+    private readonly environments: EnvironmentService | null = null,
   ) {}
 
   get sandboxesDir(): string {
@@ -102,7 +105,7 @@ export class SandboxService {
    * reused, so what is not owned now never will be again and may be removed.
    */
   owns(id: string): boolean {
-    return this.creating.has(id) || this.sandboxes.has(id) || this.destroying.has(id);
+    return this.creating.has(id) || this.sandboxes.has(id) || this.destroying.has(id) || (this.environments?.owns(id) ?? false);
   }
 
   async health(): Promise<ExecHostHealth> {
@@ -145,6 +148,8 @@ export class SandboxService {
     if (!(await this.driver.imagePresent(this.config.image))) {
       throw new ExecHostError('sandbox_setup_failed', `The sandbox image ${this.config.image} is missing; build it with "npm run setup".`);
     }
+    // The project's environment, read at its default ref: refused here, before anything is created, when it is not ready.
+    const environment = this.environments ? await this.environments.forSandbox(req.environment) : { key: null, image: this.config.image, env: [], snapshot: null };
     const disk = await diskToolsAvailable();
     if (!disk.available) throw new ExecHostError('sandbox_setup_failed', disk.message ?? 'The disk cap cannot be set up.');
 
@@ -164,9 +169,11 @@ export class SandboxService {
         ...(req.uncommittedPatch ? { uncommittedPatch: req.uncommittedPatch } : {}),
         exclusions: [...DEFAULT_CONTEXT_EXCLUSIONS, ...(req.contextExclusions ?? [])],
       });
+      if (environment.snapshot && this.environments) await this.environments.restore(environment.snapshot, repo);
       containerId = await this.driver.createAndStart({
         name: `lemniscate-${sandboxId}`,
-        image: this.config.image,
+        image: environment.image,
+        env: environment.env,
         runtime: req.runtime,
         labels: { [LABEL_MANAGED]: '1', [LABEL_SESSION]: req.sessionId, [LABEL_SANDBOX]: sandboxId, [LABEL_INSTANCE]: this.config.instance },
         workspaceHostPath: repo.workTree,
@@ -190,6 +197,7 @@ export class SandboxService {
         includedUncommitted: state.includedUncommitted,
         fingerprint: state.fingerprint,
         excluded: state.excluded,
+        environment: { key: environment.key, image: environment.key ? environment.image : this.config.image },
         limits,
         createdAt: now.toISOString(),
         expiresAt: new Date(now.getTime() + limits.lifetimeMinutes * 60_000).toISOString(),

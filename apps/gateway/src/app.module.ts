@@ -20,6 +20,8 @@ import { DATABASE } from './db/tokens';
 import type { Database } from './db/database';
 import { EVENT_FAN_OUT, InProcessFanOut, type EventFanOut } from './events/event-bus';
 import { EventsGateway } from './events/events.gateway';
+import { EnvironmentsController } from './environments/environments.controller';
+import { ENVIRONMENT_POLL_MS, EnvironmentsService } from './environments/environments.service';
 import { EventsService } from './events/events.service';
 import { PgNotifyFanOut } from './events/pg-notify.fan-out';
 import { execHostProvider } from './exec-host/exec-host.provider';
@@ -57,6 +59,8 @@ export interface AppModuleOptions {
    * the HTTP layer that have no model, exec-host or Docker. Only code can choose it, never a variable.
    */
   sessionLoops?: SessionLoops;
+  /** How often a preparation of a project's environment is asked about (default 1.5 s; tests go faster). */
+  environmentPollMs?: number;
 }
 
 export const CONTROLLERS = [
@@ -64,6 +68,7 @@ export const CONTROLLERS = [
   UsersController,
   ProjectsController,
   PoliciesController,
+  EnvironmentsController,
   SessionsController,
   ApprovalsController,
   AuditApiController,
@@ -86,6 +91,7 @@ export class AppModule {
     const providers: Provider[] = [
       { provide: GATEWAY_CONFIG, useValue: config },
       { provide: SESSION_LOOPS, useValue: options.sessionLoops ?? 'run' },
+      { provide: ENVIRONMENT_POLL_MS, useValue: options.environmentPollMs ?? 1_500 },
       { provide: CREDENTIALS_OUTPUT, useValue: options.credentialsOutput ?? ((text: string) => process.stdout.write(`${text}\n`)) },
       {
         provide: EVENT_FAN_OUT,
@@ -105,6 +111,7 @@ export class AppModule {
       ProjectsService,
       PoliciesService,
       PolicyDryRunService,
+      EnvironmentsService,
       SessionsService,
       ApprovalsService,
       RevocationService,

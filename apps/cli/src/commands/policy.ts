@@ -2,7 +2,7 @@ import type { PolicyDryRunChange, PolicyDryRunResponse } from '@lemniscate/contr
 import { initPolicyEngine, runPolicyCommand } from '@lemniscate/policy';
 import { Command } from 'commander';
 import { readFileSync } from 'node:fs';
-import { connect, globalFlags, type CliContext } from '../context';
+import { connectToProject, type CliContext } from '../context';
 import { CliError, EXIT_OK } from '../errors';
 import { shorten, table } from '../output/table';
 
@@ -63,17 +63,9 @@ function readValidPolicy(ctx: CliContext, file: string, outcome: string): string
   return text;
 }
 
-/** The gateway client and the project named by --project (also a global option, so the parser may have filed it there). */
-async function projectConnection(ctx: CliContext, project: string | undefined, flags: Record<string, unknown>) {
-  const { client, connection } = connect(ctx, globalFlags({ ...flags, project: project ?? flags.project }));
-  const projectName = connection.project;
-  if (!projectName) throw new CliError('Name the project with --project NAME.', 'usage');
-  return { client, project: await client.projectByName(projectName) };
-}
-
 export async function publishPolicy(ctx: CliContext, file: string, opts: { project?: string; comment?: string }, flags: Record<string, unknown>): Promise<number> {
   const text = readValidPolicy(ctx, file, 'nothing was published');
-  const { client, project } = await projectConnection(ctx, opts.project, flags);
+  const { client, project } = await connectToProject(ctx, opts.project, flags);
   const version = await client.publishPolicy(project.id, text, opts.comment ?? '');
   ctx.stdout(`Published ${file} as version ${version.version} of the policy of ${project.name}; it is in force from the next action.\n`);
   return EXIT_OK;
@@ -96,7 +88,7 @@ function sessionsToReplay(value: string | undefined): number {
 export async function dryRunPolicy(ctx: CliContext, file: string, opts: DryRunOptions, flags: Record<string, unknown>): Promise<number> {
   const sessions = sessionsToReplay(opts.sessions);
   const text = readValidPolicy(ctx, file, 'nothing was replayed');
-  const { client, project } = await projectConnection(ctx, opts.project, flags);
+  const { client, project } = await connectToProject(ctx, opts.project, flags);
   const result = await client.policyDryRun(project.id, text, sessions);
   ctx.stdout(opts.json ? `${JSON.stringify(result)}\n` : renderDryRun(file, project.name, result));
   return EXIT_OK;

@@ -7,6 +7,8 @@ import {
   type ApprovalView,
   type AuditVerificationView,
   type CreatedToken,
+  type EnvironmentLog,
+  type EnvironmentStatus,
   type GatewayRoute,
   type LoginResponse,
   type MeResponse,
@@ -272,6 +274,20 @@ export class GatewayClient {
   /** C1: the project's recent tool calls decided again under a draft; nothing is published. */
   policyDryRun(projectId: string, sourceText: string, sessions: number): Promise<PolicyDryRunResponse> {
     return this.request(GatewayRoutes.policyDryRun, { params: { projectId }, body: { sourceText, sessions } });
+  }
+
+  // --- a project's environment ---
+
+  environmentStatus(projectId: string): Promise<EnvironmentStatus> {
+    return this.request(GatewayRoutes.environmentStatus, { params: { projectId } });
+  }
+
+  prepareEnvironment(projectId: string, force: boolean): Promise<EnvironmentStatus> {
+    return this.request(GatewayRoutes.prepareEnvironment, { params: { projectId }, body: { force } });
+  }
+
+  environmentLog(projectId: string, jobId: string, offset: number): Promise<EnvironmentLog> {
+    return this.request(GatewayRoutes.environmentLog, { params: { projectId, jobId }, query: { offset } });
   }
 
   // --- sessions ---

@@ -6,6 +6,7 @@ import {
   matchGatewayRoute,
   requestIssues,
   type ApprovalView,
+  type EnvironmentStatus,
   type PolicyDryRunResponse,
   type GatewayRoute,
   type GatewayRouteName,
@@ -105,6 +106,40 @@ export function approvalView(id: string, over: Partial<ApprovalView> = {}): Appr
   };
 }
 
+/** A repository without a devcontainer: what the environment routes answer for a project nobody set. */
+export function baseEnvironment(over: Partial<EnvironmentStatus> = {}): EnvironmentStatus {
+  return {
+    state: 'base',
+    ref: 'main',
+    commit: 'c'.repeat(40),
+    key: null,
+    devcontainer: null,
+    job: null,
+    message: 'The repository has no devcontainer: sessions start from the sandbox image.',
+    ...over,
+  };
+}
+
+/** A refusal the fake answers instead of playing a route (a 403 for a security officer, a 409 for a start). */
+export interface Refusal {
+  status: number;
+  code: string;
+  message: string;
+}
+
+/**
+ * A preparation's log: the first `revealed` parts are there; with `grows`, a read that reaches their end
+ * finds one more (the job went on meanwhile). Once every part is there the job is complete and the
+ * project's status becomes `after`.
+ */
+export interface FakeJobLog {
+  projectId: string;
+  parts: string[];
+  revealed: number;
+  grows: boolean;
+  after?: EnvironmentStatus;
+}
+
 export class FakeGateway {
   readonly requests: RecordedRequest[] = [];
   /** Requests the gateway would have refused; see takeDrift(). */
@@ -117,6 +152,16 @@ export class FakeGateway {
   dryRun: PolicyDryRunResponse = { sessionsReplayed: 0, toolCallsReplayed: 0, changes: [] };
   auditVerify: unknown = { ok: true, checked: 3, lastSeq: 3, lastHash: 'h3' };
   auditExport = '{"seq":1}\n{"seq":2}\n';
+  /** What `GET /projects/:id/environment` answers, per project id (absent: a repository without a devcontainer). */
+  environments = new Map<string, EnvironmentStatus>();
+  /** What `POST /projects/:id/environment/prepare` answers (and the status becomes), per project id; absent: the current status. */
+  prepares = new Map<string, EnvironmentStatus>();
+  /** Each preparation's log, by job id. */
+  jobLogs = new Map<string, FakeJobLog>();
+  /** Answered instead of `POST …/environment/prepare` (as the gateway refuses a security officer). */
+  prepareRefusal: Refusal | null = null;
+  /** Answered instead of `POST /sessions` (as the gateway refuses a start while the environment is not ready). */
+  sessionRefusal: Refusal | null = null;
   private server!: Server;
   private wss!: WebSocketServer;
   private emitted: Record<string, unknown>[] = [];
@@ -335,7 +380,32 @@ export class FakeGateway {
     if (m && req.method === 'POST') {
       return this.send(res, 201, { id: 'pv2', projectId: m[1], version: 2, document: {}, sourceText: (body as { sourceText: string }).sourceText, authorId: 'u1', comment: '', createdAt: now() });
     }
+    m = /^\/projects\/([^/]+)\/environment(\/prepare|\/jobs\/([^/]+)\/log)?$/.exec(path);
+    if (m) {
+      const projectId = m[1] as string;
+      if (!this.projects.some((p) => p.id === projectId)) return this.error(res, 404, 'not_found', `There is no project ${projectId}.`);
+      const current = this.environments.get(projectId) ?? baseEnvironment();
+      if (!m[2]) return this.send(res, 200, current);
+      if (m[2] === '/prepare') {
+        if (this.prepareRefusal) return this.error(res, this.prepareRefusal.status, this.prepareRefusal.code, this.prepareRefusal.message);
+        const next = this.prepares.get(projectId) ?? current;
+        this.environments.set(projectId, next);
+        return this.send(res, 202, next);
+      }
+      const jobId = decodeURIComponent(m[3] as string);
+      const log = this.jobLogs.get(jobId);
+      if (!log || log.projectId !== projectId) return this.error(res, 404, 'not_found', `Project "demo" has no environment preparation ${jobId}.`);
+      const offset = Number(url.searchParams.get('offset') ?? '0');
+      const available = Buffer.byteLength(log.parts.slice(0, log.revealed).join(''), 'utf8');
+      if (log.grows && offset >= available && log.revealed < log.parts.length) log.revealed++;
+      const all = Buffer.from(log.parts.slice(0, log.revealed).join(''), 'utf8');
+      const complete = log.revealed === log.parts.length;
+      if (complete && log.after) this.environments.set(projectId, log.after);
+      const from = Math.min(offset, all.length);
+      return this.send(res, 200, { jobId, text: all.subarray(from).toString('utf8'), offset: from, nextOffset: all.length, complete });
+    }
     if (route === 'POST /sessions') {
+      if (this.sessionRefusal) return this.error(res, this.sessionRefusal.status, this.sessionRefusal.code, this.sessionRefusal.message);
       // Checked against GatewayRoutes above; parsed again here for the defaults the gateway applies.
       const b = CreateSessionRequest.parse(body);
       this.sessionId = `s${this.nextId++}`;

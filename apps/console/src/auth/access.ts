@@ -5,13 +5,15 @@ import type { UserRole } from '@lemniscate/contracts';
  * project); this table only keeps the console from offering what would be refused. access.spec.ts
  * checks it against the gateway's abilities from libs/policy, so the two cannot drift apart.
  */
-export type PageKey = 'dashboard' | 'approvals' | 'sessions' | 'policies' | 'users' | 'audit';
+export type PageKey = 'dashboard' | 'approvals' | 'sessions' | 'policies' | 'environment' | 'users' | 'audit';
 
 interface PageInfo {
   key: PageKey;
   path: string;
   label: string;
   roles: readonly UserRole[];
+  /** Other paths that belong to the page: a per-project page lives under `/projects/:projectId/`. */
+  also?: RegExp;
 }
 
 export const PAGES: readonly PageInfo[] = [
@@ -19,6 +21,7 @@ export const PAGES: readonly PageInfo[] = [
   { key: 'approvals', path: '/approvals', label: 'Approvals', roles: ['admin', 'developer'] },
   { key: 'sessions', path: '/sessions', label: 'Sessions', roles: ['admin', 'developer', 'security_officer'] },
   { key: 'policies', path: '/policies', label: 'Policies', roles: ['admin', 'developer', 'security_officer'] },
+  { key: 'environment', path: '/environment', label: 'Environment', roles: ['admin', 'developer', 'security_officer'], also: /^\/projects\/[^/]+\/environment\/?$/ },
   { key: 'users', path: '/users', label: 'Users', roles: ['admin'] },
   { key: 'audit', path: '/audit', label: 'Audit', roles: ['admin', 'security_officer'] },
 ];
@@ -37,6 +40,8 @@ export const ACTIONS = {
   revokeSession: ['admin'],
   answerApproval: ['admin', 'developer'],
   publishPolicy: ['admin'],
+  /** Members only: the gateway refuses a project the person is not a member of, whatever the role. */
+  prepareEnvironment: ['admin', 'developer'],
   exportAudit: ['admin', 'security_officer'],
 } as const satisfies Record<string, readonly UserRole[]>;
 

@@ -30,7 +30,7 @@ export function toDockerCreateOptions(spec: SandboxContainerSpec): Docker.Contai
     Entrypoint: [],
     User: `${SANDBOX_UID}:${SANDBOX_GID}`,
     WorkingDir: WORKSPACE_DIR,
-    Env: [...SANDBOX_ENV],
+    Env: [...SANDBOX_ENV, ...(spec.env ?? [])],
     Labels: { ...spec.labels },
     Hostname: 'sandbox',
     NetworkDisabled: true,
@@ -40,7 +40,7 @@ export function toDockerCreateOptions(spec: SandboxContainerSpec): Docker.Contai
     OpenStdin: false,
     Tty: false,
     HostConfig: {
-      Runtime: spec.runtime,
+      Runtime: spec.engineRuntime ?? spec.runtime,
       NetworkMode: 'none',
       ReadonlyRootfs: true,
       Tmpfs: { '/tmp': `rw,noexec,nosuid,nodev,size=${spec.tmpfsBytes},mode=1777` },
@@ -59,7 +59,10 @@ export function toDockerCreateOptions(spec: SandboxContainerSpec): Docker.Contai
       ],
       // pid 1 is KEEPER_SCRIPT, which reaps orphans itself (see above).
       Init: false,
-      Mounts: [{ Type: 'bind', Source: spec.workspaceHostPath, Target: WORKSPACE_DIR, ReadOnly: false, BindOptions: { Propagation: 'rprivate' } }],
+      Mounts: [
+        { Type: 'bind', Source: spec.workspaceHostPath, Target: WORKSPACE_DIR, ReadOnly: false, BindOptions: { Propagation: 'rprivate' } },
+        ...(spec.extraMounts ?? []).map((m) => ({ Type: 'bind' as const, Source: m.source, Target: m.target, ReadOnly: m.readOnly, BindOptions: { Propagation: 'rprivate' as const } })),
+      ],
       Binds: [],
       Devices: [],
       IpcMode: 'private',

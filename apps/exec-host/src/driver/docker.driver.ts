@@ -7,6 +7,7 @@ import { compileContainerOptions, compiledFilterOf, seccompProfileOf, toExecOpti
 import {
   LABEL_INSTANCE,
   LABEL_MANAGED,
+  runtimeFamily,
   SANDBOX_GID,
   SANDBOX_UID,
   type ContainerRef,
@@ -14,6 +15,8 @@ import {
   type EngineInfo,
   type ExecOutcome,
   type ExecSpec,
+  type ImageBuild,
+  type ImageInfo,
   type ResourceCounters,
   type SandboxContainerSpec,
   type SandboxDriver,
@@ -120,6 +123,57 @@ export class DockerSandboxDriver implements SandboxDriver {
       return true;
     } catch (e) {
       if (statusCode(e) === 404) return false;
+      throw e;
+    }
+  }
+
+  async imageInfo(image: string): Promise<ImageInfo | null> {
+    try {
+      const info = await this.docker.getImage(image).inspect();
+      return { id: info.Id, layers: info.RootFS?.Layers ?? [] };
+    } catch (e) {
+      if (statusCode(e) === 404) return null;
+      throw e;
+    }
+  }
+
+  async buildImage(context: NodeJS.ReadableStream, build: ImageBuild): Promise<string> {
+    const stream = await this.docker.buildImage(context, {
+      t: build.tag,
+      dockerfile: build.dockerfile,
+      buildargs: build.buildArgs,
+      labels: build.labels,
+      // RUN steps have no network: dependencies come in through the set-up commands and the mirrors.
+      networkmode: 'none',
+      rm: true,
+      forcerm: true,
+      abortSignal: build.signal,
+    });
+    let failure: string | null = null;
+    await new Promise<void>((resolve, reject) => {
+      this.docker.modem.followProgress(
+        stream,
+        (err: Error | null) => (err ? reject(err) : resolve()),
+        (event: { stream?: string; error?: string; errorDetail?: { message?: string } }) => {
+          if (event.stream) for (const line of event.stream.split('\n')) if (line.trim() !== '') build.onOutput(line);
+          if (event.error) {
+            failure = event.errorDetail?.message ?? event.error;
+            build.onOutput(failure);
+          }
+        },
+      );
+    });
+    if (failure) throw new Error(failure);
+    const info = await this.imageInfo(build.tag);
+    if (!info) throw new Error(`the build ended without an image tagged ${build.tag}`);
+    return info.id;
+  }
+
+  async removeImage(image: string): Promise<void> {
+    try {
+      await this.docker.getImage(image).remove({ force: false, noprune: false });
+    } catch (e) {
+      if (statusCode(e) === 404) return;
       throw e;
     }
   }
@@ -300,7 +354,7 @@ export class DockerSandboxDriver implements SandboxDriver {
     try {
       const info = await this.docker.getContainer(containerId).inspect();
       pid = info.State.Pid;
-      runtime = info.HostConfig.Runtime ?? 'runc';
+      runtime = runtimeFamily(info.HostConfig.Runtime ?? 'runc');
     } catch {
       return null;
     }
@@ -328,7 +382,7 @@ export class DockerSandboxDriver implements SandboxDriver {
     const cached = this.execContexts.get(containerId);
     if (cached) return cached;
     const { HostConfig, Image } = await this.docker.getContainer(containerId).inspect();
-    const runtime = HostConfig.Runtime ?? 'runc';
+    const runtime = runtimeFamily(HostConfig.Runtime ?? 'runc');
     const profile = seccompProfileOf(HostConfig.SecurityOpt);
     const compiled = runtime === 'runsc' && profile !== null ? await this.compiledFilter(Image, profile) : null;
     const nproc = (HostConfig.Ulimits ?? []).find((u) => u.Name === 'nproc');

@@ -10,6 +10,14 @@ export const LABEL_SESSION = 'lemniscate.session';
 export const LABEL_SANDBOX = 'lemniscate.sandbox';
 export const LABEL_INSTANCE = 'lemniscate.exec-host';
 
+/** The runtime family of an engine runtime name: `runsc-setup` is gVisor like `runsc`. */
+export function runtimeFamily(engineRuntime: string): 'runc' | 'runsc' {
+  return engineRuntime === 'runsc' || engineRuntime.startsWith('runsc-') ? 'runsc' : 'runc';
+}
+
+/** gVisor for a set-up: as `runsc`, plus `--host-uds=open` so the set-up reaches its egress socket. */
+export const RUNSC_SETUP_RUNTIME = 'runsc-setup';
+
 export const SANDBOX_UID = 10001;
 export const SANDBOX_GID = 10001;
 export const WORKSPACE_DIR = '/workspace';
@@ -31,6 +39,32 @@ export interface SandboxContainerSpec {
   seccompProfile: string;
   /** AppArmor profile name, or null when the host kernel has none. */
   apparmorProfile: string | null;
+  /**
+   * The engine's name of the runtime when it is not `runtime` itself: a variant of the same family
+   * (the set-up's `runsc-setup`, gVisor allowed to connect to its egress socket).
+   */
+  engineRuntime?: string;
+  /** Variables added to the sandbox's fixed environment (a devcontainer's containerEnv; a set-up's proxy). */
+  env?: string[];
+  /** Host paths bound besides the working copy (a set-up's egress socket and CA bundle), read-only unless said. */
+  extraMounts?: { source: string; target: string; readOnly: boolean }[];
+}
+
+/** What the engine knows of a local image. */
+export interface ImageInfo {
+  id: string;
+  /** Its filesystem layers, bottom first: an image derives from another when their layers start alike. */
+  layers: string[];
+}
+
+export interface ImageBuild {
+  tag: string;
+  /** The Dockerfile's path inside the context. */
+  dockerfile: string;
+  buildArgs: Record<string, string>;
+  labels: Record<string, string>;
+  onOutput: (line: string) => void;
+  signal: AbortSignal;
 }
 
 export interface ContainerRef {
@@ -92,4 +126,10 @@ export interface SandboxDriver {
   /** Removes the container; a container already gone (404) or already stopped (304) is success. */
   remove(containerId: string): Promise<void>;
   listManaged(instance: string): Promise<ContainerRef[]>;
+  /** Null when the engine has no such image. */
+  imageInfo(image: string): Promise<ImageInfo | null>;
+  /** Builds an image from a tar context with no network; resolves with its id, rejects with the build's last error line. */
+  buildImage(context: NodeJS.ReadableStream, build: ImageBuild): Promise<string>;
+  /** Removes an image by tag or id; one already gone is success. */
+  removeImage(image: string): Promise<void>;
 }

@@ -21,11 +21,13 @@ export function statusFor(code: ExecHostErrorCode): number {
     case 'sandbox_not_found':
     case 'file_not_found':
     case 'change_not_found':
+    case 'job_not_found':
       return HttpStatus.NOT_FOUND;
     case 'sandbox_busy':
     case 'session_has_sandbox':
     case 'unreviewed_changes':
     case 'patch_does_not_apply':
+    case 'environment_not_ready':
       return HttpStatus.CONFLICT;
     case 'sandbox_lost':
       return HttpStatus.GONE;
@@ -34,6 +36,7 @@ export function statusFor(code: ExecHostErrorCode): number {
     case 'binary_file':
     case 'edit_not_unique':
     case 'edit_not_found':
+    case 'environment_invalid':
       return HttpStatus.UNPROCESSABLE_ENTITY;
     case 'sandbox_limit_reached':
       return HttpStatus.TOO_MANY_REQUESTS;

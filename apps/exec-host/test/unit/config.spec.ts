@@ -53,4 +53,18 @@ describe('loadConfig', () => {
       );
     }
   });
+  it('gives the set-up no extra CA unless LEMNISCATE_EGRESS_CA_BUNDLE names an existing absolute file', () => {
+    expect(loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: token }).egressCaBundle).toBeNull();
+    expect(loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: token, LEMNISCATE_EGRESS_CA_BUNDLE: '/etc/hostname' }).egressCaBundle).toBe('/etc/hostname');
+    expect(() => loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: token, LEMNISCATE_EGRESS_CA_BUNDLE: 'ca.pem' })).toThrow(/must be an absolute path/);
+    expect(() => loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: token, LEMNISCATE_EGRESS_CA_BUNDLE: '/nowhere/ca.pem' })).toThrow(/does not exist/);
+  });
+
+  it('keeps 2 prepared environments per project unless LEMNISCATE_ENVIRONMENTS_KEPT says otherwise', () => {
+    expect(loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: token }).environmentsKept).toBe(2);
+    expect(loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: token, LEMNISCATE_ENVIRONMENTS_KEPT: '5' }).environmentsKept).toBe(5);
+    for (const bad of ['0', '-1', '1.5', 'x', '101']) {
+      expect(() => loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: token, LEMNISCATE_ENVIRONMENTS_KEPT: bad })).toThrow(/LEMNISCATE_ENVIRONMENTS_KEPT must be a whole number between 1 and 100/);
+    }
+  });
 });

@@ -21,7 +21,10 @@ export function statusFor(code: ErrorCode): number {
     case ErrorCode.Conflict:
     case ErrorCode.ApprovalAlreadyAnswered:
     case ErrorCode.SessionEnded:
+    case ErrorCode.EnvironmentNotReady:
       return HttpStatus.CONFLICT;
+    case ErrorCode.EnvironmentInvalid:
+      return HttpStatus.UNPROCESSABLE_ENTITY;
     case ErrorCode.RateLimited:
       return HttpStatus.TOO_MANY_REQUESTS;
     case ErrorCode.ExecHostUnavailable:

@@ -15,6 +15,10 @@ export enum ErrorCode {
   PolicyInvalid = 'policy_invalid',
   RateLimited = 'rate_limited',
   ExecHostUnavailable = 'exec_host_unavailable',
+  /** The project's environment is not prepared for its current inputs (preparing, failed, or never prepared). */
+  EnvironmentNotReady = 'environment_not_ready',
+  /** The repository's devcontainer cannot be used (unreadable, an image not on the exec-host, a build that fails). */
+  EnvironmentInvalid = 'environment_invalid',
   DatabaseUnavailable = 'database_unavailable',
   Internal = 'internal',
 }

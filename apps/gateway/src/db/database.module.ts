@@ -4,6 +4,7 @@ import { ApiTokensRepository } from './repositories/api-tokens.repository';
 import { ApprovalsRepository } from './repositories/approvals.repository';
 import { ApprovedCommandsRepository } from './repositories/approved-commands.repository';
 import { AuditLogRepository } from './repositories/audit-log.repository';
+import { EnvironmentJobsRepository } from './repositories/environment-jobs.repository';
 import { EventsRepository } from './repositories/events.repository';
 import { LoginFailuresRepository } from './repositories/login-failures.repository';
 import { PolicyVersionsRepository } from './repositories/policy-versions.repository';
@@ -30,6 +31,7 @@ const REPOSITORIES = [
   ApprovedCommandsRepository,
   AuditLogRepository,
   EventsRepository,
+  EnvironmentJobsRepository,
   Transactions,
 ];
 

@@ -17,4 +17,5 @@ export * from './repositories/approvals.repository';
 export * from './repositories/approved-commands.repository';
 export * from './repositories/audit-log.repository';
 export * from './repositories/events.repository';
+export * from './repositories/environment-jobs.repository';
 export * from './errors';

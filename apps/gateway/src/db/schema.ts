@@ -276,6 +276,37 @@ export const events = pgTable(
   (t) => [index('events_session_idx').on(t.sessionId, t.seq), index('events_project_idx').on(t.projectId, t.seq)],
 );
 
+const ENVIRONMENT_JOB_STATES = ['preparing', 'ready', 'failed', 'lost'] as const;
+/** `lost`: the exec-host no longer reports the job's result (its inputs changed, or it lost the job). */
+export type EnvironmentJobState = (typeof ENVIRONMENT_JOB_STATES)[number];
+
+/**
+ * Preparations of a project's environment (S8, 0009): a row per project and job, whose state leaves
+ * `preparing` once, so each end is audited once; the final state and the log's last 64 KiB outlive
+ * the exec-host's cache.
+ */
+export const environmentJobs = pgTable(
+  'environment_jobs',
+  {
+    projectId: text('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
+    jobId: text('job_id').notNull(),
+    key: text('key').notNull(),
+    /** Who asked (a person, or the developer whose session start asked for it); null when only seen. */
+    requestedBy: text('requested_by').references(() => users.id, { onDelete: 'set null' }),
+    state: text('state', { enum: ENVIRONMENT_JOB_STATES }).notNull().default('preparing'),
+    message: text('message'),
+    startedAt: at('started_at').notNull(),
+    finishedAt: at('finished_at'),
+    logTail: text('log_tail'),
+    /** The byte offset in the job's log where `logTail` begins. */
+    logTailOffset: bigint('log_tail_offset', { mode: 'number' }),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ name: 'environment_jobs_pkey', columns: [t.projectId, t.jobId] }), index('environment_jobs_state_idx').on(t.projectId, t.state)],
+);
+
 export type UserRow = typeof users.$inferSelect;
 export type NewUser = typeof users.$inferInsert;
 export type ProjectRow = typeof projects.$inferSelect;
@@ -296,3 +327,4 @@ export type ApprovedCommandRow = typeof approvedCommands.$inferSelect;
 export type AuditLogRow = typeof auditLog.$inferSelect;
 export type EventRow = typeof events.$inferSelect;
 export type NewEvent = typeof events.$inferInsert;
+export type EnvironmentJobRow = typeof environmentJobs.$inferSelect;

@@ -3,6 +3,9 @@ import type {
   ChangePathsResponse,
   ChangesResponse,
   CreateSandboxRequest,
+  EnvironmentLog,
+  EnvironmentRequest,
+  EnvironmentStatus,
   ExecExit,
   ExecHostErrorCode,
   ExecOutputChunk,
@@ -10,6 +13,7 @@ import type {
   ListFilesRequest,
   ListFilesResponse,
   PatchResponse,
+  PrepareEnvironmentRequest,
   ProposeEditRequest,
   ProposeWriteRequest,
   ProposedChange,
@@ -50,6 +54,12 @@ export interface ExecHostPort {
   accept(sandboxId: string, paths: string[], signal?: AbortSignal): Promise<ChangePathsResponse>;
   revert(sandboxId: string, paths: string[], signal?: AbortSignal): Promise<ChangePathsResponse>;
   patch(sandboxId: string, signal?: AbortSignal): Promise<PatchResponse>;
+  /** Where the project's environment stands for its current inputs (the devcontainer at its default ref). */
+  environmentStatus(request: EnvironmentRequest, signal?: AbortSignal): Promise<EnvironmentStatus>;
+  /** Starts (or joins) the preparation of the environment for its current inputs; ready at once when it already is and `force` is not set. */
+  prepareEnvironment(request: PrepareEnvironmentRequest, signal?: AbortSignal): Promise<EnvironmentStatus>;
+  /** A preparation's log from `offset` (bytes); `complete` once the job is over. */
+  environmentLog(jobId: string, offset: number, signal?: AbortSignal): Promise<EnvironmentLog>;
 }
 
 /**
@@ -83,6 +93,11 @@ export class ExecHostCallError extends Error {
  */
 export function toAppError(err: unknown, asked: string): AppError {
   if (!(err instanceof ExecHostCallError)) return new AppError(ErrorCode.ExecHostUnavailable, err instanceof Error ? err.message : String(err));
+  // Refusals about the project's environment are the developer's to act on: the exec-host's sentence
+  // says what stands (preparing, failed, never prepared; which devcontainer setting is unusable).
+  if (err.answered && err.code === 'environment_not_ready') return new AppError(ErrorCode.EnvironmentNotReady, err.message);
+  if (err.answered && err.code === 'environment_invalid') return new AppError(ErrorCode.EnvironmentInvalid, err.message);
+  if (err.answered && err.code === 'job_not_found') return new AppError(ErrorCode.NotFound, err.message);
   const refused = err.answered && (err.status < 200 || err.status > 299);
   return new AppError(ErrorCode.ExecHostUnavailable, refused ? `The exec-host refused to ${asked} (HTTP ${err.status}).` : err.message);
 }

@@ -3,6 +3,8 @@ import {
   ChangePathsResponse,
   ChangesResponse,
   DestroySandboxResponse,
+  EnvironmentLog,
+  EnvironmentStatus,
   ErrorBody,
   ExecExit,
   ExecHostErrorCode,
@@ -16,6 +18,8 @@ import {
   SandboxInfo,
   SearchFilesResponse,
   type CreateSandboxRequest,
+  type EnvironmentRequest,
+  type PrepareEnvironmentRequest,
   type ExecOutputChunk,
   type ExecRequest,
   type ListFilesRequest,
@@ -42,6 +46,11 @@ export const EXEC_HOST_TIMEOUTS_MS = {
   create: 120_000,
   /** The patch of everything kept, which may be large. */
   patch: 120_000,
+  /**
+   * Reading an environment's status (the devcontainer and lock files at the default ref), starting
+   * or joining a preparation (answered at once; the work goes on in the background) or a page of its log.
+   */
+  environment: 30_000,
 };
 export type ExecHostTimeouts = typeof EXEC_HOST_TIMEOUTS_MS;
 
@@ -171,6 +180,16 @@ export class HttpExecHost implements ExecHostPort {
   }
   patch(id: string, signal?: AbortSignal) {
     return this.json('GET', ExecHostRoutes.patch(id), PatchResponse, { signal, timeoutMs: this.timeouts.patch });
+  }
+
+  environmentStatus(request: EnvironmentRequest, signal?: AbortSignal) {
+    return this.json('POST', ExecHostRoutes.environmentStatus(), EnvironmentStatus, { body: request, signal, timeoutMs: this.timeouts.environment });
+  }
+  prepareEnvironment(request: PrepareEnvironmentRequest, signal?: AbortSignal) {
+    return this.json('POST', ExecHostRoutes.prepareEnvironment(), EnvironmentStatus, { body: request, signal, timeoutMs: this.timeouts.environment });
+  }
+  environmentLog(jobId: string, offset: number, signal?: AbortSignal) {
+    return this.json('GET', ExecHostRoutes.environmentLog(jobId, offset), EnvironmentLog, { signal, timeoutMs: this.timeouts.environment });
   }
 
   private async json<S extends z.ZodType>(method: string, path: string, schema: S, call: Call): Promise<z.output<S>> {

@@ -3,10 +3,12 @@ import { refusesApprovals, type CreateSessionRequest, type SessionView } from '@
 import { initPolicyEngine } from '@lemniscate/policy';
 import { AgentUnavailableError, BUILTIN_AGENTS, ExecutionConfigError, discoverAgents, resolveExecutionConfig, type AgentCatalogue, type AgentDefinition } from '@lemniscate/session';
 import { AuditService } from '../audit/audit.service';
+import { AccessService } from '../auth/access.service';
 import { actorOf, type Principal } from '../auth/principal';
 import { AppError, ErrorCode } from '../common/errors';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config/config';
 import { ProjectsRepository } from '../db/repositories/projects.repository';
+import { EnvironmentsService } from '../environments/environments.service';
 import { PoliciesService } from '../projects/policies.service';
 import { SessionLeaseService } from '../sessions/session-lease.service';
 import { SessionRunRegistry } from '../sessions/session-run.registry';
@@ -40,9 +42,11 @@ export class SessionRuntimeService implements OnApplicationShutdown {
     private readonly projects: ProjectsRepository,
     private readonly policies: PoliciesService,
     private readonly audit: AuditService,
+    private readonly access: AccessService,
     private readonly registry: SessionRunRegistry,
     private readonly lease: SessionLeaseService,
     private readonly sessionTrees: SessionTrees,
+    private readonly environments: EnvironmentsService,
     @Optional() @Inject(SESSION_LOOPS) private readonly loops: SessionLoops = 'run',
   ) {
     this.models = new SessionModels(config.models);
@@ -79,6 +83,11 @@ export class SessionRuntimeService implements OnApplicationShutdown {
       return this.sessionsService.create(principal, { ...request, agent: agent.name, includedUncommitted: !!request.startingPatch });
     }
     const model = await this.models.choose(request.model, agent);
+    // S8: every sandbox of the session starts from the project's environment, prepared for its default
+    // ref; a start is refused with a sentence while it is not ready (and one never prepared starts now).
+    // Asked only of someone who may start the session, so a refused person cannot cause a preparation.
+    await this.access.require(principal, 'create', 'Session', { projectId: project.id, userId: principal.userId });
+    const environment = await this.environments.forSession(principal, project, policy);
 
     // Only "headless" refuses at once; "headless_with_approvals" waits for a person like an interactive session.
     const headless = refusesApprovals(request.mode);
@@ -107,6 +116,7 @@ export class SessionRuntimeService implements OnApplicationShutdown {
       root: view,
       project: { id: project.id, name: project.name },
       repository: { source: project.repositorySource, ...(ref ? { ref } : {}) },
+      environment,
       instruction: request.instruction,
       startingPatch: request.startingPatch,
       headless,

@@ -17,7 +17,7 @@ import {
   type RandomBytes,
   type SessionOutcome,
 } from '@lemniscate/session';
-import { formatBytes, toolArgumentsOverLimit, utf8Bytes, type FileChange, type SandboxInfo, type SessionEventOf } from '@lemniscate/contracts';
+import { formatBytes, toolArgumentsOverLimit, utf8Bytes, type EnvironmentRequest, type FileChange, type SandboxInfo, type SessionEventOf } from '@lemniscate/contracts';
 import { describeFailure } from '../db/errors';
 import type { ChatMessage, ModelProvider, ToolCall, ToolDefinition, TurnResult } from '../model/model.types';
 import { ExecHostCallError, type ExecHostPort } from '../exec-host/exec-host.port';
@@ -57,6 +57,11 @@ export interface SessionRunInput {
   sessionId: string;
   project: string;
   repository: { source: string; ref?: string };
+  /**
+   * The project's environment (S8), sent with the sandbox's creation: the repository at the project's
+   * default ref, not the session's. The exec-host refuses the creation while it is not ready.
+   */
+  environment?: EnvironmentRequest;
   uncommittedPatch?: string;
   instruction: string;
   headless: boolean;
@@ -204,6 +209,7 @@ export class SessionRunner {
       {
         sessionId: this.input.sessionId,
         repository: this.input.repository,
+        ...(this.input.environment ? { environment: this.input.environment } : {}),
         uncommittedPatch: this.input.uncommittedPatch,
         contextExclusions: policy.contextExclusions,
         runtime: policy.sandbox.runtime,
@@ -916,6 +922,9 @@ export class SessionRunner {
     if (e?.class === 'model_timeout' || e?.code === 'model_timeout') this.lastErrorClass = 'model_timeout';
     else if (err instanceof ExecHostCallError && (err.code === 'sandbox_lost' || err.code === 'sandbox_not_found')) this.lastErrorClass = 'sandbox_lost';
     else if (err instanceof ExecHostCallError && (err.code === 'engine_unavailable' || err.status >= 500)) this.lastErrorClass = 'platform_error';
+    // The project's environment became unready between the start's check and the sandbox (new inputs
+    // at the default ref): the exec-host's sentence says what stands; nothing crashed.
+    else if (err instanceof ExecHostCallError && (err.code === 'environment_not_ready' || err.code === 'environment_invalid')) this.lastErrorClass = 'platform_error';
     else if (e?.class === 'model_error' || (err as Error)?.name?.startsWith('Model')) this.lastErrorClass = 'model_error';
     else this.lastErrorClass = 'crash';
     return outcomes.crashed(describeFailure(err));

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { SandboxInfo, SessionView } from '@lemniscate/contracts';
+import type { EnvironmentRequest, SandboxInfo, SessionView } from '@lemniscate/contracts';
 import { SubagentTracker, type AgentCatalogue, type AgentDefinition, type ExecutionCeilings, type ExecutionConfig } from '@lemniscate/session';
 import { withDbRetry } from '../db/retry';
 import { EXEC_HOST, type ExecHostPort } from '../exec-host/exec-host.port';
@@ -17,6 +17,8 @@ export interface SessionTreeSpec {
   root: SessionView;
   project: { id: string; name: string };
   repository: { source: string; ref?: string };
+  /** The project's environment (S8): the sandbox starts from it. */
+  environment?: EnvironmentRequest;
   instruction: string;
   /** The developer's uncommitted work, applied over the base before the agent starts. */
   startingPatch?: string;
@@ -92,6 +94,7 @@ export class SessionTrees {
         sessionId: root.id,
         project: project.name,
         repository: spec.repository,
+        environment: spec.environment,
         uncommittedPatch: spec.startingPatch,
         instruction: spec.instruction,
         headless: spec.headless,
@@ -145,4 +148,7 @@ export class SandboxRecordingExecHost implements ExecHostPort {
   accept = (...args: Parameters<ExecHostPort['accept']>) => this.execHost.accept(...args);
   revert = (...args: Parameters<ExecHostPort['revert']>) => this.execHost.revert(...args);
   patch = (...args: Parameters<ExecHostPort['patch']>) => this.execHost.patch(...args);
+  environmentStatus = (...args: Parameters<ExecHostPort['environmentStatus']>) => this.execHost.environmentStatus(...args);
+  prepareEnvironment = (...args: Parameters<ExecHostPort['prepareEnvironment']>) => this.execHost.prepareEnvironment(...args);
+  environmentLog = (...args: Parameters<ExecHostPort['environmentLog']>) => this.execHost.environmentLog(...args);
 }

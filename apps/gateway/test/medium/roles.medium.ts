@@ -7,6 +7,7 @@ import { listRoutes } from '../../src/openapi/routes';
 import { ToolCallsRepository } from '../../src/db/repositories/tool-calls.repository';
 import { withTestDatabases } from '../support/db';
 import { ApprovalsService } from '../../src/sessions/approvals.service';
+import { startExecHostDouble, type ExecHostDouble } from '../support/exec-host-double';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, bearer, createProject, createUser, startGateway, tokenFor, type Gateway } from '../support/harness';
 import { EventsClient } from '../support/ws-client';
 
@@ -41,6 +42,9 @@ interface World {
   ownerSession: string;
   ownerApproval: string;
   ownerUser: string;
+  /** A preparation of each project's environment. */
+  ownJob: string;
+  foreignJob: string;
 }
 
 interface Subject {
@@ -141,6 +145,18 @@ const REQUESTS: Record<string, Build> = {
   'GET /projects/:projectId/policy/versions/:version': inProject('/policy/versions/1'),
   'GET /projects/:projectId/policy/diff': inProject('/policy/diff?from=1&to=1'),
   'POST /projects/:projectId/policy/rollback': inProject('/policy/rollback', () => ({ version: 1 })),
+  'GET /projects/:projectId/environment': inProject('/environment'),
+  'POST /projects/:projectId/environment/prepare': (shape, w, s) => {
+    const projectId = projectOf(shape, w);
+    // Preparing takes the right to start a session in the project.
+    return projectId ? { path: `/projects/${projectId}/environment/prepare`, body: {}, fields: { projectId, userId: s.userId } } : undefined;
+  },
+  'GET /projects/:projectId/environment/jobs/:jobId/log': (shape, w) => {
+    const projectId = projectOf(shape, w);
+    if (!projectId) return undefined;
+    const job = shape === 'own' ? w.ownJob : shape === 'other' ? w.foreignJob : 'job-unknown';
+    return { path: `/projects/${projectId}/environment/jobs/${job}/log`, fields: { projectId } };
+  },
   'POST /sessions': (shape, w, s) => {
     const projectId = projectOf(shape, w);
     return projectId ? { path: '/sessions', body: { projectId, instruction: 'do it' }, fields: { projectId, userId: s.userId } } : undefined;
@@ -205,11 +221,13 @@ afterAll(() => {
 
 withTestDatabases((db) => {
   let gw: Gateway;
+  let execHost: ExecHostDouble;
   let w: World;
   const subjects: Subject[] = [];
 
   beforeAll(async () => {
-    gw = await startGateway(db());
+    execHost = await startExecHostDouble();
+    gw = await startGateway(db(), { LEMNISCATE_EXEC_HOST_URL: execHost.url, LEMNISCATE_EXEC_HOST_TOKEN: execHost.token });
     const admin = (await tokenFor(gw, ADMIN_EMAIL, ADMIN_PASSWORD)).token;
     const own = await createProject(gw, admin, 'own-project');
     const foreign = await createProject(gw, admin, `foreign-${FOREIGN_MARK}`);
@@ -256,7 +274,15 @@ withTestDatabases((db) => {
     expect((await publish(own, OWN_MARK)).status).toBe(201);
     await audit.append({ actor: 'system', kind: 'test.marker', projectId: own, sessionId: o.session, payload: { note: `${OWN_MARK}-audit` } });
 
+    const prepare = async (projectId: string) => {
+      execHost.setEnvironment(projectId, { outcome: 'manual' });
+      const res = await gw.http().post(`/api/v1/projects/${projectId}/environment/prepare`).set(bearer(admin)).send({});
+      expect(res.status).toBe(202);
+      return res.body.job.jobId as string;
+    };
     w = {
+      ownJob: await prepare(own),
+      foreignJob: await prepare(foreign),
       own,
       foreign,
       foreignSession: f.session,
@@ -281,6 +307,7 @@ withTestDatabases((db) => {
   });
   afterAll(async () => {
     await gw?.close();
+    await execHost?.close();
   });
 
   it('no response carries a byte of a project the caller is not a member of, and every allowed read succeeds', async () => {

@@ -1,6 +1,7 @@
 import { ErrorBody, fillPath, gatewayPath, GatewayRoutes, type GatewayRoute, type GatewayRouteName } from '@lemniscate/contracts';
 import { withTestDatabases } from '../support/db';
 import { ApprovalsService } from '../../src/sessions/approvals.service';
+import { startExecHostDouble, type ExecHostDouble } from '../support/exec-host-double';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, bearer, createProject, createUser, login, PASSWORD, tokenFor, startGateway, type Gateway } from '../support/harness';
 
 jest.setTimeout(120_000);
@@ -16,20 +17,24 @@ interface Call {
   query?: Record<string, string | number>;
   body?: unknown;
   headers?: Record<string, string>;
-  /** A status other than the route's success status (readiness without an exec-host is 503). */
+  /** A status other than the route's success status. */
   status?: number;
 }
 
 withTestDatabases((db) => {
   let gw: Gateway;
+  let execHost: ExecHostDouble;
   const called = new Set<GatewayRouteName>();
 
   beforeAll(async () => {
     called.clear();
-    gw = await startGateway(db());
+    // The exec-host double answers readiness and the project environment's routes.
+    execHost = await startExecHostDouble();
+    gw = await startGateway(db(), { LEMNISCATE_EXEC_HOST_URL: execHost.url, LEMNISCATE_EXEC_HOST_TOKEN: execHost.token });
   });
   afterAll(async () => {
     await gw?.close();
+    await execHost?.close();
   });
 
   async function call(name: GatewayRouteName, c: Call = {}): Promise<{ body: unknown; text: string; headers: Record<string, string> }> {
@@ -57,7 +62,7 @@ withTestDatabases((db) => {
 
   it('answers every route of the table with the status and the body shape the table gives', async () => {
     await call('healthz');
-    await call('readyz', { status: 503 });
+    await call('readyz');
     expect((await call('metrics')).text).toContain('# HELP');
     expect((await call('apiDocs')).body).toMatchObject({ openapi: expect.stringMatching(/^3\.1/) });
 
@@ -98,6 +103,13 @@ withTestDatabases((db) => {
     await call('policyDiff', { headers: asAdmin, params: { projectId }, query: { from: 1, to: 2 } });
     await call('policyRollback', { headers: asAdmin, params: { projectId }, body: { version: 1, comment: 'back' } });
     await call('policyDryRun', { headers: asAdmin, params: { projectId }, body: { sourceText: 'version: 1\n' } });
+
+    // The project's environment: a preparation, its status, its log.
+    execHost.setEnvironment(projectId, { outcome: 'manual' });
+    const prepared = (await call('prepareEnvironment', { headers: asDev, params: { projectId }, body: { force: false } })).body as { job: { jobId: string } };
+    await call('environmentStatus', { headers: asDev, params: { projectId } });
+    await call('environmentLog', { headers: asDev, params: { projectId, jobId: prepared.job.jobId }, query: { offset: 0 } });
+    execHost.finishJob(prepared.job.jobId, 'ready');
 
     // Sessions and approvals (sessions are recorded here; their loops run in test/e2e).
     const session = (await call('createSession', { headers: asDev, body: { projectId, instruction: 'walk the routes', headless: true } })).body as { id: string };

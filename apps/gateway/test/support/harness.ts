@@ -8,7 +8,8 @@ import type { Database } from '../../src/db/database';
 import { configureApp } from '../../src/setup';
 
 // These tests exercise the HTTP layer over a real database; the session loop (model, exec-host,
-// Docker) is exercised end to end in test/e2e. Sessions are recorded, no loop starts.
+// Docker) is exercised end to end in test/e2e. Sessions are recorded, no loop starts, unless a test
+// asks for `sessionLoops: 'run'` (with the exec-host double and the scripted model).
 
 export const ADMIN_EMAIL = 'admin@example.test';
 export const ADMIN_PASSWORD = 'correct horse battery staple';
@@ -24,8 +25,15 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
+export interface GatewayOptions {
+  /** `run` starts each session's loop (a model and an exec-host double are then needed); `record` by default. */
+  sessionLoops?: 'run' | 'record';
+  /** How often the gateway asks about a preparation of a project's environment. */
+  environmentPollMs?: number;
+}
+
 /** A real gateway on a loopback port, over the given database, exactly as main.ts configures it. */
-export async function startGateway(database: Database, env: Record<string, string> = {}, logStream?: { write(line: string): void }): Promise<Gateway> {
+export async function startGateway(database: Database, env: Record<string, string> = {}, logStream?: { write(line: string): void }, options: GatewayOptions = {}): Promise<Gateway> {
   const config = loadConfig({
     LEMNISCATE_ADMIN_EMAIL: ADMIN_EMAIL,
     LEMNISCATE_ADMIN_PASSWORD: ADMIN_PASSWORD,
@@ -34,7 +42,11 @@ export async function startGateway(database: Database, env: Record<string, strin
     ...env,
   });
   const printed: string[] = [];
-  const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot({ config, database, credentialsOutput: (t) => printed.push(t), logStream, sessionLoops: 'record' })] }).compile();
+  const moduleRef = await Test.createTestingModule({
+    imports: [
+      AppModule.forRoot({ config, database, credentialsOutput: (t) => printed.push(t), logStream, sessionLoops: options.sessionLoops ?? 'record', environmentPollMs: options.environmentPollMs }),
+    ],
+  }).compile();
   const app = moduleRef.createNestApplication({ bodyParser: false, bufferLogs: true });
   configureApp(app, config);
   await app.listen(0, '127.0.0.1');

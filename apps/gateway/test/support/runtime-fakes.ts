@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createPatch } from 'diff';
 import type { ApprovedCommand } from '@lemniscate/policy';
-import type { ExecExit, ExecOutputChunk, FileChange, SandboxInfo } from '@lemniscate/contracts';
+import type { EnvironmentLog, EnvironmentRequest, EnvironmentStatus, ExecExit, ExecOutputChunk, FileChange, SandboxInfo } from '@lemniscate/contracts';
 import { ExecHostCallError, type ExecHostPort } from '../../src/exec-host/exec-host.port';
 import type { ApprovalDraft, ApprovalOutcome, EventDraft, SessionEnd, SessionRecorder, ToolResultRecord } from '../../src/runtime/ports';
 
@@ -123,6 +123,22 @@ export class InMemoryExecHost implements ExecHostPort {
   async patch() {
     if (this.patchUnreadable) throw new ExecHostCallError('sandbox_lost', 'The sandbox is gone.', 410);
     return { baseCommit: 'a'.repeat(40), patch: this.applied.join(''), includedUncommitted: false, sessionPatch: this.applied.join(''), fingerprint: this.fingerprint() };
+  }
+  /** A repository without a devcontainer: sessions use the sandbox image. */
+  async environmentStatus(req: EnvironmentRequest): Promise<EnvironmentStatus> {
+    return {
+      state: 'base',
+      ref: req.repository.ref ?? 'HEAD',
+      commit: 'a'.repeat(40),
+      key: null,
+      devcontainer: null,
+      job: null,
+      message: 'The repository has no devcontainer: sessions start from the sandbox image.',
+    };
+  }
+  prepareEnvironment = (req: EnvironmentRequest) => this.environmentStatus(req);
+  async environmentLog(jobId: string): Promise<EnvironmentLog> {
+    throw new ExecHostCallError('job_not_found', `There is no environment preparation ${jobId}.`, 404);
   }
   /** X3, as the exec-host computes it: a hash over what is kept (accepted files and applied diffs), not over what a command left. */
   fingerprint(): string {

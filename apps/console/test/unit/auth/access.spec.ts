@@ -10,6 +10,7 @@ const pageNeeds: Record<PageKey, [AppAction, AppSubjectName, Record<string, stri
   approvals: ['answer', 'Approval', { projectId: PROJECT, sessionUserId: ME }],
   sessions: ['read', 'Session', { projectId: PROJECT, userId: ME }],
   policies: ['read', 'Policy', { projectId: PROJECT }],
+  environment: ['read', 'Project', { id: PROJECT }],
   users: ['manage', 'User', { id: 'someone-else' }],
   audit: ['read', 'Audit', { projectId: PROJECT }],
 };
@@ -18,6 +19,9 @@ const actionNeeds: Record<keyof typeof ACTIONS, [AppAction, AppSubjectName, Reco
   revokeSession: ['revoke', 'Session', { projectId: PROJECT, userId: 'someone-else' }],
   answerApproval: ['answer', 'Approval', { projectId: PROJECT, sessionUserId: ME }],
   publishPolicy: ['publish', 'Policy', { projectId: PROJECT }],
+  // libs/policy has no subject of its own for an environment: preparing one is what starting a
+  // session in the project needs first, and the same members (administrators, developers) may do it.
+  prepareEnvironment: ['create', 'Session', { projectId: PROJECT, userId: ME }],
   exportAudit: ['export', 'Audit', { projectId: PROJECT }],
 };
 
@@ -44,11 +48,16 @@ describe('console navigation matches the gateway abilities', () => {
   }
 
   it('a developer reads policies but is not offered publishing nor the user list', () => {
-    expect(pagesFor('developer').map((p) => p.key)).toEqual(['dashboard', 'approvals', 'sessions', 'policies']);
+    expect(pagesFor('developer').map((p) => p.key)).toEqual(['dashboard', 'approvals', 'sessions', 'policies', 'environment']);
     expect(ACTIONS.publishPolicy).toEqual(['admin']);
   });
 
+  it('everyone follows a project environment; administrators and developers prepare it, security officers only read', () => {
+    expect(pagesFor('security_officer').some((p) => p.key === 'environment')).toBe(true);
+    expect(ACTIONS.prepareEnvironment).toEqual(['admin', 'developer']);
+  });
+
   it('a security officer opens policies, as the role table says (reads projects, policies, sessions, approvals)', () => {
-    expect(pagesFor('security_officer').map((p) => p.key)).toEqual(['dashboard', 'sessions', 'policies', 'audit']);
+    expect(pagesFor('security_officer').map((p) => p.key)).toEqual(['dashboard', 'sessions', 'policies', 'environment', 'audit']);
   });
 });
