@@ -11,7 +11,7 @@ import { ensureImage } from './lib/image.mjs';
 import { ensurePostgres } from './lib/postgres.mjs';
 import { ensureChromium } from './lib/chromium.mjs';
 import { ensureConsoleBuild } from './lib/console.mjs';
-import { has, mustRun } from './lib/sh.mjs';
+import { has, mustRun, run } from './lib/sh.mjs';
 import { aptInstall } from './lib/engine.mjs';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -47,8 +47,10 @@ export async function setup({ forTests = false } = {}) {
     });
     // The environment tests' Python index is seeded with wheels built from Debian's Python packages
     // (test/support/mirrors): python3 builds them, apt-get downloads and dpkg-deb unpacks the packages.
+    // The mirrors' medium test installs from that index into a virtual environment of Debian's python3.
     await step('Python and dpkg-deb (package mirrors of the environment tests)', () => {
-      const missing = [has('python3') ? null : 'python3', has('dpkg-deb') ? null : 'dpkg'].filter(Boolean);
+      const venv = run('/usr/bin/python3', ['-c', 'import ensurepip, venv']).ok;
+      const missing = [has('python3') ? null : 'python3', has('dpkg-deb') ? null : 'dpkg', venv ? null : 'python3-venv'].filter(Boolean);
       if (missing.length === 0) return 'present';
       aptInstall(missing, 'The package mirrors of the environment tests');
       return `installed ${missing.join(', ')} from Debian`;

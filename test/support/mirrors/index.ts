@@ -1,4 +1,4 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
@@ -31,13 +31,26 @@ export interface Mirrors {
   close(): Promise<void>;
 }
 
-/** The docker0 bridge address when there is one, else the first non-loopback IPv4 address. */
+/** The docker0 bridge address when there is one (also while it is down: Node lists only interfaces that are up), else the first non-loopback IPv4 address. */
 export function mirrorHost(): string {
   const interfaces = os.networkInterfaces();
-  const docker = interfaces.docker0?.find((a) => a.family === 'IPv4');
-  if (docker) return docker.address;
+  const docker = interfaces.docker0?.find((a) => a.family === 'IPv4')?.address ?? dockerBridgeDown();
+  if (docker) return docker;
   for (const list of Object.values(interfaces)) for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
   throw new Error('This machine has no IPv4 address besides loopback to serve the package mirrors on.');
+}
+
+/** docker0's IPv4 address as `ip` reports it, or null (no docker0, or no `ip`). */
+function dockerBridgeDown(): string | null {
+  const r = spawnSync('ip', ['-4', '-o', 'addr', 'show', 'dev', 'docker0'], { encoding: 'utf8' });
+  return r.status === 0 ? (/\binet (\d+\.\d+\.\d+\.\d+)\//.exec(r.stdout)?.[1] ?? null) : null;
+}
+
+/** The registry npm uses on this machine (`npm config get registry`), which Verdaccio forwards to. */
+function npmRegistry(): string {
+  const r = spawnSync('npm', ['config', 'get', 'registry'], { cwd: ROOT, encoding: 'utf8' });
+  const url = r.status === 0 ? r.stdout.trim() : '';
+  return /^https?:\/\//.test(url) ? url : 'https://registry.npmjs.org/';
 }
 
 /** PEP 503: runs of -, _ and . are one -, lower case. */
@@ -107,7 +120,14 @@ async function startSimpleIndex(host: string, wheelDir: string, requests: string
     res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
   });
   const port = await listen(server, host);
-  return { url: `http://${host}:${port}/simple/`, close: () => new Promise<void>((r) => server.close(() => r())) };
+  return {
+    url: `http://${host}:${port}/simple/`,
+    close: () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      }),
+  };
 }
 
 /** Verdaccio in a child process (it trusts the CA bundle this host trusts, for the uplink). */
@@ -115,7 +135,7 @@ async function startVerdaccio(host: string, requests: string[]): Promise<{ url: 
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lemni-verdaccio-'));
   const storage = path.join(CACHE, 'verdaccio', 'storage');
   fs.mkdirSync(storage, { recursive: true });
-  const uplink = (process.env.LEMNISCATE_NPM_UPLINK ?? 'https://registry.npmjs.org/').replace(/\/?$/, '/');
+  const uplink = (process.env.LEMNISCATE_NPM_UPLINK ?? npmRegistry()).replace(/\/?$/, '/');
   const config = {
     storage,
     self_path: dir,
@@ -134,12 +154,14 @@ async function startVerdaccio(host: string, requests: string[]): Promise<{ url: 
   const probe = http.createServer();
   const port = await listen(probe, host);
   await new Promise<void>((r) => probe.close(() => r()));
-  const script = `require('verdaccio').runServer(${JSON.stringify(configPath)}).then((app) => app.listen(${port}, ${JSON.stringify(host)}, () => console.log('LISTENING')));`;
+  // It stops when its standard input closes: when this process goes away without close() (a killed
+  // test run), Verdaccio does not outlive it.
+  const script = `process.stdin.on('end', () => process.exit(0)).resume(); require('verdaccio').runServer(${JSON.stringify(configPath)}).then((app) => app.listen(${port}, ${JSON.stringify(host)}, () => console.log('LISTENING')));`;
   const caBundle = ['/etc/ssl/certs/ca-certificates.crt'].find((f) => fs.existsSync(f));
   const child: ChildProcess = spawn(process.execPath, ['-e', script], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...(caBundle ? { NODE_EXTRA_CA_CERTS: caBundle } : {}) },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['pipe', 'pipe', 'pipe'],
   });
   let printed = '';
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
