@@ -9,7 +9,7 @@ import { startMirrors, type Mirrors } from '../support/mirrors';
 /**
  * The package mirrors the environment tests use (test/support/mirrors), checked from the host with
  * the fixture projects: npm ci of node-project takes every locked package from the npm mirror and its
- * tests pass; pip installs python-project's requirements from the simple index into a virtual
+ * tests pass, and a later mirror serves it again from its storage alone; pip installs python-project's requirements from the simple index into a virtual
  * environment and pytest passes; what a mirror does not have fails with the tool's own sentence;
  * neither listens on loopback; close() leaves nothing answering.
  */
@@ -64,8 +64,8 @@ let mirrors: Mirrors;
 let work: string;
 
 /** A copy of a fixture project with the placeholders of its devcontainer filled, as the e2e test makes it. */
-function fixture(name: string): string {
-  const dir = path.join(work, name);
+function fixture(name: string, as = name): string {
+  const dir = path.join(work, as);
   fs.cpSync(path.join(FIXTURES, name), dir, { recursive: true });
   const dc = path.join(dir, '.devcontainer/devcontainer.json');
   const text = fs.readFileSync(dc, 'utf8');
@@ -129,6 +129,23 @@ describe('the npm mirror', () => {
     expect(outcome(test)).toEqual(OK);
     expect(test.stdout).toMatch(/^# pass [1-9]/m);
     expect(test.stdout).toMatch(/^# fail 0$/m);
+  });
+
+  it('what it fetched is kept: a second mirror on the same storage serves the same npm ci with its upstream unreachable', async () => {
+    const saved = process.env.LEMNISCATE_NPM_UPLINK;
+    process.env.LEMNISCATE_NPM_UPLINK = 'http://127.0.0.1:9/';
+    let offline: Mirrors | undefined;
+    try {
+      offline = await startMirrors();
+      const copy = fixture('node-project', 'node-project-offline');
+      const env = cleanEnv({ npm_config_registry: offline.npm, npm_config_cache: fs.mkdtempSync(path.join(work, 'npm-cache-')) });
+      expect(outcome(await run('npm', ['ci', '--no-audit', '--no-fund'], { cwd: copy, env }))).toEqual(OK);
+      expect(fs.existsSync(path.join(copy, 'node_modules/express/package.json'))).toBe(true);
+    } finally {
+      if (saved === undefined) delete process.env.LEMNISCATE_NPM_UPLINK;
+      else process.env.LEMNISCATE_NPM_UPLINK = saved;
+      await offline?.close();
+    }
   });
 
   it('a package the registry does not have is a 404 from the mirror, and publishing is refused', async () => {
