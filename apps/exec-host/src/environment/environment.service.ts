@@ -330,8 +330,7 @@ export class EnvironmentService {
   }
 
   async publicStatus(req: EnvironmentRequestParsed): Promise<EnvironmentStatus> {
-    const { meta: _meta, ...status } = await this.status(req);
-    return status;
+    return this.strip(await this.status(req));
   }
 
   // ───────────────────────────── preparing
