@@ -4,5 +4,6 @@ export * from './api';
 export * from './events';
 export * from './environment';
 export * from './exec-host';
+export * from './exec-host-pool';
 export * from './limits';
 export * from './symlinks';

@@ -24,6 +24,7 @@ import {
 import { CreateSessionRequest, SessionListQuery, SessionView, StartSubagentRequest, StopSessionRequest, StopSessionResponse, ToolCallView } from './sessions';
 import { DashboardQuery, DashboardStats } from './stats';
 import { EnvironmentLog, EnvironmentStatus } from '../environment';
+import { DrainExecHostRequest, ExecHostHeartbeat, ExecHostHeartbeatResponse, ExecHostParams, ExecHostView } from '../exec-host-pool';
 import { AddMemberRequest, CreateUserRequest, RevokeUserResponse } from './users';
 
 /** REST routes live under this prefix; probes, metrics and the API description do not. */
@@ -129,6 +130,12 @@ export const GatewayRoutes = {
 
   // stats
   dashboard: route('GET', api('/stats/dashboard'), { query: DashboardQuery, response: DashboardStats }),
+
+  // the exec-host pool: heartbeats come from exec-hosts (their token, not a person's); the rest is administration
+  execHostHeartbeat: route('POST', api('/exec-hosts/heartbeat'), { body: ExecHostHeartbeat, response: ExecHostHeartbeatResponse, status: 200 }),
+  listExecHosts: route('GET', api('/admin/exec-hosts'), { response: z.array(ExecHostView) }),
+  drainExecHost: route('POST', api('/admin/exec-hosts/:hostId/drain'), { params: ExecHostParams, body: DrainExecHostRequest.default({}), response: ExecHostView, status: 200 }),
+  undrainExecHost: route('POST', api('/admin/exec-hosts/:hostId/undrain'), { params: ExecHostParams, response: ExecHostView, status: 200 }),
 } as const satisfies Record<string, GatewayRoute>;
 
 export type GatewayRouteName = keyof typeof GatewayRoutes;
