@@ -25,6 +25,10 @@ import { ENVIRONMENT_POLL_MS, EnvironmentsService } from './environments/environ
 import { EventsService } from './events/events.service';
 import { PgNotifyFanOut } from './events/pg-notify.fan-out';
 import { execHostProvider } from './exec-host/exec-host.provider';
+import { ExecHostClients } from './exec-host/exec-host-clients';
+import { ExecHostPool } from './exec-host/exec-host-pool';
+import { ExecHostHeartbeatController, ExecHostsAdminController } from './exec-host/exec-hosts.controller';
+import { ExecHostsService } from './exec-host/exec-hosts.service';
 import { HealthController } from './health/health.controller';
 import { MetricsService } from './metrics/metrics.service';
 import { OpenApiController } from './openapi/openapi.controller';
@@ -73,6 +77,8 @@ export const CONTROLLERS = [
   ApprovalsController,
   AuditApiController,
   StatsController,
+  ExecHostHeartbeatController,
+  ExecHostsAdminController,
   HealthController,
   OpenApiController,
 ];
@@ -104,7 +110,10 @@ export class AppModule {
       MetricsService,
       AuditApiService,
       StatsService,
+      ExecHostClients,
+      ExecHostPool,
       execHostProvider,
+      ExecHostsService,
       AuthService,
       AccessService,
       UsersService,

@@ -30,6 +30,8 @@ export interface SubjectFields {
   Audit: { projectId: string };
   User: { id: string };
   Token: { userId: string };
+  /** An exec-host of the pool (the platform's infrastructure, not a project's). */
+  ExecHost: { id: string };
 }
 
 export type AppSubjectName = keyof SubjectFields;
@@ -67,6 +69,7 @@ export function defineAbilitiesFor(user: AbilityUser, memberships: ProjectMember
       can('manage', 'Audit', { projectId: inProjects });
       can('manage', 'User');
       can('manage', 'Token');
+      can('manage', 'ExecHost');
       break;
     case 'developer':
       can('read', 'Project', { id: inProjects });
@@ -81,6 +84,8 @@ export function defineAbilitiesFor(user: AbilityUser, memberships: ProjectMember
       can('read', 'Session', { projectId: inProjects });
       can('read', 'Approval', { projectId: inProjects });
       can(['read', 'export', 'verify'], 'Audit', { projectId: inProjects });
+      // Where sessions run is part of what an officer reviews; changing it is not theirs.
+      can('read', 'ExecHost');
       break;
     default: {
       // A role this code does not know gets nothing beyond its own token and profile.

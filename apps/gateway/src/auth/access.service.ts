@@ -14,6 +14,7 @@ const NOUNS: Record<AppSubjectName, string> = {
   Audit: 'the audit log',
   User: 'users',
   Token: 'API tokens',
+  ExecHost: 'exec-hosts',
 };
 
 const SINGULAR: Record<AppSubjectName, string> = {
@@ -24,6 +25,7 @@ const SINGULAR: Record<AppSubjectName, string> = {
   Audit: 'audit entry',
   User: 'user',
   Token: 'API token',
+  ExecHost: 'exec-host',
 };
 
 const ROLE_LABEL = { admin: 'an administrator', developer: 'a developer', security_officer: 'a security officer' } as const;

@@ -16,6 +16,10 @@ const EnvSchema = z.object({
   LEMNISCATE_ADMIN_PASSWORD: z.string().min(12, 'must be at least 12 characters').optional(),
   LEMNISCATE_EXEC_HOST_URL: z.url().default('http://127.0.0.1:7071'),
   LEMNISCATE_EXEC_HOST_TOKEN: z.string().min(1).optional(),
+  /** "true": exec-hosts register themselves and sessions are placed on them (docs/decisions/0010-exec-host-pool.md). */
+  LEMNISCATE_EXEC_HOST_POOL: z.enum(['true', 'false']).default('false'),
+  /** Seconds without a heartbeat after which a pool member is lost and its live sessions end as sandbox_lost. */
+  LEMNISCATE_EXEC_HOST_LOST_SECONDS: z.coerce.number({ error: 'must be a number of seconds' }).int().min(3).max(3600).default(20),
   /** Set to "true" when the gateway is served over HTTPS (a reverse proxy), so cookies are Secure. */
   LEMNISCATE_COOKIE_SECURE: z.enum(['true', 'false']).default('false'),
   LEMNISCATE_WEB_SESSION_HOURS: z.coerce
@@ -42,7 +46,12 @@ export interface GatewayConfig {
   databaseUrl: string | undefined;
   dataDir: string;
   admin: { email: string | undefined; password: string | undefined };
-  execHost: { url: string; token: string | undefined };
+  execHost: {
+    url: string;
+    token: string | undefined;
+    /** Pool mode: exec-hosts register themselves; null when the gateway has the one exec-host `url` names. */
+    pool: { lostSeconds: number } | null;
+  };
   cookieSecure: boolean;
   webSessionHours: number;
   login: { maxFailures: number; windowSeconds: number };
@@ -70,13 +79,25 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
     throw new ConfigError(`The gateway cannot start because of its environment: ${lines.join('; ')}.`);
   }
   const e = parsed.data;
+  if (e.LEMNISCATE_EXEC_HOST_POOL === 'true' && present.LEMNISCATE_EXEC_HOST_URL !== undefined) {
+    throw new ConfigError(
+      'The gateway cannot start because of its environment: LEMNISCATE_EXEC_HOST_POOL=true places sessions on the exec-hosts that register, so LEMNISCATE_EXEC_HOST_URL (one fixed exec-host) must not be set as well.',
+    );
+  }
+  if (e.LEMNISCATE_EXEC_HOST_POOL === 'true' && (e.LEMNISCATE_EXEC_HOST_TOKEN ?? '').length < 16) {
+    throw new ConfigError('The gateway cannot start because of its environment: a pool (LEMNISCATE_EXEC_HOST_POOL=true) needs LEMNISCATE_EXEC_HOST_TOKEN, at least 16 characters, which exec-hosts present to register.');
+  }
   return {
     port: e.LEMNISCATE_GATEWAY_PORT,
     host: e.LEMNISCATE_GATEWAY_HOST,
     databaseUrl: e.DATABASE_URL,
     dataDir: e.LEMNISCATE_DATA_DIR ?? join(homedir(), '.lemniscate', 'data'),
     admin: { email: e.LEMNISCATE_ADMIN_EMAIL, password: e.LEMNISCATE_ADMIN_PASSWORD },
-    execHost: { url: e.LEMNISCATE_EXEC_HOST_URL.replace(/\/+$/, ''), token: e.LEMNISCATE_EXEC_HOST_TOKEN },
+    execHost: {
+      url: e.LEMNISCATE_EXEC_HOST_URL.replace(/\/+$/, ''),
+      token: e.LEMNISCATE_EXEC_HOST_TOKEN,
+      pool: e.LEMNISCATE_EXEC_HOST_POOL === 'true' ? { lostSeconds: e.LEMNISCATE_EXEC_HOST_LOST_SECONDS } : null,
+    },
     cookieSecure: e.LEMNISCATE_COOKIE_SECURE === 'true',
     webSessionHours: e.LEMNISCATE_WEB_SESSION_HOURS,
     login: { maxFailures: e.LEMNISCATE_LOGIN_MAX_FAILURES, windowSeconds: e.LEMNISCATE_LOGIN_WINDOW_SECONDS },

@@ -6,6 +6,7 @@ import { ApprovedCommandsRepository } from './repositories/approved-commands.rep
 import { AuditLogRepository } from './repositories/audit-log.repository';
 import { EnvironmentJobsRepository } from './repositories/environment-jobs.repository';
 import { EventsRepository } from './repositories/events.repository';
+import { ExecHostsRepository } from './repositories/exec-hosts.repository';
 import { LoginFailuresRepository } from './repositories/login-failures.repository';
 import { PolicyVersionsRepository } from './repositories/policy-versions.repository';
 import { ProjectMembershipsRepository } from './repositories/project-memberships.repository';
@@ -32,6 +33,7 @@ const REPOSITORIES = [
   AuditLogRepository,
   EventsRepository,
   EnvironmentJobsRepository,
+  ExecHostsRepository,
   Transactions,
 ];
 

@@ -19,3 +19,4 @@ export * from './repositories/audit-log.repository';
 export * from './repositories/events.repository';
 export * from './repositories/environment-jobs.repository';
 export * from './errors';
+export * from './repositories/exec-hosts.repository';

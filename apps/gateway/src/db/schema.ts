@@ -5,7 +5,7 @@
 // and a malformed one must read as "not found", never as a database type error.
 import { sql } from 'drizzle-orm';
 import { type AnyPgColumn, bigint, bigserial, boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp, unique, uniqueIndex } from 'drizzle-orm/pg-core';
-import { SessionMode } from '@lemniscate/contracts';
+import { ExecHostState, SandboxRuntime, SessionMode } from '@lemniscate/contracts';
 import { storableJsonb } from './json-column';
 
 const id = () =>
@@ -149,6 +149,7 @@ export const sessions = pgTable(
     /** The gateway process running the loop, and when it last said so (0005_session_runner_lease). */
     runner: text('runner'),
     runnerSeenAt: at('runner_seen_at'),
+    /** The exec-host the session's sandbox was placed on (0010_exec_hosts); null with a fixed exec-host. */
     execHost: text('exec_host'),
   },
   (t) => [
@@ -156,6 +157,7 @@ export const sessions = pgTable(
     index('sessions_user_idx').on(t.userId, t.startedAt),
     index('sessions_parent_idx').on(t.parentSessionId),
     index('sessions_status_idx').on(t.status),
+    index('sessions_exec_host_idx').on(t.execHost).where(sql`status = 'running'`),
   ],
 );
 
@@ -307,6 +309,27 @@ export const environmentJobs = pgTable(
   (t) => [primaryKey({ name: 'environment_jobs_pkey', columns: [t.projectId, t.jobId] }), index('environment_jobs_state_idx').on(t.projectId, t.state)],
 );
 
+const EXEC_HOST_STATES = ExecHostState.options as [ExecHostState, ...ExecHostState[]];
+
+/** The exec-host pool (0010_exec_hosts): what each host last said about itself, and its state. */
+export const execHosts = pgTable('exec_hosts', {
+  id: text('id').primaryKey(),
+  address: text('address').notNull(),
+  runtimes: jsonb('runtimes').$type<SandboxRuntime[]>().notNull(),
+  images: jsonb('images').$type<string[]>().notNull(),
+  environments: jsonb('environments').$type<string[]>().notNull(),
+  capacity: integer('capacity').notNull(),
+  load: integer('load').notNull(),
+  version: text('version').notNull(),
+  state: text('state', { enum: EXEC_HOST_STATES }).notNull().default('active'),
+  /** Who drained it (an actor), while it is kept drained. */
+  drainedBy: text('drained_by'),
+  drainReason: text('drain_reason'),
+  stateChangedAt: at('state_changed_at').notNull().defaultNow(),
+  registeredAt: at('registered_at').notNull().defaultNow(),
+  lastHeartbeatAt: at('last_heartbeat_at').notNull().defaultNow(),
+});
+
 export type UserRow = typeof users.$inferSelect;
 export type NewUser = typeof users.$inferInsert;
 export type ProjectRow = typeof projects.$inferSelect;
@@ -328,3 +351,4 @@ export type AuditLogRow = typeof auditLog.$inferSelect;
 export type EventRow = typeof events.$inferSelect;
 export type NewEvent = typeof events.$inferInsert;
 export type EnvironmentJobRow = typeof environmentJobs.$inferSelect;
+export type ExecHostRow = typeof execHosts.$inferSelect;

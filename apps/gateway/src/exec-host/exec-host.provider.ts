@@ -1,11 +1,15 @@
 import type { Provider } from '@nestjs/common';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config/config';
+import { ExecHostClients } from './exec-host-clients';
+import { ExecHostPool } from './exec-host-pool';
 import { EXEC_HOST, type ExecHostPort } from './exec-host.port';
-import { HttpExecHost } from './http-exec-host';
 
-/** The gateway's one exec-host client, injected as `@Inject(EXEC_HOST) execHost: ExecHostPort`. */
+/**
+ * The gateway's one exec-host port, injected as `@Inject(EXEC_HOST) execHost: ExecHostPort`: the pool
+ * when LEMNISCATE_EXEC_HOST_POOL=true, else the client of the one exec-host LEMNISCATE_EXEC_HOST_URL names.
+ */
 export const execHostProvider: Provider = {
   provide: EXEC_HOST,
-  useFactory: (config: GatewayConfig): ExecHostPort => new HttpExecHost({ url: config.execHost.url, token: config.execHost.token }),
-  inject: [GATEWAY_CONFIG],
+  useFactory: (config: GatewayConfig, clients: ExecHostClients, pool: ExecHostPool): ExecHostPort => (config.execHost.pool ? pool : clients.for(config.execHost.url)),
+  inject: [GATEWAY_CONFIG, ExecHostClients, ExecHostPool],
 };

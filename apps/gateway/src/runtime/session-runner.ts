@@ -116,6 +116,9 @@ const SANDBOX_SAFETY_MS = 60_000;
 
 class SessionAborted extends Error {}
 
+/** Why a session ends when the pool declares its sandbox's exec-host lost (it stopped sending heartbeats). */
+const SANDBOX_HOST_LOST = 'The exec-host holding this session\'s sandbox stopped sending heartbeats and was declared lost: the sandbox is gone. The changes approved so far are kept.';
+
 /** What the session keeps (A5) and the fingerprint of the tree it gives on the base commit (X3). */
 interface KeptTree {
   patch: string;
@@ -917,6 +920,12 @@ export class SessionRunner {
   private modelRequestStartedAt = Date.now();
 
   private outcomeForError(err: unknown): SessionOutcome {
+    if (this.deps.signal.aborted && this.deps.signal.reason === 'sandbox_lost') {
+      // The pool declared the sandbox's exec-host lost while this session waited or worked: no stop by
+      // anyone, a loss of the platform's (its approved changes, stored as they came, are kept).
+      this.lastErrorClass = 'sandbox_lost';
+      return outcomes.crashed(err instanceof ExecHostCallError && err.code === 'sandbox_lost' ? err.message : SANDBOX_HOST_LOST);
+    }
     if (this.deps.signal.aborted) return outcomes.stopped(this.deps.abortReason());
     const e = err as { code?: string; class?: string; message?: string };
     if (e?.class === 'model_timeout' || e?.code === 'model_timeout') this.lastErrorClass = 'model_timeout';

@@ -98,7 +98,7 @@ export class RevocationService implements OnModuleInit, OnModuleDestroy {
     return { userId: user.id, tokensRevoked, webSessionsRevoked, sessionsRevoked };
   }
 
-  private async end(session: SessionRow, reason: CancelReason, actor: string, decidedBy: string, note: string | undefined): Promise<StopSessionResponse> {
+  private async end(session: SessionRow, reason: Exclude<CancelReason, 'sandbox_lost'>, actor: string, decidedBy: string, note: string | undefined): Promise<StopSessionResponse> {
     if (session.status !== 'running') throw ended(session);
     // Cancel first: the loop must not start another step while the records are being closed.
     this.registry.cancel(session.id, reason);

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 
-export type CancelReason = 'stopped' | 'revoked';
+/** `sandbox_lost`: the exec-host holding the session's sandbox was declared lost (the session fails, class sandbox_lost). */
+export type CancelReason = 'stopped' | 'revoked' | 'sandbox_lost';
 
 /**
  * Where a running session loop registers its AbortController, so a stop or a revocation arriving on
