@@ -137,6 +137,23 @@ withTestDatabases((db) => {
     await call('changePassword', { headers: asDev, body: { currentPassword: PASSWORD, newPassword: 'another long enough password' } });
   });
 
+  it('answers the exec-host pool routes: heartbeat, list, drain, undrain (a gateway in pool mode)', async () => {
+    const fixed = gw;
+    const pool = await startGateway(db(), { LEMNISCATE_EXEC_HOST_URL: '', LEMNISCATE_EXEC_HOST_POOL: 'true', LEMNISCATE_EXEC_HOST_TOKEN: execHost.token });
+    gw = pool;
+    try {
+      const heartbeat = { id: 'walker', address: execHost.url, runtimes: ['runc'], images: ['lemniscate/sandbox:current'], environments: [], capacity: 4, load: 0, version: '1.0.0' };
+      await call('execHostHeartbeat', { headers: { authorization: `Bearer ${execHost.token}` }, body: heartbeat });
+      const asAdmin = bearer((await tokenFor(gw, ADMIN_EMAIL, ADMIN_PASSWORD)).token);
+      await call('listExecHosts', { headers: asAdmin });
+      await call('drainExecHost', { headers: asAdmin, params: { hostId: 'walker' }, body: { reason: 'walk' } });
+      await call('undrainExecHost', { headers: asAdmin, params: { hostId: 'walker' } });
+    } finally {
+      gw = fixed;
+      await pool.close();
+    }
+  });
+
   it("accepts a subagent request built from the table's schema (the refusal is about the session, not the body)", async () => {
     const admin = (await tokenFor(gw, ADMIN_EMAIL, ADMIN_PASSWORD)).token;
     const projectId = await createProject(gw, admin, 'routes-subagent');
