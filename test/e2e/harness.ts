@@ -130,7 +130,7 @@ export interface StackOptions {
 }
 
 /** A new, empty database on the test server; the gateway migrates it at start-up. */
-async function createPostgresDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+export async function createPostgresDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
   const adminUrl = testPostgresUrl();
   const name = `lemniscate_e2e_${randomBytes(6).toString('hex')}`;
   const admin = new Client({ connectionString: adminUrl });
