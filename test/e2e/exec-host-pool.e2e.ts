@@ -287,7 +287,15 @@ it('twelve sessions spread over three exec-hosts; one killed mid-command loses o
 
   // The pool declares it lost; a new session goes elsewhere.
   await until(`${victim} lost`, async () => (await stateOf(victim)) === 'lost', (LOST_SECONDS + 10) * 1000);
-  const after = run(1, ['-p', 'after the loss', '--model', `scripted:${script('after', [{ tool_calls: [{ name: 'Bash', arguments: { command: 'echo hello' } }] }, { text: 'ok' }])}`, '--output-format', 'json', '--no-apply']);
+  const after = run(1, [
+    '-p',
+    'after the loss',
+    '--model',
+    `scripted:${script('after', [{ tool_calls: [{ name: 'Bash', arguments: { command: 'echo hello' } }] }, { text: 'ok' }])}`,
+    '--output-format',
+    'json',
+    '--no-apply',
+  ]);
   await after.done;
   expect(after.code).toBe(0);
   const afterSession = last(after.stdout).session_id as string;
@@ -303,7 +311,9 @@ it('twelve sessions spread over three exec-hosts; one killed mid-command loses o
     .split('\n')
     .filter((l) => l.includes(stateDir));
   expect(mounts).toEqual([]);
-  const loops = spawnSync('losetup', ['-a'], { encoding: 'utf8' }).stdout.split('\n').filter((l) => l.includes(stateDir));
+  const loops = spawnSync('losetup', ['-a'], { encoding: 'utf8' })
+    .stdout.split('\n')
+    .filter((l) => l.includes(stateDir));
   expect(loops).toEqual([]);
 });
 
@@ -349,7 +359,10 @@ it('an exec-host with a wrong token or a certificate from another CA is refused 
   expect(made.status).toBe(0);
   const attempts: [string, Record<string, string>][] = [
     ['wrong token', { LEMNISCATE_EXEC_HOST_TOKEN: `${token}-wrong`, LEMNISCATE_EXEC_HOST_TLS_CERT: join(certs, 'exec-host-a.pem'), LEMNISCATE_EXEC_HOST_TLS_KEY: join(certs, 'exec-host-a-key.pem') }],
-    ['certificate of another CA', { LEMNISCATE_EXEC_HOST_TOKEN: token, LEMNISCATE_EXEC_HOST_TLS_CERT: join(foreign, 'exec-host-z.pem'), LEMNISCATE_EXEC_HOST_TLS_KEY: join(foreign, 'exec-host-z-key.pem') }],
+    [
+      'certificate of another CA',
+      { LEMNISCATE_EXEC_HOST_TOKEN: token, LEMNISCATE_EXEC_HOST_TLS_CERT: join(foreign, 'exec-host-z.pem'), LEMNISCATE_EXEC_HOST_TLS_KEY: join(foreign, 'exec-host-z-key.pem') },
+    ],
   ];
   for (const [label, over] of attempts) {
     const child = spawn(process.execPath, [join(ROOT, 'apps/exec-host/bin/lemni-exec-host.js')], {

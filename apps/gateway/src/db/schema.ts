@@ -157,7 +157,9 @@ export const sessions = pgTable(
     index('sessions_user_idx').on(t.userId, t.startedAt),
     index('sessions_parent_idx').on(t.parentSessionId),
     index('sessions_status_idx').on(t.status),
-    index('sessions_exec_host_idx').on(t.execHost).where(sql`status = 'running'`),
+    index('sessions_exec_host_idx')
+      .on(t.execHost)
+      .where(sql`status = 'running'`),
   ],
 );
 

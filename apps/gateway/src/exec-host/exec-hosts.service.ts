@@ -101,10 +101,7 @@ export class ExecHostsService {
 
   private refuseFixed(what: string): void {
     if (this.config.execHost.pool) return;
-    throw new AppError(
-      ErrorCode.Conflict,
-      `This gateway has one fixed exec-host (LEMNISCATE_EXEC_HOST_URL), not a pool, so it cannot be ${what}: there is no other exec-host to place sessions on.`,
-    );
+    throw new AppError(ErrorCode.Conflict, `This gateway has one fixed exec-host (LEMNISCATE_EXEC_HOST_URL), not a pool, so it cannot be ${what}: there is no other exec-host to place sessions on.`);
   }
 
   /** Without a CA to verify exec-hosts, only this machine's are accepted; with one, only mutual TLS. */

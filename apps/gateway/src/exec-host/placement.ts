@@ -57,7 +57,8 @@ export function place(hosts: readonly PlacementHost[], request: PlacementRequest
   } else if (candidates.length > 0) {
     return { ok: true, hostId: leastLoaded(candidates).id };
   }
-  if (hosts.length === 0) return { ok: false, message: 'No exec-host has registered with the platform, so there is nowhere to run a sandbox. Start an exec-host with LEMNISCATE_GATEWAY_URL pointing at this gateway.' };
+  if (hosts.length === 0)
+    return { ok: false, message: 'No exec-host has registered with the platform, so there is nowhere to run a sandbox. Start an exec-host with LEMNISCATE_GATEWAY_URL pointing at this gateway.' };
   return { ok: false, message: `No exec-host can take a new ${request.runtime} sandbox now: ${reasons.join('; ')}.` };
 }
 

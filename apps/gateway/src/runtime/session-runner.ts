@@ -117,7 +117,7 @@ const SANDBOX_SAFETY_MS = 60_000;
 class SessionAborted extends Error {}
 
 /** Why a session ends when the pool declares its sandbox's exec-host lost (it stopped sending heartbeats). */
-const SANDBOX_HOST_LOST = 'The exec-host holding this session\'s sandbox stopped sending heartbeats and was declared lost: the sandbox is gone. The changes approved so far are kept.';
+const SANDBOX_HOST_LOST = "The exec-host holding this session's sandbox stopped sending heartbeats and was declared lost: the sandbox is gone. The changes approved so far are kept.";
 
 /** What the session keeps (A5) and the fingerprint of the tree it gives on the base commit (X3). */
 interface KeptTree {

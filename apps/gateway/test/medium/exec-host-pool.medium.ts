@@ -53,7 +53,9 @@ withTestDatabases((db) => {
   };
   const heartbeatAll = async () => {
     for (const id of alive) {
-      const res = await send(id === 'b' ? gw2 : gw1, beat(id, hosts[id].url));
+      // As an exec-host does: the projects whose environment is ready on it.
+      const environments = [...new Set([...hosts[id].jobs.values()].filter((j) => j.state === 'ready').map((j) => j.projectId))];
+      const res = await send(id === 'b' ? gw2 : gw1, beat(id, hosts[id].url, { environments }));
       if (res.status !== 200) throw new Error(`heartbeat of ${id}: ${res.status} ${JSON.stringify(res.body)}`);
     }
   };
@@ -222,8 +224,46 @@ withTestDatabases((db) => {
     expect(ErrorBody.parse(unknown.body).message).toMatch(/No exec-host "nowhere" has registered/);
     const badId = await gw1.http().post('/api/v1/admin/exec-hosts/NOT_AN_ID/drain').set(bearer(admin)).send({});
     expect(badId.status).toBe(400);
-    const badReason = await gw1.http().post('/api/v1/admin/exec-hosts/c/drain').set(bearer(admin)).send({ reason: 'x'.repeat(501) });
+    const badReason = await gw1
+      .http()
+      .post('/api/v1/admin/exec-hosts/c/drain')
+      .set(bearer(admin))
+      .send({ reason: 'x'.repeat(501) });
     expect(badReason.status).toBe(400);
+  });
+
+  it("a project's environment is prepared on one host, read there from either replica, and its sessions are placed where it is ready", async () => {
+    const envProject = await createProject(gw1, admin, 'pool-env');
+    const developer = (await createUser(gw1, admin, 'pool-env-dev@example.test', 'developer', [envProject])).token;
+    for (const h of Object.values(hosts)) h.setEnvironment(envProject, { outcome: 'manual' });
+    const prepared = await gw1.http().post(`/api/v1/projects/${envProject}/environment/prepare`).set(bearer(developer)).send({});
+    expect(prepared.status).toBe(202);
+    const jobId = prepared.body.job.jobId as string;
+    const home = (Object.keys(hosts) as ('a' | 'b' | 'c')[]).filter((id) => hosts[id].jobs.size > 0);
+    expect(home).toHaveLength(1);
+    const where = home[0] as 'a' | 'b' | 'c';
+    // The other replica reads the same preparation, on the same host, and its log.
+    const status = await gw2.http().get(`/api/v1/projects/${envProject}/environment`).set(bearer(developer));
+    expect(status.body).toMatchObject({ state: 'preparing', job: { jobId } });
+    const log = await gw2.http().get(`/api/v1/projects/${envProject}/environment/jobs/${jobId}/log?offset=0`).set(bearer(developer));
+    expect(log.status).toBe(200);
+    for (const other of (['a', 'b', 'c'] as const).filter((h) => h !== where)) expect(hosts[other].jobs.size).toBe(0);
+    hosts[where].finishJob(jobId, 'ready');
+    // Its next heartbeat says so; sessions of the project go there, whatever the load elsewhere.
+    await until('the environment reported ready', async () => (await list(gw1)).find((h) => h.id === where)?.environments.includes(envProject));
+    const ids: string[] = [];
+    for (const gw of [gw1, gw2]) {
+      const res = await gw.http().post('/api/v1/sessions').set(bearer(developer)).send({ projectId: envProject, instruction: 'in the environment' });
+      expect(res.status).toBe(201);
+      ids.push(res.body.id as string);
+    }
+    for (const id of ids) {
+      const row = await placed(id);
+      expect(row?.execHost).toBe(where);
+      expect(hosts[where].creates.find((c) => c.sessionId === id)?.environment).toMatchObject({ projectId: envProject });
+      expect((await gw1.http().post(`/api/v1/sessions/${id}/stop`).set(bearer(developer)).send({})).status).toBe(200);
+      await ended(id);
+    }
   });
 
   it('places sessions on the least loaded host, never over capacity, and refuses with a sentence when every host is full', async () => {
@@ -244,7 +284,9 @@ withTestDatabases((db) => {
     const end = await ended(over);
     expect(end).toMatchObject({ status: 'failed', execHost: null, sandboxId: null });
     const audit = (await auditKinds(gw1, ['session.ended'])).find((e) => e.sessionId === over);
-    expect((audit?.payload as { message: string }).message).toMatch(/No exec-host can take a new runc sandbox now: a is full \(2 of 2 sessions\); b is full \(2 of 2 sessions\); c is full \(2 of 2 sessions\)/);
+    expect((audit?.payload as { message: string }).message).toMatch(
+      /No exec-host can take a new runc sandbox now: a is full \(2 of 2 sessions\); b is full \(2 of 2 sessions\); c is full \(2 of 2 sessions\)/,
+    );
 
     // Every call of a session goes to its host, from the replica that did not start it too.
     const target = rows[0]!;
