@@ -35,6 +35,7 @@ export function toSessionView(s: SessionRow): SessionView {
     fingerprintEnd: s.fingerprintEnd,
     finalPatch: s.finalPatch,
     summary: s.summary,
+    execHost: s.execHost,
   };
 }
 

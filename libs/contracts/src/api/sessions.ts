@@ -146,6 +146,8 @@ export const SessionView = z.object({
   fingerprintEnd: z.string().nullable(),
   finalPatch: z.string().nullable(),
   summary: z.string().nullable(),
+  /** The exec-host of the pool its sandbox was placed on; null with one fixed exec-host or before placement. */
+  execHost: z.string().nullable().optional(),
 });
 export type SessionView = z.infer<typeof SessionView>;
 
