@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplica
 import type { CreateSandboxRequest, EnvironmentLog, EnvironmentRequest, EnvironmentState, EnvironmentStatus, PrepareEnvironmentRequest, SandboxInfo, SandboxRuntime } from '@lemniscate/contracts';
 import { AuditService } from '../audit/audit.service';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config/config';
+import { MetricsService } from '../metrics/metrics.service';
 import { ExecHostsRepository } from '../db/repositories/exec-hosts.repository';
 import { Transactions } from '../db/repositories/transactions';
 import type { ExecHostRow } from '../db/schema';
@@ -42,6 +43,7 @@ export class ExecHostPool implements ExecHostPort, OnApplicationBootstrap, OnApp
     private readonly clients: ExecHostClients,
     private readonly audit: AuditService,
     private readonly registry: SessionRunRegistry,
+    private readonly metrics: MetricsService,
   ) {}
 
   private get lostSeconds(): number {
@@ -81,6 +83,7 @@ export class ExecHostPool implements ExecHostPort, OnApplicationBootstrap, OnApp
     const rows = await this.repository.list();
     const previous = this.hosts;
     this.hosts = new Map(rows.map((r) => [r.id, r]));
+    for (const state of ['active', 'draining', 'lost'] as const) this.metrics.execHosts.set({ state }, rows.filter((r) => r.state === state).length);
     for (const row of rows) {
       const was = previous.get(row.id);
       if (row.state === 'lost' && was?.state !== 'lost') await this.onLost(row);
@@ -146,6 +149,7 @@ export class ExecHostPool implements ExecHostPort, OnApplicationBootstrap, OnApp
       try {
         const info = await this.onHost(hostId, (client, s) => client.create(request, s), signal);
         this.sandboxHosts.set(info.sandboxId, hostId);
+        this.metrics.placements.inc({ result: 'placed' });
         return info;
       } catch (err) {
         // Full after all (another gateway's placement, or sandboxes the host runs for nobody yet), or
@@ -154,6 +158,7 @@ export class ExecHostPool implements ExecHostPort, OnApplicationBootstrap, OnApp
         if (!retry || signal?.aborted) throw err;
         this.logger.warn(`Exec-host ${hostId} did not take the sandbox of session ${request.sessionId} (${err.message}); placing it again.`);
         exclude.push(hostId);
+        this.metrics.placements.inc({ result: 'retried' });
         last = err;
       }
     }
@@ -182,6 +187,7 @@ export class ExecHostPool implements ExecHostPort, OnApplicationBootstrap, OnApp
       if (choice.ok) await repository.place(request.sessionId, choice.hostId);
       return choice;
     });
+    if (!placed.ok) this.metrics.placements.inc({ result: 'refused' });
     if (!placed.ok) throw new ExecHostCallError('sandbox_limit_reached', placed.message, 503, { answered: false });
     return placed.hostId;
   }

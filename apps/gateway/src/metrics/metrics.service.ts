@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** One registry per application instance, so tests that start several apps never share counters. */
 @Injectable()
@@ -17,6 +17,9 @@ export class MetricsService {
   readonly sessionsEnded = this.counter('lemniscate_sessions_ended_total', 'Sessions ended by a stop or a revocation, by reason.', ['reason']);
   readonly deniedRequests = this.counter('lemniscate_denied_requests_total', 'Requests refused for authentication or authorisation, by code.', ['code']);
   readonly wsClients = this.counter('lemniscate_ws_connections_total', 'WebSocket connections accepted on the event stream.', []);
+  /** The exec-host pool as this gateway last read it (pool mode only). */
+  readonly execHosts = new Gauge({ name: 'lemniscate_exec_hosts', help: 'Exec-hosts of the pool, by state.', labelNames: ['state'] as const, registers: [this.registry] });
+  readonly placements = this.counter('lemniscate_exec_host_placements_total', 'Sandboxes placed on the pool, by result (placed, retried, refused).', ['result']);
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'lemniscate_' });
