@@ -176,7 +176,8 @@ export class ExecHostPool implements ExecHostPort, OnApplicationBootstrap, OnApp
     const placed = await this.transactions.run(async (tx) => {
       const repository = this.repository.withTx(tx);
       const active = await repository.lockActive();
-      const others = [...this.hosts.values()].filter((h) => h.state !== 'active');
+      // The others only say why they were passed over; what the locked read found active wins over this replica's last read.
+      const others = [...this.hosts.values()].filter((h) => h.state !== 'active' && !active.some((a) => a.id === h.id));
       const hosts = await repository.liveSessions().then((live) => [...active, ...others].map((r) => toPlacementHost(r, live.get(r.id) ?? 0)));
       const choice = place(hosts, {
         runtime,
