@@ -6,16 +6,18 @@ import { Limits } from '@lemniscate/contracts';
 import { EXEC_HOST_CONFIG, type ExecHostConfig } from './config';
 import { SANDBOX_DRIVER, type SandboxDriver } from './driver/sandbox.driver';
 import { requireToken } from './http/auth.middleware';
+import { requireClientName } from './http/client-certificate.middleware';
 import { ErrorFilter } from './http/error.filter';
 import { LivenessController, SandboxesController } from './http/sandboxes.controller';
 import { EnvironmentsController } from './http/environments.controller';
 import { EnvironmentService } from './environment/environment.service';
+import { ExecHostMetrics } from './metrics';
 import { Reaper } from './reaper';
 import { SandboxService } from './sandbox.service';
 
 @Module({})
 class ExecHostModule {
-  static forRoot(config: ExecHostConfig, driver: SandboxDriver, sandboxes: SandboxService, environments: EnvironmentService): DynamicModule {
+  static forRoot(config: ExecHostConfig, driver: SandboxDriver, sandboxes: SandboxService, environments: EnvironmentService, metrics: ExecHostMetrics): DynamicModule {
     return {
       module: ExecHostModule,
       controllers: [SandboxesController, EnvironmentsController, LivenessController],
@@ -24,6 +26,7 @@ class ExecHostModule {
         { provide: SANDBOX_DRIVER, useValue: driver },
         { provide: SandboxService, useValue: sandboxes },
         { provide: EnvironmentService, useValue: environments },
+        { provide: ExecHostMetrics, useValue: metrics },
         { provide: APP_FILTER, useClass: ErrorFilter },
       ],
     };
@@ -35,6 +38,7 @@ export interface ExecHost {
   sandboxes: SandboxService;
   environments: EnvironmentService;
   reaper: Reaper;
+  metrics: ExecHostMetrics;
   /** Destroys every sandbox, stops the reaper and the HTTP server. */
   close(): Promise<void>;
 }
@@ -42,6 +46,8 @@ export interface ExecHost {
 /**
  * Builds the exec-host: start-up checks (seccomp, AppArmor, state dir), a first reaper pass that
  * removes what a previous run left, then the HTTP application with the token check before routing.
+ * With mutual TLS configured it is an HTTPS application that requires a client certificate from the
+ * client CA (the handshake refuses any other) and one of the allowed common names, before the token.
  */
 export async function createExecHost(config: ExecHostConfig, driver: SandboxDriver & { close?: () => void }, options: { logger?: false } = {}): Promise<ExecHost> {
   const logger = new Logger('exec-host');
@@ -52,11 +58,24 @@ export async function createExecHost(config: ExecHostConfig, driver: SandboxDriv
   if (sandboxes.apparmorState.state === 'unavailable') logger.warn(sandboxes.apparmorState.message ?? 'AppArmor is unavailable.');
   const reaper = new Reaper(config, driver, sandboxes, (m) => logger.log(m));
   await reaper.reap();
-  const app = await NestFactory.create<NestExpressApplication>(ExecHostModule.forRoot(config, driver, sandboxes, environments), {
+  const metrics = new ExecHostMetrics({ sandboxes: () => sandboxes.ids().length, capacity: config.maxSandboxes });
+  const app = await NestFactory.create<NestExpressApplication>(ExecHostModule.forRoot(config, driver, sandboxes, environments, metrics), {
     bodyParser: false,
     logger: options.logger === false ? false : ['error', 'warn', 'log'],
+    ...(config.tls
+      ? {
+          httpsOptions: {
+            cert: config.tls.cert,
+            key: config.tls.key,
+            ca: config.tls.clientCa,
+            requestCert: true,
+            rejectUnauthorized: true,
+          },
+        }
+      : {}),
   });
-  app.use(requireToken(config.token));
+  if (config.tls) app.use(requireClientName(config.tls.clientNames, () => metrics.refused('client_certificate')));
+  app.use(requireToken(config.token, () => metrics.refused('token')));
   // The one limit of the control channel: a session's starting patch at its limit, JSON-encoded.
   app.useBodyParser('json', { limit: Limits.sessionRequestBodyBytes });
   reaper.start();
@@ -66,6 +85,7 @@ export async function createExecHost(config: ExecHostConfig, driver: SandboxDriv
     sandboxes,
     environments,
     reaper,
+    metrics,
     async close() {
       if (closed) return;
       closed = true;

@@ -1,10 +1,34 @@
-import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { ExecHostAddress, ExecHostId } from '@lemniscate/contracts';
+import { createHash, X509Certificate } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { createSecureContext } from 'node:tls';
 import { StartupError } from './errors';
 
 export type Listen = { kind: 'tcp'; host: string; port: number } | { kind: 'socket'; path: string };
+
+/** Mutual TLS of the control channel (PEM read from the files at start). */
+export interface ExecHostTls {
+  cert: string;
+  key: string;
+  /** The CA client certificates must be signed by. */
+  clientCa: string;
+  /** The common names a client certificate may carry (LEMNISCATE_EXEC_HOST_TLS_CLIENT_NAMES). */
+  clientNames: string[];
+}
+
+/** Registration with a pool gateway (LEMNISCATE_GATEWAY_URL), null without it. */
+export interface ExecHostRegistration {
+  gatewayUrl: string;
+  id: string;
+  /** Where the gateway calls this exec-host. */
+  address: string;
+  heartbeatMs: number;
+  /** A CA (PEM) to verify an https gateway with, besides the system's. */
+  gatewayCa: string | null;
+}
 
 export interface ExecHostConfig {
   token: string;
@@ -22,6 +46,9 @@ export interface ExecHostConfig {
   egressCaBundle: string | null;
   /** Ready environments kept per project (the most recently used); older ones and their images are removed. */
   environmentsKept: number;
+  /** Mutual TLS of the control channel; null: plain HTTP on loopback or the unix socket. */
+  tls: ExecHostTls | null;
+  registration: ExecHostRegistration | null;
 }
 
 export const EXEC_HOST_CONFIG = Symbol('EXEC_HOST_CONFIG');
@@ -59,7 +86,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ExecHostConfig
     if (!/^\d+$/.test(raw) || port < 1 || port > 65535) {
       throw new StartupError(`LEMNISCATE_EXEC_HOST_PORT must be a port number between 1 and 65535, not "${raw}".`);
     }
-    listen = { kind: 'tcp', host: '127.0.0.1', port };
+    const host = env.LEMNISCATE_EXEC_HOST_BIND ?? '127.0.0.1';
+    if (net.isIP(host) === 0) {
+      throw new StartupError(`LEMNISCATE_EXEC_HOST_BIND must be an IP address to listen on (127.0.0.1, 0.0.0.0, ::, or one of this machine's), not "${host}".`);
+    }
+    listen = { kind: 'tcp', host, port };
+  }
+  const tls = loadTls(env);
+  if (tls && listen.kind === 'socket') {
+    throw new StartupError(
+      'LEMNISCATE_EXEC_HOST_TLS_* apply to a TCP address, and LEMNISCATE_EXEC_HOST_SOCKET is set: a unix socket is reached only on this machine, its mode 600 protects it; unset one of them.',
+    );
+  }
+  if (!tls && listen.kind === 'tcp' && !isLoopback(listen.host)) {
+    throw new StartupError(
+      `The exec-host will not listen on ${listen.host} (LEMNISCATE_EXEC_HOST_BIND) without mutual TLS: set LEMNISCATE_EXEC_HOST_TLS_CERT, LEMNISCATE_EXEC_HOST_TLS_KEY and LEMNISCATE_EXEC_HOST_TLS_CLIENT_CA, or bind 127.0.0.1.`,
+    );
   }
   const root = repositoryRoot();
   const seccompProfilePath = path.resolve(env.LEMNISCATE_SECCOMP_PROFILE ?? path.join(root, 'images/sandbox/seccomp.json'));
@@ -95,7 +137,130 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ExecHostConfig
     reaperIntervalMs: Math.round(reaperSeconds * 1000),
     egressCaBundle: caBundle,
     environmentsKept,
+    tls,
+    registration: loadRegistration(env, listen, tls),
   };
+}
+
+const TLS_FILES = [
+  ['LEMNISCATE_EXEC_HOST_TLS_CERT', 'its certificate'],
+  ['LEMNISCATE_EXEC_HOST_TLS_KEY', 'its private key'],
+  ['LEMNISCATE_EXEC_HOST_TLS_CLIENT_CA', 'the CA of the gateway\'s client certificates'],
+] as const;
+
+/** The common name of the gateway's client certificate (deploy/certs/make-certs.sh). */
+export const DEFAULT_CLIENT_NAME = 'lemniscate-gateway';
+
+/** A PEM file named by `variable`, read now: a sentence naming the variable when it cannot be. */
+export function readPemFile(variable: string, file: string): string {
+  if (!path.isAbsolute(file)) throw new StartupError(`${variable} must be an absolute path to a PEM file, not "${file}".`);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new StartupError(`${variable} names ${file}, which cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}).`);
+  }
+  if (!text.includes('-----BEGIN ')) throw new StartupError(`${variable} names ${file}, which is not a PEM file.`);
+  return text;
+}
+
+function loadTls(env: NodeJS.ProcessEnv): ExecHostTls | null {
+  const given = TLS_FILES.filter(([v]) => (env[v] ?? '').trim() !== '');
+  if (given.length === 0) {
+    if (env.LEMNISCATE_EXEC_HOST_TLS_CLIENT_NAMES) throw new StartupError('LEMNISCATE_EXEC_HOST_TLS_CLIENT_NAMES is set without LEMNISCATE_EXEC_HOST_TLS_CERT, _KEY and _CLIENT_CA: client names apply only to mutual TLS.');
+    return null;
+  }
+  if (given.length < TLS_FILES.length) {
+    const missing = TLS_FILES.filter(([v]) => !given.some(([g]) => g === v)).map(([v, what]) => `${v} (${what})`);
+    throw new StartupError(`Mutual TLS needs all three of LEMNISCATE_EXEC_HOST_TLS_CERT, LEMNISCATE_EXEC_HOST_TLS_KEY and LEMNISCATE_EXEC_HOST_TLS_CLIENT_CA; missing: ${missing.join(', ')}.`);
+  }
+  const [cert, key, clientCa] = TLS_FILES.map(([v]) => readPemFile(v, env[v]!.trim())) as [string, string, string];
+  for (const [variable, pem] of [
+    ['LEMNISCATE_EXEC_HOST_TLS_CERT', cert],
+    ['LEMNISCATE_EXEC_HOST_TLS_CLIENT_CA', clientCa],
+  ] as const) {
+    try {
+      new X509Certificate(pem);
+    } catch (e) {
+      throw new StartupError(`${variable} names ${env[variable]}, which holds no readable certificate (${(e as Error).message}).`);
+    }
+  }
+  try {
+    createSecureContext({ cert, key, ca: clientCa });
+  } catch (e) {
+    throw new StartupError(`LEMNISCATE_EXEC_HOST_TLS_KEY (${env.LEMNISCATE_EXEC_HOST_TLS_KEY}) is not the private key of LEMNISCATE_EXEC_HOST_TLS_CERT (${env.LEMNISCATE_EXEC_HOST_TLS_CERT}): ${(e as Error).message}.`);
+  }
+  const rawNames = env.LEMNISCATE_EXEC_HOST_TLS_CLIENT_NAMES ?? DEFAULT_CLIENT_NAME;
+  const clientNames = rawNames
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
+  if (clientNames.length === 0 || clientNames.some((n) => !/^[A-Za-z0-9._-]{1,64}$/.test(n))) {
+    throw new StartupError(`LEMNISCATE_EXEC_HOST_TLS_CLIENT_NAMES must be a comma-separated list of certificate common names (letters, digits, ".", "_", "-"), not "${rawNames}".`);
+  }
+  return { cert, key, clientCa, clientNames };
+}
+
+/** True for an address only this machine reaches: 127.0.0.0/8, ::1 and IPv4-mapped loopback. */
+export function isLoopback(address: string): boolean {
+  const a = address.replace(/^\[|\]$/g, '').toLowerCase();
+  if (a === 'localhost' || a === '::1') return true;
+  const v4 = a.startsWith('::ffff:') ? a.slice(7) : a;
+  return net.isIPv4(v4) && v4.startsWith('127.');
+}
+
+/** A pool name from the machine's host name: lower case, anything else than letters and digits a "-". */
+export function idFromHostname(hostname: string): string {
+  const id = hostname
+    .toLowerCase()
+    .split('.')[0]!
+    .replace(/[^a-z0-9-]+/g, '-')
+    .replace(/-+/g, '-')
+    .slice(0, 63)
+    .replace(/^-+|-+$/g, '');
+  return ExecHostId.safeParse(id).success ? id : 'exec-host';
+}
+
+function loadRegistration(env: NodeJS.ProcessEnv, listen: Listen, tls: ExecHostTls | null): ExecHostRegistration | null {
+  const rawId = env.LEMNISCATE_EXEC_HOST_ID;
+  if (rawId !== undefined && !ExecHostId.safeParse(rawId).success) {
+    throw new StartupError(`LEMNISCATE_EXEC_HOST_ID must be 1–63 lower-case letters, digits or "-", not starting or ending with "-" (like a DNS label), not "${rawId}".`);
+  }
+  const id = rawId ?? idFromHostname(os.hostname());
+  const rawAddress = env.LEMNISCATE_EXEC_HOST_ADVERTISE_URL?.replace(/\/+$/, '');
+  if (rawAddress !== undefined && !ExecHostAddress.safeParse(rawAddress).success) {
+    throw new StartupError(`LEMNISCATE_EXEC_HOST_ADVERTISE_URL must be an https:// or http:// origin without a path (https://exec-1.example:7071) or unix:/absolute/path.sock, not "${env.LEMNISCATE_EXEC_HOST_ADVERTISE_URL}".`);
+  }
+  const address = rawAddress ?? defaultAddress(listen, tls);
+  const beatRaw = env.LEMNISCATE_EXEC_HOST_HEARTBEAT_SECONDS ?? '5';
+  const beat = Number(beatRaw);
+  if (!/^\d+$/.test(beatRaw) || beat < 1 || beat > 300) {
+    throw new StartupError(`LEMNISCATE_EXEC_HOST_HEARTBEAT_SECONDS must be a whole number of seconds between 1 and 300, not "${beatRaw}".`);
+  }
+  const caPath = env.LEMNISCATE_GATEWAY_CA?.trim() || null;
+  const gatewayCa = caPath === null ? null : readPemFile('LEMNISCATE_GATEWAY_CA', caPath);
+  const rawGateway = env.LEMNISCATE_GATEWAY_URL?.trim();
+  if (!rawGateway) {
+    if (caPath !== null) throw new StartupError('LEMNISCATE_GATEWAY_CA is set without LEMNISCATE_GATEWAY_URL: it verifies the gateway this exec-host registers with.');
+    return null;
+  }
+  let url: URL;
+  try {
+    url = new URL(rawGateway);
+  } catch {
+    throw new StartupError(`LEMNISCATE_GATEWAY_URL must be the gateway's http:// or https:// URL (https://lemniscate.example), not "${rawGateway}".`);
+  }
+  if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.search || url.hash || url.username || url.password) {
+    throw new StartupError(`LEMNISCATE_GATEWAY_URL must be the gateway's http:// or https:// URL without credentials, query or fragment (https://lemniscate.example), not "${rawGateway}".`);
+  }
+  if (gatewayCa && url.protocol !== 'https:') throw new StartupError(`LEMNISCATE_GATEWAY_CA is set but LEMNISCATE_GATEWAY_URL (${rawGateway}) is not https://: the CA verifies an https gateway.`);
+  return { gatewayUrl: rawGateway.replace(/\/+$/, ''), id, address, heartbeatMs: beat * 1000, gatewayCa };
+}
+
+function defaultAddress(listen: Listen, tls: ExecHostTls | null): string {
+  if (listen.kind === 'socket') return `unix:${listen.path}`;
+  const host = tls ? os.hostname().toLowerCase() : listen.host.includes(':') ? `[${listen.host}]` : listen.host;
+  return `${tls ? 'https' : 'http'}://${host}:${listen.port}`;
 }
 
 /** A short stable name for the state directory: two exec-hosts never reap each other's sandboxes. */

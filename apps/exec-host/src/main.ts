@@ -2,24 +2,29 @@ import 'reflect-metadata';
 import * as fs from 'node:fs';
 import type { Server } from 'node:http';
 import { createExecHost, type ExecHost } from './app';
-import { loadConfig } from './config';
+import { isLoopback, loadConfig } from './config';
 import { DockerSandboxDriver } from './driver/docker.driver';
 import { ExecHostError, StartupError } from './errors';
+import { Registration } from './pool/registration';
 
 interface RunningExecHost {
   host: ExecHost;
-  /** `http://127.0.0.1:PORT` or `unix:/path/to.sock`. */
+  /** `http://127.0.0.1:PORT`, `https://ADDRESS:PORT` (mutual TLS) or `unix:/path/to.sock`. */
   address: string;
+  /** The heartbeats to a pool gateway (LEMNISCATE_GATEWAY_URL), null without one. */
+  registration: Registration | null;
   close(): Promise<void>;
 }
 
+type Log = { log(message: string): void; warn(message: string): void };
+
 /** Starts the exec-host from environment variables and listens where they say. */
-export async function start(env: NodeJS.ProcessEnv = process.env, options: { logger?: false } = {}): Promise<RunningExecHost> {
+export async function start(env: NodeJS.ProcessEnv = process.env, options: { logger?: false; log?: Log } = {}): Promise<RunningExecHost> {
   const config = loadConfig(env);
   const driver = new DockerSandboxDriver();
   const engine = await driver.info();
   if (!engine.reachable) throw new StartupError(`The exec-host will not start: ${engine.message ?? 'the container engine does not answer.'}`);
-  const host = await createExecHost(config, driver, options);
+  const host = await createExecHost(config, driver, { ...(options.logger === false ? { logger: false as const } : {}) });
   // Longer than any client's idle keep-alive, so a client never reuses a socket the server just closed.
   const server = host.app.getHttpServer() as Server;
   server.keepAliveTimeout = 65_000;
@@ -38,9 +43,34 @@ export async function start(env: NodeJS.ProcessEnv = process.env, options: { log
     address = `unix:${config.listen.path}`;
   } else {
     await host.app.listen(config.listen.port, config.listen.host);
-    address = `http://${config.listen.host}:${config.listen.port}`;
+    const port = (server.address() as { port: number }).port;
+    address = `${config.tls ? 'https' : 'http'}://${config.listen.host.includes(':') ? `[${config.listen.host}]` : config.listen.host}:${port}`;
   }
-  return { host, address, close: () => host.close() };
+  const log: Log = options.log ?? { log: (m) => console.log(`lemniscate exec-host: ${m}`), warn: (m) => console.error(`lemniscate exec-host: ${m}`) };
+  if (config.registration && /^http:/.test(config.registration.gatewayUrl) && !isLoopbackUrl(config.registration.gatewayUrl)) {
+    log.warn(`LEMNISCATE_GATEWAY_URL (${config.registration.gatewayUrl}) is plain http:// to another machine: the heartbeat carries LEMNISCATE_EXEC_HOST_TOKEN unencrypted; use https://.`);
+  }
+  const registration = config.registration
+    ? new Registration(config, config.registration, { driver, load: () => host.sandboxes.ids().length, environments: () => host.environments.readyProjects() }, log)
+    : null;
+  registration?.start();
+  return {
+    host,
+    address,
+    registration,
+    close: async () => {
+      await registration?.close();
+      await host.close();
+    },
+  };
+}
+
+function isLoopbackUrl(url: string): boolean {
+  try {
+    return isLoopback(new URL(url).hostname);
+  } catch {
+    return false;
+  }
 }
 
 export async function main(): Promise<void> {

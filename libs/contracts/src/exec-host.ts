@@ -30,6 +30,10 @@ import { Limits, limitedText } from './limits';
  *   POST   /v1/environments/status                 EnvironmentRequest → EnvironmentStatus
  *   POST   /v1/environments/prepare                PrepareEnvironmentRequest → EnvironmentStatus (202)
  *   GET    /v1/environments/jobs/:jobId/log?offset → EnvironmentLog
+ *   GET    /metrics                                → Prometheus text (sandboxes, capacity, creation and command latency)
+ *
+ * Over TCP beyond loopback the channel is mutual TLS (docs/decisions/0010-exec-host-pool.md): the
+ * exec-host requires a client certificate from its client CA whose common name it allows, then the token.
  */
 export const ExecHostRoutes = {
   health: () => '/v1/health',
@@ -44,6 +48,7 @@ export const ExecHostRoutes = {
   environmentStatus: () => '/v1/environments/status',
   prepareEnvironment: () => '/v1/environments/prepare',
   environmentLog: (jobId: string, offset = 0) => `/v1/environments/jobs/${encodeURIComponent(jobId)}/log?offset=${offset}`,
+  metrics: () => '/metrics',
 } as const;
 
 export const FileOperation = z.enum(['read', 'list', 'search', 'propose-write', 'propose-edit', 'apply']);

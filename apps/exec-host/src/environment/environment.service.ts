@@ -733,6 +733,20 @@ export class EnvironmentService {
     await fs.appendFile(exclude, `\n# the environment's dependencies (never part of a change)\n${lines.join('\n')}\n`);
   }
 
+  /**
+   * The projects with an environment ready on this exec-host (its image still on the engine), which
+   * the exec-host reports to a pool at every heartbeat so placement prefers it for them.
+   */
+  async readyProjects(): Promise<string[]> {
+    const projects = new Set<string>();
+    for (const key of await fs.readdir(path.join(this.dir, 'prepared')).catch(() => [] as string[])) {
+      const meta = await this.readMeta(key);
+      if (!meta || meta.state !== 'ready' || !meta.imageId || projects.has(meta.projectId)) continue;
+      if (await this.driver.imagePresent(meta.imageId).catch(() => false)) projects.add(meta.projectId);
+    }
+    return [...projects].sort();
+  }
+
   // ───────────────────────────── clean-up
 
   /** Keeps the two most recently used ready environments of a project and removes its older ones and their images. */

@@ -10,16 +10,24 @@ import {
   ReadFileRequest,
   SearchFilesRequest,
   type CreateSandboxRequestParsed,
+  type ExecExit,
   type ExecStreamChunk,
 } from '@lemniscate/contracts';
 import type { Request, Response } from 'express';
 import type { z } from 'zod';
+import { ExecHostError } from '../errors';
+import { ExecHostMetrics, execOutcome } from '../metrics';
 import { SandboxService } from '../sandbox.service';
 import { ZBody } from './zod-pipe';
 
+const seconds = (since: bigint) => Number(process.hrtime.bigint() - since) / 1e9;
+
 @Controller('v1')
 export class SandboxesController {
-  constructor(@Inject(SandboxService) private readonly sandboxes: SandboxService) {}
+  constructor(
+    @Inject(SandboxService) private readonly sandboxes: SandboxService,
+    @Inject(ExecHostMetrics) private readonly metrics: ExecHostMetrics,
+  ) {}
 
   @Get('health')
   health() {
@@ -27,8 +35,16 @@ export class SandboxesController {
   }
 
   @Post('sandboxes')
-  create(@ZBody(CreateSandboxRequest) body: CreateSandboxRequestParsed) {
-    return this.sandboxes.create(body);
+  async create(@ZBody(CreateSandboxRequest) body: CreateSandboxRequestParsed) {
+    const started = process.hrtime.bigint();
+    try {
+      const info = await this.sandboxes.create(body);
+      this.metrics.observeCreate(seconds(started), 'ok');
+      return info;
+    } catch (e) {
+      this.metrics.observeCreate(seconds(started), e instanceof ExecHostError ? e.code : 'error');
+      throw e;
+    }
   }
 
   @Get('sandboxes')
@@ -53,11 +69,23 @@ export class SandboxesController {
     res.on('close', () => {
       if (!res.writableFinished) gone.abort();
     });
+    const started = process.hrtime.bigint();
+    let exit: Omit<ExecExit, 'type'> | null = null;
+    try {
+      exit = await this.execTo(id, body, stream, res, gone.signal);
+    } finally {
+      // A refusal before the command ran (unknown sandbox, busy) is not a command's latency.
+      if (exit || gone.signal.aborted) this.metrics.observeExec(seconds(started), execOutcome(exit));
+    }
+    void req;
+  }
+
+  private async execTo(id: string, body: z.infer<typeof ExecRequest>, stream: string | undefined, res: Response, signal: AbortSignal): Promise<Omit<ExecExit, 'type'>> {
     if (stream === 'false' || stream === '0') {
       const out = { stdout: '', stderr: '' };
-      const exit = await this.sandboxes.exec(id, body, { onOutput: (s, text) => (out[s] += text) }, gone.signal);
+      const exit = await this.sandboxes.exec(id, body, { onOutput: (s, text) => (out[s] += text) }, signal);
       res.status(200).json({ ...exit, ...out });
-      return;
+      return exit;
     }
     let started = false;
     const write = (chunk: ExecStreamChunk) => {
@@ -68,10 +96,10 @@ export class SandboxesController {
       }
       res.write(`${JSON.stringify(chunk)}\n`);
     };
-    const exit = await this.sandboxes.exec(id, body, { onOutput: (type, data) => write({ type, data }) }, gone.signal);
+    const exit = await this.sandboxes.exec(id, body, { onOutput: (type, data) => write({ type, data }) }, signal);
     write({ type: 'exit', ...exit });
     res.end();
-    void req;
+    return exit;
   }
 
   @Post('sandboxes/:id/files/read')
@@ -136,8 +164,18 @@ export class SandboxesController {
 /** Liveness for process supervisors and the gateway's readiness check; the full report is /v1/health. */
 @Controller()
 export class LivenessController {
+  constructor(@Inject(ExecHostMetrics) private readonly metrics: ExecHostMetrics) {}
+
   @Get('healthz')
   healthz() {
     return { status: 'ok' };
+  }
+
+  /** Prometheus text; behind the same client certificate and token as every route. */
+  @Get('metrics')
+  async prometheus(@Res() res: Response) {
+    res.status(200).setHeader('content-type', this.metrics.contentType);
+    res.setHeader('cache-control', 'no-store');
+    res.end(await this.metrics.text());
   }
 }

@@ -1,5 +1,8 @@
+import { X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
+import { createSecureContext } from 'node:tls';
 import { z } from 'zod';
 
 const Port = z.coerce.number({ error: 'must be a port number (0–65535)' }).int('must be a whole port number').min(0, 'must be a port number (0–65535)').max(65535, 'must be a port number (0–65535)');
@@ -14,7 +17,11 @@ const EnvSchema = z.object({
   LEMNISCATE_DATA_DIR: z.string().min(1).optional(),
   LEMNISCATE_ADMIN_EMAIL: z.email().optional(),
   LEMNISCATE_ADMIN_PASSWORD: z.string().min(12, 'must be at least 12 characters').optional(),
-  LEMNISCATE_EXEC_HOST_URL: z.url().default('http://127.0.0.1:7071'),
+  /** `http://127.0.0.1:PORT`, `https://host:PORT` (mutual TLS) or `unix:/absolute/path.sock`. */
+  LEMNISCATE_EXEC_HOST_URL: z
+    .string()
+    .refine((s) => /^unix:\/[^\0]*$/.test(s) || (/^https?:\/\//.test(s) && URL.canParse(s)), 'must be an http:// or https:// URL or unix:/absolute/path.sock')
+    .default('http://127.0.0.1:7071'),
   LEMNISCATE_EXEC_HOST_TOKEN: z.string().min(1).optional(),
   /** "true": exec-hosts register themselves and sessions are placed on them (docs/decisions/0010-exec-host-pool.md). */
   LEMNISCATE_EXEC_HOST_POOL: z.enum(['true', 'false']).default('false'),
@@ -49,6 +56,8 @@ export interface GatewayConfig {
   execHost: {
     url: string;
     token: string | undefined;
+    /** The gateway's client certificate and key and the exec-hosts' CA (PEM), null without them. */
+    tls: ExecHostClientTls | null;
     /** Pool mode: exec-hosts register themselves; null when the gateway has the one exec-host `url` names. */
     pool: { lostSeconds: number } | null;
   };
@@ -70,6 +79,73 @@ export interface GatewayConfig {
 
 export class ConfigError extends Error {}
 
+export interface ExecHostClientTls {
+  cert: string;
+  key: string;
+  ca: string;
+}
+
+const CLIENT_TLS_FILES = [
+  ['LEMNISCATE_EXEC_HOST_CLIENT_CERT', "the gateway's client certificate"],
+  ['LEMNISCATE_EXEC_HOST_CLIENT_KEY', 'its private key'],
+  ['LEMNISCATE_EXEC_HOST_CA', "the CA of the exec-hosts' certificates"],
+] as const;
+
+function readPem(variable: string, file: string): string {
+  if (!isAbsolute(file)) throw new ConfigError(`The gateway cannot start: ${variable} must be an absolute path to a PEM file, not "${file}".`);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new ConfigError(`The gateway cannot start: ${variable} names ${file}, which cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}).`);
+  }
+  if (!text.includes('-----BEGIN ')) throw new ConfigError(`The gateway cannot start: ${variable} names ${file}, which is not a PEM file.`);
+  return text;
+}
+
+/** The client side of mutual TLS with exec-hosts: all three files or none, read now. */
+function loadExecHostTls(env: NodeJS.ProcessEnv, url: string, urlGiven: boolean): ExecHostClientTls | null {
+  const given = CLIENT_TLS_FILES.filter(([v]) => (env[v] ?? '').trim() !== '');
+  if (given.length === 0) {
+    if (url.startsWith('https:')) {
+      throw new ConfigError(
+        `The gateway cannot start: LEMNISCATE_EXEC_HOST_URL (${url}) is https://, and an exec-host over TLS requires the gateway's client certificate: set LEMNISCATE_EXEC_HOST_CLIENT_CERT, LEMNISCATE_EXEC_HOST_CLIENT_KEY and LEMNISCATE_EXEC_HOST_CA.`,
+      );
+    }
+    return null;
+  }
+  if (given.length < CLIENT_TLS_FILES.length) {
+    const missing = CLIENT_TLS_FILES.filter(([v]) => !given.some(([g]) => g === v)).map(([v, what]) => `${v} (${what})`);
+    throw new ConfigError(
+      `The gateway cannot start: mutual TLS with exec-hosts needs all three of LEMNISCATE_EXEC_HOST_CLIENT_CERT, LEMNISCATE_EXEC_HOST_CLIENT_KEY and LEMNISCATE_EXEC_HOST_CA; missing: ${missing.join(', ')}.`,
+    );
+  }
+  if (urlGiven && !url.startsWith('https:')) {
+    throw new ConfigError(
+      `The gateway cannot start: LEMNISCATE_EXEC_HOST_CLIENT_CERT, _CLIENT_KEY and LEMNISCATE_EXEC_HOST_CA are set but LEMNISCATE_EXEC_HOST_URL (${url}) is not https://: they apply to an exec-host over mutual TLS.`,
+    );
+  }
+  const [cert, key, ca] = CLIENT_TLS_FILES.map(([v]) => readPem(v, env[v]!.trim())) as [string, string, string];
+  for (const [variable, pem] of [
+    ['LEMNISCATE_EXEC_HOST_CLIENT_CERT', cert],
+    ['LEMNISCATE_EXEC_HOST_CA', ca],
+  ] as const) {
+    try {
+      new X509Certificate(pem);
+    } catch (e) {
+      throw new ConfigError(`The gateway cannot start: ${variable} names ${env[variable]}, which holds no readable certificate (${(e as Error).message}).`);
+    }
+  }
+  try {
+    createSecureContext({ cert, key, ca });
+  } catch (e) {
+    throw new ConfigError(
+      `The gateway cannot start: LEMNISCATE_EXEC_HOST_CLIENT_KEY (${env.LEMNISCATE_EXEC_HOST_CLIENT_KEY}) is not the private key of LEMNISCATE_EXEC_HOST_CLIENT_CERT (${env.LEMNISCATE_EXEC_HOST_CLIENT_CERT}): ${(e as Error).message}.`,
+    );
+  }
+  return { cert, key, ca };
+}
+
 /** Reads the environment once; a value that cannot be read stops the start with its name, never a silent default. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig {
   const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
@@ -85,8 +161,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
     );
   }
   if (e.LEMNISCATE_EXEC_HOST_POOL === 'true' && (e.LEMNISCATE_EXEC_HOST_TOKEN ?? '').length < 16) {
-    throw new ConfigError('The gateway cannot start because of its environment: a pool (LEMNISCATE_EXEC_HOST_POOL=true) needs LEMNISCATE_EXEC_HOST_TOKEN, at least 16 characters, which exec-hosts present to register.');
+    throw new ConfigError(
+      'The gateway cannot start because of its environment: a pool (LEMNISCATE_EXEC_HOST_POOL=true) needs LEMNISCATE_EXEC_HOST_TOKEN, at least 16 characters, which exec-hosts present to register.',
+    );
   }
+  const execHostUrl = e.LEMNISCATE_EXEC_HOST_URL.replace(/\/+$/, '');
+  const execHostTls = loadExecHostTls(env, execHostUrl, present.LEMNISCATE_EXEC_HOST_URL !== undefined);
   return {
     port: e.LEMNISCATE_GATEWAY_PORT,
     host: e.LEMNISCATE_GATEWAY_HOST,
@@ -94,8 +174,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
     dataDir: e.LEMNISCATE_DATA_DIR ?? join(homedir(), '.lemniscate', 'data'),
     admin: { email: e.LEMNISCATE_ADMIN_EMAIL, password: e.LEMNISCATE_ADMIN_PASSWORD },
     execHost: {
-      url: e.LEMNISCATE_EXEC_HOST_URL.replace(/\/+$/, ''),
+      url: execHostUrl,
       token: e.LEMNISCATE_EXEC_HOST_TOKEN,
+      tls: execHostTls,
       pool: e.LEMNISCATE_EXEC_HOST_POOL === 'true' ? { lostSeconds: e.LEMNISCATE_EXEC_HOST_LOST_SECONDS } : null,
     },
     cookieSecure: e.LEMNISCATE_COOKIE_SECURE === 'true',

@@ -1,6 +1,5 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config/config';
-import type { ExecHostPort } from './exec-host.port';
 import { HttpExecHost } from './http-exec-host';
 
 /**
@@ -8,12 +7,12 @@ import { HttpExecHost } from './http-exec-host';
  * gateway has its certificate (LEMNISCATE_EXEC_HOST_CLIENT_CERT…), mutual TLS.
  */
 @Injectable()
-export class ExecHostClients {
-  private readonly clients = new Map<string, ExecHostPort>();
+export class ExecHostClients implements OnApplicationShutdown {
+  private readonly clients = new Map<string, HttpExecHost>();
 
   constructor(@Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig) {}
 
-  for(address: string): ExecHostPort {
+  for(address: string): HttpExecHost {
     let client = this.clients.get(address);
     if (!client) {
       client = this.fresh(address);
@@ -22,8 +21,14 @@ export class ExecHostClients {
     return client;
   }
 
+  onApplicationShutdown(): void {
+    for (const client of this.clients.values()) client.close();
+    this.clients.clear();
+  }
+
   /** A client that shares no connection with any other (a registration's check of a new address). */
-  fresh(address: string): ExecHostPort {
-    return new HttpExecHost({ url: address.replace(/\/+$/, ''), token: this.config.execHost.token });
+  fresh(address: string): HttpExecHost {
+    const url = address.replace(/\/+$/, '');
+    return new HttpExecHost({ url, token: this.config.execHost.token, tls: url.startsWith('https:') ? this.config.execHost.tls : null });
   }
 }

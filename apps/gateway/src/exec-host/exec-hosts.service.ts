@@ -56,7 +56,8 @@ export class ExecHostsService {
     if (!known || known.address !== beat.address || known.state === 'lost') {
       // Before a host is placed on, the gateway calls it at the address it gave, as it will for every
       // session: the call needs the host's certificate for that address (mutual TLS) and the token.
-      const check = await this.clients.fresh(beat.address).health();
+      const probe = this.clients.fresh(beat.address);
+      const check = await probe.health().finally(() => probe.close());
       if (!check.ok) {
         const why = `The gateway could not verify exec-host ${beat.id} at ${beat.address}: ${check.message ?? 'it did not answer.'}`;
         await this.refuse(beat, source, why);
@@ -108,8 +109,7 @@ export class ExecHostsService {
   private transportRefusal(address: string): string | null {
     if (address.startsWith('unix:')) return null;
     const url = new URL(address);
-    const tls = (this.config.execHost as { tls?: unknown }).tls;
-    if (tls) {
+    if (this.config.execHost.tls) {
       return url.protocol === 'https:' ? null : `The pool uses mutual TLS (LEMNISCATE_EXEC_HOST_CA is set): an exec-host must advertise an https:// address, not ${address}.`;
     }
     if (url.protocol === 'http:' && isLoopback(url.hostname)) return null;

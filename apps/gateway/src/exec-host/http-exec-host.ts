@@ -28,6 +28,9 @@ import {
   type ReadFileRequest,
   type SearchFilesRequest,
 } from '@lemniscate/contracts';
+import * as http from 'node:http';
+import * as https from 'node:https';
+import { Readable } from 'node:stream';
 import type { z } from 'zod';
 import { ExecHostCallError, type ExecHostCheck, type ExecHostPort } from './exec-host.port';
 
@@ -54,11 +57,68 @@ export const EXEC_HOST_TIMEOUTS_MS = {
 };
 export type ExecHostTimeouts = typeof EXEC_HOST_TIMEOUTS_MS;
 
+/** The gateway's side of mutual TLS (PEM text): its client certificate and key, and the CA exec-hosts' certificates come from. */
+export interface ExecHostTlsOptions {
+  cert: string;
+  key: string;
+  ca: string;
+}
+
 export interface HttpExecHostOptions {
+  /** `http://127.0.0.1:PORT`, `https://host:PORT` (mutual TLS: `tls` required) or `unix:/absolute/path.sock`. */
   url: string;
   /** Sent as a bearer token on every call (LEMNISCATE_EXEC_HOST_TOKEN). */
   token: string | undefined;
+  /** For `https://` URLs: the client certificate presented and the CA the exec-host's certificate must chain to. */
+  tls?: ExecHostTlsOptions | null;
   timeoutsMs?: Partial<ExecHostTimeouts>;
+}
+
+/** Error codes of a connection that never carried a request: nothing reached the exec-host. */
+const NEVER_REACHED = new Set(['ECONNREFUSED', 'ENOENT', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EACCES', 'ENOTSOCK', 'EAI_AGAIN']);
+
+/** Certificate verification failures of the exec-host's certificate (Node's and OpenSSL's codes). */
+function untrustedCertificate(code: string | undefined): boolean {
+  return (
+    !!code &&
+    (code === 'ERR_TLS_CERT_ALTNAME_INVALID' ||
+      code === 'DEPTH_ZERO_SELF_SIGNED_CERT' ||
+      code === 'SELF_SIGNED_CERT_IN_CHAIN' ||
+      code.startsWith('UNABLE_TO_') ||
+      code.startsWith('CERT_') ||
+      code === 'ERR_TLS_CERT_ALTNAME_FORMAT')
+  );
+}
+
+/** The exec-host ended the handshake with an alert: it did not accept this gateway's client certificate. */
+function refusedClientCertificate(code: string | undefined, message: string): boolean {
+  return !!code && code.startsWith('ERR_SSL_') && /alert/i.test(code + message);
+}
+
+/** Where a request goes: a TCP origin (http/https) or a unix socket. */
+interface Target {
+  module: typeof http | typeof https;
+  agent: http.Agent;
+  base: http.RequestOptions;
+}
+
+function targetOf(options: HttpExecHostOptions): Target {
+  const { url, tls } = options;
+  if (url.startsWith('unix:')) {
+    const socketPath = url.slice('unix:'.length);
+    if (!socketPath.startsWith('/')) throw new Error(`The exec-host address ${url} must name an absolute socket path (unix:/run/lemniscate/exec-host.sock).`);
+    if (tls) throw new Error(`The exec-host address ${url} is a unix socket: a client certificate applies to https:// addresses only.`);
+    return { module: http, agent: new http.Agent({ keepAlive: true }), base: { socketPath, host: 'localhost' } };
+  }
+  const parsed = new URL(url);
+  const base: http.RequestOptions = { protocol: parsed.protocol, hostname: parsed.hostname.replace(/^\[|\]$/g, ''), port: parsed.port || undefined };
+  if (parsed.protocol === 'https:') {
+    const agent = new https.Agent({ keepAlive: true, ...(tls ? { cert: tls.cert, key: tls.key, ca: tls.ca } : {}) });
+    return { module: https, agent, base };
+  }
+  if (parsed.protocol !== 'http:') throw new Error(`The exec-host address ${url} must be http://, https:// or unix:/path.`);
+  if (tls) throw new Error(`The exec-host address ${url} is http://: a client certificate applies to https:// addresses only.`);
+  return { module: http, agent: new http.Agent({ keepAlive: true }), base };
 }
 
 interface Call {
@@ -75,9 +135,16 @@ interface Call {
  */
 export class HttpExecHost implements ExecHostPort {
   private readonly timeouts: ExecHostTimeouts;
+  private readonly target: Target;
 
   constructor(private readonly options: HttpExecHostOptions) {
     this.timeouts = { ...EXEC_HOST_TIMEOUTS_MS, ...options.timeoutsMs };
+    this.target = targetOf(options);
+  }
+
+  /** Closes the kept-alive connections (a pool drops the client of a host it forgets). */
+  close(): void {
+    this.target.agent.destroy();
   }
 
   async health(): Promise<ExecHostCheck> {
@@ -203,24 +270,63 @@ export class HttpExecHost implements ExecHostPort {
   }
 
   private async fetch(method: string, path: string, { body, signal, timeoutMs }: Call): Promise<Response> {
-    const signals = [signal, timeoutMs === null ? undefined : AbortSignal.timeout(timeoutMs)].filter((s): s is AbortSignal => !!s);
+    const timeout = timeoutMs === null ? undefined : AbortSignal.timeout(timeoutMs);
+    const signals = [signal, timeout].filter((s): s is AbortSignal => !!s);
     const headers: Record<string, string> = { accept: 'application/json' };
     if (this.options.token) headers.authorization = `Bearer ${this.options.token}`;
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    try {
-      return await fetch(`${this.options.url}${path}`, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: signals.length ? AbortSignal.any(signals) : undefined,
-      });
-    } catch (err) {
-      if (signal?.aborted) throw err;
-      const why = (err as Error).name === 'TimeoutError' && timeoutMs !== null ? `did not answer within ${Math.round(timeoutMs / 1000)} s` : 'could not be reached';
-      const code = ((err as Error).cause as { code?: string } | undefined)?.code;
-      const neverReached = code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH';
-      throw new ExecHostCallError('engine_unavailable', `The exec-host at ${this.options.url} ${why}.`, 503, { neverReached, answered: false });
+    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+    if (payload) {
+      headers['content-type'] = 'application/json';
+      headers['content-length'] = String(payload.length);
     }
+    try {
+      return await this.request(method, path, headers, payload, signals.length ? AbortSignal.any(signals) : undefined);
+    } catch (err) {
+      if (signal?.aborted) throw signal.reason ?? err;
+      const { code, message } = err as NodeJS.ErrnoException;
+      const url = this.options.url;
+      if (untrustedCertificate(code)) {
+        throw new ExecHostCallError(
+          'engine_unavailable',
+          `The exec-host at ${url} could not be reached: its certificate was not trusted (${code}: ${message}); LEMNISCATE_EXEC_HOST_CA must be the CA that signed it, and the certificate must name the address's host.`,
+          503,
+          { neverReached: true, answered: false },
+        );
+      }
+      if (refusedClientCertificate(code, message)) {
+        throw new ExecHostCallError(
+          'engine_unavailable',
+          `The exec-host at ${url} refused the gateway's client certificate (${message}): it must come from the CA of its LEMNISCATE_EXEC_HOST_TLS_CLIENT_CA.`,
+          503,
+          { neverReached: true, answered: false },
+        );
+      }
+      const why = timeout?.aborted ? `did not answer within ${Math.round(timeoutMs! / 1000)} s` : 'could not be reached';
+      throw new ExecHostCallError('engine_unavailable', `The exec-host at ${url} ${why}.`, 503, { neverReached: !!code && NEVER_REACHED.has(code), answered: false });
+    }
+  }
+
+  /**
+   * One request with node:http(s) (global fetch reaches neither a unix socket nor presents a client
+   * certificate), answered as a web Response whose body streams as it comes. The signal cuts the
+   * request, and the body after the answer began, as fetch's does.
+   */
+  private request(method: string, path: string, headers: Record<string, string>, payload: Buffer | undefined, signal: AbortSignal | undefined): Promise<Response> {
+    return new Promise((resolve, reject) => {
+      const req = this.target.module.request({ ...this.target.base, agent: this.target.agent, method, path, headers, ...(signal ? { signal } : {}) }, (res) => {
+        const answer = new Headers();
+        for (const [name, value] of Object.entries(res.headers)) {
+          if (Array.isArray(value)) for (const v of value) answer.append(name, v);
+          else if (value !== undefined) answer.set(name, value);
+        }
+        const status = res.statusCode ?? 502;
+        const noBody = method === 'HEAD' || status === 204 || status === 205 || status === 304;
+        if (noBody) res.resume();
+        resolve(new Response(noBody ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>), { status, statusText: res.statusMessage ?? '', headers: answer }));
+      });
+      req.once('error', reject);
+      req.end(payload);
+    });
   }
 }
 
