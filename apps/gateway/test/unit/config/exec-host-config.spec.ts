@@ -34,12 +34,13 @@ const refusal = (env: Record<string, string>): string => {
 
 describe('the exec-host address and the client side of mutual TLS', () => {
   it('takes http://, unix:/ and https:// with the three files, read at start', () => {
-    expect(loadConfig({}).execHost).toEqual({ url: 'http://127.0.0.1:7071', token: undefined, tls: null });
+    expect(loadConfig({}).execHost).toEqual({ url: 'http://127.0.0.1:7071', token: undefined, tls: null, pool: null });
     expect(loadConfig({ LEMNISCATE_EXEC_HOST_URL: 'unix:/run/lemniscate/exec-host.sock' }).execHost.url).toBe('unix:/run/lemniscate/exec-host.sock');
     expect(loadConfig({ LEMNISCATE_EXEC_HOST_URL: 'https://exec-1:7071/', ...tls }).execHost).toEqual({
       url: 'https://exec-1:7071',
       token: undefined,
       tls: { cert: certs.good.gateway.certPem, key: certs.good.gateway.keyPem, ca: certs.good.caPem },
+      pool: null,
     });
     // Without an address (a pool gives one per host), the files are read for the hosts to come.
     expect(loadConfig(tls).execHost.tls).not.toBeNull();
@@ -50,7 +51,9 @@ describe('the exec-host address and the client side of mutual TLS', () => {
   });
 
   it('refuses https:// without a client certificate, and a client certificate for an exec-host that is not https://', () => {
-    expect(refusal({ LEMNISCATE_EXEC_HOST_URL: 'https://exec-1:7071' })).toMatch(/LEMNISCATE_EXEC_HOST_URL \(https:\/\/exec-1:7071\) is https:\/\/, and an exec-host over TLS requires the gateway's client certificate/);
+    expect(refusal({ LEMNISCATE_EXEC_HOST_URL: 'https://exec-1:7071' })).toMatch(
+      /LEMNISCATE_EXEC_HOST_URL \(https:\/\/exec-1:7071\) is https:\/\/, and an exec-host over TLS requires the gateway's client certificate/,
+    );
     for (const url of ['http://127.0.0.1:7071', 'unix:/run/x.sock']) {
       expect(refusal({ LEMNISCATE_EXEC_HOST_URL: url, ...tls })).toMatch(/are set but LEMNISCATE_EXEC_HOST_URL \(.*\) is not https:\/\//);
     }
@@ -83,6 +86,32 @@ describe('the exec-host address and the client side of mutual TLS', () => {
     for (const v of ['LEMNISCATE_EXEC_HOST_CLIENT_CERT', 'LEMNISCATE_EXEC_HOST_CA'] as const) {
       expect(refusal({ ...tls, [v]: path.join(scratch, 'garbled.pem') })).toMatch(new RegExp(`^The gateway cannot start: ${v} names .* which holds no readable certificate`));
     }
-    expect(refusal({ ...tls, LEMNISCATE_EXEC_HOST_CLIENT_KEY: certs.good.hosts['exec-1']!.key })).toMatch(/LEMNISCATE_EXEC_HOST_CLIENT_KEY \(.*\) is not the private key of LEMNISCATE_EXEC_HOST_CLIENT_CERT/);
+    expect(refusal({ ...tls, LEMNISCATE_EXEC_HOST_CLIENT_KEY: certs.good.hosts['exec-1']!.key })).toMatch(
+      /LEMNISCATE_EXEC_HOST_CLIENT_KEY \(.*\) is not the private key of LEMNISCATE_EXEC_HOST_CLIENT_CERT/,
+    );
+  });
+});
+
+describe('pool mode', () => {
+  const token = 'a-pool-token-of-enough-length';
+  it('takes LEMNISCATE_EXEC_HOST_POOL=true with a long token and the lost delay', () => {
+    expect(loadConfig({ LEMNISCATE_EXEC_HOST_POOL: 'true', LEMNISCATE_EXEC_HOST_TOKEN: token }).execHost.pool).toEqual({ lostSeconds: 20 });
+    expect(loadConfig({ LEMNISCATE_EXEC_HOST_POOL: 'true', LEMNISCATE_EXEC_HOST_TOKEN: token, LEMNISCATE_EXEC_HOST_LOST_SECONDS: '7' }).execHost.pool).toEqual({ lostSeconds: 7 });
+    expect(loadConfig({ LEMNISCATE_EXEC_HOST_POOL: 'false' }).execHost.pool).toBeNull();
+  });
+  const refused: [string, Record<string, string>, RegExp][] = [
+    ['a fixed exec-host as well', { LEMNISCATE_EXEC_HOST_POOL: 'true', LEMNISCATE_EXEC_HOST_TOKEN: token, LEMNISCATE_EXEC_HOST_URL: 'http://127.0.0.1:7071' }, /must not be set as well/],
+    ['no token', { LEMNISCATE_EXEC_HOST_POOL: 'true' }, /needs LEMNISCATE_EXEC_HOST_TOKEN, at least 16 characters/],
+    ['a short token', { LEMNISCATE_EXEC_HOST_POOL: 'true', LEMNISCATE_EXEC_HOST_TOKEN: 'short' }, /at least 16 characters/],
+    ['yes instead of true', { LEMNISCATE_EXEC_HOST_POOL: 'yes', LEMNISCATE_EXEC_HOST_TOKEN: token }, /LEMNISCATE_EXEC_HOST_POOL/],
+    ['a lost delay of 1 s', { LEMNISCATE_EXEC_HOST_POOL: 'true', LEMNISCATE_EXEC_HOST_TOKEN: token, LEMNISCATE_EXEC_HOST_LOST_SECONDS: '1' }, /LEMNISCATE_EXEC_HOST_LOST_SECONDS/],
+    [
+      'a lost delay in words',
+      { LEMNISCATE_EXEC_HOST_POOL: 'true', LEMNISCATE_EXEC_HOST_TOKEN: token, LEMNISCATE_EXEC_HOST_LOST_SECONDS: 'soon' },
+      /LEMNISCATE_EXEC_HOST_LOST_SECONDS: must be a number of seconds/,
+    ],
+  ];
+  it.each(refused)('refuses %s with a sentence naming the variable', (_label, env, sentence) => {
+    expect(() => loadConfig(env)).toThrow(sentence);
   });
 });
