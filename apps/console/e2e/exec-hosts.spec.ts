@@ -147,6 +147,8 @@ test.describe('the Exec-hosts page against a gateway in pool mode', () => {
     const row = (id: string) => page.getByRole('row', { name: new RegExp(`^${id}\\b`) });
     await expect(row('exec-host-1').locator('.badge')).toHaveText('draining');
     await expect(row('exec-host-1')).toContainText('“disk replacement”');
+    // The officer cannot list users: the drainer is named by role, not by a bare id.
+    await expect(row('exec-host-1')).toContainText('an administrator');
     await expect(row('exec-host-2').locator('.badge')).toHaveText('active');
     await expect(page.getByRole('button', { name: /Drain|Undrain/ })).toHaveCount(0);
     await shot(page, 'gateway-officer');

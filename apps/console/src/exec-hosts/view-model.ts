@@ -36,10 +36,13 @@ export function drainConsequence(h: ExecHostView): string {
   return `No new session will be placed on ${h.id}; ${h.liveSessions === 0 ? 'it has no live session' : liveSessions(h.liveSessions)}.`;
 }
 
-/** Who drained a host, as the page can name them: `user:ID` becomes the person's name when known. */
+/**
+ * Who drained a host, as the page can name them: `user:ID` becomes the person's name when the reader may
+ * list users (administrators), `you` for the reader, and otherwise `an administrator` (only they drain).
+ */
 export function actorName(actor: string, names: ReadonlyMap<string, string>, myUserId: string): string {
   const id = actor.startsWith('user:') ? actor.slice('user:'.length) : null;
   if (id === null) return actor;
   if (id === myUserId) return 'you';
-  return names.get(id) ?? actor;
+  return names.get(id) ?? 'an administrator';
 }

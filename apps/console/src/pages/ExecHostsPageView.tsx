@@ -27,6 +27,7 @@ function columns(p: ExecHostsPageViewProps, onAskDrain: (id: string) => void): C
   const cols: Column<ExecHostView>[] = [
     {
       header: 'Exec-host',
+      className: 'nowrap',
       cell: (h) => (
         <>
           <strong>{h.id}</strong>
@@ -46,9 +47,9 @@ function columns(p: ExecHostsPageViewProps, onAskDrain: (id: string) => void): C
         );
       },
     },
-    { header: 'Kind', cell: (h) => (h.kind === 'fixed' ? 'fixed (configured)' : 'registered') },
+    { header: 'Kind', className: 'nowrap', cell: (h) => (h.kind === 'fixed' ? 'fixed (configured)' : 'registered') },
     { header: 'Address', className: 'host-address', cell: (h) => <code>{h.address}</code> },
-    { header: 'Runtimes', cell: (h) => (h.runtimes.length > 0 ? h.runtimes.join(', ') : <span className="muted">—</span>) },
+    { header: 'Runtimes', className: 'nowrap', cell: (h) => (h.runtimes.length > 0 ? h.runtimes.join(', ') : <span className="muted">—</span>) },
     {
       header: (
         <abbr title="Live sessions placed on the host, as the platform counts them, over its capacity" className="plain-abbr">
@@ -83,7 +84,7 @@ function columns(p: ExecHostsPageViewProps, onAskDrain: (id: string) => void): C
       cell: (h) =>
         h.drainedBy ? (
           <>
-            {p.nameOf(h.drainedBy)}
+            <span title={h.drainedBy}>{p.nameOf(h.drainedBy)}</span>
             {h.drainReason && <div className="small drain-reason">“{h.drainReason}”</div>}
           </>
         ) : (
@@ -146,7 +147,7 @@ export function ExecHostsPageView(p: ExecHostsPageViewProps) {
                   gateways with <code>LEMNISCATE_EXEC_HOST_POOL=true</code> to run a pool.
                 </p>
               )}
-              <div className="card flush">
+              <div className="card flush table-scroll">
                 <DataTable caption="Exec-hosts" className="exec-hosts" columns={columns(p, setAsking)} rows={hosts} rowKey={(h) => h.id} />
               </div>
               {p.canDrain && draining && (
