@@ -31,7 +31,10 @@ function columns(p: ExecHostsPageViewProps, onAskDrain: (id: string) => void): C
       cell: (h) => (
         <>
           <strong>{h.id}</strong>
-          {h.version && <div className="muted small">version {h.version}</div>}
+          <div className="muted small">
+            {h.kind === 'fixed' ? 'fixed (configured)' : 'registered'}
+            {h.version && ` · version ${h.version}`}
+          </div>
         </>
       ),
     },
@@ -47,8 +50,7 @@ function columns(p: ExecHostsPageViewProps, onAskDrain: (id: string) => void): C
         );
       },
     },
-    { header: 'Kind', className: 'nowrap', cell: (h) => (h.kind === 'fixed' ? 'fixed (configured)' : 'registered') },
-    { header: 'Address', className: 'host-address', cell: (h) => <code>{h.address}</code> },
+    { header: 'Address', className: 'host-address', cell: (h) => <Address value={h.address} /> },
     { header: 'Runtimes', className: 'nowrap', cell: (h) => (h.runtimes.length > 0 ? h.runtimes.join(', ') : <span className="muted">—</span>) },
     {
       header: (
@@ -81,6 +83,7 @@ function columns(p: ExecHostsPageViewProps, onAskDrain: (id: string) => void): C
     },
     {
       header: 'Drained by',
+      className: 'drained-by',
       cell: (h) =>
         h.drainedBy ? (
           <>
@@ -112,6 +115,21 @@ function columns(p: ExecHostsPageViewProps, onAskDrain: (id: string) => void): C
     });
   }
   return cols;
+}
+
+/** An address that may break after its scheme and before its port, never inside a host name. */
+function Address({ value }: { value: string }) {
+  const parts = value.split(/(?<=:\/\/)|(?=:\d+\/?$)/);
+  return (
+    <code>
+      {parts.map((part, i) => (
+        <span key={i}>
+          {i > 0 && <wbr />}
+          {part}
+        </span>
+      ))}
+    </code>
+  );
 }
 
 export function ExecHostsPageView(p: ExecHostsPageViewProps) {
