@@ -1,4 +1,5 @@
 import { Command, CommanderError } from 'commander';
+import { registerAdmin } from './commands/admin';
 import { registerAgents } from './commands/agents';
 import { registerApply } from './commands/apply';
 import { registerApprovals } from './commands/approvals';
@@ -46,6 +47,7 @@ function buildProgram(ctx: CliContext, done: (code: Promise<number>) => void): C
   registerPolicy(program, ctx, done);
   registerAgents(program, ctx, done);
   registerEnv(program, ctx, done);
+  registerAdmin(program, ctx, done);
   registerCompletion(program, ctx, done);
   return program;
 }

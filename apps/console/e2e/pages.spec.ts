@@ -40,9 +40,9 @@ test.describe('header and navigation', () => {
   });
 
   const offered = {
-    admin: ['Dashboard', 'Approvals', 'Sessions', 'Policies', 'Environment', 'Users', 'Audit'],
+    admin: ['Dashboard', 'Approvals', 'Sessions', 'Policies', 'Environment', 'Users', 'Audit', 'Exec-hosts'],
     developer: ['Dashboard', 'Approvals', 'Sessions', 'Policies', 'Environment'],
-    security_officer: ['Dashboard', 'Sessions', 'Policies', 'Environment', 'Audit'],
+    security_officer: ['Dashboard', 'Sessions', 'Policies', 'Environment', 'Audit', 'Exec-hosts'],
   };
   for (const [role, labels] of Object.entries(offered)) {
     test(`${role} is offered only ${labels.join(', ')}`, async ({ page }) => {

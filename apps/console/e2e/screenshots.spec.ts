@@ -27,6 +27,8 @@ const SHOTS: [string, Record<string, string>, number?][] = [
   ['users', { view: 'users', selected: 'usr_dev' }],
   ['audit', { view: 'audit', role: 'security_officer' }],
   ['audit-broken', { view: 'audit', variant: 'broken' }],
+  ['exec-hosts', { view: 'exec-hosts' }],
+  ['exec-hosts-officer-390', { view: 'exec-hosts', role: 'security_officer' }, 390],
   ['error-state', { view: 'sessions', state: 'error' }],
   ['diff-split', { view: 'diff' }],
 ];

@@ -1,4 +1,16 @@
-import type { ApprovalView, EnvironmentJobView, EnvironmentLog, EnvironmentStatus, GatewayEvent, PolicyVersionSummary, ProjectView, SessionView, TokenView, UserView } from '@lemniscate/contracts';
+import type {
+  ApprovalView,
+  EnvironmentJobView,
+  EnvironmentLog,
+  EnvironmentStatus,
+  ExecHostView,
+  GatewayEvent,
+  PolicyVersionSummary,
+  ProjectView,
+  SessionView,
+  TokenView,
+  UserView,
+} from '@lemniscate/contracts';
 import type { AuditEntry, AuditVerification, DashboardStats, DryRunResponse } from '../src/api/console-contracts';
 
 // Sample data for the view harness. Shapes are checked against the contracts by the type checker.
@@ -481,3 +493,81 @@ export function environmentLogFrom(jobId: string, text: string, offset: number, 
   const rest = bytes.slice(Math.min(offset, bytes.length));
   return { jobId, text: new TextDecoder().decode(rest), offset, nextOffset: bytes.length, complete };
 }
+
+/** The sample times of the Exec-hosts page are read against this clock. */
+export const execHostsNow = Date.parse('2026-11-29T14:05:00.000Z');
+const beforeNow = (seconds: number) => new Date(execHostsNow - seconds * 1000).toISOString();
+
+export const execHosts: ExecHostView[] = [
+  {
+    id: 'exec-host-1',
+    address: 'https://exec-host-1.internal:7071',
+    kind: 'registered',
+    state: 'active',
+    runtimes: ['runc', 'runsc'],
+    images: ['lemniscate/sandbox:current'],
+    environments: ['prj_demo'],
+    capacity: 20,
+    load: 7,
+    liveSessions: 7,
+    version: '0.1.0',
+    registeredAt: beforeNow(86_400 * 3),
+    lastHeartbeatAt: beforeNow(3),
+    drainedBy: null,
+    drainReason: null,
+    stateChangedAt: beforeNow(86_400 * 3),
+  },
+  {
+    id: 'exec-host-2',
+    address: 'https://exec-host-2.internal:7071',
+    kind: 'registered',
+    state: 'draining',
+    runtimes: ['runc', 'runsc'],
+    images: ['lemniscate/sandbox:current'],
+    environments: [],
+    capacity: 20,
+    load: 3,
+    liveSessions: 3,
+    version: '0.1.0',
+    registeredAt: beforeNow(86_400 * 3),
+    lastHeartbeatAt: beforeNow(2),
+    drainedBy: 'user:usr_ada',
+    drainReason: 'kernel upgrade on Thursday',
+    stateChangedAt: beforeNow(600),
+  },
+  {
+    id: 'exec-host-3',
+    address: 'https://exec-host-3.internal:7071',
+    kind: 'registered',
+    state: 'lost',
+    runtimes: ['runc'],
+    images: ['lemniscate/sandbox:current'],
+    environments: [],
+    capacity: 10,
+    load: 4,
+    liveSessions: 0,
+    version: '0.1.0',
+    registeredAt: beforeNow(86_400),
+    lastHeartbeatAt: beforeNow(169),
+    drainedBy: null,
+    drainReason: null,
+    stateChangedAt: beforeNow(149),
+  },
+];
+
+export const fixedExecHost: ExecHostView = {
+  ...execHosts[0]!,
+  id: 'fixed',
+  address: 'http://127.0.0.1:7071',
+  kind: 'fixed',
+  runtimes: [],
+  images: [],
+  environments: [],
+  capacity: 0,
+  load: 0,
+  liveSessions: 2,
+  version: null,
+  registeredAt: null,
+  lastHeartbeatAt: null,
+  stateChangedAt: null,
+};

@@ -2,7 +2,7 @@ import '../src/zod-config';
 import { useState, type ReactNode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { policyJsonSchema as policySchema } from '@lemniscate/policy/check';
-import type { ApprovalView, EnvironmentStatus, UserRole } from '@lemniscate/contracts';
+import type { ApprovalView, EnvironmentStatus, ExecHostView, UserRole } from '@lemniscate/contracts';
 import { ApiError } from '../src/api/client';
 import { ROLE_LABELS, type PageKey } from '../src/auth/access';
 import { DiffViewer } from '../src/components/diff/DiffViewer';
@@ -17,6 +17,8 @@ import { canDo } from '../src/auth/access';
 import { AUDIT_KINDS } from '@lemniscate/contracts';
 import { DashboardPageView } from '../src/pages/DashboardPageView';
 import { EnvironmentPageView, type LogView } from '../src/pages/EnvironmentPageView';
+import { ExecHostsPageView } from '../src/pages/ExecHostsPageView';
+import { actorName, drainConsequence } from '../src/exec-hosts/view-model';
 import { PoliciesPageView, type PolicyTab } from '../src/pages/PoliciesPageView';
 import { SessionPageView } from '../src/pages/SessionPageView';
 import { SessionsPageView } from '../src/pages/SessionsPageView';
@@ -68,7 +70,7 @@ function Shell({ page, children }: { page: PageKey; children: ReactNode }) {
       onSignOut={record('signOut')}
       pendingApprovals={role !== 'security_officer' ? 3 : undefined}
       renderLink={(to, label, current) => (
-        <a href={`?view=${to === '/' ? 'dashboard' : to.slice(1)}&role=${role}`} aria-current={current ? 'page' : undefined}>
+        <a href={`?view=${to === '/' ? 'dashboard' : to.split('/').pop()}&role=${role}`} aria-current={current ? 'page' : undefined}>
           {label}
         </a>
       )}
@@ -254,6 +256,40 @@ function Audit() {
   );
 }
 
+function ExecHosts() {
+  const initial: Record<string, ExecHostView[]> = { empty: [], fixed: [f.fixedExecHost] };
+  const [hosts, setHosts] = useState<ExecHostView[]>(initial[variant] ?? f.execHosts);
+  const [notice, setNotice] = useState<string | null>(null);
+  const refusal = new ApiError({ code: 'forbidden', status: 403, message: 'As a security officer you may not update exec-hosts.', requestId: 'req_eh403' });
+  const names = new Map(f.users.map((u) => [u.id, u.displayName]));
+  return (
+    <Shell page="execHosts">
+      <ExecHostsPageView
+        hosts={q(hosts)}
+        canDrain={canDo(role, 'drainExecHost')}
+        onDrain={(hostId, reason) => {
+          record('drain')(hostId, reason);
+          // As the gateway answers: the host's view, drained by the signed-in administrator.
+          const next = hosts.map((h) => (h.id === hostId ? { ...h, state: h.state === 'active' ? ('draining' as const) : h.state, drainedBy: 'user:usr_ada', drainReason: reason ?? null } : h));
+          setHosts(next);
+          setNotice(`Drained. ${drainConsequence(next.find((h) => h.id === hostId)!)}`);
+        }}
+        onUndrain={(hostId) => {
+          record('undrain')(hostId);
+          setHosts(hosts.map((h) => (h.id === hostId ? { ...h, state: h.state === 'draining' ? ('active' as const) : h.state, drainedBy: null, drainReason: null } : h)));
+          setNotice(`Sessions may be placed on ${hostId} again.`);
+        }}
+        busyId={null}
+        actionError={variant === 'drain-error' ? refusal : null}
+        notice={notice}
+        nameOf={(actor) => actorName(actor, names, role === 'admin' ? 'usr_nobody' : '')}
+        now={f.execHostsNow}
+        refreshSeconds={5}
+      />
+    </Shell>
+  );
+}
+
 function Harness() {
   switch (view) {
     case 'signin':
@@ -310,6 +346,8 @@ function Harness() {
       return <Users />;
     case 'audit':
       return <Audit />;
+    case 'exec-hosts':
+      return <ExecHosts />;
     case 'diff':
       return (
         <main id="main" className="page">

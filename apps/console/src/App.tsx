@@ -15,6 +15,7 @@ import { SignInPage } from './pages/SignInPage';
 // viewer (highlight.js) stay out of the first download.
 const ApprovalsPage = lazy(() => import('./pages/ApprovalsPage').then((m) => ({ default: m.ApprovalsPage })));
 const AuditPage = lazy(() => import('./pages/AuditPage').then((m) => ({ default: m.AuditPage })));
+const ExecHostsPage = lazy(() => import('./pages/ExecHostsPage').then((m) => ({ default: m.ExecHostsPage })));
 const EnvironmentPage = lazy(() => import('./pages/EnvironmentPage').then((m) => ({ default: m.EnvironmentPage })));
 const EnvironmentIndexPage = lazy(() => import('./pages/EnvironmentPage').then((m) => ({ default: m.EnvironmentIndexPage })));
 const PoliciesPage = lazy(() => import('./pages/PoliciesPage').then((m) => ({ default: m.PoliciesPage })));
@@ -90,6 +91,7 @@ function Shell() {
         <Route path="/projects/:projectId/environment" element={<Guard page="environment">{<EnvironmentPage />}</Guard>} />
         <Route path="/users" element={<Guard page="users">{<UsersPage />}</Guard>} />
         <Route path="/audit" element={<Guard page="audit">{<AuditPage />}</Guard>} />
+        <Route path="/admin/exec-hosts" element={<Guard page="execHosts">{<ExecHostsPage />}</Guard>} />
         <Route path="*" element={<Navigate to="/" replace />} />
       </Routes>
     </Layout>

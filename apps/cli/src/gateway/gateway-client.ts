@@ -9,6 +9,7 @@ import {
   type CreatedToken,
   type EnvironmentLog,
   type EnvironmentStatus,
+  type ExecHostView,
   type GatewayRoute,
   type LoginResponse,
   type MeResponse,
@@ -351,6 +352,20 @@ export class GatewayClient {
       body: route.body.parse(body),
       notFound: `No approval ${id} is visible to you (\`lemni approvals\` lists the pending ones).`,
     });
+  }
+
+  // --- the exec-host pool (administrators; security officers may list) ---
+
+  listExecHosts(): Promise<ExecHostView[]> {
+    return this.request(GatewayRoutes.listExecHosts);
+  }
+
+  drainExecHost(hostId: string, reason?: string): Promise<ExecHostView> {
+    return this.request(GatewayRoutes.drainExecHost, { params: { hostId }, body: reason === undefined ? {} : { reason } });
+  }
+
+  undrainExecHost(hostId: string): Promise<ExecHostView> {
+    return this.request(GatewayRoutes.undrainExecHost, { params: { hostId } });
   }
 
   // --- audit ---

@@ -7,6 +7,7 @@ import {
   requestIssues,
   type ApprovalView,
   type EnvironmentStatus,
+  type ExecHostView,
   type PolicyDryRunResponse,
   type GatewayRoute,
   type GatewayRouteName,
@@ -120,6 +121,48 @@ export function baseEnvironment(over: Partial<EnvironmentStatus> = {}): Environm
   };
 }
 
+/** A registered exec-host of the pool, active, heartbeating 3 s ago, as `GET /admin/exec-hosts` lists it. */
+export function execHostView(id: string, over: Partial<ExecHostView> = {}): ExecHostView {
+  const at = (msAgo: number) => new Date(Date.now() - msAgo).toISOString();
+  return {
+    id,
+    address: 'http://127.0.0.1:7101',
+    kind: 'registered',
+    state: 'active',
+    runtimes: ['runc', 'runsc'],
+    images: ['lemniscate/sandbox:current'],
+    environments: [],
+    capacity: 10,
+    load: 3,
+    liveSessions: 3,
+    version: '0.1.0',
+    registeredAt: at(3_600_000),
+    lastHeartbeatAt: at(3_000),
+    drainedBy: null,
+    drainReason: null,
+    stateChangedAt: at(3_600_000),
+    ...over,
+  };
+}
+
+/** The one exec-host of a gateway without a pool (LEMNISCATE_EXEC_HOST_URL), as the gateway lists it. */
+export function fixedExecHostView(over: Partial<ExecHostView> = {}): ExecHostView {
+  return execHostView('fixed', {
+    kind: 'fixed',
+    address: 'http://127.0.0.1:7071',
+    runtimes: [],
+    images: [],
+    capacity: 0,
+    load: 0,
+    liveSessions: 1,
+    version: null,
+    registeredAt: null,
+    lastHeartbeatAt: null,
+    stateChangedAt: null,
+    ...over,
+  });
+}
+
 /** A refusal the fake answers instead of playing a route (a 403 for a security officer, a 409 for a start). */
 export interface Refusal {
   status: number;
@@ -160,6 +203,13 @@ export class FakeGateway {
   jobLogs = new Map<string, FakeJobLog>();
   /** Answered instead of `POST …/environment/prepare` (as the gateway refuses a security officer). */
   prepareRefusal: Refusal | null = null;
+  /** What `GET /admin/exec-hosts` lists; drain and undrain change them as the gateway does. */
+  execHosts: ExecHostView[] = [];
+  /**
+   * Answered instead of the `/admin/exec-hosts` routes: `list` instead of the list (a developer), `change`
+   * instead of drain and undrain (a developer, a security officer).
+   */
+  execHostRefusals: { list?: Refusal; change?: Refusal } = {};
   /** Answered instead of `POST /sessions` (as the gateway refuses a start while the environment is not ready). */
   sessionRefusal: Refusal | null = null;
   private server!: Server;
@@ -319,6 +369,40 @@ export class FakeGateway {
     this.send(res, status, { code, message, requestId: 'req-1' });
   }
 
+  /** The pool's administration, as apps/gateway/src/exec-host/exec-hosts.service.ts answers it. */
+  private execHostRoute(res: ServerResponse, method: string, path: string, body: unknown): void {
+    const refusal = method === 'GET' ? this.execHostRefusals.list : this.execHostRefusals.change;
+    if (refusal) return this.error(res, refusal.status, refusal.code, refusal.message);
+    if (method === 'GET') return this.send(res, 200, this.execHosts);
+    const m = /^\/admin\/exec-hosts\/([^/]+)\/(drain|undrain)$/.exec(path);
+    const id = decodeURIComponent(m?.[1] ?? '');
+    const what = m?.[2] === 'drain' ? 'drained' : 'undrained';
+    if (this.execHosts.some((h) => h.kind === 'fixed')) {
+      return this.error(
+        res,
+        409,
+        'conflict',
+        `This gateway has one fixed exec-host (LEMNISCATE_EXEC_HOST_URL), not a pool, so it cannot be ${what}: there is no other exec-host to place sessions on.`,
+      );
+    }
+    const i = this.execHosts.findIndex((h) => h.id === id);
+    const host = this.execHosts[i];
+    if (!host) return this.error(res, 404, 'not_found', `No exec-host "${id}" has registered with the platform; \`lemni admin exec-hosts list\` shows those that have.`);
+    const at = now();
+    const next: ExecHostView =
+      what === 'drained'
+        ? {
+            ...host,
+            drainedBy: 'user:u1',
+            drainReason: (body as { reason?: string } | undefined)?.reason ?? null,
+            state: host.state === 'active' ? 'draining' : host.state,
+            stateChangedAt: host.state === 'active' ? at : host.stateChangedAt,
+          }
+        : { ...host, drainedBy: null, drainReason: null, state: host.state === 'draining' ? 'active' : host.state, stateChangedAt: host.state === 'draining' ? at : host.stateChangedAt };
+    this.execHosts[i] = next;
+    return this.send(res, 200, next);
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
@@ -457,6 +541,7 @@ export class FakeGateway {
       }
       return this.send(res, 200, s);
     }
+    if (path === '/admin/exec-hosts' || path.startsWith('/admin/exec-hosts/')) return this.execHostRoute(res, method, path, body);
     if (route === 'GET /approvals') return this.send(res, 200, this.approvals);
     m = /^\/approvals\/([^/]+)(\/approve|\/reject)?$/.exec(path);
     if (m) {

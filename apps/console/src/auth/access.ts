@@ -5,7 +5,7 @@ import type { UserRole } from '@lemniscate/contracts';
  * project); this table only keeps the console from offering what would be refused. access.spec.ts
  * checks it against the gateway's abilities from libs/policy, so the two cannot drift apart.
  */
-export type PageKey = 'dashboard' | 'approvals' | 'sessions' | 'policies' | 'environment' | 'users' | 'audit';
+export type PageKey = 'dashboard' | 'approvals' | 'sessions' | 'policies' | 'environment' | 'users' | 'audit' | 'execHosts';
 
 interface PageInfo {
   key: PageKey;
@@ -24,6 +24,7 @@ export const PAGES: readonly PageInfo[] = [
   { key: 'environment', path: '/environment', label: 'Environment', roles: ['admin', 'developer', 'security_officer'], also: /^\/projects\/[^/]+\/environment\/?$/ },
   { key: 'users', path: '/users', label: 'Users', roles: ['admin'] },
   { key: 'audit', path: '/audit', label: 'Audit', roles: ['admin', 'security_officer'] },
+  { key: 'execHosts', path: '/admin/exec-hosts', label: 'Exec-hosts', roles: ['admin', 'security_officer'] },
 ];
 
 export function canOpen(role: UserRole, page: PageKey): boolean {
@@ -43,6 +44,7 @@ export const ACTIONS = {
   /** Members only: the gateway refuses a project the person is not a member of, whatever the role. */
   prepareEnvironment: ['admin', 'developer'],
   exportAudit: ['admin', 'security_officer'],
+  drainExecHost: ['admin'],
 } as const satisfies Record<string, readonly UserRole[]>;
 
 export function canDo(role: UserRole, action: keyof typeof ACTIONS): boolean {

@@ -13,6 +13,7 @@ const pageNeeds: Record<PageKey, [AppAction, AppSubjectName, Record<string, stri
   environment: ['read', 'Project', { id: PROJECT }],
   users: ['manage', 'User', { id: 'someone-else' }],
   audit: ['read', 'Audit', { projectId: PROJECT }],
+  execHosts: ['read', 'ExecHost', { id: 'exec-host-1' }],
 };
 const actionNeeds: Record<keyof typeof ACTIONS, [AppAction, AppSubjectName, Record<string, string>]> = {
   stopSession: ['stop', 'Session', { projectId: PROJECT, userId: ME }],
@@ -23,6 +24,7 @@ const actionNeeds: Record<keyof typeof ACTIONS, [AppAction, AppSubjectName, Reco
   // session in the project needs first, and the same members (administrators, developers) may do it.
   prepareEnvironment: ['create', 'Session', { projectId: PROJECT, userId: ME }],
   exportAudit: ['export', 'Audit', { projectId: PROJECT }],
+  drainExecHost: ['update', 'ExecHost', { id: 'exec-host-1' }],
 };
 
 const roles: UserRole[] = ['admin', 'developer', 'security_officer'];
@@ -58,6 +60,6 @@ describe('console navigation matches the gateway abilities', () => {
   });
 
   it('a security officer opens policies, as the role table says (reads projects, policies, sessions, approvals)', () => {
-    expect(pagesFor('security_officer').map((p) => p.key)).toEqual(['dashboard', 'sessions', 'policies', 'environment', 'audit']);
+    expect(pagesFor('security_officer').map((p) => p.key)).toEqual(['dashboard', 'sessions', 'policies', 'environment', 'audit', 'execHosts']);
   });
 });
