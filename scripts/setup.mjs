@@ -45,6 +45,12 @@ export async function setup({ forTests = false } = {}) {
       aptInstall(['tmux'], 'The terminal tests of the CLI');
       return 'installed from Debian';
     });
+    // test/unit/kubernetes.spec.ts renders deploy/kubernetes with `kubectl kustomize` (no cluster).
+    await step('kubectl (Kubernetes manifest tests)', () => {
+      if (has('kubectl') && run('kubectl', ['kustomize', '--help']).ok) return 'present';
+      aptInstall(['kubernetes-client'], 'The Kubernetes manifest tests');
+      return 'installed kubernetes-client from Debian';
+    });
     // The environment tests' Python index is seeded with wheels built from Debian's Python packages
     // (test/support/mirrors): python3 builds them, apt-get downloads and dpkg-deb unpacks the packages.
     // The mirrors' medium test installs from that index into a virtual environment of Debian's python3.
