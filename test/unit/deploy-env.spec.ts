@@ -37,31 +37,6 @@ function sourceRoots(): string[] {
 const sources = sourceRoots().flatMap((dir) => productionSources(dir));
 const readByCode = new Set(sources.flatMap((file) => fs.readFileSync(file, 'utf8').match(/LEMNISCATE_[A-Z0-9_]+/g) ?? []));
 
-/**
- * The exec-host pool's variables, named by its decision record (docs/decisions/0010-exec-host-pool.md)
- * and set by the Kubernetes manifests while the code that reads them is being written. The record
- * abbreviates: "`LEMNISCATE_EXEC_HOST_TLS_CERT`, `_TLS_KEY`" means LEMNISCATE_EXEC_HOST_TLS_KEY, so
- * a `_X…` continues the last full name before it from its last `_X_` segment.
- */
-function documentedPoolVariables(): Set<string> {
-  const text = fs.readFileSync(path.join(ROOT, 'docs/decisions/0010-exec-host-pool.md'), 'utf8');
-  const out = new Set<string>();
-  let last = '';
-  for (const [, name] of text.matchAll(/`(LEMNISCATE_[A-Z0-9_]+|_[A-Z0-9_]+)(?:=[^`]*)?`/g)) {
-    if (name?.startsWith('LEMNISCATE_')) out.add((last = name));
-    else if (name && last) {
-      const head = name.slice(1).split('_')[0] as string;
-      const at = last.lastIndexOf(`_${head}_`) >= 0 ? last.lastIndexOf(`_${head}_`) : last.lastIndexOf(`_${head}`);
-      if (at > 0) out.add(last.slice(0, at) + name);
-    }
-  }
-  // The heartbeat's `id` and `address` (ADR 0010): how an exec-host names itself and where the
-  // gateway calls it; the Kubernetes DaemonSet sets them from the node's and the pod's names.
-  out.add('LEMNISCATE_EXEC_HOST_ID');
-  out.add('LEMNISCATE_EXEC_HOST_ADDRESS');
-  return out;
-}
-const documentedForThePool = documentedPoolVariables();
 
 /** The variables a deployment file sets, with the line that sets each, by the syntax of its kind. */
 function setIn(file: string): Array<{ variable: string; line: string }> {
@@ -112,12 +87,10 @@ describe('deploy/ sets only variables the code reads', () => {
       ]),
     );
     expect(settings.map((s) => s.variable)).toEqual(expect.arrayContaining(['LEMNISCATE_EXEC_HOST_TOKEN', 'LEMNISCATE_EXEC_HOST_URL', 'LEMNISCATE_GATEWAY_HOST']));
-    for (const v of ['LEMNISCATE_EXEC_HOST_TLS_KEY', 'LEMNISCATE_EXEC_HOST_TLS_CLIENT_CA', 'LEMNISCATE_EXEC_HOST_CLIENT_KEY', 'LEMNISCATE_EXEC_HOST_POOL'])
-      expect(documentedForThePool.has(v)).toBe(true);
   });
 
   it.each(settings.map((s) => [`${s.file}: ${s.variable}`, s] as const))('%s is read by the code', (_, s) => {
-    if (!readByCode.has(s.variable) && !documentedForThePool.has(s.variable)) {
+    if (!readByCode.has(s.variable)) {
       throw new Error(`${s.file} sets ${s.variable} ("${s.line}"), but no production code in apps/ or libs/ reads it.`);
     }
   });

@@ -173,7 +173,7 @@ function mutations(objects: K8sObject[]): Mutation[] {
       name: `${at}: advertises a Service name`,
       apply: (o) => {
         const env = first(pod(o, w).containers as Array<{ env: Array<{ name: string; value?: string }> }>).env;
-        (env.find((e) => e.name === 'LEMNISCATE_EXEC_HOST_ADDRESS') as { value: string }).value = 'https://exec-host.lemniscate-exec.svc:7071';
+        (env.find((e) => e.name === 'LEMNISCATE_EXEC_HOST_ADVERTISE_URL') as { value: string }).value = 'https://exec-host.lemniscate-exec.svc:7071';
       },
     });
   }

@@ -190,8 +190,8 @@ export function checkPolicy(objects: K8sObject[]): string[] {
         .flatMap((c) => arr(c.env))
         .map((e) => [str(e.name) ?? '', e] as const),
     );
-    const address = str(env.get('LEMNISCATE_EXEC_HOST_ADDRESS')?.value) ?? '';
-    if (!/^https:\/\/\$\(POD_NAME\)\./.test(address)) problems.push(`${id(w)}: LEMNISCATE_EXEC_HOST_ADDRESS is not the pod's own https name ("${address}")`);
+    const address = str(env.get('LEMNISCATE_EXEC_HOST_ADVERTISE_URL')?.value) ?? '';
+    if (!/^https:\/\/\$\(POD_NAME\)\./.test(address)) problems.push(`${id(w)}: LEMNISCATE_EXEC_HOST_ADVERTISE_URL is not the pod's own https name ("${address}")`);
   }
   // Secret objects are generated from git-ignored env files; none is written in the manifests.
   for (const s of sourceSecrets) if (!/-[a-z0-9]{10}$/.test(s.metadata.name)) problems.push(`${id(s)}: not a generated Secret (no content hash): secrets are never written into the manifests`);
