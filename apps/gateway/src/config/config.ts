@@ -106,10 +106,14 @@ function loadExecHostTls(env: NodeJS.ProcessEnv, url: string, urlGiven: boolean)
   }
   if (given.length < CLIENT_TLS_FILES.length) {
     const missing = CLIENT_TLS_FILES.filter(([v]) => !given.some(([g]) => g === v)).map(([v, what]) => `${v} (${what})`);
-    throw new ConfigError(`The gateway cannot start: mutual TLS with exec-hosts needs all three of LEMNISCATE_EXEC_HOST_CLIENT_CERT, LEMNISCATE_EXEC_HOST_CLIENT_KEY and LEMNISCATE_EXEC_HOST_CA; missing: ${missing.join(', ')}.`);
+    throw new ConfigError(
+      `The gateway cannot start: mutual TLS with exec-hosts needs all three of LEMNISCATE_EXEC_HOST_CLIENT_CERT, LEMNISCATE_EXEC_HOST_CLIENT_KEY and LEMNISCATE_EXEC_HOST_CA; missing: ${missing.join(', ')}.`,
+    );
   }
   if (urlGiven && !url.startsWith('https:')) {
-    throw new ConfigError(`The gateway cannot start: LEMNISCATE_EXEC_HOST_CLIENT_CERT, _CLIENT_KEY and LEMNISCATE_EXEC_HOST_CA are set but LEMNISCATE_EXEC_HOST_URL (${url}) is not https://: they apply to an exec-host over mutual TLS.`);
+    throw new ConfigError(
+      `The gateway cannot start: LEMNISCATE_EXEC_HOST_CLIENT_CERT, _CLIENT_KEY and LEMNISCATE_EXEC_HOST_CA are set but LEMNISCATE_EXEC_HOST_URL (${url}) is not https://: they apply to an exec-host over mutual TLS.`,
+    );
   }
   const [cert, key, ca] = CLIENT_TLS_FILES.map(([v]) => readPem(v, env[v]!.trim())) as [string, string, string];
   for (const [variable, pem] of [

@@ -81,7 +81,12 @@ const NEVER_REACHED = new Set(['ECONNREFUSED', 'ENOENT', 'ENOTFOUND', 'EHOSTUNRE
 function untrustedCertificate(code: string | undefined): boolean {
   return (
     !!code &&
-    (code === 'ERR_TLS_CERT_ALTNAME_INVALID' || code === 'DEPTH_ZERO_SELF_SIGNED_CERT' || code === 'SELF_SIGNED_CERT_IN_CHAIN' || code.startsWith('UNABLE_TO_') || code.startsWith('CERT_') || code === 'ERR_TLS_CERT_ALTNAME_FORMAT')
+    (code === 'ERR_TLS_CERT_ALTNAME_INVALID' ||
+      code === 'DEPTH_ZERO_SELF_SIGNED_CERT' ||
+      code === 'SELF_SIGNED_CERT_IN_CHAIN' ||
+      code.startsWith('UNABLE_TO_') ||
+      code.startsWith('CERT_') ||
+      code === 'ERR_TLS_CERT_ALTNAME_FORMAT')
   );
 }
 

@@ -50,7 +50,9 @@ describe('the exec-host address and the client side of mutual TLS', () => {
   });
 
   it('refuses https:// without a client certificate, and a client certificate for an exec-host that is not https://', () => {
-    expect(refusal({ LEMNISCATE_EXEC_HOST_URL: 'https://exec-1:7071' })).toMatch(/LEMNISCATE_EXEC_HOST_URL \(https:\/\/exec-1:7071\) is https:\/\/, and an exec-host over TLS requires the gateway's client certificate/);
+    expect(refusal({ LEMNISCATE_EXEC_HOST_URL: 'https://exec-1:7071' })).toMatch(
+      /LEMNISCATE_EXEC_HOST_URL \(https:\/\/exec-1:7071\) is https:\/\/, and an exec-host over TLS requires the gateway's client certificate/,
+    );
     for (const url of ['http://127.0.0.1:7071', 'unix:/run/x.sock']) {
       expect(refusal({ LEMNISCATE_EXEC_HOST_URL: url, ...tls })).toMatch(/are set but LEMNISCATE_EXEC_HOST_URL \(.*\) is not https:\/\//);
     }
@@ -83,6 +85,8 @@ describe('the exec-host address and the client side of mutual TLS', () => {
     for (const v of ['LEMNISCATE_EXEC_HOST_CLIENT_CERT', 'LEMNISCATE_EXEC_HOST_CA'] as const) {
       expect(refusal({ ...tls, [v]: path.join(scratch, 'garbled.pem') })).toMatch(new RegExp(`^The gateway cannot start: ${v} names .* which holds no readable certificate`));
     }
-    expect(refusal({ ...tls, LEMNISCATE_EXEC_HOST_CLIENT_KEY: certs.good.hosts['exec-1']!.key })).toMatch(/LEMNISCATE_EXEC_HOST_CLIENT_KEY \(.*\) is not the private key of LEMNISCATE_EXEC_HOST_CLIENT_CERT/);
+    expect(refusal({ ...tls, LEMNISCATE_EXEC_HOST_CLIENT_KEY: certs.good.hosts['exec-1']!.key })).toMatch(
+      /LEMNISCATE_EXEC_HOST_CLIENT_KEY \(.*\) is not the private key of LEMNISCATE_EXEC_HOST_CLIENT_CERT/,
+    );
   });
 });
