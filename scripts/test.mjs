@@ -16,7 +16,8 @@ async function startStack() {
   const gatewayPort = await freePort();
   const child = spawn(process.execPath, [path.join(ROOT, 'scripts/start.mjs')], {
     cwd: ROOT,
-    env: { ...env, HOME: home, LEMNISCATE_GATEWAY_PORT: String(gatewayPort), LEMNISCATE_EXEC_HOST_PORT: String(await freePort()) },
+    // The exec-host runs on its unix socket under the temporary home (npm start's default).
+    env: { ...env, HOME: home, LEMNISCATE_GATEWAY_PORT: String(gatewayPort) },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';

@@ -145,7 +145,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ExecHostConfig
 const TLS_FILES = [
   ['LEMNISCATE_EXEC_HOST_TLS_CERT', 'its certificate'],
   ['LEMNISCATE_EXEC_HOST_TLS_KEY', 'its private key'],
-  ['LEMNISCATE_EXEC_HOST_TLS_CLIENT_CA', 'the CA of the gateway\'s client certificates'],
+  ['LEMNISCATE_EXEC_HOST_TLS_CLIENT_CA', "the CA of the gateway's client certificates"],
 ] as const;
 
 /** The common name of the gateway's client certificate (deploy/certs/make-certs.sh). */
@@ -167,7 +167,8 @@ export function readPemFile(variable: string, file: string): string {
 function loadTls(env: NodeJS.ProcessEnv): ExecHostTls | null {
   const given = TLS_FILES.filter(([v]) => (env[v] ?? '').trim() !== '');
   if (given.length === 0) {
-    if (env.LEMNISCATE_EXEC_HOST_TLS_CLIENT_NAMES) throw new StartupError('LEMNISCATE_EXEC_HOST_TLS_CLIENT_NAMES is set without LEMNISCATE_EXEC_HOST_TLS_CERT, _KEY and _CLIENT_CA: client names apply only to mutual TLS.');
+    if (env.LEMNISCATE_EXEC_HOST_TLS_CLIENT_NAMES)
+      throw new StartupError('LEMNISCATE_EXEC_HOST_TLS_CLIENT_NAMES is set without LEMNISCATE_EXEC_HOST_TLS_CERT, _KEY and _CLIENT_CA: client names apply only to mutual TLS.');
     return null;
   }
   if (given.length < TLS_FILES.length) {
@@ -188,7 +189,9 @@ function loadTls(env: NodeJS.ProcessEnv): ExecHostTls | null {
   try {
     createSecureContext({ cert, key, ca: clientCa });
   } catch (e) {
-    throw new StartupError(`LEMNISCATE_EXEC_HOST_TLS_KEY (${env.LEMNISCATE_EXEC_HOST_TLS_KEY}) is not the private key of LEMNISCATE_EXEC_HOST_TLS_CERT (${env.LEMNISCATE_EXEC_HOST_TLS_CERT}): ${(e as Error).message}.`);
+    throw new StartupError(
+      `LEMNISCATE_EXEC_HOST_TLS_KEY (${env.LEMNISCATE_EXEC_HOST_TLS_KEY}) is not the private key of LEMNISCATE_EXEC_HOST_TLS_CERT (${env.LEMNISCATE_EXEC_HOST_TLS_CERT}): ${(e as Error).message}.`,
+    );
   }
   const rawNames = env.LEMNISCATE_EXEC_HOST_TLS_CLIENT_NAMES ?? DEFAULT_CLIENT_NAME;
   const clientNames = rawNames
@@ -229,7 +232,9 @@ function loadRegistration(env: NodeJS.ProcessEnv, listen: Listen, tls: ExecHostT
   const id = rawId ?? idFromHostname(os.hostname());
   const rawAddress = env.LEMNISCATE_EXEC_HOST_ADVERTISE_URL?.replace(/\/+$/, '');
   if (rawAddress !== undefined && !ExecHostAddress.safeParse(rawAddress).success) {
-    throw new StartupError(`LEMNISCATE_EXEC_HOST_ADVERTISE_URL must be an https:// or http:// origin without a path (https://exec-1.example:7071) or unix:/absolute/path.sock, not "${env.LEMNISCATE_EXEC_HOST_ADVERTISE_URL}".`);
+    throw new StartupError(
+      `LEMNISCATE_EXEC_HOST_ADVERTISE_URL must be an https:// or http:// origin without a path (https://exec-1.example:7071) or unix:/absolute/path.sock, not "${env.LEMNISCATE_EXEC_HOST_ADVERTISE_URL}".`,
+    );
   }
   const address = rawAddress ?? defaultAddress(listen, tls);
   const beatRaw = env.LEMNISCATE_EXEC_HOST_HEARTBEAT_SECONDS ?? '5';

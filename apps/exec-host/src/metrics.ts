@@ -43,7 +43,12 @@ export class ExecHostMetrics {
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800],
       registers: [this.registry],
     });
-    this.refusals = new Counter({ name: 'lemniscate_exec_host_refused_requests_total', help: 'Requests refused before routing, by reason (token, client_certificate).', labelNames: ['reason'], registers: [this.registry] });
+    this.refusals = new Counter({
+      name: 'lemniscate_exec_host_refused_requests_total',
+      help: 'Requests refused before routing, by reason (token, client_certificate).',
+      labelNames: ['reason'],
+      registers: [this.registry],
+    });
   }
 
   observeCreate(seconds: number, outcome: string): void {

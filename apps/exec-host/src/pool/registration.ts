@@ -173,14 +173,17 @@ export class Registration {
     switch (answer.status) {
       case 200:
       case 201: {
-        const parsed = ExecHostHeartbeatResponse.safeParse((() => {
-          try {
-            return JSON.parse(answer.text);
-          } catch {
-            return undefined;
-          }
-        })());
-        if (!parsed.success) return this.state('invalid', 'warn', `The gateway at ${gateway} answered the heartbeat of ${this.registration.id} with a body the exec-host does not understand; ${every}.`);
+        const parsed = ExecHostHeartbeatResponse.safeParse(
+          (() => {
+            try {
+              return JSON.parse(answer.text);
+            } catch {
+              return undefined;
+            }
+          })(),
+        );
+        if (!parsed.success)
+          return this.state('invalid', 'warn', `The gateway at ${gateway} answered the heartbeat of ${this.registration.id} with a body the exec-host does not understand; ${every}.`);
         this.last = parsed.data;
         return this.state(
           `ok:${parsed.data.state}`,

@@ -221,9 +221,7 @@ describe('registration', () => {
     expect(body.runtimes).toContain('runc');
     expect(body.images).toEqual([process.env.LEMNISCATE_SANDBOX_IMAGE ?? 'lemniscate/sandbox:current']);
     const refusals = logs.filter((l) => l.includes('HTTP 401'));
-    expect(refusals).toEqual([
-      `warn: The gateway at ${stubUrl} refused the token of exec-host exec-1 (HTTP 401): LEMNISCATE_EXEC_HOST_TOKEN must be the gateway's; retrying every 1 s.`,
-    ]);
+    expect(refusals).toEqual([`warn: The gateway at ${stubUrl} refused the token of exec-host exec-1 (HTTP 401): LEMNISCATE_EXEC_HOST_TOKEN must be the gateway's; retrying every 1 s.`]);
     expect(logs.filter((l) => l.includes('is registered'))).toEqual([
       `log: The exec-host exec-1 is registered with the gateway at ${stubUrl} as https://localhost:${port} (active; a heartbeat every 1 s).`,
     ]);

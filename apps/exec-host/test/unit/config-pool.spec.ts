@@ -92,7 +92,7 @@ describe('mutual TLS', () => {
     expect(message).toMatch(pattern);
   });
 
-  it('refuses a garbled certificate, a key that is not the certificate\'s, and bad client names', () => {
+  it("refuses a garbled certificate, a key that is not the certificate's, and bad client names", () => {
     expect(refusal({ ...tlsEnv, LEMNISCATE_EXEC_HOST_TLS_CERT: path.join(scratch, 'garbled.pem') })).toMatch(/^LEMNISCATE_EXEC_HOST_TLS_CERT names .* which holds no readable certificate/);
     expect(refusal({ ...tlsEnv, LEMNISCATE_EXEC_HOST_TLS_CLIENT_CA: path.join(scratch, 'garbled.pem') })).toMatch(/^LEMNISCATE_EXEC_HOST_TLS_CLIENT_CA names .* which holds no readable certificate/);
     expect(refusal({ ...tlsEnv, LEMNISCATE_EXEC_HOST_TLS_KEY: certs.good.gateway.key })).toMatch(/^LEMNISCATE_EXEC_HOST_TLS_KEY \(.*\) is not the private key of LEMNISCATE_EXEC_HOST_TLS_CERT/);
@@ -137,15 +137,25 @@ describe('registration with a pool gateway', () => {
       v,
       /^LEMNISCATE_EXEC_HOST_ADVERTISE_URL must be an https:\/\/ or http:\/\/ origin/,
     ]),
-    ...['0', '301', '1.5', 'x', '-1', ''].map((v): [string, string, RegExp] => ['LEMNISCATE_EXEC_HOST_HEARTBEAT_SECONDS', v, /^LEMNISCATE_EXEC_HOST_HEARTBEAT_SECONDS must be a whole number of seconds between 1 and 300/]),
-    ...['gw.example', 'ftp://gw', 'https://u:p@gw', 'https://gw/?x=1', 'not a url'].map((v): [string, string, RegExp] => ['LEMNISCATE_GATEWAY_URL', v, /^LEMNISCATE_GATEWAY_URL must be the gateway's http:\/\/ or https:\/\/ URL/]),
+    ...['0', '301', '1.5', 'x', '-1', ''].map((v): [string, string, RegExp] => [
+      'LEMNISCATE_EXEC_HOST_HEARTBEAT_SECONDS',
+      v,
+      /^LEMNISCATE_EXEC_HOST_HEARTBEAT_SECONDS must be a whole number of seconds between 1 and 300/,
+    ]),
+    ...['gw.example', 'ftp://gw', 'https://u:p@gw', 'https://gw/?x=1', 'not a url'].map((v): [string, string, RegExp] => [
+      'LEMNISCATE_GATEWAY_URL',
+      v,
+      /^LEMNISCATE_GATEWAY_URL must be the gateway's http:\/\/ or https:\/\/ URL/,
+    ]),
   ];
   it.each(bad)('refuses %s=%j with a sentence naming it', (variable, value, pattern) => {
     expect(refusal({ LEMNISCATE_GATEWAY_URL: 'https://gw.example', [variable]: value })).toMatch(pattern);
   });
 
   it('refuses an unreadable or misplaced LEMNISCATE_GATEWAY_CA', () => {
-    expect(refusal({ LEMNISCATE_GATEWAY_URL: 'https://gw.example', LEMNISCATE_GATEWAY_CA: path.join(scratch, 'absent.pem') })).toMatch(/^LEMNISCATE_GATEWAY_CA names .* which cannot be read \(ENOENT\)/);
+    expect(refusal({ LEMNISCATE_GATEWAY_URL: 'https://gw.example', LEMNISCATE_GATEWAY_CA: path.join(scratch, 'absent.pem') })).toMatch(
+      /^LEMNISCATE_GATEWAY_CA names .* which cannot be read \(ENOENT\)/,
+    );
     expect(refusal({ LEMNISCATE_GATEWAY_URL: 'https://gw.example', LEMNISCATE_GATEWAY_CA: path.join(scratch, 'not-pem.txt') })).toMatch(/^LEMNISCATE_GATEWAY_CA names .* which is not a PEM file/);
     expect(refusal({ LEMNISCATE_GATEWAY_CA: certs.good.ca })).toMatch(/^LEMNISCATE_GATEWAY_CA is set without LEMNISCATE_GATEWAY_URL/);
     expect(refusal({ LEMNISCATE_GATEWAY_URL: 'http://127.0.0.1:7070', LEMNISCATE_GATEWAY_CA: certs.good.ca })).toMatch(/^LEMNISCATE_GATEWAY_CA is set but LEMNISCATE_GATEWAY_URL .* is not https:\/\//);

@@ -41,7 +41,13 @@ function handler(seen: Seen[]) {
     req.on('data', (c: Buffer) => (body += c.toString()));
     req.on('end', () => {
       const socket = req.socket as TLSSocket;
-      seen.push({ method: req.method!, url: req.url!, authorization: req.headers.authorization, body, clientCn: socket.encrypted ? ((socket.getPeerCertificate()?.subject?.CN as string) ?? null) : null });
+      seen.push({
+        method: req.method!,
+        url: req.url!,
+        authorization: req.headers.authorization,
+        body,
+        clientCn: socket.encrypted ? ((socket.getPeerCertificate()?.subject?.CN as string) ?? null) : null,
+      });
       if (req.url === '/v1/health') return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(health));
       if (req.url?.endsWith('/exec')) {
         res.writeHead(200, { 'content-type': 'application/x-ndjson' });
@@ -100,19 +106,21 @@ describe.each(['a unix socket', 'mutual TLS'])('HttpExecHost over %s', (name) =>
     const [, url, tls, cn] = pick();
     const client = new HttpExecHost({ url, token: 'tok', tls });
     try {
-      seen.length = 0;
+      // Only this transport's requests (a timed-out call of another test may reach its server late).
+      const start = seen.length;
       await expect(client.health()).resolves.toEqual({ ok: true });
       const out: string[] = [];
       const exit = await client.exec('sbx-1', { command: 'echo one' }, (c) => out.push(c.data));
       expect({ out, exitCode: exit.exitCode }).toEqual({ out: ['one\n'], exitCode: 0 });
       const refused = (await client.read('sbx-9', { path: 'a' }).catch((e: unknown) => e)) as ExecHostCallError;
       expect({ code: refused.code, status: refused.status, message: refused.message }).toEqual({ code: 'sandbox_not_found', status: 404, message: 'No sandbox sbx-9 on this exec-host.' });
-      expect(seen.map((s) => [s.method, s.url, s.authorization, s.clientCn])).toEqual([
+      const mine = seen.slice(start).filter((s) => s.clientCn === cn && !s.url.endsWith('/changes'));
+      expect(mine.map((s) => [s.method, s.url, s.authorization, s.clientCn])).toEqual([
         ['GET', '/v1/health', 'Bearer tok', cn],
         ['POST', '/v1/sandboxes/sbx-1/exec', 'Bearer tok', cn],
         ['POST', '/v1/sandboxes/sbx-9/files/read', 'Bearer tok', cn],
       ]);
-      expect(JSON.parse(seen[1]!.body)).toEqual({ command: 'echo one' });
+      expect(JSON.parse(mine[1]!.body)).toEqual({ command: 'echo one' });
     } finally {
       client.close();
     }
@@ -137,7 +145,11 @@ describe('HttpExecHost when it cannot reach the exec-host', () => {
   it('says a unix socket that does not exist was never reached', async () => {
     const url = `unix:${path.join(dir, 'absent.sock')}`;
     const err = (await new HttpExecHost({ url, token: 't' }).destroy('sbx-1').catch((e: unknown) => e)) as ExecHostCallError;
-    expect({ message: err.message, code: err.code, neverReached: err.neverReached }).toEqual({ message: `The exec-host at ${url} could not be reached.`, code: 'engine_unavailable', neverReached: true });
+    expect({ message: err.message, code: err.code, neverReached: err.neverReached }).toEqual({
+      message: `The exec-host at ${url} could not be reached.`,
+      code: 'engine_unavailable',
+      neverReached: true,
+    });
   });
 
   // Every way of not trusting the exec-host: a foreign CA, a name its certificate does not carry.
