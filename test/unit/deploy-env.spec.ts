@@ -37,7 +37,6 @@ function sourceRoots(): string[] {
 const sources = sourceRoots().flatMap((dir) => productionSources(dir));
 const readByCode = new Set(sources.flatMap((file) => fs.readFileSync(file, 'utf8').match(/LEMNISCATE_[A-Z0-9_]+/g) ?? []));
 
-
 /** The variables a deployment file sets, with the line that sets each, by the syntax of its kind. */
 function setIn(file: string): Array<{ variable: string; line: string }> {
   const text = fs.readFileSync(file, 'utf8');
