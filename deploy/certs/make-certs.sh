@@ -12,7 +12,7 @@
 set -euo pipefail
 
 usage() {
-  echo "usage: $0 OUTDIR HOST_ID [HOST_ID…]   (HOST_ID: lower-case letters, digits and -, like a DNS label)" >&2
+  echo "usage: $0 OUTDIR HOST_ID [HOST_ID…]   (HOST_ID: a lower-case DNS name)" >&2
   exit 2
 }
 [ "$#" -ge 2 ] || usage
@@ -23,8 +23,8 @@ shift
 DAYS=${LEMNISCATE_CERT_DAYS:-825}
 CLIENT_NAME=${LEMNISCATE_CERT_GATEWAY_NAME:-lemniscate-gateway}
 for id in "$@"; do
-  if ! [[ "$id" =~ ^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$ ]]; then
-    echo "\"$id\" is not an exec-host id: 1–63 lower-case letters, digits or -, not starting or ending with -." >&2
+  if [ ${#id} -gt 253 ] || ! [[ "$id" =~ ^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$ ]]; then
+    echo "\"$id\" is not an exec-host id: a lower-case DNS name (labels of letters, digits or -, not at either end, joined by .)." >&2
     exit 2
   fi
   if [ "$id" = "ca" ] || [ "$id" = "gateway" ]; then

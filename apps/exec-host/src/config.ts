@@ -227,7 +227,7 @@ export function idFromHostname(hostname: string): string {
 function loadRegistration(env: NodeJS.ProcessEnv, listen: Listen, tls: ExecHostTls | null): ExecHostRegistration | null {
   const rawId = env.LEMNISCATE_EXEC_HOST_ID;
   if (rawId !== undefined && !ExecHostId.safeParse(rawId).success) {
-    throw new StartupError(`LEMNISCATE_EXEC_HOST_ID must be 1–63 lower-case letters, digits or "-", not starting or ending with "-" (like a DNS label), not "${rawId}".`);
+    throw new StartupError(`LEMNISCATE_EXEC_HOST_ID must be a lower-case DNS name (labels of 1–63 letters, digits or "-", not at either end, joined by "."), not "${rawId}".`);
   }
   const id = rawId ?? idFromHostname(os.hostname());
   const rawAddress = env.LEMNISCATE_EXEC_HOST_ADVERTISE_URL?.replace(/\/+$/, '');

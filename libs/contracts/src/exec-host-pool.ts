@@ -13,8 +13,17 @@ import { SandboxRuntime } from './exec-host';
  * exec-host (LEMNISCATE_EXEC_HOST_URL) refuses registrations (409).
  */
 
-/** An exec-host's name in the pool: lower-case letters, digits and "-", like a DNS label. */
-export const ExecHostId = z.string().regex(/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/, 'must be 1–63 lower-case letters, digits or "-", not starting or ending with "-"');
+/**
+ * An exec-host's name in the pool: a lower-case DNS name (labels of letters, digits and "-" joined by
+ * "."), so a Kubernetes node name such as `ip-10-0-1-2.ec2.internal` can be one.
+ */
+export const ExecHostId = z
+  .string()
+  .max(253, 'must be at most 253 characters')
+  .regex(
+    /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/,
+    'must be a lower-case DNS name: labels of 1–63 letters, digits or "-" (not at either end), joined by "."',
+  );
 export type ExecHostId = z.infer<typeof ExecHostId>;
 
 /**

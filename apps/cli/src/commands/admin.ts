@@ -10,7 +10,9 @@ type Done = (code: Promise<number>) => void;
 function hostId(value: string | undefined, command: string): string {
   if (value === undefined) return fail(`Name the exec-host: \`lemni admin exec-hosts ${command} ID\` (\`lemni admin exec-hosts list\` shows the ids).`);
   if (ExecHostId.safeParse(value).success) return value;
-  return fail(`"${value.slice(0, 80)}" is not an exec-host id: an id is 1–63 lower-case letters, digits or "-", not starting or ending with "-" (\`lemni admin exec-hosts list\` shows them).`);
+  return fail(
+    `"${value.slice(0, 80)}" is not an exec-host id: an id is a lower-case DNS name (labels of letters, digits or "-", not at either end, joined by ".") (\`lemni admin exec-hosts list\` shows them).`,
+  );
 }
 
 function fail(message: string): never {

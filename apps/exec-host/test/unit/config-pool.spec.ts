@@ -131,7 +131,11 @@ describe('registration with a pool gateway', () => {
   });
 
   const bad: [string, string, RegExp][] = [
-    ...['Exec-1', '-x', 'x-', 'a_b', 'a'.repeat(64), ''].map((v): [string, string, RegExp] => ['LEMNISCATE_EXEC_HOST_ID', v, /^LEMNISCATE_EXEC_HOST_ID must be 1–63 lower-case letters/]),
+    ...['Exec-1', '-x', 'x-', 'a_b', 'a'.repeat(64), '', 'a..b', '.a', 'a.', 'a.-b', `${'a'.repeat(63)}.`.repeat(4) + 'a'].map((v): [string, string, RegExp] => [
+      'LEMNISCATE_EXEC_HOST_ID',
+      v,
+      /^LEMNISCATE_EXEC_HOST_ID must be a lower-case DNS name/,
+    ]),
     ...['exec-1:7071', 'https://x/path', 'ftp://x', 'unix:relative.sock', 'https://x?y', ''].map((v): [string, string, RegExp] => [
       'LEMNISCATE_EXEC_HOST_ADVERTISE_URL',
       v,

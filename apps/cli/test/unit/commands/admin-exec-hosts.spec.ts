@@ -158,12 +158,12 @@ describe('lemni admin exec-hosts: argument errors are sentences, exit 1, and not
     [
       'an id that is not an exec-host id',
       ['drain', 'Exec_Host_2'],
-      '"Exec_Host_2" is not an exec-host id: an id is 1–63 lower-case letters, digits or "-", not starting or ending with "-" (`lemni admin exec-hosts list` shows them).',
+      '"Exec_Host_2" is not an exec-host id: an id is a lower-case DNS name (labels of letters, digits or "-", not at either end, joined by ".") (`lemni admin exec-hosts list` shows them).',
     ],
     [
       'an id ending with "-"',
       ['undrain', 'exec-host-'],
-      '"exec-host-" is not an exec-host id: an id is 1–63 lower-case letters, digits or "-", not starting or ending with "-" (`lemni admin exec-hosts list` shows them).',
+      '"exec-host-" is not an exec-host id: an id is a lower-case DNS name (labels of letters, digits or "-", not at either end, joined by ".") (`lemni admin exec-hosts list` shows them).',
     ],
     ['an empty reason', ['drain', 'exec-host-1', '--reason', '  '], '--reason is empty: say why the host is drained, or leave the option out.'],
     ['a reason over 500 characters', ['drain', 'exec-host-1', '--reason', 'x'.repeat(501)], '--reason is longer than 500 characters.'],
