@@ -10,7 +10,7 @@ import type { ExecHostRow } from '../db/schema';
 import { ExecHostClients } from './exec-host-clients';
 import { ExecHostPool } from './exec-host-pool';
 
-/** A refused registration is audited at most this often per claimed id and source address. */
+/** A refused registration is audited at most this often per claimed id, source address and reason. */
 const REFUSAL_AUDIT_MS = 60_000;
 
 /**
@@ -117,7 +117,8 @@ export class ExecHostsService {
   }
 
   private async refuse(beat: ExecHostHeartbeat, source: string, reason: string): Promise<void> {
-    const key = `${beat.id}\0${source}`;
+    // Per reason too: a host refused for its token, then for its certificate, is audited for both.
+    const key = `${beat.id}\0${source}\0${reason}`;
     const now = Date.now();
     if ((this.refusalsAudited.get(key) ?? 0) > now - REFUSAL_AUDIT_MS) return;
     this.refusalsAudited.set(key, now);
