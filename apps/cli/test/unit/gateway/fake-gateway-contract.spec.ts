@@ -50,7 +50,7 @@ describe('the fake gateway checks every request against GatewayRoutes', () => {
   });
 
   it.each(apiRoutes.filter(([, r]) => r.params !== undefined))('%s: a path value the contract refuses is refused and recorded as drift', async (_, r) => {
-    const bad = Object.fromEntries(pathParams(r.path).map((n) => [n, n === 'version' ? 'latest' : 'a.b']));
+    const bad = Object.fromEntries(pathParams(r.path).map((n) => [n, n === 'version' ? 'latest' : n === 'hostId' ? 'Not_A_Host' : 'a.b']));
     const res = await client.raw(r.method, fillPath(r.path, bad).slice('/api/v1'.length), r.body !== undefined ? { body: {} } : {});
     expect(res.status).toBe(400);
     expect(((await res.json()) as { message: string }).message).toMatch(/^The request is invalid: params\./);
