@@ -13,6 +13,7 @@ import { ensureChromium } from './lib/chromium.mjs';
 import { ensureConsoleBuild } from './lib/console.mjs';
 import { has, mustRun, run } from './lib/sh.mjs';
 import { aptInstall } from './lib/engine.mjs';
+import { ensurePlatformImage } from './lib/platform-image.mjs';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -61,6 +62,14 @@ export async function setup({ forTests = false } = {}) {
       aptInstall(missing, 'The package mirrors of the environment tests');
       return `installed ${missing.join(', ')} from Debian`;
     });
+    // test/e2e/compose.e2e.ts brings deploy/compose up with Debian's docker-compose, from the platform
+    // image built offline from this build (rebuilt only when the build output changed).
+    await step('docker-compose (compose deployment test)', () => {
+      if (has('docker-compose')) return 'present';
+      aptInstall(['docker-compose'], 'The compose deployment test');
+      return 'installed docker-compose from Debian';
+    });
+    await step('platform image (compose deployment test)', (log) => ensurePlatformImage(ROOT, { log }).note);
   }
   return { image };
 }

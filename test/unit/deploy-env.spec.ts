@@ -4,7 +4,7 @@ import * as path from 'node:path';
 /**
  * A deployment that sets a variable nothing reads fails silently (the exec-host once got
  * `LEMNISCATE_EXEC_HOST_HOST`, which it never read, and stayed on 127.0.0.1). Every `LEMNISCATE_*`
- * variable that `deploy/` sets (compose, Kubernetes, systemd, Dockerfile.platform) must be one that
+ * variable that `deploy/` sets (compose, Kubernetes, systemd) must be one that
  * production code reads; and production code reads no test switch.
  */
 const ROOT = path.resolve(__dirname, '../..');
@@ -85,7 +85,7 @@ describe('deploy/ sets only variables the code reads', () => {
         'deploy/systemd/lemniscate-gateway.service',
       ]),
     );
-    expect(settings.map((s) => s.variable)).toEqual(expect.arrayContaining(['LEMNISCATE_EXEC_HOST_TOKEN', 'LEMNISCATE_EXEC_HOST_URL', 'LEMNISCATE_GATEWAY_HOST']));
+    expect(settings.map((s) => s.variable)).toEqual(expect.arrayContaining(['LEMNISCATE_EXEC_HOST_TOKEN', 'LEMNISCATE_EXEC_HOST_POOL', 'LEMNISCATE_GATEWAY_HOST']));
   });
 
   it.each(settings.map((s) => [`${s.file}: ${s.variable}`, s] as const))('%s is read by the code', (_, s) => {

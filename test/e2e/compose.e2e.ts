@@ -1,0 +1,200 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium } from 'playwright';
+import { instanceLabel, makeRepository, ROOT } from './harness';
+
+/**
+ * deploy/compose as an operator runs it (S1, S3, G07; docs/decisions/0010-exec-host-pool.md): the
+ * platform image built offline here, PostgreSQL, two gateways behind one nginx address, two exec-hosts
+ * registered over mutual TLS, all brought up by Debian's docker-compose. `lemni -p` through the one
+ * address succeeds, the console loads in Chromium through it, and `docker-compose down -v` leaves no
+ * container (sandboxes included), network or volume behind.
+ */
+jest.setTimeout(900_000);
+
+const COMPOSE = join(ROOT, 'deploy/compose/docker-compose.yml');
+const CLI = join(ROOT, 'apps/cli/bin/lemni.js');
+const project = `lemniscate-e2e-${randomBytes(4).toString('hex')}`;
+let dir: string;
+let shared: string;
+let stateRoot: string;
+let envFile: string;
+let url: string;
+let platformImage: string;
+const admin = { email: 'admin@compose.invalid', password: 'compose admin password' };
+
+function sh(cmd: string, args: string[], timeoutMs = 120_000): { code: number | null; out: string; stdout: string } {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 });
+  return { code: r.status, out: `${r.stdout ?? ''}${r.stderr ?? ''}`, stdout: r.stdout ?? '' };
+}
+const compose = (...args: string[]) => sh('docker-compose', ['-p', project, '--env-file', envFile, '-f', COMPOSE, ...args], 300_000);
+
+async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, ms = 180_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await probe().catch(() => null);
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}\n${compose('logs', '--tail', '40').out}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+async function api(token: string, method: string, route: string, body?: unknown): Promise<{ status: number; json: any }> {
+  const res = await fetch(`${url}/api/v1${route}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, json: text ? JSON.parse(text) : null };
+}
+
+async function tokenFor(email: string, password: string): Promise<string> {
+  const login = await fetch(`${url}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
+  if (!login.ok) throw new Error(`login ${email}: ${login.status} ${await login.text()}`);
+  const { csrfToken } = (await login.json()) as { csrfToken: string };
+  const cookie = login.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .join('; ');
+  const res = await fetch(`${url}/api/v1/auth/tokens`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrfToken },
+    body: JSON.stringify({ name: 'compose' }),
+  });
+  return ((await res.json()) as { token: string }).token;
+}
+
+beforeAll(async () => {
+  // Reused when this build's output has not changed (setup --tests builds it once).
+  const built = sh(process.execPath, [join(ROOT, 'scripts/platform-image.mjs')], 900_000);
+  if (built.code !== 0) throw new Error(`the platform image: ${built.out}`);
+  platformImage = built.stdout.trim().split('\n').at(-1) as string;
+  dir = mkdtempSync('/tmp/lemniscate-compose-');
+  chmodSync(dir, 0o755);
+  shared = join(dir, 'shared');
+  stateRoot = join(dir, 'state');
+  mkdirSync(shared, { recursive: true });
+  mkdirSync(join(stateRoot, 'exec-host-1'), { recursive: true });
+  mkdirSync(join(stateRoot, 'exec-host-2'), { recursive: true });
+  // The exec-hosts' mounts must reach the engine: the state root is made a shared mount (a host whose
+  // / is already shared, as under systemd, needs nothing; docs/operator-guide.md, "Compose").
+  expect(sh('mount', ['--bind', stateRoot, stateRoot]).code).toBe(0);
+  expect(sh('mount', ['--make-rshared', stateRoot]).code).toBe(0);
+  const certs = join(dir, 'certs');
+  const made = sh('bash', [join(ROOT, 'deploy/certs/make-certs.sh'), certs, 'exec-host-1', 'exec-host-2']);
+  expect(made).toMatchObject({ code: 0 });
+  // The gateways run as the image's user 10100 (docs/operator-guide.md): their key is theirs to read.
+  chmodSync(certs, 0o755);
+  for (const f of ['gateway.pem', 'gateway-key.pem']) chownSync(join(certs, f), 10100, 10100);
+  writeFileSync(join(shared, 'models.yaml'), 'scripted:\n  enabled: true\n');
+  makeRepository(join(shared, 'repo'));
+  const port = 17000 + Math.floor(Math.random() * 2000);
+  url = `http://127.0.0.1:${port}`;
+  envFile = join(dir, 'compose.env');
+  writeFileSync(
+    envFile,
+    [
+      `LEMNISCATE_PLATFORM_IMAGE=${platformImage}`,
+      `LEMNISCATE_DB_PASSWORD=${randomBytes(12).toString('hex')}`,
+      `LEMNISCATE_EXEC_HOST_TOKEN=${randomBytes(24).toString('hex')}`,
+      `LEMNISCATE_ADMIN_EMAIL=${admin.email}`,
+      `LEMNISCATE_ADMIN_PASSWORD=${admin.password}`,
+      `LEMNISCATE_CERTS_DIR=${certs}`,
+      `LEMNISCATE_SHARED_DIR=${shared}`,
+      `LEMNISCATE_STATE_ROOT=${stateRoot}`,
+      `LEMNISCATE_MODELS_CONFIG=${join(shared, 'models.yaml')}`,
+      `LEMNISCATE_SANDBOX_IMAGE=${process.env.LEMNISCATE_SANDBOX_IMAGE ?? 'lemniscate/sandbox:current'}`,
+      `LEMNISCATE_PORT=${port}`,
+      '',
+    ].join('\n'),
+  );
+  const up = compose('up', '-d');
+  if (up.code !== 0) throw new Error(`docker-compose up: ${up.out}\n${compose('logs', '--tail', '60').out}`);
+}, 900_000);
+
+afterAll(async () => {
+  if (envFile) compose('down', '-v', '--remove-orphans');
+  if (stateRoot) sh('umount', ['-l', stateRoot]);
+  if (dir && process.env.LEMNISCATE_E2E_KEEP !== '1') rmSync(dir, { recursive: true, force: true });
+});
+
+it('comes up from images built here; `lemni -p` through the one address succeeds; the console loads in Chromium; down leaves nothing running', async () => {
+  await until('the gateways behind the one address', async () => (await fetch(`${url}/readyz`)).ok);
+  const adminToken = await tokenFor(admin.email, admin.password);
+  const hosts = await until('both exec-hosts registered over mutual TLS', async () => {
+    const list = await api(adminToken, 'GET', '/admin/exec-hosts');
+    const active = (list.json as { id: string; state: string; address: string }[]).filter((h) => h.state === 'active');
+    return active.length === 2 ? active : null;
+  });
+  expect(hosts.map((h) => h.address).sort()).toEqual(['https://exec-host-1:7071', 'https://exec-host-2:7071']);
+
+  const created = await api(adminToken, 'POST', '/projects', { name: 'compose', repositorySource: join(shared, 'repo'), defaultRef: 'main' });
+  expect(created.status).toBe(201);
+  expect((await api(adminToken, 'POST', `/projects/${created.json.id}/policy`, { document: { version: 1, commands: { free: ['echo', 'cat'] } }, comment: 'compose' })).status).toBe(201);
+  const devPassword = 'compose developer password';
+  expect((await api(adminToken, 'POST', '/users', { email: 'dev@compose.invalid', displayName: 'Dev', role: 'developer', password: devPassword, projectIds: [created.json.id] })).status).toBe(201);
+  const developer = await tokenFor('dev@compose.invalid', devPassword);
+
+  const script = join(shared, 'hello.json');
+  writeFileSync(script, JSON.stringify({ turns: [{ tool_calls: [{ name: 'Bash', arguments: { command: 'echo hello from compose' } }] }, { text: 'Said hello.' }] }));
+  const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, [CLI, '-p', 'say hello', '--model', `scripted:${script}`, '--output-format', 'json', '--no-apply'], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, LEMNISCATE_GATEWAY: url, LEMNISCATE_TOKEN: developer, LEMNISCATE_PROJECT: 'compose', NO_COLOR: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+  expect({ code: run.code, stderr: run.stderr }).toMatchObject({ code: 0 });
+  const out = JSON.parse(run.stdout.trim().split('\n').at(-1) as string);
+  expect(out).toMatchObject({ status: 'completed', exit_code: 0, summary: 'Said hello.' });
+  expect(out.tool_calls[0].result.stdout).toContain('hello from compose');
+  const session = await api(developer, 'GET', `/sessions/${out.session_id}`);
+  expect(['exec-host-1', 'exec-host-2']).toContain(session.json.execHost);
+
+  // The console, through the same address, in Chromium.
+  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+  try {
+    const page = await browser.newPage();
+    await page.goto(url);
+    await page.getByLabel('E-mail').fill(admin.email);
+    await page.getByLabel('Password').fill(admin.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('banner').waitFor({ timeout: 30_000 });
+    mkdirSync(join(ROOT, 'artifacts/compose'), { recursive: true });
+    try {
+      await page.goto(`${url}/sessions`);
+      await page.getByText('say hello').first().waitFor({ timeout: 30_000 });
+      await page.screenshot({ path: join(ROOT, 'artifacts/compose/console-sessions.png'), fullPage: true });
+      await page.goto(`${url}/admin/exec-hosts`);
+      await page.getByText('exec-host-2').first().waitFor({ timeout: 30_000 });
+      await page.screenshot({ path: join(ROOT, 'artifacts/compose/console-exec-hosts.png'), fullPage: true });
+    } catch (e) {
+      await page.screenshot({ path: join(ROOT, 'artifacts/compose/console-failed.png'), fullPage: true });
+      throw e;
+    }
+  } finally {
+    await browser.close();
+  }
+
+  // Down: nothing of the project is left, and no sandbox of its exec-hosts.
+  const down = compose('down', '-v', '--remove-orphans');
+  expect(down.code).toBe(0);
+  expect(sh('docker', ['ps', '-aq', '--filter', `label=com.docker.compose.project=${project}`]).out.trim()).toBe('');
+  for (const host of ['exec-host-1', 'exec-host-2']) {
+    expect(sh('docker', ['ps', '-aq', '--filter', `label=lemniscate.exec-host=${instanceLabel(join(stateRoot, host))}`]).out.trim()).toBe('');
+  }
+  expect(sh('docker', ['network', 'ls', '-q', '--filter', `name=${project}_`]).out.trim()).toBe('');
+  expect(sh('docker', ['volume', 'ls', '-q', '--filter', `name=${project}_`]).out.trim()).toBe('');
+  const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .filter((l) => l.includes(`${stateRoot}/`));
+  expect(mounts).toEqual([]);
+});
