@@ -68,7 +68,7 @@ function stage(root, dir, log) {
     for (const file of fs.existsSync(path.join(dir, f)) ? fs.readdirSync(path.join(dir, f)) : []) fs.chmodSync(path.join(dir, f, file), 0o755);
   }
   log('installing the production dependencies of the platform image (npm ci --omit=dev)');
-  mustRun('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], 'Installing the platform image\'s dependencies failed', { cwd: dir });
+  mustRun('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], "Installing the platform image's dependencies failed", { cwd: dir });
 }
 
 /** Builds the platform image offline when its inputs changed; tags it `:current` as well. */
@@ -91,7 +91,9 @@ export function ensurePlatformImage(root, { log }) {
   mustRun('docker', ['tag', tag, `${PLATFORM_REPO}:current`], 'Could not tag the platform image', { quiet: true });
   if (!imageExists(tag)) throw new SetupError(`The platform image ${tag} is missing after its build.`);
   // Earlier builds (other inputs) are 700 MB each: only this one is kept.
-  const older = run('docker', ['images', PLATFORM_REPO, '--format', '{{.Repository}}:{{.Tag}}']).stdout.split('\n').filter((t) => t && t !== tag && t !== `${PLATFORM_REPO}:current`);
+  const older = run('docker', ['images', PLATFORM_REPO, '--format', '{{.Repository}}:{{.Tag}}'])
+    .stdout.split('\n')
+    .filter((t) => t && t !== tag && t !== `${PLATFORM_REPO}:current`);
   if (older.length) run('docker', ['rmi', ...older]);
   return { tag, note: `${tag} built in ${Math.round((Date.now() - started) / 1000)} s` };
 }
