@@ -18,6 +18,7 @@ function samples(projectId: string, owner: string): { [K in AppSubjectName]: Sub
     Audit: { projectId },
     User: { id: owner },
     Token: { userId: owner },
+    ExecHost: { id: 'exec-host-1' },
   };
 }
 
@@ -27,7 +28,7 @@ function can(user: AbilityUser, action: AppAction, type: AppSubjectName, fields:
 
 /** Every (action, subject) the role may perform on its own things in its member project. */
 const expected: Record<AbilityUser['role'], string[]> = {
-  admin: APP_ACTIONS.flatMap((a) => ['Project', 'Policy', 'Session', 'Approval', 'Audit', 'User', 'Token'].map((s) => `${a} ${s}`)),
+  admin: APP_ACTIONS.flatMap((a) => ['Project', 'Policy', 'Session', 'Approval', 'Audit', 'User', 'Token', 'ExecHost'].map((s) => `${a} ${s}`)),
   developer: [
     'read Project',
     'read Policy',
@@ -51,6 +52,7 @@ const expected: Record<AbilityUser['role'], string[]> = {
     'export Audit',
     'verify Audit',
     'read User',
+    'read ExecHost',
     'read Token',
     'create Token',
     'revoke Token',
