@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright';
-import { instanceLabel, makeRepository, ROOT } from './harness';
+import { instanceLabel, makeRepository, mintToken, ROOT } from './harness';
 
 /**
  * deploy/compose as an operator runs it (S1, S3, G07; docs/decisions/0010-exec-host-pool.md): the
@@ -51,21 +51,7 @@ async function api(token: string, method: string, route: string, body?: unknown)
   return { status: res.status, json: text ? JSON.parse(text) : null };
 }
 
-async function tokenFor(email: string, password: string): Promise<string> {
-  const login = await fetch(`${url}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
-  if (!login.ok) throw new Error(`login ${email}: ${login.status} ${await login.text()}`);
-  const { csrfToken } = (await login.json()) as { csrfToken: string };
-  const cookie = login.headers
-    .getSetCookie()
-    .map((c) => c.split(';')[0])
-    .join('; ');
-  const res = await fetch(`${url}/api/v1/auth/tokens`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrfToken },
-    body: JSON.stringify({ name: 'compose' }),
-  });
-  return ((await res.json()) as { token: string }).token;
-}
+const tokenFor = (email: string, password: string) => mintToken(url, email, password, 'compose');
 
 beforeAll(async () => {
   // Reused when this build's output has not changed (setup --tests builds it once).

@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { createPostgresDatabase, freePort, instanceLabel, makeRepository, ROOT } from './harness';
+import { createPostgresDatabase, freePort, instanceLabel, makeRepository, mintToken, ROOT } from './harness';
 
 /**
  * Beyond one host (S1, S3, S6, G07; docs/decisions/0010-exec-host-pool.md), end to end: a pair of
@@ -176,22 +176,7 @@ beforeAll(async () => {
     await until(`gateway ${i + 1}`, async () => (await fetch(`${url}/healthz`)).ok);
   }
   await pg.connect();
-  const login = await fetch(`${gateways[0]!.url}/api/v1/auth/login`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ email: 'admin@pool.invalid', password: 'pool admin password 1234' }),
-  });
-  const cookie = login.headers
-    .getSetCookie()
-    .map((c) => c.split(';')[0])
-    .join('; ');
-  const { csrfToken } = (await login.json()) as { csrfToken: string };
-  const minted = await fetch(`${gateways[0]!.url}/api/v1/auth/tokens`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrfToken },
-    body: JSON.stringify({ name: 'pool' }),
-  });
-  admin = ((await minted.json()) as { token: string }).token;
+  admin = await mintToken(gateways[0]!.url, 'admin@pool.invalid', 'pool admin password 1234', 'pool');
   repository = makeRepository(join(dir, 'repo'));
   const project = await api(0, admin, 'POST', '/projects', { name: 'pool', repositorySource: repository, defaultRef: 'main' });
   expect(project.status).toBe(201);
@@ -199,25 +184,7 @@ beforeAll(async () => {
   expect(policy.status).toBe(201);
   const dev = await api(0, admin, 'POST', '/users', { email: 'dev@pool.invalid', displayName: 'dev', role: 'developer', password: 'pool developer password', projectIds: [project.json.id] });
   expect(dev.status).toBe(201);
-  const devLogin = await fetch(`${gateways[1]!.url}/api/v1/auth/login`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ email: 'dev@pool.invalid', password: 'pool developer password' }),
-  });
-  const devCookie = devLogin.headers
-    .getSetCookie()
-    .map((c) => c.split(';')[0])
-    .join('; ');
-  const devCsrf = ((await devLogin.json()) as { csrfToken: string }).csrfToken;
-  developer = (
-    (await (
-      await fetch(`${gateways[1]!.url}/api/v1/auth/tokens`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', cookie: devCookie, 'x-csrf-token': devCsrf },
-        body: JSON.stringify({ name: 'pool' }),
-      })
-    ).json()) as { token: string }
-  ).token;
+  developer = await mintToken(gateways[1]!.url, 'dev@pool.invalid', 'pool developer password', 'pool');
 
   for (const id of HOSTS) {
     hosts.set(id, { port: await freePort(), stateDir: join(dir, id), child: null });

@@ -244,22 +244,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     const text = await res.text();
     return { status: res.status, json: text ? JSON.parse(text) : null };
   };
-  const tokenFor = async (email: string, password: string) => {
-    const login = await fetch(`${gatewayUrl}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
-    if (!login.ok) throw new Error(`login ${email}: ${login.status} ${await login.text()}`);
-    const { csrfToken } = (await login.json()) as { csrfToken: string };
-    const cookie = login.headers
-      .getSetCookie()
-      .map((c) => c.split(';')[0])
-      .join('; ');
-    const res = await fetch(`${gatewayUrl}/api/v1/auth/tokens`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrfToken },
-      body: JSON.stringify({ name: 'e2e' }),
-    });
-    if (!res.ok) throw new Error(`token ${email}: ${res.status} ${await res.text()}`);
-    return ((await res.json()) as { token: string }).token;
-  };
+  const tokenFor = (email: string, password: string) => mintToken(gatewayUrl, email, password);
 
   const adminToken = await tokenFor(admin.email, admin.password);
   const repository = makeRepository(join(dir, 'repo'));
@@ -353,6 +338,24 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       if (process.env.LEMNISCATE_E2E_LOGS === '1') process.stderr.write(logs.join(''));
     },
   };
+}
+
+/** Signs in to the gateway at `gatewayUrl` as a person and creates an API token for them (as `lemni login` does). */
+export async function mintToken(gatewayUrl: string, email: string, password: string, name = 'e2e'): Promise<string> {
+  const login = await fetch(`${gatewayUrl}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
+  if (!login.ok) throw new Error(`login ${email}: ${login.status} ${await login.text()}`);
+  const { csrfToken } = (await login.json()) as { csrfToken: string };
+  const cookie = login.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .join('; ');
+  const res = await fetch(`${gatewayUrl}/api/v1/auth/tokens`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrfToken },
+    body: JSON.stringify({ name }),
+  });
+  if (!res.ok) throw new Error(`token ${email}: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { token: string }).token;
 }
 
 /** Containers of the platform still present for a session (the label every sandbox carries). */
