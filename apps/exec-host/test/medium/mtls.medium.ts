@@ -101,6 +101,7 @@ beforeAll(async () => {
       LEMNISCATE_EXEC_HOST_ADVERTISE_URL: `https://localhost:${port}`,
       LEMNISCATE_EXEC_HOST_HEARTBEAT_SECONDS: '1',
       LEMNISCATE_EXEC_HOST_MAX_SANDBOXES: '7',
+      LEMNISCATE_SANDBOX_IMAGE: process.env.LEMNISCATE_SANDBOX_IMAGE ?? 'lemniscate/sandbox:current',
     },
     { logger: false, log: { log: (m) => logs.push(`log: ${m}`), warn: (m) => logs.push(`warn: ${m}`) } },
   );

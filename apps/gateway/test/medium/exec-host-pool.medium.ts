@@ -283,8 +283,8 @@ withTestDatabases((db) => {
     const over = await startSession();
     const end = await ended(over);
     expect(end).toMatchObject({ status: 'failed', execHost: null, sandboxId: null });
-    const audit = (await auditKinds(gw1, ['session.ended'])).find((e) => e.sessionId === over);
-    expect((audit?.payload as { message: string }).message).toMatch(
+    const audit = await until(`session ${over} ended in the audit log`, async () => (await auditKinds(gw1, ['session.ended'])).find((e) => e.sessionId === over));
+    expect((audit.payload as { message: string }).message).toMatch(
       /No exec-host can take a new runc sandbox now: a is full \(2 of 2 sessions\); b is full \(2 of 2 sessions\); c is full \(2 of 2 sessions\)/,
     );
 
@@ -326,8 +326,9 @@ withTestDatabases((db) => {
     for (const id of onC) {
       const row = await ended(id);
       expect(row).toMatchObject({ status: 'failed', stopReason: 'crash' });
-      const audit = (await auditKinds(gw1, ['session.ended'])).find((e) => e.sessionId === id);
-      expect((audit?.payload as { message: string }).message).toMatch(/exec-host holding this session's sandbox stopped sending heartbeats and was declared lost/);
+      // The ending's audit entry follows the row's end.
+      const audit = await until(`session ${id} ended in the audit log`, async () => (await auditKinds(gw1, ['session.ended'])).find((e) => e.sessionId === id));
+      expect((audit.payload as { message: string }).message).toMatch(/exec-host holding this session's sandbox stopped sending heartbeats and was declared lost/);
     }
     for (const id of elsewhere) expect((await placement(id))?.status).toBe('running');
     const lost = (await auditKinds(gw1, ['exec_host.lost'])).filter((e) => (e.payload as { hostId: string }).hostId === 'c');
