@@ -48,6 +48,13 @@ grep -q '^lemniscate:' "$root/etc/group" || echo 'lemniscate:x:10100:' >> "$root
 mkdir -p "$root/var/lib/lemniscate" && chown 10100:10100 "$root/var/lib/lemniscate"
 # nginx's own default site and pid handling are replaced by the deployment's configuration.
 rm -f "$root/etc/nginx/sites-enabled/default"
+# PostgreSQL runs with jit=off (lemniscate-postgres): its JIT provider and the LLVM it loads (~160 MB)
+# are not shipped. Nor are message translations, locale sources, or the cluster Debian's postinst made
+# (the compose deployment's database lives in its own volume).
+rm -rf "$root/usr/lib/postgresql/15/lib/llvmjit.so" "$root/usr/lib/postgresql/15/lib/llvmjit_types.bc" "$root/usr/lib/postgresql/15/lib/bitcode"
+rm -f "$root"/usr/lib/x86_64-linux-gnu/libLLVM-*.so* "$root"/usr/lib/x86_64-linux-gnu/libz3.so*
+rm -rf "$root/var/lib/postgresql/15" "$root/etc/postgresql/15" "$root/usr/share/locale"/* "$root/usr/share/i18n"
+chroot "$root" /sbin/ldconfig
 rm -rf "$root/var/cache/apt/archives"/*.deb "$root/var/lib/apt/lists"/* "$root/usr/share/doc"/* "$root/usr/share/man"/*
 
 tar -C "$root" --numeric-owner -c . | docker import \

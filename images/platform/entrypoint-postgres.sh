@@ -21,4 +21,5 @@ if [ ! -s "$data/PG_VERSION" ]; then
   su postgres -s /bin/sh -c "$bin/psql -U '$user' -d postgres -c 'CREATE DATABASE \"$db\"' >/dev/null"
   su postgres -s /bin/sh -c "$bin/pg_ctl -D '$data' -m fast -w stop >/dev/null"
 fi
-exec su postgres -s /bin/sh -c "exec $bin/postgres -D '$data' -c listen_addresses='*'"
+# jit=off: the image does not ship PostgreSQL's LLVM JIT (images/platform/build-offline.sh).
+exec su postgres -s /bin/sh -c "exec $bin/postgres -D '$data' -c listen_addresses='*' -c jit=off"

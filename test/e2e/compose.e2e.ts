@@ -51,6 +51,29 @@ async function api(token: string, method: string, route: string, body?: unknown)
   return { status: res.status, json: text ? JSON.parse(text) : null };
 }
 
+/** `lemni` through the one address, as the user whose token it is. */
+function lemni(token: string, args: string[]) {
+  const child = spawn(process.execPath, [CLI, ...args], {
+    cwd: dir,
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: dir,
+      LEMNISCATE_GATEWAY: url,
+      LEMNISCATE_TOKEN: token,
+      LEMNISCATE_PROJECT: 'compose',
+      LEMNISCATE_FOLLOW_RECONNECT_SECONDS: '5',
+      NO_COLOR: '1',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+  return { child, done };
+}
+
 const tokenFor = (email: string, password: string) => mintToken(url, email, password, 'compose');
 
 beforeAll(async () => {
@@ -119,64 +142,113 @@ it('comes up from images built here; `lemni -p` through the one address succeeds
 
   const created = await api(adminToken, 'POST', '/projects', { name: 'compose', repositorySource: join(shared, 'repo'), defaultRef: 'main' });
   expect(created.status).toBe(201);
-  expect((await api(adminToken, 'POST', `/projects/${created.json.id}/policy`, { document: { version: 1, commands: { free: ['echo', 'cat'] } }, comment: 'compose' })).status).toBe(201);
+  expect((await api(adminToken, 'POST', `/projects/${created.json.id}/policy`, { document: { version: 1, commands: { free: ['echo', 'cat', 'sleep'] } }, comment: 'compose' })).status).toBe(201);
   const devPassword = 'compose developer password';
   expect((await api(adminToken, 'POST', '/users', { email: 'dev@compose.invalid', displayName: 'Dev', role: 'developer', password: devPassword, projectIds: [created.json.id] })).status).toBe(201);
   const developer = await tokenFor('dev@compose.invalid', devPassword);
 
   const script = join(shared, 'hello.json');
-  writeFileSync(script, JSON.stringify({ turns: [{ tool_calls: [{ name: 'Bash', arguments: { command: 'echo hello from compose' } }] }, { text: 'Said hello.' }] }));
-  const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, [CLI, '-p', 'say hello', '--model', `scripted:${script}`, '--output-format', 'json', '--no-apply'], {
-      cwd: dir,
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, LEMNISCATE_GATEWAY: url, LEMNISCATE_TOKEN: developer, LEMNISCATE_PROJECT: 'compose', NO_COLOR: '1' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  writeFileSync(
+    script,
+    JSON.stringify({
+      turns: [
+        { tool_calls: [{ name: 'Bash', arguments: { command: 'echo hello from compose' } }] },
+        { tool_calls: [{ name: 'Write', arguments: { path: 'NOTES.md', content: 'Said hello through compose.\n' } }] },
+        { text: 'Said hello.' },
+      ],
+    }),
+  );
+  // The write waits for a person: the developer approves it through the one address (either gateway
+  // may answer, whichever one drives the session), as they would in the console.
+  const hello = lemni(developer, ['-p', 'say hello', '--model', `scripted:${script}`, '--output-format', 'json', '--no-apply', '--wait-for-approvals']);
+  let finished = false;
+  void hello.done.then(() => (finished = true));
+  let approved = 0;
+  const approveUntil = Date.now() + 300_000;
+  while (!finished && Date.now() < approveUntil) {
+    await new Promise((r) => setTimeout(r, 300));
+    const pending = await api(developer, 'GET', '/approvals?state=pending');
+    for (const a of (pending.json ?? []) as { id: string }[]) {
+      if ((await api(developer, 'POST', `/approvals/${a.id}/approve`, {})).status === 200) approved += 1;
+    }
+  }
+  if (!finished) hello.child.kill('SIGKILL');
+  const run = await hello.done;
+  expect(approved).toBe(1);
   expect({ code: run.code, stderr: run.stderr }).toMatchObject({ code: 0 });
   const out = JSON.parse(run.stdout.trim().split('\n').at(-1) as string);
   expect(out).toMatchObject({ status: 'completed', exit_code: 0, summary: 'Said hello.' });
   expect(out.tool_calls[0].result.stdout).toContain('hello from compose');
+  expect(out.patch).toContain('+++ b/NOTES.md');
+  expect(out.patch).toContain('+Said hello through compose.');
   const session = await api(developer, 'GET', `/sessions/${out.session_id}`);
   expect(['exec-host-1', 'exec-host-2']).toContain(session.json.execHost);
 
-  // The console, through the same address, in Chromium.
+  // The console, through the same address, in Chromium: the developer's sessions list follows the
+  // live events over a WebSocket through nginx ("Live"); the administrator sees both exec-hosts.
+  const shots = join(ROOT, 'artifacts/compose');
+  mkdirSync(shots, { recursive: true });
   const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
   try {
-    const page = await browser.newPage();
-    await page.goto(url);
-    await page.getByLabel('E-mail').fill(admin.email);
-    await page.getByLabel('Password').fill(admin.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('banner').waitFor({ timeout: 30_000 });
-    mkdirSync(join(ROOT, 'artifacts/compose'), { recursive: true });
-    try {
-      await page.goto(`${url}/sessions`);
-      await page.getByText('say hello').first().waitFor({ timeout: 30_000 });
-      await page.screenshot({ path: join(ROOT, 'artifacts/compose/console-sessions.png'), fullPage: true });
-      await page.goto(`${url}/admin/exec-hosts`);
-      await page.getByText('exec-host-2').first().waitFor({ timeout: 30_000 });
-      await page.screenshot({ path: join(ROOT, 'artifacts/compose/console-exec-hosts.png'), fullPage: true });
-    } catch (e) {
-      await page.screenshot({ path: join(ROOT, 'artifacts/compose/console-failed.png'), fullPage: true });
-      throw e;
+    for (const [who, email, password] of [
+      ['developer', 'dev@compose.invalid', devPassword],
+      ['administrator', admin.email, admin.password],
+    ] as const) {
+      const page = await (await browser.newContext()).newPage();
+      try {
+        await page.goto(url);
+        await page.getByLabel('E-mail').fill(email);
+        await page.getByLabel('Password').fill(password);
+        await page.getByRole('button', { name: 'Sign in' }).click();
+        await page.getByRole('banner').waitFor({ timeout: 30_000 });
+        if (who === 'developer') {
+          await page.goto(`${url}/sessions`);
+          await page.getByText('say hello').first().waitFor({ timeout: 30_000 });
+          await page.getByText('Live', { exact: true }).waitFor({ timeout: 30_000 });
+          await page.screenshot({ path: join(shots, 'console-sessions.png'), fullPage: true });
+        } else {
+          await page.goto(`${url}/admin/exec-hosts`);
+          await page.getByText('exec-host-2').first().waitFor({ timeout: 30_000 });
+          await page.screenshot({ path: join(shots, 'console-exec-hosts.png'), fullPage: true });
+        }
+      } catch (e) {
+        await page.screenshot({ path: join(shots, `console-failed-${who}.png`), fullPage: true });
+        throw e;
+      }
     }
   } finally {
     await browser.close();
   }
 
-  // Down: nothing of the project is left, and no sandbox of its exec-hosts.
-  const down = compose('down', '-v', '--remove-orphans');
-  expect(down.code).toBe(0);
-  expect(sh('docker', ['ps', '-aq', '--filter', `label=com.docker.compose.project=${project}`]).out.trim()).toBe('');
-  for (const host of ['exec-host-1', 'exec-host-2']) {
-    expect(sh('docker', ['ps', '-aq', '--filter', `label=lemniscate.exec-host=${instanceLabel(join(stateRoot, host))}`]).out.trim()).toBe('');
+  // A session still running at `down`: its sandbox is there when the exec-hosts are stopped, and each
+  // exec-host destroys its sandboxes on SIGTERM (compose stops them first: they depend on the rest).
+  const sandboxes = () =>
+    ['exec-host-1', 'exec-host-2'].flatMap((host) =>
+      sh('docker', ['ps', '-aq', '--filter', `label=lemniscate.exec-host=${instanceLabel(join(stateRoot, host))}`])
+        .stdout.split('\n')
+        .filter(Boolean),
+    );
+  const waiting = join(shared, 'wait.json');
+  writeFileSync(waiting, JSON.stringify({ turns: [{ tool_calls: [{ name: 'Bash', arguments: { command: 'sleep 600' } }] }, { text: 'Slept.' }] }));
+  const live = lemni(developer, ['-p', 'sleep', '--model', `scripted:${waiting}`, '--output-format', 'json', '--no-apply']);
+  try {
+    await until('a live sandbox', async () => {
+      const running = (await api(developer, 'GET', '/sessions?status=running')).json as { id: string }[];
+      return running.length === 1 && sandboxes().length === 1 && sh('docker', ['ps', '-q', '--filter', `id=${sandboxes()[0]}`]).stdout.trim() !== '';
+    });
+  } catch (e) {
+    live.child.kill('SIGKILL');
+    throw e;
   }
+
+  // Down: nothing of the project is left, and no sandbox of its exec-hosts.
+  const started = Date.now();
+  const down = compose('down', '-v', '--remove-orphans');
+  live.child.kill('SIGKILL');
+  expect({ code: down.code, out: down.out }).toMatchObject({ code: 0 });
+  process.stderr.write(`docker-compose down took ${Math.round((Date.now() - started) / 1000)} s\n`);
+  expect(sandboxes()).toEqual([]);
+  expect(sh('docker', ['ps', '-aq', '--filter', `label=com.docker.compose.project=${project}`]).out.trim()).toBe('');
   expect(sh('docker', ['network', 'ls', '-q', '--filter', `name=${project}_`]).out.trim()).toBe('');
   expect(sh('docker', ['volume', 'ls', '-q', '--filter', `name=${project}_`]).out.trim()).toBe('');
   const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
