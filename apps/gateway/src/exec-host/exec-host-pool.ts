@@ -112,17 +112,10 @@ export class ExecHostPool implements ExecHostPort, OnApplicationBootstrap, OnApp
     return new Date(Date.now() - this.lostSeconds * 1000);
   }
 
-  private async placementHosts(rows: readonly ExecHostRow[]): Promise<PlacementHost[]> {
-    const live = await this.repository.liveSessions();
-    return rows.map((r) => ({
-      id: r.id,
-      state: r.state,
-      runtimes: r.runtimes,
-      environments: r.environments,
-      capacity: r.capacity,
-      live: live.get(r.id) ?? 0,
-      lastHeartbeatAt: r.lastHeartbeatAt,
-    }));
+  /** The hosts as placement sees them, with live sessions counted now (through `repository`, which may be bound to a transaction). */
+  private async placementHosts(rows: readonly ExecHostRow[], repository: ExecHostsRepository = this.repository): Promise<PlacementHost[]> {
+    const live = await repository.liveSessions();
+    return rows.map((r) => toPlacementHost(r, live.get(r.id) ?? 0));
   }
 
   private async host(hostId: string): Promise<ExecHostRow | undefined> {
@@ -178,7 +171,7 @@ export class ExecHostPool implements ExecHostPort, OnApplicationBootstrap, OnApp
       const active = await repository.lockActive();
       // The others only say why they were passed over; what the locked read found active wins over this replica's last read.
       const others = [...this.hosts.values()].filter((h) => h.state !== 'active' && !active.some((a) => a.id === h.id));
-      const hosts = await repository.liveSessions().then((live) => [...active, ...others].map((r) => toPlacementHost(r, live.get(r.id) ?? 0)));
+      const hosts = await this.placementHosts([...active, ...others], repository);
       const choice = place(hosts, {
         runtime,
         ...(needsEnvironment ? { environmentProjectId: projectId, environmentHosts: known?.state === 'ready' ? [known.hostId] : [] } : {}),
