@@ -10,6 +10,7 @@ import { requireClientName } from './http/client-certificate.middleware';
 import { ErrorFilter } from './http/error.filter';
 import { LivenessController, SandboxesController } from './http/sandboxes.controller';
 import { EnvironmentsController } from './http/environments.controller';
+import { RepositoryController } from './http/repository.controller';
 import { EnvironmentService } from './environment/environment.service';
 import { ExecHostMetrics } from './metrics';
 import { Reaper } from './reaper';
@@ -20,7 +21,7 @@ class ExecHostModule {
   static forRoot(config: ExecHostConfig, driver: SandboxDriver, sandboxes: SandboxService, environments: EnvironmentService, metrics: ExecHostMetrics): DynamicModule {
     return {
       module: ExecHostModule,
-      controllers: [SandboxesController, EnvironmentsController, LivenessController],
+      controllers: [SandboxesController, EnvironmentsController, RepositoryController, LivenessController],
       providers: [
         { provide: EXEC_HOST_CONFIG, useValue: config },
         { provide: SANDBOX_DRIVER, useValue: driver },

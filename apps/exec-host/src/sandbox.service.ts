@@ -137,7 +137,7 @@ export class SandboxService {
     if (this.sandboxes.size >= this.config.maxSandboxes) {
       throw new ExecHostError('sandbox_limit_reached', `This exec-host already runs its maximum of ${this.config.maxSandboxes} sandboxes.`);
     }
-    const source = await resolveSource(req.repository.source);
+    const source = await resolveSource(req.repository.source, req.repository.access);
     const seccomp = loadSeccompProfile(this.config.seccompProfilePath, this.config.seccompSchemaPath);
     if (!seccomp.valid) throw new ExecHostError('sandbox_setup_failed', `No sandbox is created without a valid seccomp profile: ${seccomp.message}`);
     const engine = await this.driver.info();

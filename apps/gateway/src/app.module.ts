@@ -37,6 +37,9 @@ import { PoliciesService } from './projects/policies.service';
 import { PolicyDryRunService } from './projects/policy-dry-run.service';
 import { ProjectsController } from './projects/projects.controller';
 import { ProjectsService } from './projects/projects.service';
+import { RepositoryAccessService } from './projects/repository-access.service';
+import { ProjectAgentsService } from './runtime/project-agents.service';
+import { secretBoxProvider } from './secrets/secret-box.provider';
 import { ApprovalsController } from './sessions/approvals.controller';
 import { ApprovalsService } from './sessions/approvals.service';
 import { RevocationService } from './sessions/revocation.service';
@@ -118,6 +121,9 @@ export class AppModule {
       AccessService,
       UsersService,
       ProjectsService,
+      RepositoryAccessService,
+      ProjectAgentsService,
+      secretBoxProvider,
       PoliciesService,
       PolicyDryRunService,
       EnvironmentsService,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { RepositoryAccess } from './repository';
 import { SessionId } from './common';
 import { MirrorUrl } from './environment';
 import { Limits, limitedText } from './limits';
@@ -48,6 +49,7 @@ export const ExecHostRoutes = {
   environmentStatus: () => '/v1/environments/status',
   prepareEnvironment: () => '/v1/environments/prepare',
   environmentLog: (jobId: string, offset = 0) => `/v1/environments/jobs/${encodeURIComponent(jobId)}/log?offset=${offset}`,
+  repositoryDirectory: () => '/v1/repository/directory',
   metrics: () => '/metrics',
 } as const;
 
@@ -183,6 +185,12 @@ export const RepositorySource = z.object({
     .max(256)
     .regex(/^[^\s\0-]/, 'must not start with "-" or whitespace')
     .optional(),
+  /**
+   * How to fetch a git URL: the gateway's credential, known hosts and CA for the project. Used by the
+   * exec-host's own git outside the sandbox for this one fetch; never written to the working copy,
+   * a record or a log.
+   */
+  access: RepositoryAccess.optional(),
 });
 export type RepositorySource = z.infer<typeof RepositorySource>;
 
@@ -205,6 +213,41 @@ export const EnvironmentRequest = z.object({
 });
 export type EnvironmentRequest = z.input<typeof EnvironmentRequest>;
 export type EnvironmentRequestParsed = z.output<typeof EnvironmentRequest>;
+
+/**
+ * The files of one directory of a repository at a ref (the project's `.lemniscate/agents/` at its
+ * default ref, AG1), read by the exec-host, which reaches the repository, with the project's access.
+ */
+export const RepositoryDirectoryRequest = z.object({
+  /** The project whose repository it is: in a pool, the read goes to the project's environment host. */
+  projectId: z.string().min(1).max(64),
+  repository: RepositorySource,
+  directory: z
+    .string()
+    .min(1)
+    .max(256)
+    .regex(/^(?!\/)(?!.*(^|\/)\.\.?(\/|$))[^\0\\]+$/, 'must be a relative path inside the repository, without "." or ".." parts'),
+  /** Only file names ending so (".md"); every file when empty. */
+  suffix: z.string().max(16).default(''),
+  maxFiles: z.int().min(1).max(500).default(200),
+  maxFileBytes: z
+    .int()
+    .min(1)
+    .max(1024 * 1024)
+    .default(256 * 1024),
+});
+export type RepositoryDirectoryRequest = z.input<typeof RepositoryDirectoryRequest>;
+export type RepositoryDirectoryRequestParsed = z.output<typeof RepositoryDirectoryRequest>;
+
+export const RepositoryDirectory = z.object({
+  /** The commit the ref named when it was read. */
+  commit: z.string(),
+  /** Regular files directly in the directory, by name; none when the directory does not exist. */
+  files: z.array(z.object({ name: z.string(), text: z.string() })),
+  /** Files left out: over maxFileBytes, not UTF-8 text, or beyond maxFiles. */
+  skipped: z.array(z.object({ name: z.string(), reason: z.string() })),
+});
+export type RepositoryDirectory = z.infer<typeof RepositoryDirectory>;
 
 export const PrepareEnvironmentRequest = EnvironmentRequest.extend({
   /** Prepare again even when these inputs are already prepared (a failed job is never retried without it or a change). */

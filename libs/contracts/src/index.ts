@@ -6,4 +6,5 @@ export * from './environment';
 export * from './exec-host';
 export * from './exec-host-pool';
 export * from './limits';
+export * from './repository';
 export * from './symlinks';

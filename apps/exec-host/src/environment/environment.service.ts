@@ -6,6 +6,8 @@ import {
   type EnvironmentRequestParsed,
   type EnvironmentStatus,
   type PrepareEnvironmentRequestParsed,
+  type RepositoryDirectory,
+  type RepositoryDirectoryRequestParsed,
   type SandboxLimits,
 } from '@lemniscate/contracts';
 import { spawn } from 'node:child_process';
@@ -22,7 +24,7 @@ import { gitText, runGit, type GitRepo } from '../workspace/git';
 import { resolveSource, WorkingCopy } from '../workspace/working-copy';
 import { describeCommand, type Devcontainer, type SetupCommand } from './devcontainer';
 import { FORWARDER_SCRIPT, mirrorsOf, startEgressProxy } from './egress-proxy';
-import { environmentKey, readInputs, remoteCommit, type EnvironmentInputs } from './inputs';
+import { environmentKey, fetchDefaultRef, readInputs, readTreeDirectory, remoteCommit, type EnvironmentInputs } from './inputs';
 
 /** The label every environment image carries, with its key. */
 export const LABEL_ENVIRONMENT = 'lemniscate.environment';
@@ -131,6 +133,8 @@ export class EnvironmentService {
   private readonly running = new Map<string, Job>();
   /** Reads of a repository's environment inputs, by source and commit (least recently used first). */
   private readonly reads = new Map<string, EnvironmentInputs>();
+  /** Reads of a repository directory, by source, commit and request (oldest first). */
+  private readonly directoryReads = new Map<string, RepositoryDirectory>();
 
   constructor(
     private readonly config: ExecHostConfig,
@@ -185,7 +189,7 @@ export class EnvironmentService {
    * project only asks which commit the ref names now.
    */
   private async inputs(req: EnvironmentRequestParsed): Promise<EnvironmentInputs> {
-    const commit = await remoteCommit(path.join(this.dir, 'home'), req.repository.source, req.repository.ref);
+    const commit = await remoteCommit(path.join(this.dir, 'home'), req.repository.source, req.repository.ref, req.repository.access);
     const cacheKey = commit ? `${req.repository.source}\0${commit}` : null;
     const cached = cacheKey ? this.reads.get(cacheKey) : undefined;
     if (cached) {
@@ -207,10 +211,38 @@ export class EnvironmentService {
     try {
       await fs.mkdir(repo.home, { recursive: true, mode: 0o700 });
       await fs.mkdir(repo.workTree, { mode: 0o700 });
-      return await readInputs(repo, req.repository.source, req.repository.ref);
+      return await readInputs(repo, req.repository.source, req.repository.ref, req.repository.access);
     } finally {
       await fs.rm(scratch, { recursive: true, force: true });
     }
+  }
+
+  /**
+   * One directory of the repository at a ref (the project's agents at its default ref), fetched with
+   * the project's access into a scratch repository removed afterwards. Kept by source, commit and
+   * request, like the environment's inputs: a session start asks only which commit the ref names now.
+   */
+  async readDirectory(req: RepositoryDirectoryRequestParsed): Promise<RepositoryDirectory> {
+    const commit = await remoteCommit(path.join(this.dir, 'home'), req.repository.source, req.repository.ref, req.repository.access);
+    const cacheKey = commit ? JSON.stringify([req.repository.source, commit, req.directory, req.suffix, req.maxFiles, req.maxFileBytes]) : null;
+    const cached = cacheKey ? this.directoryReads.get(cacheKey) : undefined;
+    if (cached) return structuredClone(cached);
+    const scratch = path.join(this.dir, 'reads', randomBytes(8).toString('hex'));
+    const repo: GitRepo = { gitDir: path.join(scratch, 'git'), workTree: path.join(scratch, 'work'), home: path.join(scratch, 'home') };
+    let read: RepositoryDirectory;
+    try {
+      await fs.mkdir(repo.home, { recursive: true, mode: 0o700 });
+      await fs.mkdir(repo.workTree, { mode: 0o700 });
+      const fetched = await fetchDefaultRef(repo, req.repository.source, req.repository.ref, req.repository.access, `so its ${req.directory} cannot be read`);
+      read = { commit: fetched, ...(await readTreeDirectory(repo, fetched, req)) };
+    } finally {
+      await fs.rm(scratch, { recursive: true, force: true });
+    }
+    if (cacheKey && read.commit === commit) {
+      this.directoryReads.set(cacheKey, structuredClone(read));
+      while (this.directoryReads.size > 256) this.directoryReads.delete(this.directoryReads.keys().next().value!);
+    }
+    return read;
   }
 
   /** The image an environment starts from, and the id its key is computed with. */
@@ -503,7 +535,7 @@ export class EnvironmentService {
     try {
       await fs.mkdir(repo.home, { recursive: true, mode: 0o700 });
       await fs.mkdir(repo.workTree, { mode: 0o700 });
-      const inputs = await readInputs(repo, req.repository.source, req.repository.ref);
+      const inputs = await readInputs(repo, req.repository.source, req.repository.ref, req.repository.access);
       if (inputs.commit !== commit) throw new ExecHostError('environment_not_ready', 'The default ref moved during the preparation; prepare again.');
       const tarPath = path.join(scratch, 'context.tar');
       const treeish = build.context === '.' ? commit : `${commit}:${build.context}`;
@@ -547,7 +579,7 @@ export class EnvironmentService {
     await fs.mkdir(repo.home, { recursive: true, mode: 0o700 });
     await fs.mkdir(runDir, { mode: 0o755 });
     await createDisk(path.join(work, 'disk.img'), repo.workTree, limits.diskMb);
-    const state = await WorkingCopy.prepare({ repo, source: await resolveSource(req.repository.source), ...(req.repository.ref ? { ref: req.repository.ref } : {}), exclusions: [] });
+    const state = await WorkingCopy.prepare({ repo, source: await resolveSource(req.repository.source, req.repository.access), ...(req.repository.ref ? { ref: req.repository.ref } : {}), exclusions: [] });
     if (state.baseCommit !== commit) throw new ExecHostError('environment_not_ready', 'The default ref moved during the preparation; prepare again.');
     await fs.writeFile(path.join(runDir, 'forwarder.js'), FORWARDER_SCRIPT, { mode: 0o644 });
     const caBundle = this.config.egressCaBundle;

@@ -1,7 +1,9 @@
+import type { RepositoryAccess, RepositoryDirectory, RepositoryDirectoryRequestParsed } from '@lemniscate/contracts';
 import { createHash } from 'node:crypto';
 import * as path from 'node:path';
 import { ExecHostError } from '../errors';
 import { gitText, runGit, type GitRepo } from '../workspace/git';
+import { fetchFailureReason, runFetchGit } from '../workspace/remote-access';
 import { resolveSource } from '../workspace/working-copy';
 import { DEVCONTAINER_PATHS, DevcontainerError, parseDevcontainer, type Devcontainer } from './devcontainer';
 
@@ -79,22 +81,32 @@ export function environmentKey(inputs: Pick<EnvironmentInputs, 'files'>, baseIma
 }
 
 /**
- * Fetches `ref` of `source` (one commit, no history) into `repo` and reads the environment's inputs.
- * The checkout itself is left to the caller (a preparation needs the files; a status read does not).
+ * Fetches `ref` of `source` (one commit, no history, with the project's access) into the empty `repo`
+ * and points its HEAD there; `consequence` ends the sentence of a refusal.
  */
-export async function readInputs(repo: GitRepo, source: string, ref: string | undefined): Promise<EnvironmentInputs> {
-  const resolved = await resolveSource(source);
-  const fetchOpts = { allowProtocols: resolved.protocols, extraConfig: resolved.local ? ['uploadpack.allowAnySHA1InWant=true'] : [], timeoutMs: 300_000 };
+export async function fetchDefaultRef(repo: GitRepo, source: string, ref: string | undefined, access: RepositoryAccess | undefined, consequence: string): Promise<string> {
+  const resolved = await resolveSource(source, access);
+  const fetchOpts = { extraConfig: resolved.local ? ['uploadpack.allowAnySHA1InWant=true'] : [], timeoutMs: 300_000 };
   await runGit(repo, ['init', '-q']);
   const want = ref ? ref : 'HEAD';
-  const fetched = await runGit(repo, ['fetch', '-q', '--no-tags', '--depth=1', '--', resolved.url, want], { ...fetchOpts, allowFailure: true });
+  const fetched = await runFetchGit(repo, ['fetch', '-q', '--no-tags', '--depth=1', '--', resolved.url, want], resolved, { ...fetchOpts, allowFailure: true });
   if (fetched.code !== 0) {
-    throw new ExecHostError('repository_ref_not_found', `The default ref "${want}" could not be fetched from ${source}, so the project's environment cannot be read.`, {
+    const reason = fetchFailureReason(fetched.stderr);
+    throw new ExecHostError('repository_ref_not_found', `The default ref "${want}" could not be fetched from ${source}${reason ? ` (${reason})` : ''}, ${consequence}.`, {
       git: fetched.stderr.trim().split('\n').slice(-2).join(' '),
     });
   }
   const commit = (await gitText(repo, ['rev-parse', '--verify', 'FETCH_HEAD^{commit}'])).trim();
   await runGit(repo, ['update-ref', '--no-deref', 'HEAD', commit]);
+  return commit;
+}
+
+/**
+ * Fetches `ref` of `source` (one commit, no history) into `repo` and reads the environment's inputs.
+ * The checkout itself is left to the caller (a preparation needs the files; a status read does not).
+ */
+export async function readInputs(repo: GitRepo, source: string, ref: string | undefined, access?: RepositoryAccess): Promise<EnvironmentInputs> {
+  const commit = await fetchDefaultRef(repo, source, ref, access, "so the project's environment cannot be read");
   const listing = (await gitText(repo, ['ls-tree', '-r', '-z', '--full-tree', commit])).split('\0').filter(Boolean);
   const files: { path: string; blob: string }[] = [];
   const blobs = new Map<string, string>();
@@ -128,15 +140,15 @@ export async function readInputs(repo: GitRepo, source: string, ref: string | un
  * The commit `ref` of `source` names now (one `git ls-remote`, nothing fetched); null when the
  * repository cannot be read or has no such ref (the full read then says why).
  */
-export async function remoteCommit(home: string, source: string, ref: string | undefined): Promise<string | null> {
+export async function remoteCommit(home: string, source: string, ref: string | undefined, access?: RepositoryAccess): Promise<string | null> {
   if (ref && /^[0-9a-f]{40}([0-9a-f]{24})?$/.test(ref)) return ref;
   let resolved;
   try {
-    resolved = await resolveSource(source);
+    resolved = await resolveSource(source, access);
   } catch {
     return null;
   }
-  const listed = await runGit({ home }, ['ls-remote', '--', resolved.url], { allowProtocols: resolved.protocols, timeoutMs: 60_000, allowFailure: true });
+  const listed = await runFetchGit({ home }, ['ls-remote', '--', resolved.url], resolved, { timeoutMs: 60_000, allowFailure: true });
   if (listed.code !== 0) return null;
   const refs = new Map<string, string>();
   for (const line of listed.stdout.toString('utf8').split('\n')) {
@@ -149,4 +161,43 @@ export async function remoteCommit(home: string, source: string, ref: string | u
     if (commit) return commit;
   }
   return null;
+}
+
+/**
+ * The regular files directly in one directory of `commit`, within the request's limits: a file over
+ * maxFileBytes or not valid UTF-8 is left out with a reason rather than read, and so is every file
+ * beyond maxFiles (in name order). A directory that does not exist has no files.
+ */
+export async function readTreeDirectory(repo: GitRepo, commit: string, req: Pick<RepositoryDirectoryRequestParsed, 'directory' | 'suffix' | 'maxFiles' | 'maxFileBytes'>): Promise<Omit<RepositoryDirectory, 'commit'>> {
+  const listed = await runGit(repo, ['ls-tree', '-z', '--long', `${commit}:${req.directory}`], { allowFailure: true });
+  if (listed.code !== 0) return { files: [], skipped: [] };
+  const entries: { name: string; blob: string; size: number }[] = [];
+  for (const entry of listed.stdout.toString('utf8').split('\0').filter(Boolean)) {
+    const m = /^(\d+) (\w+) ([0-9a-f]+)\s+(\d+|-)\t(.*)$/s.exec(entry);
+    // Regular files only (100644, 100755): no links, no submodules, no directories.
+    if (!m || m[2] !== 'blob' || !(m[1]!.startsWith('1006') || m[1]!.startsWith('1007'))) continue;
+    if (!m[5]!.endsWith(req.suffix)) continue;
+    entries.push({ name: m[5]!, blob: m[3]!, size: Number(m[4]) });
+  }
+  entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const files: RepositoryDirectory['files'] = [];
+  const skipped: RepositoryDirectory['skipped'] = [];
+  const decoder = new TextDecoder('utf-8', { fatal: true });
+  for (const [i, e] of entries.entries()) {
+    if (i >= req.maxFiles) {
+      skipped.push({ name: e.name, reason: `beyond the first ${req.maxFiles} files` });
+      continue;
+    }
+    if (e.size > req.maxFileBytes) {
+      skipped.push({ name: e.name, reason: `${e.size} bytes, over the ${req.maxFileBytes}-byte limit` });
+      continue;
+    }
+    const blob = (await runGit(repo, ['cat-file', 'blob', e.blob], { raw: true })).stdout;
+    try {
+      files.push({ name: e.name, text: decoder.decode(blob) });
+    } catch {
+      skipped.push({ name: e.name, reason: 'not UTF-8 text' });
+    }
+  }
+  return { files, skipped };
 }

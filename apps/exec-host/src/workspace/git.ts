@@ -7,7 +7,7 @@ export interface GitRepo {
   home: string;
 }
 
-interface GitOptions {
+export interface GitOptions {
   input?: string | Buffer;
   /** Protocols allowed for this call only (fetching the project's source); never allowed otherwise. */
   allowProtocols?: string[];
@@ -16,6 +16,8 @@ interface GitOptions {
   /** Return stdout as a Buffer (binary patches, blobs). */
   raw?: boolean;
   allowFailure?: boolean;
+  /** Variables for this call only (a fetch's askpass program, remote-access.ts). */
+  env?: Record<string, string>;
 }
 
 export interface GitResult {
@@ -106,7 +108,7 @@ function configArgs(options: GitOptions = {}): string[] {
 export function runGit(repo: GitRepo | { home: string }, args: string[], options: GitOptions = {}): Promise<GitResult> {
   return new Promise((resolve, reject) => {
     const child = spawn('git', [...configArgs(options), ...args], {
-      env: hardenedEnv(repo),
+      env: hardenedEnv(repo, options.env),
       cwd: 'workTree' in repo ? repo.workTree : repo.home,
       stdio: ['pipe', 'pipe', 'pipe'],
       timeout: options.timeoutMs ?? 120_000,

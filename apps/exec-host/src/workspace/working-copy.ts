@@ -1,4 +1,4 @@
-import { resolveWorkspaceLink, type ChangesResponse, type FileChange } from '@lemniscate/contracts';
+import { repositoryTransport, resolveWorkspaceLink, type ChangesResponse, type FileChange, type RepositoryAccess } from '@lemniscate/contracts';
 import { lstatSync, readlinkSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs/promises';
@@ -6,6 +6,7 @@ import * as path from 'node:path';
 import picomatch from 'picomatch';
 import { ExecHostError } from '../errors';
 import { GitError, gitText, runGit, type GitRepo } from './git';
+import { fetchFailureReason, runFetchGit, type FetchSource } from './remote-access';
 import { displayPath } from './path-scope';
 import { isBinary, WorkspaceFs } from './safe-fs';
 import { unifiedDiff } from './unified-diff';
@@ -13,18 +14,22 @@ import { unifiedDiff } from './unified-diff';
 const MAX_CHANGED_FILES = 5_000;
 const MAX_UNTRACKED_READ = 8 * 1024 * 1024;
 
-interface SourceResolution {
-  /** What to pass to git fetch. */
-  url: string;
-  protocols: string[];
-  local: boolean;
-}
+type SourceResolution = FetchSource;
 
-/** Accepts an absolute local path or a git URL; anything else is a clear 400 before anything is created. */
-export async function resolveSource(source: string): Promise<SourceResolution> {
-  if (/^https:\/\//.test(source)) return { url: source, protocols: ['https'], local: false };
-  if (/^ssh:\/\//.test(source) || /^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:/.test(source)) return { url: source, protocols: ['ssh'], local: false };
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(source)) {
+/**
+ * Accepts an absolute local path or a git URL (with the project's access, for a URL); anything else
+ * is a clear 400 before anything is created.
+ */
+export async function resolveSource(source: string, access?: RepositoryAccess): Promise<SourceResolution> {
+  const transport = repositoryTransport(source);
+  if (transport === 'https') return { url: source, protocols: ['https'], local: false, access };
+  if (transport === 'ssh') {
+    if (!access?.knownHosts) {
+      throw new ExecHostError('repository_not_found', `The repository ${source} is reached over SSH, and the project's repository access names no known host key for it: an administrator sets it (the server's host key is never trusted on first use).`);
+    }
+    return { url: source, protocols: ['ssh'], local: false, access };
+  }
+  if (/^[a-z][a-z0-9+.-]*:/i.test(source)) {
     throw new ExecHostError('repository_not_found', `The repository source ${source} uses a protocol the exec-host does not fetch from; use an absolute path, https:// or ssh://.`);
   }
   if (source.startsWith('-') || !path.isAbsolute(source)) {
@@ -97,10 +102,13 @@ export class WorkingCopy {
   static async prepare(o: PrepareOptions): Promise<PreparedState> {
     const { repo } = o;
     await runGit(repo, ['init', '-q']);
-    const fetchOpts = { allowProtocols: o.source.protocols, extraConfig: o.source.local ? ['uploadpack.allowAnySHA1InWant=true'] : [], timeoutMs: 300_000 };
-    const remote = await runGit(repo, ['ls-remote', '--symref', '--', o.source.url], { ...fetchOpts, allowFailure: true });
+    const fetchOpts = { extraConfig: o.source.local ? ['uploadpack.allowAnySHA1InWant=true'] : [], timeoutMs: 300_000 };
+    const remote = await runFetchGit(repo, ['ls-remote', '--symref', '--', o.source.url], o.source, { ...fetchOpts, allowFailure: true });
     if (remote.code !== 0) {
-      throw new ExecHostError('repository_not_found', `${o.source.url} is not a git repository the exec-host can read.`, { git: remote.stderr.trim().split('\n').slice(-2).join(' ') });
+      const reason = fetchFailureReason(remote.stderr);
+      throw new ExecHostError('repository_not_found', reason ? `${o.source.url} cannot be read: ${reason}.` : `${o.source.url} is not a git repository the exec-host can read.`, {
+        git: remote.stderr.trim().split('\n').slice(-2).join(' '),
+      });
     }
     const refs = new Map<string, string>();
     let headBranch: string | null = null;
@@ -129,7 +137,7 @@ export class WorkingCopy {
     } else {
       throw new ExecHostError('repository_ref_not_found', `The ref "${o.ref}" is neither a branch, a tag nor a full commit id of ${o.source.url}.`);
     }
-    const fetched = await runGit(repo, ['fetch', '-q', '--no-tags', '--depth=1', '--', o.source.url, want], { ...fetchOpts, allowFailure: true });
+    const fetched = await runFetchGit(repo, ['fetch', '-q', '--no-tags', '--depth=1', '--', o.source.url, want], o.source, { ...fetchOpts, allowFailure: true });
     if (fetched.code !== 0) {
       throw new ExecHostError('repository_ref_not_found', `The ref "${o.ref ?? 'HEAD'}" could not be fetched from ${o.source.url}.`, { git: fetched.stderr.trim().split('\n').slice(-2).join(' ') });
     }

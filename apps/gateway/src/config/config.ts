@@ -4,6 +4,7 @@ import { homedir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import { z } from 'zod';
+import { parseSecretKey, type SecretKeySource } from '../secrets/secret-box';
 
 const Port = z.coerce.number({ error: 'must be a port number (0–65535)' }).int('must be a whole port number').min(0, 'must be a port number (0–65535)').max(65535, 'must be a port number (0–65535)');
 
@@ -41,6 +42,10 @@ const EnvSchema = z.object({
   LEMNISCATE_TRUST_PROXY_HOPS: z.coerce.number({ error: 'must be a number of proxy hops' }).int().min(0).max(10).default(0),
   LEMNISCATE_LOOP_LEASE_SECONDS: z.coerce.number({ error: 'must be a number of seconds' }).int().min(2).max(3600).default(30),
   LEMNISCATE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** The key that seals secrets at rest (repository credentials): 32 bytes as base64 or hex. Every gateway of one database needs the same. */
+  LEMNISCATE_SECRET_KEY: z.string().min(1).optional(),
+  /** A file holding that key; created on first start when neither is set (`<data dir>/secret.key`). */
+  LEMNISCATE_SECRET_KEY_FILE: z.string().min(1).optional(),
   /** The model a session runs with when its request names none. */
   LEMNISCATE_DEFAULT_MODEL: z.string().optional(),
   /** A YAML file of model services (keys, endpoints, the scripted model for demos and tests). */
@@ -68,6 +73,8 @@ export interface GatewayConfig {
   trustProxyHops: number;
   /** How long a session's loop may go without its gateway saying it still runs it (orphans, ADR 0009). */
   loopLeaseSeconds: number;
+  /** Where the key that seals secrets at rest comes from (secrets/secret-box.ts). */
+  secretKey: SecretKeySource;
   /** Models: the default for a session that names none, and the file that configures the services. */
   models: { default: string | undefined; configFile: string | undefined };
   /**
@@ -165,6 +172,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
       'The gateway cannot start because of its environment: a pool (LEMNISCATE_EXEC_HOST_POOL=true) needs LEMNISCATE_EXEC_HOST_TOKEN, at least 16 characters, which exec-hosts present to register.',
     );
   }
+  if (e.LEMNISCATE_SECRET_KEY !== undefined && e.LEMNISCATE_SECRET_KEY_FILE !== undefined) {
+    throw new ConfigError('The gateway cannot start because of its environment: set LEMNISCATE_SECRET_KEY or LEMNISCATE_SECRET_KEY_FILE, not both.');
+  }
+  let secretKey: SecretKeySource;
+  try {
+    secretKey =
+      e.LEMNISCATE_SECRET_KEY !== undefined
+        ? { kind: 'value', key: parseSecretKey(e.LEMNISCATE_SECRET_KEY, 'LEMNISCATE_SECRET_KEY') }
+        : e.LEMNISCATE_SECRET_KEY_FILE !== undefined
+          ? { kind: 'file', path: e.LEMNISCATE_SECRET_KEY_FILE, createIfMissing: false }
+          : { kind: 'file', path: join(e.LEMNISCATE_DATA_DIR ?? join(homedir(), '.lemniscate', 'data'), 'secret.key'), createIfMissing: true };
+  } catch (err) {
+    throw new ConfigError(`The gateway cannot start because of its environment: ${(err as Error).message}`);
+  }
   const execHostUrl = e.LEMNISCATE_EXEC_HOST_URL.replace(/\/+$/, '');
   const execHostTls = loadExecHostTls(env, execHostUrl, present.LEMNISCATE_EXEC_HOST_URL !== undefined);
   return {
@@ -185,6 +206,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
     logLevel: e.LEMNISCATE_LOG_LEVEL,
     trustProxyHops: e.LEMNISCATE_TRUST_PROXY_HOPS,
     loopLeaseSeconds: e.LEMNISCATE_LOOP_LEASE_SECONDS,
+    secretKey,
     models: { default: e.LEMNISCATE_DEFAULT_MODEL, configFile: e.LEMNISCATE_MODELS_CONFIG },
     // Taken as they are, empty values included: the execution settings say which value they refuse.
     sessionEnvironment: Object.fromEntries(Object.entries(env).filter((v): v is [string, string] => v[0].startsWith('LEMNISCATE_SESSION_') && typeof v[1] === 'string')),

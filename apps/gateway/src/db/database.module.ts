@@ -7,6 +7,7 @@ import { AuditLogRepository } from './repositories/audit-log.repository';
 import { EnvironmentJobsRepository } from './repositories/environment-jobs.repository';
 import { EventsRepository } from './repositories/events.repository';
 import { ExecHostsRepository } from './repositories/exec-hosts.repository';
+import { RepositoryAccessRepository } from './repositories/repository-access.repository';
 import { LoginFailuresRepository } from './repositories/login-failures.repository';
 import { PolicyVersionsRepository } from './repositories/policy-versions.repository';
 import { ProjectMembershipsRepository } from './repositories/project-memberships.repository';
@@ -34,6 +35,7 @@ const REPOSITORIES = [
   EventsRepository,
   EnvironmentJobsRepository,
   ExecHostsRepository,
+  RepositoryAccessRepository,
   Transactions,
 ];
 

@@ -332,6 +332,22 @@ export const execHosts = pgTable('exec_hosts', {
   lastHeartbeatAt: at('last_heartbeat_at').notNull().defaultNow(),
 });
 
+/** How a project's repository is fetched (0011_repository_access): the sealed credential and what may be shown. */
+export const repositoryAccess = pgTable('repository_access', {
+  projectId: text('project_id')
+    .primaryKey()
+    .references(() => projects.id, { onDelete: 'cascade' }),
+  credentialKind: text('credential_kind', { enum: ['https', 'ssh'] }),
+  /** SecretBox.seal output; opened only to hand the credential to an exec-host for one fetch. */
+  credentialSealed: text('credential_sealed'),
+  username: text('username'),
+  keyFingerprint: text('key_fingerprint'),
+  knownHosts: text('known_hosts'),
+  caPem: text('ca_pem'),
+  updatedBy: text('updated_by').references(() => users.id, { onDelete: 'set null' }),
+  updatedAt: at('updated_at').notNull().defaultNow(),
+});
+
 export type UserRow = typeof users.$inferSelect;
 export type NewUser = typeof users.$inferInsert;
 export type ProjectRow = typeof projects.$inferSelect;
@@ -354,3 +370,4 @@ export type EventRow = typeof events.$inferSelect;
 export type NewEvent = typeof events.$inferInsert;
 export type EnvironmentJobRow = typeof environmentJobs.$inferSelect;
 export type ExecHostRow = typeof execHosts.$inferSelect;
+export type RepositoryAccessRow = typeof repositoryAccess.$inferSelect;

@@ -1,4 +1,4 @@
-import { EnvironmentRequest, SandboxLimits, type EnvironmentRequestParsed } from '@lemniscate/contracts';
+import { EnvironmentRequest, SandboxLimits, type EnvironmentRequestParsed, type RepositoryAccess } from '@lemniscate/contracts';
 import type { Policy } from '@lemniscate/policy';
 import { AppError, ErrorCode } from '../common/errors';
 import type { ProjectRow } from '../db/schema';
@@ -15,14 +15,19 @@ function within(value: number, limit: keyof SandboxLimits): number {
 /**
  * What identifies a project's environment (S8), built the same way for reading its status, preparing
  * it and creating every sandbox of the project: the repository at the project's default ref (never a
- * session's ref: the environment is the project's, prepared once for all its sessions), the policy's
+ * session's ref: the environment is the project's, prepared once for all its sessions) with the
+ * project's access for a git URL, the policy's
  * runtime and sandbox limits for the set-up container, the policy's mirrors (nothing else is reachable
  * during set-up), and its set-up time, at least ten seconds.
  */
-export function environmentRequestFor(project: Pick<ProjectRow, 'id' | 'name' | 'repositorySource' | 'defaultRef'>, policy: Pick<Policy, 'sandbox' | 'environment'>): EnvironmentRequestParsed {
+export function environmentRequestFor(
+  project: Pick<ProjectRow, 'id' | 'name' | 'repositorySource' | 'defaultRef'>,
+  policy: Pick<Policy, 'sandbox' | 'environment'>,
+  access?: RepositoryAccess,
+): EnvironmentRequestParsed {
   const request = EnvironmentRequest.safeParse({
     projectId: project.id,
-    repository: { source: project.repositorySource, ref: project.defaultRef },
+    repository: { source: project.repositorySource, ref: project.defaultRef, ...(access ? { access } : {}) },
     runtime: policy.sandbox.runtime,
     mirrors: [...policy.environment.mirrors],
     limits: {

@@ -11,6 +11,7 @@ import { ProjectsRepository } from '../db/repositories/projects.repository';
 import type { ProjectRow } from '../db/schema';
 import { EXEC_HOST, ExecHostCallError, toAppError, type ExecHostPort } from '../exec-host/exec-host.port';
 import { PoliciesService } from '../projects/policies.service';
+import { RepositoryAccessService } from '../projects/repository-access.service';
 import { environmentRequestFor } from './environment-request';
 import { LogTail, pageOfTail } from './log-tail';
 
@@ -56,6 +57,7 @@ export class EnvironmentsService implements OnModuleDestroy {
     private readonly access: AccessService,
     private readonly audit: AuditService,
     @Inject(ENVIRONMENT_POLL_MS) private readonly pollMs: number,
+    private readonly repositoryAccess: RepositoryAccessService,
   ) {}
 
   // ───────────────────────────── the API
@@ -126,7 +128,7 @@ export class EnvironmentsService implements OnModuleDestroy {
    * does not refuse the start here: the sandbox's creation carries the same request and decides.
    */
   async forSession(principal: Principal, project: Project, policy: Policy): Promise<EnvironmentRequestParsed> {
-    const request = environmentRequestFor(project, policy);
+    const request = environmentRequestFor(project, policy, await this.repositoryAccess.accessFor(project));
     let status: EnvironmentStatus;
     try {
       status = await this.observe(project, request);
@@ -311,7 +313,7 @@ export class EnvironmentsService implements OnModuleDestroy {
   // ───────────────────────────── helpers
 
   private async requestFor(project: Project): Promise<EnvironmentRequestParsed> {
-    return environmentRequestFor(project, (await this.policies.inForce(project.id)).policy);
+    return environmentRequestFor(project, (await this.policies.inForce(project.id)).policy, await this.repositoryAccess.accessFor(project));
   }
 
   private async find(projectId: string): Promise<ProjectRow> {

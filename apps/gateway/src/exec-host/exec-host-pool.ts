@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
-import type { CreateSandboxRequest, EnvironmentLog, EnvironmentRequest, EnvironmentState, EnvironmentStatus, PrepareEnvironmentRequest, SandboxInfo, SandboxRuntime } from '@lemniscate/contracts';
+import type { CreateSandboxRequest, EnvironmentLog, EnvironmentRequest, EnvironmentState, EnvironmentStatus, PrepareEnvironmentRequest, RepositoryDirectory, RepositoryDirectoryRequest, SandboxInfo, SandboxRuntime } from '@lemniscate/contracts';
 import { AuditService } from '../audit/audit.service';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config/config';
 import { MetricsService } from '../metrics/metrics.service';
@@ -231,6 +231,12 @@ export class ExecHostPool implements ExecHostPort, OnApplicationBootstrap, OnApp
   async prepareEnvironment(request: PrepareEnvironmentRequest, signal?: AbortSignal): Promise<EnvironmentStatus> {
     const hostId = await this.environmentHost(request);
     return this.noteEnvironment(request.projectId, hostId, await this.onHost(hostId, (c, s) => c.prepareEnvironment(request, s), signal));
+  }
+
+  /** Read where the project's environment is read: the same host, so one host fetches the project's repository. */
+  async readRepositoryDirectory(request: RepositoryDirectoryRequest, signal?: AbortSignal): Promise<RepositoryDirectory> {
+    const hostId = await this.environmentHost({ projectId: request.projectId, repository: request.repository });
+    return this.onHost(hostId, (c, s) => c.readRepositoryDirectory(request, s), signal);
   }
 
   async environmentLog(jobId: string, offset: number, signal?: AbortSignal): Promise<EnvironmentLog> {

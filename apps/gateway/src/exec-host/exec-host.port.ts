@@ -14,6 +14,8 @@ import type {
   ListFilesResponse,
   PatchResponse,
   PrepareEnvironmentRequest,
+  RepositoryDirectory,
+  RepositoryDirectoryRequest,
   ProposeEditRequest,
   ProposeWriteRequest,
   ProposedChange,
@@ -60,6 +62,8 @@ export interface ExecHostPort {
   prepareEnvironment(request: PrepareEnvironmentRequest, signal?: AbortSignal): Promise<EnvironmentStatus>;
   /** A preparation's log from `offset` (bytes); `complete` once the job is over. */
   environmentLog(jobId: string, offset: number, signal?: AbortSignal): Promise<EnvironmentLog>;
+  /** One directory of the project's repository at a ref, read where the repository is reached (its agents, for a git URL). */
+  readRepositoryDirectory(request: RepositoryDirectoryRequest, signal?: AbortSignal): Promise<RepositoryDirectory>;
 }
 
 /**

@@ -5,6 +5,8 @@ import {
   DestroySandboxResponse,
   EnvironmentLog,
   EnvironmentStatus,
+  RepositoryDirectory,
+  type RepositoryDirectoryRequest,
   ErrorBody,
   ExecExit,
   ExecHostErrorCode,
@@ -257,6 +259,9 @@ export class HttpExecHost implements ExecHostPort {
   }
   environmentLog(jobId: string, offset: number, signal?: AbortSignal) {
     return this.json('GET', ExecHostRoutes.environmentLog(jobId, offset), EnvironmentLog, { signal, timeoutMs: this.timeouts.environment });
+  }
+  readRepositoryDirectory(request: RepositoryDirectoryRequest, signal?: AbortSignal) {
+    return this.json('POST', ExecHostRoutes.repositoryDirectory(), RepositoryDirectory, { body: request, signal, timeoutMs: this.timeouts.environment });
   }
 
   private async json<S extends z.ZodType>(method: string, path: string, schema: S, call: Call): Promise<z.output<S>> {

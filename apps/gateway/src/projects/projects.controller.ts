@@ -1,13 +1,19 @@
-import { Controller, Delete, Get, Post } from '@nestjs/common';
-import { AddMemberRequest, CreateProjectRequest, ProjectMemberParams, ProjectParams, GatewayRoutes as R } from '@lemniscate/contracts';
+import { Controller, Delete, Get, HttpCode, Post } from '@nestjs/common';
+import { AddMemberRequest, CreateProjectRequest, ProjectMemberParams, ProjectParams, GatewayRoutes as R, type SetRepositoryAccessRequest } from '@lemniscate/contracts';
 import { Can, CurrentPrincipal } from '../auth/permission.decorator';
 import type { Principal } from '../auth/principal';
 import { Returns, ZBody, ZParams } from '../common/zod-validation';
+import { ProjectAgentsService } from '../runtime/project-agents.service';
 import { ProjectsService } from './projects.service';
+import { RepositoryAccessService } from './repository-access.service';
 
 @Controller('projects')
 export class ProjectsController {
-  constructor(private readonly projects: ProjectsService) {}
+  constructor(
+    private readonly projects: ProjectsService,
+    private readonly repositoryAccess: RepositoryAccessService,
+    private readonly agents: ProjectAgentsService,
+  ) {}
 
   @Get()
   @Can('read', 'Project')
@@ -42,5 +48,34 @@ export class ProjectsController {
   @Returns(R.removeMember.response, 'Remove a user from the project', R.removeMember.status)
   removeMember(@CurrentPrincipal() principal: Principal, @ZParams(R.removeMember.params) params: ProjectMemberParams) {
     return this.projects.removeMember(principal, params.projectId, params.userId);
+  }
+
+  @Get(':projectId/repository')
+  @Can('read', 'Project')
+  @Returns(R.repositoryAccess.response, "How the platform fetches the project's repository (never the credential itself)", R.repositoryAccess.status)
+  repository(@CurrentPrincipal() principal: Principal, @ZParams(R.repositoryAccess.params) params: ProjectParams) {
+    return this.repositoryAccess.view(principal, params.projectId);
+  }
+
+  @Post(':projectId/repository/access')
+  @HttpCode(200)
+  @Can('update', 'Project')
+  @Returns(R.setRepositoryAccess.response, "Set how the platform fetches the project's repository: credential (sealed at rest), known hosts, CA", R.setRepositoryAccess.status)
+  setRepositoryAccess(@CurrentPrincipal() principal: Principal, @ZParams(R.setRepositoryAccess.params) params: ProjectParams, @ZBody(R.setRepositoryAccess.body) body: SetRepositoryAccessRequest) {
+    return this.repositoryAccess.set(principal, params.projectId, body);
+  }
+
+  @Delete(':projectId/repository/access')
+  @Can('update', 'Project')
+  @Returns(R.clearRepositoryAccess.response, "Remove the project's repository access (its credential is deleted)", R.clearRepositoryAccess.status)
+  clearRepositoryAccess(@CurrentPrincipal() principal: Principal, @ZParams(R.clearRepositoryAccess.params) params: ProjectParams) {
+    return this.repositoryAccess.clear(principal, params.projectId);
+  }
+
+  @Get(':projectId/agents')
+  @Can('read', 'Project')
+  @Returns(R.projectAgents.response, "The agents the project's repository defines at its default ref, with notices", R.projectAgents.status)
+  projectAgents(@CurrentPrincipal() principal: Principal, @ZParams(R.projectAgents.params) params: ProjectParams) {
+    return this.agents.view(principal, params.projectId);
   }
 }

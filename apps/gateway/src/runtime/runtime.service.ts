@@ -13,7 +13,9 @@ import { PoliciesService } from '../projects/policies.service';
 import { SessionLeaseService } from '../sessions/session-lease.service';
 import { SessionRunRegistry } from '../sessions/session-run.registry';
 import { SessionsService } from '../sessions/sessions.service';
-import { repositoryAgentDirectory, uploadedAgentDirectory } from './agent-sources';
+import { RepositoryAccessService } from '../projects/repository-access.service';
+import { uploadedAgentDirectory } from './agent-sources';
+import { ProjectAgentsService } from './project-agents.service';
 import { ceilingsOf } from './policy-execution';
 import { SessionModels } from './session-model';
 import { SessionTrees, type SessionTree } from './session-tree';
@@ -47,6 +49,8 @@ export class SessionRuntimeService implements OnApplicationShutdown {
     private readonly lease: SessionLeaseService,
     private readonly sessionTrees: SessionTrees,
     private readonly environments: EnvironmentsService,
+    private readonly projectAgents: ProjectAgentsService,
+    private readonly repositoryAccess: RepositoryAccessService,
     @Optional() @Inject(SESSION_LOOPS) private readonly loops: SessionLoops = 'run',
   ) {
     this.models = new SessionModels(config.models);
@@ -61,7 +65,7 @@ export class SessionRuntimeService implements OnApplicationShutdown {
     const ref = request.baseCommit ?? project.defaultRef ?? undefined;
 
     const agents = await discoverAgents({
-      project: repositoryAgentDirectory(project.repositorySource, ref),
+      project: this.projectAgents.directoryFor(project, ref),
       user: request.userAgents?.length ? uploadedAgentDirectory(request.userAgents) : undefined,
     });
     const agent = this.pickAgent(agents, request.agent);
@@ -115,7 +119,8 @@ export class SessionRuntimeService implements OnApplicationShutdown {
     const tree = this.sessionTrees.open({
       root: view,
       project: { id: project.id, name: project.name },
-      repository: { source: project.repositorySource, ...(ref ? { ref } : {}) },
+      // The project's access goes with the repository to the exec-host, for its fetch only (ADR 0012).
+      repository: { source: project.repositorySource, ...(ref ? { ref } : {}), access: await this.repositoryAccess.accessFor(project) },
       environment,
       instruction: request.instruction,
       startingPatch: request.startingPatch,

@@ -17,7 +17,7 @@ import {
   type RandomBytes,
   type SessionOutcome,
 } from '@lemniscate/session';
-import { formatBytes, toolArgumentsOverLimit, utf8Bytes, type EnvironmentRequest, type FileChange, type SandboxInfo, type SessionEventOf } from '@lemniscate/contracts';
+import { formatBytes, toolArgumentsOverLimit, utf8Bytes, type EnvironmentRequest, type FileChange, type RepositorySource, type SandboxInfo, type SessionEventOf } from '@lemniscate/contracts';
 import { describeFailure } from '../db/errors';
 import type { ChatMessage, ModelProvider, ToolCall, ToolDefinition, TurnResult } from '../model/model.types';
 import { ExecHostCallError, type ExecHostPort } from '../exec-host/exec-host.port';
@@ -56,7 +56,7 @@ export interface SubagentLauncher {
 export interface SessionRunInput {
   sessionId: string;
   project: string;
-  repository: { source: string; ref?: string };
+  repository: RepositorySource;
   /**
    * The project's environment (S8), sent with the sandbox's creation: the repository at the project's
    * default ref, not the session's. The exec-host refuses the creation while it is not ready.

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { EnvironmentRequest, SandboxInfo, SessionView } from '@lemniscate/contracts';
+import type { EnvironmentRequest, RepositorySource, SandboxInfo, SessionView } from '@lemniscate/contracts';
 import { SubagentTracker, type AgentCatalogue, type AgentDefinition, type ExecutionCeilings, type ExecutionConfig } from '@lemniscate/session';
 import { withDbRetry } from '../db/retry';
 import { EXEC_HOST, type ExecHostPort } from '../exec-host/exec-host.port';
@@ -16,7 +16,7 @@ import { sessionCatalogue } from './tool-catalogue';
 export interface SessionTreeSpec {
   root: SessionView;
   project: { id: string; name: string };
-  repository: { source: string; ref?: string };
+  repository: RepositorySource;
   /** The project's environment (S8): the sandbox starts from it. */
   environment?: EnvironmentRequest;
   instruction: string;
@@ -151,4 +151,5 @@ export class SandboxRecordingExecHost implements ExecHostPort {
   environmentStatus = (...args: Parameters<ExecHostPort['environmentStatus']>) => this.execHost.environmentStatus(...args);
   prepareEnvironment = (...args: Parameters<ExecHostPort['prepareEnvironment']>) => this.execHost.prepareEnvironment(...args);
   environmentLog = (...args: Parameters<ExecHostPort['environmentLog']>) => this.execHost.environmentLog(...args);
+  readRepositoryDirectory = (...args: Parameters<ExecHostPort['readRepositoryDirectory']>) => this.execHost.readRepositoryDirectory(...args);
 }

@@ -10,7 +10,7 @@ import {
   type ExecutionCeilings,
   type ExecutionConfig,
 } from '@lemniscate/session';
-import type { SandboxInfo } from '@lemniscate/contracts';
+import type { RepositorySource, SandboxInfo } from '@lemniscate/contracts';
 import type { ModelProvider } from '../model/model.types';
 import type { ExecHostPort } from '../exec-host/exec-host.port';
 import type { SessionRecorder } from './ports';
@@ -36,7 +36,7 @@ export interface SubagentServiceDeps {
   /** The project policy's ceilings, which a delegated agent's frontmatter cannot lift either (P1). */
   ceilings?: ExecutionCeilings;
   project: string;
-  repository: { source: string; ref?: string };
+  repository: RepositorySource;
   sandboxLock: NonNullable<SessionRunDeps['sandboxLock']>;
   abortReason: SessionRunDeps['abortReason'];
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createPatch } from 'diff';
 import type { ApprovedCommand } from '@lemniscate/policy';
-import type { EnvironmentLog, EnvironmentRequest, EnvironmentStatus, ExecExit, ExecOutputChunk, FileChange, SandboxInfo } from '@lemniscate/contracts';
+import type { EnvironmentLog, EnvironmentRequest, EnvironmentStatus, ExecExit, ExecOutputChunk, FileChange, RepositoryDirectory, RepositoryDirectoryRequest, SandboxInfo } from '@lemniscate/contracts';
 import { ExecHostCallError, type ExecHostPort } from '../../src/exec-host/exec-host.port';
 import type { ApprovalDraft, ApprovalOutcome, EventDraft, SessionEnd, SessionRecorder, ToolResultRecord } from '../../src/runtime/ports';
 
@@ -139,6 +139,13 @@ export class InMemoryExecHost implements ExecHostPort {
   prepareEnvironment = (req: EnvironmentRequest) => this.environmentStatus(req);
   async environmentLog(jobId: string): Promise<EnvironmentLog> {
     throw new ExecHostCallError('job_not_found', `There is no environment preparation ${jobId}.`, 404);
+  }
+  /** The files a test puts in `directories` (by directory), at one fixed commit. */
+  directories = new Map<string, { name: string; text: string }[]>();
+  directoryReads: RepositoryDirectoryRequest[] = [];
+  async readRepositoryDirectory(req: RepositoryDirectoryRequest): Promise<RepositoryDirectory> {
+    this.directoryReads.push(req);
+    return { commit: 'a'.repeat(40), files: this.directories.get(req.directory) ?? [], skipped: [] };
   }
   /** X3, as the exec-host computes it: a hash over what is kept (accepted files and applied diffs), not over what a command left. */
   fingerprint(): string {

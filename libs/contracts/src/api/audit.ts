@@ -61,6 +61,8 @@ export const AUDIT_KINDS = [
   'project.create',
   'project.member_add',
   'project.member_remove',
+  'project.repository_access_cleared',
+  'project.repository_access_set',
   'question.answered',
   'sandbox.destroy_failed',
   'session.configured',

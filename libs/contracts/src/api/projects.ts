@@ -1,13 +1,22 @@
 import { z } from 'zod';
 import { Id, IsoTimestamp } from './common';
 import { limitedText } from '../limits';
+import { RepositoryAccess, repositorySourceProblem } from '../repository';
 
 export const ProjectName = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, 'must be 1–63 lower-case letters, digits, ".", "-" or "_", starting with a letter or digit');
 
 export const CreateProjectRequest = z
   .object({
     name: ProjectName,
-    repositorySource: z.string().trim().min(1, 'must name where the repository comes from').max(2048),
+    repositorySource: z
+      .string()
+      .trim()
+      .min(1, 'must name where the repository comes from')
+      .max(2048)
+      .superRefine((source, ctx) => {
+        const problem = repositorySourceProblem(source);
+        if (problem) ctx.addIssue({ code: 'custom', message: problem });
+      }),
     defaultRef: z.string().trim().min(1).max(255).default('main'),
   })
   .strict();
@@ -21,6 +30,57 @@ export const ProjectView = z.object({
   createdAt: IsoTimestamp,
 });
 export type ProjectView = z.infer<typeof ProjectView>;
+
+/**
+ * A project's repository access as an administrator sets it (each set replaces the whole of it). The
+ * credential is sealed at rest and never returned; known hosts and a CA certificate are not secret.
+ */
+export const SetRepositoryAccessRequest = RepositoryAccess;
+export type SetRepositoryAccessRequest = z.infer<typeof SetRepositoryAccessRequest>;
+
+/** What anyone who may read the project sees of its repository access: never the secret itself. */
+export const RepositoryAccessView = z.object({
+  projectId: Id,
+  repositorySource: z.string(),
+  transport: z.enum(['local', 'https', 'ssh']),
+  defaultRef: z.string(),
+  credential: z
+    .object({
+      kind: z.enum(['https', 'ssh']),
+      /** https: the user name; the password or token is never shown. */
+      username: z.string().nullable(),
+      /** ssh: the SHA256 fingerprint of the key's public half, as `ssh-keygen -lf` prints it. */
+      keyFingerprint: z.string().nullable(),
+    })
+    .nullable(),
+  knownHosts: z.string().nullable(),
+  caPem: z.string().nullable(),
+  updatedAt: IsoTimestamp.nullable(),
+  updatedBy: Id.nullable(),
+});
+export type RepositoryAccessView = z.infer<typeof RepositoryAccessView>;
+
+/** The agents a project's sessions can use, read from its repository at the default ref (AG1). */
+export const ProjectAgentsView = z.object({
+  projectId: Id,
+  ref: z.string(),
+  /** The commit the agents were read at; null when the repository could not be read (see notices). */
+  commit: z.string().nullable(),
+  agents: z.array(
+    z.object({
+      name: z.string(),
+      description: z.string(),
+      mode: z.string(),
+      tools: z.array(z.string()).nullable(),
+      model: z.string().nullable(),
+      readOnly: z.boolean(),
+      origin: z.string(),
+      location: z.string(),
+    }),
+  ),
+  notices: z.array(z.object({ level: z.enum(['error', 'warning', 'note']), code: z.string(), location: z.string(), message: z.string() })),
+});
+export type ProjectAgentsView = z.infer<typeof ProjectAgentsView>;
 
 export const ProjectParams = z.object({ projectId: Id }).strict();
 export type ProjectParams = z.infer<typeof ProjectParams>;

@@ -15,8 +15,11 @@ import {
   PolicyVersionParams,
   PolicyVersionSummary,
   PolicyVersionView,
+  ProjectAgentsView,
   ProjectMemberParams,
   ProjectParams,
+  RepositoryAccessView,
+  SetRepositoryAccessRequest,
   ProjectView,
   PublishPolicyRequest,
   RollbackPolicyRequest,
@@ -93,6 +96,11 @@ export const GatewayRoutes = {
   getProject: route('GET', api('/projects/:projectId'), { params: ProjectParams, response: ProjectView }),
   addMember: route('POST', api('/projects/:projectId/members'), { params: ProjectParams, body: AddMemberRequest, response: OkResponse }),
   removeMember: route('DELETE', api('/projects/:projectId/members/:userId'), { params: ProjectMemberParams, response: OkResponse }),
+  // how the platform fetches the project's repository (ADR 0012), and the agents it finds there
+  repositoryAccess: route('GET', api('/projects/:projectId/repository'), { params: ProjectParams, response: RepositoryAccessView }),
+  setRepositoryAccess: route('POST', api('/projects/:projectId/repository/access'), { params: ProjectParams, body: SetRepositoryAccessRequest, response: RepositoryAccessView, status: 200 }),
+  clearRepositoryAccess: route('DELETE', api('/projects/:projectId/repository/access'), { params: ProjectParams, response: RepositoryAccessView }),
+  projectAgents: route('GET', api('/projects/:projectId/agents'), { params: ProjectParams, response: ProjectAgentsView }),
 
   // policy
   // a project's environment (devcontainer, set-up with mirrors only, prepared once per inputs)
