@@ -37,8 +37,11 @@ export function repositorySourceProblem(source: string): string | null {
       return 'is not a valid URL';
     }
     if (url.hostname === '') return 'must name the host of the repository';
-    if (url.password !== '' || (transport === 'https' && url.username !== '')) {
-      return 'must not carry a user name, password or token: set the project\'s repository credential instead (it is stored encrypted and never shown)';
+    // Read from the text too: "user:@host" parses with an empty password, and is still a secret's place.
+    const authority = source.slice(source.indexOf('//') + 2).split('/')[0] ?? '';
+    const userinfo = authority.includes('@') ? authority.slice(0, authority.lastIndexOf('@')) : '';
+    if (url.password !== '' || userinfo.includes(':') || (transport === 'https' && userinfo !== '')) {
+      return "must not carry a user name, password or token: set the project's repository credential instead (it is stored encrypted and never shown)";
     }
     if (url.search !== '' || url.hash !== '') return 'must not carry a query string or fragment';
   }
@@ -56,9 +59,13 @@ const PemBlock = (label: RegExp, what: string) =>
 export const KnownHosts = z
   .string()
   .max(65_536)
-  .refine((s) => s.split('\n').some((l) => /^\S+\s+(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com|sk-ecdsa-sha2-nistp256@openssh\.com)\s+[A-Za-z0-9+/=]+(\s.*)?$/.test(l.trim())), {
-    message: 'must hold at least one known_hosts line ("host key-type key", as ssh-keyscan prints it)',
-  })
+  .refine(
+    (s) =>
+      s.split('\n').some((l) => /^\S+\s+(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com|sk-ecdsa-sha2-nistp256@openssh\.com)\s+[A-Za-z0-9+/=]+(\s.*)?$/.test(l.trim())),
+    {
+      message: 'must hold at least one known_hosts line ("host key-type key", as ssh-keyscan prints it)',
+    },
+  )
   .refine((s) => s.split('\n').every((l) => !l.trim().startsWith('@') || /^@(cert-authority|revoked)\s/.test(l.trim())), {
     message: 'holds a marker other than @cert-authority or @revoked',
   });
@@ -68,9 +75,17 @@ export const RepositoryCredential = z.discriminatedUnion('kind', [
   z
     .object({
       kind: z.literal('https'),
-      username: z.string().min(1, 'must not be empty').max(256).regex(/^[^\s:]+$/, 'must not contain spaces or ":"'),
+      username: z
+        .string()
+        .min(1, 'must not be empty')
+        .max(256)
+        .regex(/^[^\s:]+$/, 'must not contain spaces or ":"'),
       /** A password or access token. */
-      password: z.string().min(1, 'must not be empty').max(4096).regex(/^[^\n\r\0]+$/, 'must be one line'),
+      password: z
+        .string()
+        .min(1, 'must not be empty')
+        .max(4096)
+        .regex(/^[^\n\r\0]+$/, 'must be one line'),
     })
     .strict(),
   z
@@ -80,7 +95,10 @@ export const RepositoryCredential = z.discriminatedUnion('kind', [
       privateKey: z
         .string()
         .max(16_384)
-        .refine((s) => /-----BEGIN (OPENSSH|RSA|EC) PRIVATE KEY-----/.test(s) && /-----END (OPENSSH|RSA|EC) PRIVATE KEY-----/.test(s), 'must be an OpenSSH private key (-----BEGIN OPENSSH PRIVATE KEY-----)')
+        .refine(
+          (s) => /-----BEGIN (OPENSSH|RSA|EC) PRIVATE KEY-----/.test(s) && /-----END (OPENSSH|RSA|EC) PRIVATE KEY-----/.test(s),
+          'must be an OpenSSH private key (-----BEGIN OPENSSH PRIVATE KEY-----)',
+        )
         .refine((s) => !/Proc-Type: 4,ENCRYPTED/.test(s), 'must not be protected by a passphrase: the platform fetches without anyone to type it'),
     })
     .strict(),
@@ -113,7 +131,8 @@ export function repositoryAccessProblem(source: string, access: RepositoryAccess
   if (transport === 'ssh') {
     if (access.credential?.kind === 'https') return 'the repository is reached over SSH: give an SSH private key, not a user name and password';
     if (access.caPem !== undefined) return 'a CA certificate applies to an https:// repository; this one is reached over SSH';
-    if (access.knownHosts === undefined) return 'an SSH repository needs the server\'s host key in knownHosts (`ssh-keyscan -p PORT HOST` prints it; compare it with what the server\'s administrator publishes)';
+    if (access.knownHosts === undefined)
+      return "an SSH repository needs the server's host key in knownHosts (`ssh-keyscan -p PORT HOST` prints it; compare it with what the server's administrator publishes)";
   }
   return null;
 }

@@ -579,7 +579,12 @@ export class EnvironmentService {
     await fs.mkdir(repo.home, { recursive: true, mode: 0o700 });
     await fs.mkdir(runDir, { mode: 0o755 });
     await createDisk(path.join(work, 'disk.img'), repo.workTree, limits.diskMb);
-    const state = await WorkingCopy.prepare({ repo, source: await resolveSource(req.repository.source, req.repository.access), ...(req.repository.ref ? { ref: req.repository.ref } : {}), exclusions: [] });
+    const state = await WorkingCopy.prepare({
+      repo,
+      source: await resolveSource(req.repository.source, req.repository.access),
+      ...(req.repository.ref ? { ref: req.repository.ref } : {}),
+      exclusions: [],
+    });
     if (state.baseCommit !== commit) throw new ExecHostError('environment_not_ready', 'The default ref moved during the preparation; prepare again.');
     await fs.writeFile(path.join(runDir, 'forwarder.js'), FORWARDER_SCRIPT, { mode: 0o644 });
     const caBundle = this.config.egressCaBundle;

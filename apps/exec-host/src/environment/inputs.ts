@@ -168,7 +168,11 @@ export async function remoteCommit(home: string, source: string, ref: string | u
  * maxFileBytes or not valid UTF-8 is left out with a reason rather than read, and so is every file
  * beyond maxFiles (in name order). A directory that does not exist has no files.
  */
-export async function readTreeDirectory(repo: GitRepo, commit: string, req: Pick<RepositoryDirectoryRequestParsed, 'directory' | 'suffix' | 'maxFiles' | 'maxFileBytes'>): Promise<Omit<RepositoryDirectory, 'commit'>> {
+export async function readTreeDirectory(
+  repo: GitRepo,
+  commit: string,
+  req: Pick<RepositoryDirectoryRequestParsed, 'directory' | 'suffix' | 'maxFiles' | 'maxFileBytes'>,
+): Promise<Omit<RepositoryDirectory, 'commit'>> {
   const listed = await runGit(repo, ['ls-tree', '-z', '--long', `${commit}:${req.directory}`], { allowFailure: true });
   if (listed.code !== 0) return { files: [], skipped: [] };
   const entries: { name: string; blob: string; size: number }[] = [];

@@ -25,7 +25,10 @@ export async function resolveSource(source: string, access?: RepositoryAccess): 
   if (transport === 'https') return { url: source, protocols: ['https'], local: false, access };
   if (transport === 'ssh') {
     if (!access?.knownHosts) {
-      throw new ExecHostError('repository_not_found', `The repository ${source} is reached over SSH, and the project's repository access names no known host key for it: an administrator sets it (the server's host key is never trusted on first use).`);
+      throw new ExecHostError(
+        'repository_not_found',
+        `The repository ${source} is reached over SSH, and the project's repository access names no known host key for it: an administrator sets it (the server's host key is never trusted on first use).`,
+      );
     }
     return { url: source, protocols: ['ssh'], local: false, access };
   }

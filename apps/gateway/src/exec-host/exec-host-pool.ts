@@ -1,5 +1,16 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
-import type { CreateSandboxRequest, EnvironmentLog, EnvironmentRequest, EnvironmentState, EnvironmentStatus, PrepareEnvironmentRequest, RepositoryDirectory, RepositoryDirectoryRequest, SandboxInfo, SandboxRuntime } from '@lemniscate/contracts';
+import type {
+  CreateSandboxRequest,
+  EnvironmentLog,
+  EnvironmentRequest,
+  EnvironmentState,
+  EnvironmentStatus,
+  PrepareEnvironmentRequest,
+  RepositoryDirectory,
+  RepositoryDirectoryRequest,
+  SandboxInfo,
+  SandboxRuntime,
+} from '@lemniscate/contracts';
 import { AuditService } from '../audit/audit.service';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config/config';
 import { MetricsService } from '../metrics/metrics.service';

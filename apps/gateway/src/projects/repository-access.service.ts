@@ -1,12 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import {
-  repositoryAccessProblem,
-  repositoryTransport,
-  RepositoryCredential,
-  type RepositoryAccess,
-  type RepositoryAccessView,
-  type SetRepositoryAccessRequest,
-} from '@lemniscate/contracts';
+import { repositoryAccessProblem, repositoryTransport, RepositoryCredential, type RepositoryAccess, type RepositoryAccessView, type SetRepositoryAccessRequest } from '@lemniscate/contracts';
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -160,9 +153,13 @@ async function sshKeyFingerprint(privateKey: string): Promise<string> {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
         throw new AppError(ErrorCode.Internal, 'The gateway cannot read SSH keys: ssh-keygen (Debian package openssh-client) is not installed on its host.');
       }
-      throw new AppError(ErrorCode.ValidationFailed, 'The SSH private key cannot be read without a passphrase: give an unencrypted OpenSSH key made for this repository (ssh-keygen -t ed25519 -N "").', {
-        field: 'credential.privateKey',
-      });
+      throw new AppError(
+        ErrorCode.ValidationFailed,
+        'The SSH private key cannot be read without a passphrase: give an unencrypted OpenSSH key made for this repository (ssh-keygen -t ed25519 -N "").',
+        {
+          field: 'credential.privateKey',
+        },
+      );
     }
     const blob = publicKey.trim().split(/\s+/)[1] ?? '';
     return `SHA256:${createHash('sha256').update(Buffer.from(blob, 'base64')).digest('base64').replace(/=+$/, '')}`;

@@ -55,7 +55,16 @@ export class ProjectAgentsService {
       agents: catalogue
         .listed()
         .filter((a) => a.origin === 'project')
-        .map((a) => ({ name: a.name, description: a.description, mode: a.mode, tools: a.tools ? [...a.tools] : null, model: a.model ?? null, readOnly: a.readOnly, origin: a.origin, location: a.location })),
+        .map((a) => ({
+          name: a.name,
+          description: a.description,
+          mode: a.mode,
+          tools: a.tools ? [...a.tools] : null,
+          model: a.model ?? null,
+          readOnly: a.readOnly,
+          origin: a.origin,
+          location: a.location,
+        })),
       notices: catalogue.notices.map((n) => ({ level: n.level, code: n.code, location: n.location, message: n.message })),
     };
   }

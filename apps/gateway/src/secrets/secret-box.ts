@@ -45,7 +45,10 @@ export class SecretBox {
     if (parts.length !== 5 || parts[0] !== VERSION) throw new SecretBoxError('format', 'The stored secret is not in a form this gateway reads.');
     const [, keyId, iv, tag, data] = parts as [string, string, string, string, string];
     if (keyId !== this.keyId) {
-      throw new SecretBoxError('other_key', `The stored secret was sealed with another secret key (id ${keyId}; this gateway's is ${this.keyId}): every gateway of one database needs the same LEMNISCATE_SECRET_KEY.`);
+      throw new SecretBoxError(
+        'other_key',
+        `The stored secret was sealed with another secret key (id ${keyId}; this gateway's is ${this.keyId}): every gateway of one database needs the same LEMNISCATE_SECRET_KEY.`,
+      );
     }
     try {
       const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64url'));

@@ -145,6 +145,17 @@ const REQUESTS: Record<string, Build> = {
   'GET /projects/:projectId/policy/versions/:version': inProject('/policy/versions/1'),
   'GET /projects/:projectId/policy/diff': inProject('/policy/diff?from=1&to=1'),
   'POST /projects/:projectId/policy/rollback': inProject('/policy/rollback', () => ({ version: 1 })),
+  'GET /projects/:projectId/repository': inProject('/repository'),
+  'POST /projects/:projectId/repository/access': (shape, w) => {
+    const id = projectOf(shape, w);
+    // A local repository takes no access: an allowed caller is answered 422, a refused one 403/404 before that.
+    return id ? { path: `/projects/${id}/repository/access`, body: { credential: { kind: 'https', username: 'u', password: 'p' } }, fields: { id } } : undefined;
+  },
+  'DELETE /projects/:projectId/repository/access': (shape, w) => {
+    const id = projectOf(shape, w);
+    return id ? { path: `/projects/${id}/repository/access`, fields: { id } } : undefined;
+  },
+  'GET /projects/:projectId/agents': inProject('/agents'),
   'GET /projects/:projectId/environment': inProject('/environment'),
   'POST /projects/:projectId/environment/prepare': (shape, w, s) => {
     const projectId = projectOf(shape, w);

@@ -104,6 +104,13 @@ withTestDatabases((db) => {
     await call('policyRollback', { headers: asAdmin, params: { projectId }, body: { version: 1, comment: 'back' } });
     await call('policyDryRun', { headers: asAdmin, params: { projectId }, body: { sourceText: 'version: 1\n' } });
 
+    // The repository's access (for a URL: a local path takes none) and the project's agents.
+    const byUrl = (await call('createProject', { headers: asAdmin, body: { name: 'routes-walk-url', repositorySource: 'https://git.example.test/routes.git' } })).body as { id: string };
+    await call('setRepositoryAccess', { headers: asAdmin, params: { projectId: byUrl.id }, body: { credential: { kind: 'https', username: 'ci', password: 'token-walked' } } });
+    await call('repositoryAccess', { headers: asAdmin, params: { projectId: byUrl.id } });
+    await call('clearRepositoryAccess', { headers: asAdmin, params: { projectId: byUrl.id } });
+    await call('projectAgents', { headers: asDev, params: { projectId } });
+
     // The project's environment: a preparation, its status, its log.
     execHost.setEnvironment(projectId, { outcome: 'manual' });
     const prepared = (await call('prepareEnvironment', { headers: asDev, params: { projectId }, body: { force: false } })).body as { job: { jobId: string } };
