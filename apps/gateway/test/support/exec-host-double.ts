@@ -6,6 +6,7 @@ import {
   EnvironmentLogQuery,
   EnvironmentRequest,
   PrepareEnvironmentRequest,
+  RepositoryDirectoryRequest,
   type EnvironmentJobView,
   type EnvironmentLog,
   type EnvironmentRequestParsed,
@@ -76,6 +77,10 @@ export interface ExecHostDouble {
   setEnvironment(projectId: string, scenario: Partial<EnvironmentScenario>): EnvironmentScenario;
   /** Ends a preparation now, as the exec-host would. */
   finishJob(jobId: string, outcome: 'ready' | 'failed', message?: string): void;
+  /** Files of a repository directory, by `${source}\0${directory}`, for POST /v1/repository/directory. */
+  directories: Map<string, { name: string; text: string }[]>;
+  /** A sentence to refuse a directory read with (repository_not_found), or null to answer it. */
+  directoryRefusal: ((req: RepositoryDirectoryRequest) => string | null) | null;
   /** Forgets a job (the exec-host's cache clean-up): its log answers job_not_found. */
   forgetJob(jobId: string): void;
   /** The latest job of a project's current key. */
@@ -246,6 +251,14 @@ export async function startExecHostDouble(token = 'exec-host-test-token'): Promi
         const page = logPage(jobId, query.data.offset);
         return page ? send(200, page) : send(404, { code: 'job_not_found', message: `There is no environment preparation ${jobId} on this exec-host.` });
       }
+      if (req.method === 'POST' && url.pathname === '/v1/repository/directory') {
+        const parsed = RepositoryDirectoryRequest.safeParse(body);
+        if (!parsed.success) return refuse(parsed.error.message);
+        const refusal = double.directoryRefusal?.(parsed.data);
+        if (refusal) return send(400, { code: 'repository_not_found', message: refusal });
+        const files = double.directories.get(`${parsed.data.repository.source}\0${parsed.data.directory}`) ?? [];
+        return send(200, { commit: HEX40, files: files.filter((f) => f.name.endsWith(parsed.data.suffix)), skipped: [] });
+      }
       if (req.method === 'POST' && url.pathname === '/v1/sandboxes') {
         const parsed = CreateSandboxRequest.safeParse(body);
         if (!parsed.success) return refuse(parsed.error.message);
@@ -288,6 +301,8 @@ export async function startExecHostDouble(token = 'exec-host-test-token'): Promi
   const { port } = server.address() as AddressInfo;
   const double: ExecHostDouble = {
     beforeCreate: null,
+    directories: new Map(),
+    directoryRefusal: null,
     url: `http://127.0.0.1:${port}`,
     token,
     destroyed,
