@@ -43,7 +43,7 @@ beforeAll(async () => {
     expect(created.status).toBe(201);
     projects[transport] = { id: created.json.id, name };
     const me = await stack.api(stack.tokens.developer, 'GET', '/auth/me');
-    expect((await stack.api(stack.tokens.admin, 'POST', `/projects/${created.json.id}/members`, { userId: me.json.user.id })).status).toBe(200);
+    expect((await stack.api(stack.tokens.admin, 'POST', `/projects/${created.json.id}/members`, { userId: me.json.user.id })).status).toBe(201);
   }
 }, 300_000);
 
@@ -89,13 +89,17 @@ describe.each(['https', 'ssh'] as const)('a project whose repository is an %s UR
     const r = await stack.cli(['-p', 'read', '--agent', 'capped', '--model', `scripted:${reads}`, '--output-format', 'json', '--no-apply'], { env: { LEMNISCATE_PROJECT: name } });
     expect(r.code).toBe(3);
     const out = JSON.parse(r.stdout.trim().split('\n').at(-1)!);
-    expect(out).toMatchObject({ stop_reason: 'limit_actions', actions_used: 4 });
+    expect(out).toMatchObject({ stop_reason: 'limit_actions', actions_used: 4, agent: 'capped', project: name });
     const audit = await stack.api(stack.tokens.admin, 'GET', `/audit?projectId=${id}&kind=session.configured`);
-    expect(audit.json.at(-1).payload).toMatchObject({ agent: 'capped', agentLocation: '.lemniscate/agents/capped.md' });
+    const configured = audit.json.find((e: { sessionId: string }) => e.sessionId === out.session_id);
+    expect(configured.payload).toMatchObject({ agent: 'capped', agentLocation: '.lemniscate/agents/capped.md' });
 
-    // It reads the fetched working copy, and delegates to the repository's subagent.
+    // It reads the fetched working copy, and delegates to the repository's subagent (the project's
+    // policy lets Task run without asking, so the headless session may delegate).
+    expect((await stack.api(stack.tokens.admin, 'POST', `/projects/${id}/policy`, { document: { version: 1, tools: { sensitive: [] } } })).status).toBe(201);
     const delegate = stack.script(`delegate-${transport}`, [
       { tool_calls: [{ name: 'Read', arguments: { path: 'README.md' } }] },
+      { tool_calls: [{ name: 'Search', arguments: { pattern: 'url project' } }] },
       { tool_calls: [{ name: 'Task', arguments: { agent: 'helper', instruction: 'read the readme' } }] },
       { text: 'Done.' },
     ]);
@@ -106,8 +110,11 @@ describe.each(['https', 'ssh'] as const)('a project whose repository is an %s UR
       .map((l) => JSON.parse(l) as { type: string; [k: string]: unknown });
     const sessionId = events.find((e) => e.sessionId)?.sessionId as string;
     const calls = await stack.api(stack.tokens.developer, 'GET', `/sessions/${sessionId}/tool-calls`);
-    expect(JSON.stringify(calls.json.find((c: { name: string }) => c.name === 'Read')?.result)).toContain('# url project');
+    const result = (tool: string) => calls.json.find((c: { name: string }) => c.name === tool)?.result;
+    expect(result('Read')).toMatchObject({ ok: true, summary: 'Read README.md: lines 1–1 of 1.' });
+    expect(result('Search')).toMatchObject({ ok: true, summary: expect.stringMatching(/^Search: 1 matches in \d+ files/) });
     expect(events.find((e) => e.type === 'subagent_started')).toMatchObject({ agent: 'helper' });
+    expect(events.find((e) => e.type === 'subagent_finished')).toMatchObject({ report: 'finished' });
     expect(d.stdout).not.toContain(PASSWORD);
   });
 });

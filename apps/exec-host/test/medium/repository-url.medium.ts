@@ -25,7 +25,7 @@ const FILES = {
   '.lemniscate/agents/reviewer.md': AGENT,
   '.lemniscate/agents/notes.txt': 'not an agent\n',
   '.lemniscate/agents/huge.md': `---\ndescription: too big\n---\n${'x'.repeat(300 * 1024)}\n`,
-  '.env': `TOKEN=${PASSWORD}-in-repo\n`,
+  '.env': 'TOKEN=committed-by-mistake\n',
 };
 
 function otherKey(): { privateKey: string; knownHostsLine: string } {
@@ -118,11 +118,21 @@ describe('repositories by URL, from real git servers', () => {
       expect(res.status).toBe(201);
       const id = (res.body as SandboxInfo).sandboxId;
       sandboxes.push(id);
-      // Everything the sandbox user can read: its environment, its files, every process's command line.
-      const probe = await run(t, id, `env; cat /proc/*/cmdline 2>/dev/null | tr '\\0' ' '; grep -rls -- '${PASSWORD}' / --exclude-dir=proc --exclude-dir=sys 2>/dev/null | grep -v '^/workspace' ; echo END`);
+      // What the sandbox user can read where a credential could be left: its environment, every
+      // process's command line and environment, its writable and configuration directories, the working copy
+      // (the pattern is quoted in two halves, so the probe's own command line does not hold it).
+      const probe = await run(
+        t,
+        id,
+        `env; cat /proc/*/cmdline /proc/*/environ 2>/dev/null | tr '\\0' ' '; grep -rlsI -- '${PASSWORD.slice(0, 8)}''${PASSWORD.slice(8)}' /home /tmp /etc /var /run /root /opt /srv /workspace 2>/dev/null; echo END`,
+        120_000,
+      );
       expect(probe.stdout).toContain('END');
       expect(probe.stdout).not.toContain(PASSWORD);
       expect(probe.stdout).not.toContain('OPENSSH PRIVATE KEY');
+      // The probe finds the secret where it is: planted in the sandbox's /tmp, it is reported.
+      const planted = await run(t, id, `printf '%s' '${PASSWORD.slice(0, 8)}''${PASSWORD.slice(8)}' > /tmp/planted; grep -rlsI -- '${PASSWORD.slice(0, 8)}''${PASSWORD.slice(8)}' /tmp`);
+      expect(planted.stdout.trim()).toBe('/tmp/planted');
     }
     const keyLine = ssh.clientKey.split('\n')[1]!;
     expect(grepTree(t.stateDir, PASSWORD).filter((f) => !f.includes('/workspace/'))).toEqual([]);
