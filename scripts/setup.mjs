@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { step } from './lib/steps.mjs';
 import { ensureDeps } from './lib/deps.mjs';
 import { ensureEngine } from './lib/engine.mjs';
-import { ensureImage } from './lib/image.mjs';
+import { ensureImage, ensureDockerfileImage } from './lib/image.mjs';
 import { ensurePostgres } from './lib/postgres.mjs';
 import { ensureChromium } from './lib/chromium.mjs';
 import { ensureConsoleBuild } from './lib/console.mjs';
@@ -28,6 +28,7 @@ export async function setup({ forTests = false } = {}) {
   await step('npm dependencies', () => ensureDeps(ROOT));
   await step('container engine', (log) => ensureEngine({ log }));
   let image;
+  let dockerfileImage;
   await step('sandbox image', (log) => {
     const r = ensureImage(ROOT, { log });
     image = r.tag;
@@ -39,6 +40,13 @@ export async function setup({ forTests = false } = {}) {
   });
   await step('console build', () => ensureConsoleBuild(ROOT));
   if (forTests) {
+    // The attack battery runs on the sandbox image of each build route (S7): the offline one above,
+    // and this one, built from images/sandbox/Dockerfile on a Debian base imported offline.
+    await step('sandbox image, Dockerfile route (attack battery)', (log) => {
+      const r = ensureDockerfileImage(ROOT, { log });
+      dockerfileImage = r.tag;
+      return r.note;
+    });
     await step('PostgreSQL (tests)', (log) => ensurePostgres({ log }));
     await step('Chromium (browser tests)', (log) => ensureChromium({ log }));
     await step('tmux (terminal tests)', () => {
@@ -71,7 +79,7 @@ export async function setup({ forTests = false } = {}) {
     });
     await step('platform image (compose deployment test)', (log) => ensurePlatformImage(ROOT, { log }).note);
   }
-  return { image };
+  return { image, dockerfileImage };
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

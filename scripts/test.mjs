@@ -43,9 +43,10 @@ async function startStack() {
   };
 }
 
-const { image } = await setup({ forTests: true });
+const { image, dockerfileImage } = await setup({ forTests: true });
 // Plain output for every tier: picocolors turns colours on whenever CI or FORCE_COLOR is set.
-const env = { ...process.env, LEMNISCATE_SANDBOX_IMAGE: image, NX_DAEMON: 'false', NX_NO_CLOUD: 'true', NO_COLOR: '1' };
+// The attack battery runs on the sandbox images of both build routes (offline, and the Dockerfile).
+const env = { ...process.env, LEMNISCATE_SANDBOX_IMAGE: image, LEMNISCATE_SANDBOX_IMAGE_DOCKERFILE: dockerfileImage, NX_DAEMON: 'false', NX_NO_CLOUD: 'true', NO_COLOR: '1' };
 delete env.FORCE_COLOR;
 const outDir = fs.mkdtempSync(path.join(os.tmpdir(), 'lemniscate-test-'));
 const only = process.argv.slice(2).filter((a) => !a.startsWith('-'));

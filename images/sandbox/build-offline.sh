@@ -3,20 +3,11 @@
 # debootstrap (minbase) from the configured Debian mirror, finished by rootfs-setup.sh, then
 # `docker import`. No image registry is involved.
 #   usage: build-offline.sh TAG   (run as root; needs debootstrap and a Docker engine)
-#   LEMNISCATE_DEBIAN_MIRROR overrides the mirror taken from the host's apt sources.
+#   LEMNISCATE_DEBIAN_MIRROR overrides the mirror taken from the host's apt sources (debian-mirror.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 tag=${1:?usage: build-offline.sh TAG}
-suite=bookworm
-
-mirror=${LEMNISCATE_DEBIAN_MIRROR:-}
-if [ -z "$mirror" ]; then
-  mirror=$(sed -n 's/^URIs:[[:space:]]*//p' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '$1 !~ /security/ {print $1; exit}')
-fi
-if [ -z "$mirror" ] && [ -f /etc/apt/sources.list ]; then
-  mirror=$(awk '$1=="deb" && $2 !~ /security/ {print $2; exit}' /etc/apt/sources.list)
-fi
-mirror=${mirror:-http://deb.debian.org/debian}
+. "$here/debian-mirror.sh"
 
 # debootstrap's own resolver cannot configure Debian's npm (hundreds of node-* packages) in its
 # first stage, so npm is installed with apt inside the new root filesystem afterwards.
@@ -25,15 +16,9 @@ packages=$(echo "$all" | grep -vx npm | paste -sd, -)
 second=$(echo "$all" | grep -x npm || true)
 work=$(mktemp -d /var/tmp/lemniscate-rootfs.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-cache=/var/cache/lemniscate/debootstrap
-mkdir -p "$cache"
 
 echo "debootstrap $suite (minbase + $packages) from $mirror"
-debootstrap --variant=minbase --cache-dir="$cache" --include="$packages" "$suite" "$work/rootfs" "$mirror" > "$work/debootstrap.log" 2>&1 || {
-  tail -n 30 "$work/debootstrap.log" >&2
-  echo "debootstrap failed: the Debian mirror $mirror must be reachable (set LEMNISCATE_DEBIAN_MIRROR to a local mirror on an air-gapped host)." >&2
-  exit 1
-}
+minbase "$work/rootfs" "$work/debootstrap.log" "$packages"
 if [ -n "$second" ]; then
   echo "apt-get install $second (inside the new root filesystem)"
   echo "deb $mirror $suite main" > "$work/rootfs/etc/apt/sources.list"

@@ -4,7 +4,20 @@
 import type { SandboxInfo } from '@lemniscate/contracts';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { RUNTIMES, expectRefused, expectSentence, git, refusal, repoFixture, runProbes, startExecHost, type ExecHostProcess, type ProbeResult, type RepoFixture } from '../support/attack-harness';
+import {
+  RUNTIMES,
+  SANDBOX_IMAGES,
+  execHostFor,
+  expectRefused,
+  expectSentence,
+  git,
+  refusal,
+  repoFixture,
+  runProbes,
+  type ExecHostProcess,
+  type ProbeResult,
+  type RepoFixture,
+} from '../support/attack-harness';
 
 let host: ExecHostProcess;
 let repo: RepoFixture;
@@ -26,25 +39,28 @@ beforeAll(async () => {
   uncommittedPatch = git(repo.dir, 'diff', '--cached', '--binary', 'HEAD');
   git(repo.dir, 'reset', '-q', '--hard', 'HEAD');
   git(repo.dir, 'clean', '-qfdx');
-  host = await startExecHost();
 });
 
-afterAll(async () => {
+afterAll(() => {
   repo?.remove();
-  await host?.stop();
 });
 
-describe.each(RUNTIMES)('filesystem and secrets under %s', (runtime) => {
-  let info: SandboxInfo;
-  let r: Record<string, ProbeResult>;
+describe.each(SANDBOX_IMAGES)('sandbox image from $route', (image) => {
+  execHostFor(image, (started) => {
+    host = started;
+  });
 
-  beforeAll(async () => {
-    info = await host.createSandbox({ repository: { source: repo.dir }, uncommittedPatch, contextExclusions: ['notes/**'], runtime }, `fs-${runtime}`);
-    const allSecrets = [...Object.values(repo.secrets), ...Object.values(patchSecrets), host.canary.value];
-    r = await runProbes(
-      host.client,
-      info.sandboxId,
-      String.raw`
+  describe.each(RUNTIMES)('filesystem and secrets under %s', (runtime) => {
+    let info: SandboxInfo;
+    let r: Record<string, ProbeResult>;
+
+    beforeAll(async () => {
+      info = await host.createSandbox({ repository: { source: repo.dir }, uncommittedPatch, contextExclusions: ['notes/**'], runtime }, `fs-${runtime}`);
+      const allSecrets = [...Object.values(repo.secrets), ...Object.values(patchSecrets), host.canary.value];
+      r = await runProbes(
+        host.client,
+        info.sandboxId,
+        String.raw`
 import shutil, subprocess
 SECRETS = ${JSON.stringify(allSecrets)}
 for path in ["/probe-root", "/etc/probe", "/usr/probe", "/usr/local/bin/probe", "/home/sandbox/probe"]:
@@ -140,89 +156,90 @@ def secrets_in_git():
 probe("secrets in git objects", secrets_in_git)
 probe("readme", lambda: open("/workspace/README.md").read())
 `,
-    );
-  });
+      );
+    });
 
-  it('refuses writes to /, /etc and /usr, and the root filesystem is mounted read-only', () => {
-    // gVisor checks permissions before the mount's read-only flag: uid 10001 meets EACCES first there.
-    const notOwned = runtime === 'runc' ? 'EROFS' : 'EACCES';
-    for (const path of ['/probe-root', '/etc/probe', '/usr/probe', '/usr/local/bin/probe']) expectRefused(r, `write ${path}`, notOwned);
-    // /home/sandbox belongs to the sandbox user: only a read-only root refuses it.
-    expectRefused(r, 'write /home/sandbox/probe', 'EROFS');
-    expect((r['root mount options']?.value as string[][])[0]).toContain('ro');
-  });
+    it('refuses writes to /, /etc and /usr, and the root filesystem is mounted read-only', () => {
+      // gVisor checks permissions before the mount's read-only flag: uid 10001 meets EACCES first there.
+      const notOwned = runtime === 'runc' ? 'EROFS' : 'EACCES';
+      for (const path of ['/probe-root', '/etc/probe', '/usr/probe', '/usr/local/bin/probe']) expectRefused(r, `write ${path}`, notOwned);
+      // /home/sandbox belongs to the sandbox user: only a read-only root refuses it.
+      expectRefused(r, 'write /home/sandbox/probe', 'EROFS');
+      expect((r['root mount options']?.value as string[][])[0]).toContain('ro');
+    });
 
-  it('lets commands write the working copy and /tmp', () => {
-    expect(r['write workspace']).toMatchObject({ ok: true });
-    expect(r['write tmp']).toMatchObject({ ok: true });
-  });
+    it('lets commands write the working copy and /tmp', () => {
+      expect(r['write workspace']).toMatchObject({ ok: true });
+      expect(r['write tmp']).toMatchObject({ ok: true });
+    });
 
-  it('mounts /tmp noexec: a script or a binary copied there does not run', () => {
-    expect(r['tmp mount']).toMatchObject({ ok: true, value: { fstype: 'tmpfs', noexec: true } });
-    // Linux refuses the script itself; gVisor reports the refusal against its interpreter line.
-    const refusedScript = runtime === 'runc' ? 'bash: line 1: /tmp/s.sh: Permission denied' : 'bash: /tmp/s.sh: /bin/sh: bad interpreter: Permission denied';
-    expect(r['exec script in tmp']).toMatchObject({ ok: true, value: { code: 126, stderr: refusedScript } });
-    expectRefused(r, 'exec binary in tmp', 'EACCES');
-  });
+    it('mounts /tmp noexec: a script or a binary copied there does not run', () => {
+      expect(r['tmp mount']).toMatchObject({ ok: true, value: { fstype: 'tmpfs', noexec: true } });
+      // Linux refuses the script itself; gVisor reports the refusal against its interpreter line.
+      const refusedScript = runtime === 'runc' ? 'bash: line 1: /tmp/s.sh: Permission denied' : 'bash: /tmp/s.sh: /bin/sh: bad interpreter: Permission denied';
+      expect(r['exec script in tmp']).toMatchObject({ ok: true, value: { code: 126, stderr: refusedScript } });
+      expectRefused(r, 'exec binary in tmp', 'EACCES');
+    });
 
-  it('caps /tmp: writing past its size fails with ENOSPC', () => {
-    const mount = r['tmp mount']?.value as { bytes: number | null };
-    expect(mount.bytes).toEqual(expect.any(Number));
-    expect(mount.bytes).toBeLessThanOrEqual(1024 ** 3);
-    expectRefused(r, 'fill tmp', 'ENOSPC');
-    const { written, cap } = r['tmp written']?.value as { written: number; cap: number };
-    expect(written).toBeLessThanOrEqual(cap);
-  });
+    it('caps /tmp: writing past its size fails with ENOSPC', () => {
+      const mount = r['tmp mount']?.value as { bytes: number | null };
+      expect(mount.bytes).toEqual(expect.any(Number));
+      expect(mount.bytes).toBeLessThanOrEqual(1024 ** 3);
+      expectRefused(r, 'fill tmp', 'ENOSPC');
+      const { written, cap } = r['tmp written']?.value as { written: number; cap: number };
+      expect(written).toBeLessThanOrEqual(cap);
+    });
 
-  it("shows none of the host's environment variables, only a minimal set", () => {
-    const hostEnv = host.env;
-    for (const probeName of ['env', 'shell env', 'pid 1 env']) {
-      const env = r[probeName]?.value as Record<string, string>;
-      expect({ probeName, env: typeof env }).toEqual({ probeName, env: 'object' });
-      expect({ probeName, canary: Object.values(env).some((v) => v.includes(host.canary.value)) }).toEqual({ probeName, canary: false });
-      expect({ probeName, unexpected: Object.keys(env).filter((k) => !MINIMAL_ENV.has(k)) }).toEqual({ probeName, unexpected: [] });
-      const copied = Object.keys(env).filter((k) => k !== 'LANG' && k !== 'SHLVL' && k !== '_' && hostEnv[k] !== undefined && hostEnv[k] === env[k]);
-      expect({ probeName, copiedFromHost: copied }).toEqual({ probeName, copiedFromHost: [] });
-    }
-    expect(Object.keys(r['env']?.value as object)).not.toContain('DOCKER_HOST');
-  });
+    it("shows none of the host's environment variables, only a minimal set", () => {
+      const hostEnv = host.env;
+      for (const probeName of ['env', 'shell env', 'pid 1 env']) {
+        const env = r[probeName]?.value as Record<string, string>;
+        expect({ probeName, env: typeof env }).toEqual({ probeName, env: 'object' });
+        expect({ probeName, canary: Object.values(env).some((v) => v.includes(host.canary.value)) }).toEqual({ probeName, canary: false });
+        expect({ probeName, unexpected: Object.keys(env).filter((k) => !MINIMAL_ENV.has(k)) }).toEqual({ probeName, unexpected: [] });
+        const copied = Object.keys(env).filter((k) => k !== 'LANG' && k !== 'SHLVL' && k !== '_' && hostEnv[k] !== undefined && hostEnv[k] === env[k]);
+        expect({ probeName, copiedFromHost: copied }).toEqual({ probeName, copiedFromHost: [] });
+      }
+      expect(Object.keys(r['env']?.value as object)).not.toContain('DOCKER_HOST');
+    });
 
-  it('mounts nothing from the host but the working copy and the engine-managed name files', () => {
-    const allowed = ['/', '/etc/hostname', '/etc/hosts', '/etc/resolv.conf', '/tmp', '/workspace'];
-    const mounts = r['mount points']?.value as string[];
-    expect({ unexpectedMounts: mounts.filter((m) => !allowed.includes(m)) }).toEqual({ unexpectedMounts: [] });
-    expect(mounts).toEqual(expect.arrayContaining(['/', '/tmp', '/workspace']));
-  });
+    it('mounts nothing from the host but the working copy and the engine-managed name files', () => {
+      const allowed = ['/', '/etc/hostname', '/etc/hosts', '/etc/resolv.conf', '/tmp', '/workspace'];
+      const mounts = r['mount points']?.value as string[];
+      expect({ unexpectedMounts: mounts.filter((m) => !allowed.includes(m)) }).toEqual({ unexpectedMounts: [] });
+      expect(mounts).toEqual(expect.arrayContaining(['/', '/tmp', '/workspace']));
+    });
 
-  it('has no Docker socket, nor any unix socket, anywhere', () => {
-    expect(r['docker.sock anywhere']).toMatchObject({ ok: true, value: [] });
-    expect(r['unix sockets anywhere']).toMatchObject({ ok: true, value: [] });
-    expect(r['docker socket paths']).toMatchObject({ ok: true, value: [] });
-    expect(r['mounts naming docker']).toMatchObject({ ok: true, value: [] });
-  });
+    it('has no Docker socket, nor any unix socket, anywhere', () => {
+      expect(r['docker.sock anywhere']).toMatchObject({ ok: true, value: [] });
+      expect(r['unix sockets anywhere']).toMatchObject({ ok: true, value: [] });
+      expect(r['docker socket paths']).toMatchObject({ ok: true, value: [] });
+      expect(r['mounts naming docker']).toMatchObject({ ok: true, value: [] });
+    });
 
-  it('leaves the context-excluded files out of the working copy, the uncommitted patch and git objects', () => {
-    const files = r['workspace files']?.value as string[];
-    for (const p of repo.excludedPaths) expect({ excluded: p, present: files.includes(p) }).toEqual({ excluded: p, present: false });
-    for (const p of ['secrets/new.txt', 'config/prod.key', 'notes/inside.txt']) expect({ excluded: p, present: files.includes(p) }).toEqual({ excluded: p, present: false });
-    for (const p of repo.ordinaryPaths.filter((p) => !p.startsWith('notes/'))) expect({ ordinary: p, present: files.includes(p) }).toEqual({ ordinary: p, present: true });
-    expect(info.includedUncommitted).toBe(true);
-    expect(r['readme']).toMatchObject({ ok: true, value: expect.stringContaining('An uncommitted line.') });
-    expect([...info.excluded].sort()).toEqual(expect.arrayContaining([...repo.excludedPaths, 'notes/inside.txt']));
-  });
+    it('leaves the context-excluded files out of the working copy, the uncommitted patch and git objects', () => {
+      const files = r['workspace files']?.value as string[];
+      for (const p of repo.excludedPaths) expect({ excluded: p, present: files.includes(p) }).toEqual({ excluded: p, present: false });
+      for (const p of ['secrets/new.txt', 'config/prod.key', 'notes/inside.txt']) expect({ excluded: p, present: files.includes(p) }).toEqual({ excluded: p, present: false });
+      for (const p of repo.ordinaryPaths.filter((p) => !p.startsWith('notes/'))) expect({ ordinary: p, present: files.includes(p) }).toEqual({ ordinary: p, present: true });
+      expect(info.includedUncommitted).toBe(true);
+      expect(r['readme']).toMatchObject({ ok: true, value: expect.stringContaining('An uncommitted line.') });
+      expect([...info.excluded].sort()).toEqual(expect.arrayContaining([...repo.excludedPaths, 'notes/inside.txt']));
+    });
 
-  it('holds none of the excluded secrets in any file it can read, nor in git objects', () => {
-    expect(r['secrets in any readable file']).toMatchObject({ ok: true, value: [] });
-    expect(r['secrets in git objects']).toMatchObject({ ok: true, value: { found: [] } });
-  });
+    it('holds none of the excluded secrets in any file it can read, nor in git objects', () => {
+      expect(r['secrets in any readable file']).toMatchObject({ ok: true, value: [] });
+      expect(r['secrets in git objects']).toMatchObject({ ok: true, value: { found: [] } });
+    });
 
-  it('answers file_not_found for an excluded file through the file operations, and search finds no secret', async () => {
-    const missing = await refusal(host.client.read(info.sandboxId, { path: '.env' }));
-    expect({ status: missing.status, code: missing.code }).toEqual({ status: 404, code: 'file_not_found' });
-    expectSentence(missing.message, 'file_not_found');
-    for (const secret of Object.values(repo.secrets)) {
-      const found = await host.client.search(info.sandboxId, { pattern: secret });
-      expect({ secret, matches: found.matches }).toEqual({ secret, matches: [] });
-    }
+    it('answers file_not_found for an excluded file through the file operations, and search finds no secret', async () => {
+      const missing = await refusal(host.client.read(info.sandboxId, { path: '.env' }));
+      expect({ status: missing.status, code: missing.code }).toEqual({ status: 404, code: 'file_not_found' });
+      expectSentence(missing.message, 'file_not_found');
+      for (const secret of Object.values(repo.secrets)) {
+        const found = await host.client.search(info.sandboxId, { pattern: secret });
+        expect({ secret, matches: found.matches }).toEqual({ secret, matches: [] });
+      }
+    });
   });
 });

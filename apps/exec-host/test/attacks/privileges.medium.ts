@@ -2,19 +2,17 @@
 // create interfaces, mount, enter or create namespaces, trace, load modules, poke the kernel, or
 // gain privileges through setuid files. Each attempt asserts the errno the kernel (or gVisor) gives.
 import { existsSync, readFileSync } from 'node:fs';
-import { RUNTIMES, expectRefused, repoFixture, runProbes, startExecHost, type ExecHostProcess, type ProbeResult, type RepoFixture } from '../support/attack-harness';
+import { RUNTIMES, SANDBOX_IMAGES, execHostFor, expectRefused, repoFixture, runProbes, type ExecHostProcess, type ProbeResult, type RepoFixture } from '../support/attack-harness';
 
 let host: ExecHostProcess;
 let repo: RepoFixture;
 
-beforeAll(async () => {
+beforeAll(() => {
   repo = repoFixture();
-  host = await startExecHost();
 });
 
-afterAll(async () => {
+afterAll(() => {
   repo?.remove();
-  await host?.stop();
 });
 
 // Syscall numbers the seccomp profile must deny; called raw so that no libc wrapper stands in front.
@@ -27,17 +25,22 @@ NR = {
 }[MACHINE]
 `;
 
-describe.each(RUNTIMES)('privileges under %s', (runtime) => {
-  let sandboxId: string;
-  let r: Record<string, ProbeResult>;
+describe.each(SANDBOX_IMAGES)('sandbox image from $route', (image) => {
+  execHostFor(image, (started) => {
+    host = started;
+  });
 
-  beforeAll(async () => {
-    sandboxId = (await host.createSandbox({ repository: { source: repo.dir }, runtime }, `priv-${runtime}`)).sandboxId;
-    r = await runProbes(
-      host.client,
-      sandboxId,
-      SYSCALLS +
-        String.raw`
+  describe.each(RUNTIMES)('privileges under %s', (runtime) => {
+    let sandboxId: string;
+    let r: Record<string, ProbeResult>;
+
+    beforeAll(async () => {
+      sandboxId = (await host.createSandbox({ repository: { source: repo.dir }, runtime }, `priv-${runtime}`)).sandboxId;
+      r = await runProbes(
+        host.client,
+        sandboxId,
+        SYSCALLS +
+          String.raw`
 import fcntl, struct, shutil, stat, subprocess
 probe("AF_PACKET raw socket", lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0))
 probe("AF_INET SOCK_RAW icmp", lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP))
@@ -119,99 +122,100 @@ def apparmor():
     return open("/proc/self/attr/current").read().strip()
 probe("apparmor label", apparmor)
 `,
-    );
-  });
+      );
+    });
 
-  it('runs the command itself under the seccomp filter', () => {
-    // `docker exec` under gVisor releases before 2026-03 installs the OCI profile on pid 1 only
-    // (google/gvisor#12693): commands then run without it.
-    const finding = 'Seccomp mode of a command run through exec (2 = filtered)';
-    expect({ [finding]: (r['status']?.value as Record<string, string> | undefined)?.Seccomp }).toEqual({ [finding]: '2' });
-  });
+    it('runs the command itself under the seccomp filter', () => {
+      // `docker exec` under gVisor releases before 2026-03 installs the OCI profile on pid 1 only
+      // (google/gvisor#12693): commands then run without it.
+      const finding = 'Seccomp mode of a command run through exec (2 = filtered)';
+      expect({ [finding]: (r['status']?.value as Record<string, string> | undefined)?.Seccomp }).toEqual({ [finding]: '2' });
+    });
 
-  it('refuses raw and packet sockets', () => {
-    expectRefused(r, 'AF_PACKET raw socket', 'EPERM');
-    expectRefused(r, 'AF_INET SOCK_RAW icmp', 'EPERM');
-    expectRefused(r, 'AF_INET6 SOCK_RAW', 'EPERM');
-  });
+    it('refuses raw and packet sockets', () => {
+      expectRefused(r, 'AF_PACKET raw socket', 'EPERM');
+      expectRefused(r, 'AF_INET SOCK_RAW icmp', 'EPERM');
+      expectRefused(r, 'AF_INET6 SOCK_RAW', 'EPERM');
+    });
 
-  it('refuses creating or reconfiguring an interface', () => {
-    expect(r['ip command']).toMatchObject({ ok: true, value: null });
-    // The seccomp profile refuses the netlink socket itself, under runsc too (applied by the launcher).
-    expectRefused(r, 'netlink RTM_NEWLINK', 'EPERM');
-    // runc: the device node is absent; gVisor emulates /dev/net/tun but TUNSETIFF needs CAP_NET_ADMIN.
-    expectRefused(r, 'tun interface', runtime === 'runc' ? 'ENOENT' : 'EPERM');
-    // gVisor does not implement the ioctl at all; Linux refuses it without CAP_NET_ADMIN.
-    expectRefused(r, 'SIOCSIFFLAGS lo', runtime === 'runc' ? 'EPERM' : 'ENOTTY');
-    expect(r['interfaces after']).toMatchObject({ ok: true, value: ['lo'] });
-  });
+    it('refuses creating or reconfiguring an interface', () => {
+      expect(r['ip command']).toMatchObject({ ok: true, value: null });
+      // The seccomp profile refuses the netlink socket itself, under runsc too (applied by the launcher).
+      expectRefused(r, 'netlink RTM_NEWLINK', 'EPERM');
+      // runc: the device node is absent; gVisor emulates /dev/net/tun but TUNSETIFF needs CAP_NET_ADMIN.
+      expectRefused(r, 'tun interface', runtime === 'runc' ? 'ENOENT' : 'EPERM');
+      // gVisor does not implement the ioctl at all; Linux refuses it without CAP_NET_ADMIN.
+      expectRefused(r, 'SIOCSIFFLAGS lo', runtime === 'runc' ? 'EPERM' : 'ENOTTY');
+      expect(r['interfaces after']).toMatchObject({ ok: true, value: ['lo'] });
+    });
 
-  it('refuses mount (tmpfs, proc, bind)', () => {
-    expectRefused(r, 'mount tmpfs', 'EPERM');
-    expectRefused(r, 'mount proc', 'EPERM');
-    expectRefused(r, 'mount bind', 'EPERM');
-    expectRefused(r, 'pivot_root', 'EPERM');
-  });
+    it('refuses mount (tmpfs, proc, bind)', () => {
+      expectRefused(r, 'mount tmpfs', 'EPERM');
+      expectRefused(r, 'mount proc', 'EPERM');
+      expectRefused(r, 'mount bind', 'EPERM');
+      expectRefused(r, 'pivot_root', 'EPERM');
+    });
 
-  it('refuses unshare and setns', () => {
-    expectRefused(r, 'unshare user', 'EPERM');
-    expectRefused(r, 'unshare net', 'EPERM');
-    expectRefused(r, 'unshare mount', 'EPERM');
-    expectRefused(r, 'setns net', 'EPERM');
-    expect(r['unshare -U']).toMatchObject({ ok: true, value: { code: 1, stderr: 'unshare: unshare failed: Operation not permitted' } });
-  });
+    it('refuses unshare and setns', () => {
+      expectRefused(r, 'unshare user', 'EPERM');
+      expectRefused(r, 'unshare net', 'EPERM');
+      expectRefused(r, 'unshare mount', 'EPERM');
+      expectRefused(r, 'setns net', 'EPERM');
+      expect(r['unshare -U']).toMatchObject({ ok: true, value: { code: 1, stderr: 'unshare: unshare failed: Operation not permitted' } });
+    });
 
-  it('refuses ptrace', () => {
-    expectRefused(r, 'ptrace traceme', 'EPERM');
-    expectRefused(r, 'ptrace attach parent', 'EPERM');
-    expectRefused(r, 'ptrace attach pid 1', 'EPERM');
-  });
+    it('refuses ptrace', () => {
+      expectRefused(r, 'ptrace traceme', 'EPERM');
+      expectRefused(r, 'ptrace attach parent', 'EPERM');
+      expectRefused(r, 'ptrace attach pid 1', 'EPERM');
+    });
 
-  it('refuses loading and unloading kernel modules', () => {
-    expectRefused(r, 'init_module', 'EPERM');
-    expectRefused(r, 'finit_module', 'EPERM');
-    expectRefused(r, 'delete_module', 'EPERM');
-  });
+    it('refuses loading and unloading kernel modules', () => {
+      expectRefused(r, 'init_module', 'EPERM');
+      expectRefused(r, 'finit_module', 'EPERM');
+      expectRefused(r, 'delete_module', 'EPERM');
+    });
 
-  it('denies the system calls a coding sandbox never needs (seccomp profile, not only missing capabilities)', () => {
-    // Allowed, these would fail with EFAULT/EINVAL on the null arguments; EPERM is the filter's answer.
-    for (const name of ['add_key', 'keyctl', 'bpf', 'userfaultfd', 'perf_event_open', 'kexec_load', 'swapon', 'netlink route socket']) expectRefused(r, name, 'EPERM');
-    expect(r['status']?.value).toMatchObject({ Seccomp: '2' });
-  });
+    it('denies the system calls a coding sandbox never needs (seccomp profile, not only missing capabilities)', () => {
+      // Allowed, these would fail with EFAULT/EINVAL on the null arguments; EPERM is the filter's answer.
+      for (const name of ['add_key', 'keyctl', 'bpf', 'userfaultfd', 'perf_event_open', 'kexec_load', 'swapon', 'netlink route socket']) expectRefused(r, name, 'EPERM');
+      expect(r['status']?.value).toMatchObject({ Seccomp: '2' });
+    });
 
-  it('refuses writing /proc/sysrq-trigger', () => {
-    // gVisor serves its own /proc and refuses the write to uid 10001. Under runc, Docker mounts the
-    // file read-only, and a kernel built without magic SysRq (like this host's) has no such file.
-    const expected = runtime === 'runsc' ? 'EACCES' : existsSync('/proc/sysrq-trigger') ? 'EROFS' : 'ENOENT';
-    expectRefused(r, 'write sysrq-trigger', expected);
-  });
+    it('refuses writing /proc/sysrq-trigger', () => {
+      // gVisor serves its own /proc and refuses the write to uid 10001. Under runc, Docker mounts the
+      // file read-only, and a kernel built without magic SysRq (like this host's) has no such file.
+      const expected = runtime === 'runsc' ? 'EACCES' : existsSync('/proc/sysrq-trigger') ? 'EROFS' : 'ENOENT';
+      expectRefused(r, 'write sysrq-trigger', expected);
+    });
 
-  it('runs as a non-root user with no capability, owning the working copy', () => {
-    expect(r['ids']).toMatchObject({ ok: true, value: { uid: 10001, euid: 10001, gid: 10001, 'workspace owner': 10001 } });
-    expect((r['ids']?.value as { groups: number[] }).groups).not.toContain(0);
-    const caps = r['status']?.value as Record<string, string>;
-    for (const set of ['CapInh', 'CapPrm', 'CapEff', 'CapBnd']) expect({ set, value: caps[set] }).toEqual({ set, value: '0000000000000000' });
-  });
+    it('runs as a non-root user with no capability, owning the working copy', () => {
+      expect(r['ids']).toMatchObject({ ok: true, value: { uid: 10001, euid: 10001, gid: 10001, 'workspace owner': 10001 } });
+      expect((r['ids']?.value as { groups: number[] }).groups).not.toContain(0);
+      const caps = r['status']?.value as Record<string, string>;
+      for (const set of ['CapInh', 'CapPrm', 'CapEff', 'CapBnd']) expect({ set, value: caps[set] }).toEqual({ set, value: '0000000000000000' });
+    });
 
-  it('has no setuid or setgid file, and a setuid bit set by the user grants nothing (no-new-privileges)', () => {
-    expect(r['setuid files']).toMatchObject({ ok: true, value: [] });
-    expect(r['no_new_privs']).toMatchObject({ ok: true, value: 1 });
-    // The bits are really set on the file; running it still gives uid 10001 and nothing more.
-    expect(r['chmod u+s then run']).toMatchObject({ ok: true, value: { bits: '0o6000', code: 0, stdout: '10001' } });
-  });
+    it('has no setuid or setgid file, and a setuid bit set by the user grants nothing (no-new-privileges)', () => {
+      expect(r['setuid files']).toMatchObject({ ok: true, value: [] });
+      expect(r['no_new_privs']).toMatchObject({ ok: true, value: 1 });
+      // The bits are really set on the file; running it still gives uid 10001 and nothing more.
+      expect(r['chmod u+s then run']).toMatchObject({ ok: true, value: { bits: '0o6000', code: 0, stdout: '10001' } });
+    });
 
-  it('reports the seccomp profile valid and the AppArmor state it really has', async () => {
-    const health = await host.client.healthReport();
-    expect(health.seccomp).toMatchObject({ valid: true });
-    expect(health.runtimes[runtime]).toBe(true);
-    // A kernel with AppArmor must get the profile; one without gets a warning, never a silent pass.
-    expect(health.apparmor.state).not.toBe('failed');
-    if (health.apparmor.state === 'enforced') {
-      if (runtime === 'runc') expect(r['apparmor label']).toMatchObject({ ok: true, value: `${health.apparmor.profile} (enforce)` });
-    } else {
-      const enabled = '/sys/module/apparmor/parameters/enabled';
-      expect({ hostHasAppArmor: existsSync(enabled) && readFileSync(enabled, 'utf8').trim() === 'Y' }).toEqual({ hostHasAppArmor: false });
-      expect(health.apparmor.message ?? '').toMatch(/\S+\s+\S+\s+\S+/);
-    }
+    it('reports the seccomp profile valid and the AppArmor state it really has', async () => {
+      const health = await host.client.healthReport();
+      expect(health.seccomp).toMatchObject({ valid: true });
+      expect(health.runtimes[runtime]).toBe(true);
+      // A kernel with AppArmor must get the profile; one without gets a warning, never a silent pass.
+      expect(health.apparmor.state).not.toBe('failed');
+      if (health.apparmor.state === 'enforced') {
+        if (runtime === 'runc') expect(r['apparmor label']).toMatchObject({ ok: true, value: `${health.apparmor.profile} (enforce)` });
+      } else {
+        const enabled = '/sys/module/apparmor/parameters/enabled';
+        expect({ hostHasAppArmor: existsSync(enabled) && readFileSync(enabled, 'utf8').trim() === 'Y' }).toEqual({ hostHasAppArmor: false });
+        expect(health.apparmor.message ?? '').toMatch(/\S+\s+\S+\s+\S+/);
+      }
+    });
   });
 });

@@ -31,6 +31,33 @@ const EXEC_HOST_DIR = join(REPO_ROOT, 'apps/exec-host');
 const EXEC_HOST_BIN = join(EXEC_HOST_DIR, 'bin/lemni-exec-host.js');
 export const RUNTIMES: readonly SandboxRuntime[] = ['runc', 'runsc'];
 
+// ───────────────────────────── the images
+
+/** A sandbox image under attack, and the build route that made it (S7). */
+export interface SandboxImage {
+  route: 'build-offline.sh' | 'Dockerfile';
+  tag: string;
+}
+
+/**
+ * The images the battery attacks: always the offline build (LEMNISCATE_SANDBOX_IMAGE), and the
+ * Dockerfile build when LEMNISCATE_SANDBOX_IMAGE_DOCKERFILE names it (`npm test` always does). Under
+ * CI a missing Dockerfile image is an error, so a run can never pass having attacked one route only.
+ */
+export function sandboxImages(env: NodeJS.ProcessEnv = process.env): SandboxImage[] {
+  const images: SandboxImage[] = [{ route: 'build-offline.sh', tag: env.LEMNISCATE_SANDBOX_IMAGE ?? 'lemniscate/sandbox:current' }];
+  const dockerfile = env.LEMNISCATE_SANDBOX_IMAGE_DOCKERFILE;
+  if (dockerfile) images.push({ route: 'Dockerfile', tag: dockerfile });
+  else if (env.CI && env.CI !== 'false' && env.CI !== '0') {
+    throw new Error(
+      "LEMNISCATE_SANDBOX_IMAGE_DOCKERFILE is not set, so the sandbox image built from images/sandbox/Dockerfile would go unattacked: under CI the battery runs on the images of both build routes (`npm test` builds both; `node scripts/setup.mjs --tests` prints the Dockerfile image's tag).",
+    );
+  }
+  return images;
+}
+
+export const SANDBOX_IMAGES: readonly SandboxImage[] = sandboxImages();
+
 // ───────────────────────────── build
 
 let built = false;
@@ -215,8 +242,8 @@ async function freePort(): Promise<number> {
   });
 }
 
-/** Builds and starts the real exec-host; resolves once /v1/health answers 200. */
-export async function startExecHost(extraEnv: Record<string, string> = {}): Promise<ExecHostProcess> {
+/** Builds and starts the real exec-host on `image`; resolves once /v1/health answers 200. */
+export async function startExecHost(image: SandboxImage, extraEnv: Record<string, string> = {}): Promise<ExecHostProcess> {
   buildExecHost();
   if (!existsSync(EXEC_HOST_BIN)) throw new Error(`${EXEC_HOST_BIN} is missing: the exec-host has no command to start`);
   const token = randomBytes(32).toString('hex');
@@ -229,6 +256,7 @@ export async function startExecHost(extraEnv: Record<string, string> = {}): Prom
     LEMNISCATE_EXEC_HOST_PORT: String(port),
     LEMNISCATE_EXEC_HOST_STATE_DIR: stateDir,
     [canary.name]: canary.value,
+    LEMNISCATE_SANDBOX_IMAGE: image.tag,
     ...extraEnv,
   };
   const child: ChildProcess = spawn(process.execPath, [EXEC_HOST_BIN], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -314,6 +342,21 @@ export async function startExecHost(extraEnv: Record<string, string> = {}): Prom
       if (problems.length > 0) throw new Error(`${problems.join('\n')}\nexec-host output:\n${printed.slice(-5000)}`);
     },
   };
+}
+
+/**
+ * One exec-host on `image` for the tests of the enclosing describe: started before them, handed to
+ * `ready` (which may create sandboxes the tests share), stopped after them with the teardown checks.
+ */
+export function execHostFor(image: SandboxImage, ready: (host: ExecHostProcess) => void | Promise<void>): void {
+  let started: ExecHostProcess | undefined;
+  beforeAll(async () => {
+    started = await startExecHost(image);
+    await ready(started);
+  });
+  afterAll(async () => {
+    await started?.stop();
+  });
 }
 
 /** Containers of this harness still known to the engine (running or not). */
