@@ -17,8 +17,9 @@ export default [
         'error',
         {
           enforceBuildableLibDependency: false,
-          // Test certificates are made by one helper shared by every project's tests (openssl, deploy/certs/make-certs.sh).
-          allow: ['^(\\.\\./)+test/support/certs$'],
+          // Test certificates are made by one helper shared by every project's tests (openssl, deploy/certs/make-certs.sh),
+          // and so are the git servers (https and ssh) the repository tests fetch from.
+          allow: ['^(\\.\\./)+test/support/certs$', '^(\\.\\./)+test/support/git-servers$'],
           depConstraints: [
             { sourceTag: 'scope:shared', onlyDependOnLibsWithTags: ['scope:shared'] },
             { sourceTag: 'scope:backend', onlyDependOnLibsWithTags: ['scope:shared', 'scope:backend'] },

@@ -10,6 +10,7 @@ import { ensureEngine } from './lib/engine.mjs';
 import { ensureImage, ensureDockerfileImage } from './lib/image.mjs';
 import { ensurePostgres } from './lib/postgres.mjs';
 import { ensureChromium } from './lib/chromium.mjs';
+import { ensureSshd } from './lib/sshd.mjs';
 import { ensureConsoleBuild } from './lib/console.mjs';
 import { has, mustRun, run } from './lib/sh.mjs';
 import { aptInstall } from './lib/engine.mjs';
@@ -54,6 +55,8 @@ export async function setup({ forTests = false } = {}) {
       aptInstall(['tmux'], 'The terminal tests of the CLI');
       return 'installed from Debian';
     });
+    // test/support/git-servers.ts serves repositories over ssh:// with its own sshd on a loopback port.
+    await step('OpenSSH server (ssh:// repository tests)', (log) => ensureSshd({ log }));
     // test/unit/kubernetes.spec.ts renders deploy/kubernetes with `kubectl kustomize` (no cluster).
     await step('kubectl (Kubernetes manifest tests)', () => {
       if (has('kubectl') && run('kubectl', ['kustomize', '--help']).ok) return 'present';
