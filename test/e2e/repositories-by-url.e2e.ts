@@ -55,7 +55,9 @@ afterAll(async () => {
 });
 
 const access = (transport: 'https' | 'ssh') =>
-  transport === 'https' ? { credential: { kind: 'https', username: 'ci-bot', password: PASSWORD }, caPem: https.caPem } : { credential: { kind: 'ssh', privateKey: ssh.clientKey }, knownHosts: ssh.knownHosts };
+  transport === 'https'
+    ? { credential: { kind: 'https', username: 'ci-bot', password: PASSWORD }, caPem: https.caPem }
+    : { credential: { kind: 'ssh', privateKey: ssh.clientKey }, knownHosts: ssh.knownHosts };
 
 describe.each(['https', 'ssh'] as const)('a project whose repository is an %s URL', (transport) => {
   it('without access, the agents listing says why and a session start is refused with a sentence', async () => {

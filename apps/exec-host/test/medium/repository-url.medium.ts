@@ -149,7 +149,11 @@ describe('repositories by URL, from real git servers', () => {
     ['https, no CA', () => [https.url('app.git'), { credential: httpsAccess.credential! }], /TLS certificate is not trusted/],
     ['https, no access at all', () => [https.url('app.git'), undefined], /TLS certificate is not trusted|refused the project's credential/],
     ['https, a repository that does not exist', () => [https.url('missing.git'), httpsAccess], /cannot be read|not a git repository/],
-    ['ssh, a host key that is not the server', () => [ssh.url('app.git'), { ...sshAccess, knownHosts: `${ssh.knownHosts.split(' ')[0]} ${other.knownHostsLine}` }], /host key is not among the project's known hosts/],
+    [
+      'ssh, a host key that is not the server',
+      () => [ssh.url('app.git'), { ...sshAccess, knownHosts: `${ssh.knownHosts.split(' ')[0]} ${other.knownHostsLine}` }],
+      /host key is not among the project's known hosts/,
+    ],
     ['ssh, a key the server does not know', () => [ssh.url('app.git'), { ...sshAccess, credential: { kind: 'ssh', privateKey: other.privateKey } }], /refused the project's key/],
     ['ssh, no key', () => [ssh.url('app.git'), { knownHosts: ssh.knownHosts }], /refused the project's key/],
     ['ssh, no known hosts', () => [ssh.url('app.git'), { credential: sshAccess.credential! }], /names no known host key/],
@@ -189,17 +193,27 @@ describe('repositories by URL, from real git servers', () => {
     const res = await t
       .api()
       .post('/v1/repository/directory')
-      .send({ projectId: 'p', repository: { source: https.url('app.git'), ref: 'main', access: { caPem: https.caPem, credential: { kind: 'https', username: 'ci-bot', password: 'nope' } } }, directory: '.lemniscate/agents' });
+      .send({
+        projectId: 'p',
+        repository: { source: https.url('app.git'), ref: 'main', access: { caPem: https.caPem, credential: { kind: 'https', username: 'ci-bot', password: 'nope' } } },
+        directory: '.lemniscate/agents',
+      });
     expect(res.status).toBe(400);
     expect(res.body.message).toMatch(/refused the project's credential/);
     for (const directory of ['../x', '/etc', '.lemniscate/../..']) {
-      const bad = await t.api().post('/v1/repository/directory').send({ projectId: 'p', repository: { source: https.url('app.git'), ref: 'main', access: httpsAccess }, directory });
+      const bad = await t
+        .api()
+        .post('/v1/repository/directory')
+        .send({ projectId: 'p', repository: { source: https.url('app.git'), ref: 'main', access: httpsAccess }, directory });
       expect(bad.status).toBe(400);
     }
   });
 
   it("the project's environment is read from a URL with its access", async () => {
-    const res = await t.api().post('/v1/environments/status').send({ projectId: 'prj-url', repository: { source: https.url('app.git'), ref: 'main', access: httpsAccess }, runtime: 'runc', mirrors: [] });
+    const res = await t
+      .api()
+      .post('/v1/environments/status')
+      .send({ projectId: 'prj-url', repository: { source: https.url('app.git'), ref: 'main', access: httpsAccess }, runtime: 'runc', mirrors: [] });
     expect(res.status).toBe(200);
     expect(res.body.state).toBe('base');
   });
