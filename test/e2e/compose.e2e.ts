@@ -109,6 +109,7 @@ beforeAll(async () => {
       `LEMNISCATE_PLATFORM_IMAGE=${platformImage}`,
       `LEMNISCATE_DB_PASSWORD=${randomBytes(12).toString('hex')}`,
       `LEMNISCATE_EXEC_HOST_TOKEN=${randomBytes(24).toString('hex')}`,
+      `LEMNISCATE_SECRET_KEY=${randomBytes(32).toString('base64')}`,
       `LEMNISCATE_ADMIN_EMAIL=${admin.email}`,
       `LEMNISCATE_ADMIN_PASSWORD=${admin.password}`,
       `LEMNISCATE_CERTS_DIR=${certs}`,

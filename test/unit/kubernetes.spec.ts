@@ -108,7 +108,7 @@ describe(`deploy/kubernetes rendered and validated against the Kubernetes ${KUBE
         .filter((o) => o.kind === 'Secret')
         .map((s) => s.metadata.name.replace(/-[a-z0-9]{10}$/, ''))
         .sort(),
-    ).toEqual(['exec-host-token', 'lemniscate-db', 'lemniscate-exec-host-token']);
+    ).toEqual(['exec-host-token', 'lemniscate-db', 'lemniscate-exec-host-token', 'lemniscate-secret-key']);
     const secrets = path.join(SOURCE, 'overlays', overlay, 'secrets');
     for (const example of fs.readdirSync(secrets).filter((f) => f.endsWith('.env.example'))) {
       const real = path.join('deploy/kubernetes/overlays', overlay, 'secrets', example.replace(/\.example$/, ''));

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type { AddressInfo } from 'node:net';
@@ -33,12 +34,16 @@ export interface GatewayOptions {
 }
 
 /** A real gateway on a loopback port, over the given database, exactly as main.ts configures it. */
+/** The secret key of every test gateway that is given none (so none writes a key file into the home directory). */
+export const TEST_SECRET_KEY = randomBytes(32).toString('base64');
+
 export async function startGateway(database: Database, env: Record<string, string> = {}, logStream?: { write(line: string): void }, options: GatewayOptions = {}): Promise<Gateway> {
   const config = loadConfig({
     LEMNISCATE_ADMIN_EMAIL: ADMIN_EMAIL,
     LEMNISCATE_ADMIN_PASSWORD: ADMIN_PASSWORD,
     LEMNISCATE_LOG_LEVEL: 'silent',
     LEMNISCATE_EXEC_HOST_URL: 'http://127.0.0.1:9',
+    ...(env.LEMNISCATE_SECRET_KEY_FILE === undefined ? { LEMNISCATE_SECRET_KEY: TEST_SECRET_KEY } : {}),
     ...env,
   });
   const printed: string[] = [];
