@@ -5,6 +5,7 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createSecureContext } from 'node:tls';
+import { z } from 'zod';
 import { StartupError } from './errors';
 
 export type Listen = { kind: 'tcp'; host: string; port: number } | { kind: 'socket'; path: string };
@@ -46,10 +47,15 @@ export interface ExecHostConfig {
   egressCaBundle: string | null;
   /** Ready environments kept per project (the most recently used); older ones and their images are removed. */
   environmentsKept: number;
+  /** How containers' cgroups are reached (LEMNISCATE_CGROUP_LAYOUT): the layout the host has, or one forced. */
+  cgroupLayout: CgroupLayoutSetting;
   /** Mutual TLS of the control channel; null: plain HTTP on loopback or the unix socket. */
   tls: ExecHostTls | null;
   registration: ExecHostRegistration | null;
 }
+
+export const CgroupLayoutSetting = z.enum(['auto', 'v1', 'v2', 'engine']);
+export type CgroupLayoutSetting = z.infer<typeof CgroupLayoutSetting>;
 
 export const EXEC_HOST_CONFIG = Symbol('EXEC_HOST_CONFIG');
 export const DEFAULT_IMAGE = 'lemniscate/sandbox:current';
@@ -124,6 +130,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ExecHostConfig
   if (!/^\d+$/.test(keptRaw) || environmentsKept < 1 || environmentsKept > 100) {
     throw new StartupError(`LEMNISCATE_ENVIRONMENTS_KEPT must be a whole number between 1 and 100, not "${keptRaw}".`);
   }
+  const layout = CgroupLayoutSetting.safeParse(env.LEMNISCATE_CGROUP_LAYOUT ?? 'auto');
+  if (!layout.success) {
+    throw new StartupError(`LEMNISCATE_CGROUP_LAYOUT must be auto (the layout this host has), v1, v2 or engine (the container engine only), not "${env.LEMNISCATE_CGROUP_LAYOUT}".`);
+  }
   return {
     token,
     listen,
@@ -137,6 +147,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ExecHostConfig
     reaperIntervalMs: Math.round(reaperSeconds * 1000),
     egressCaBundle: caBundle,
     environmentsKept,
+    cgroupLayout: layout.data,
     tls,
     registration: loadRegistration(env, listen, tls),
   };

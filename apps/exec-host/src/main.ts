@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import type { Server } from 'node:http';
 import { createExecHost, type ExecHost } from './app';
 import { isLoopback, loadConfig } from './config';
+import { CgroupError } from './driver/cgroups';
 import { DockerSandboxDriver } from './driver/docker.driver';
 import { ExecHostError, StartupError } from './errors';
 import { Registration } from './pool/registration';
@@ -21,7 +22,7 @@ type Log = { log(message: string): void; warn(message: string): void };
 /** Starts the exec-host from environment variables and listens where they say. */
 export async function start(env: NodeJS.ProcessEnv = process.env, options: { logger?: false; log?: Log } = {}): Promise<RunningExecHost> {
   const config = loadConfig(env);
-  const driver = new DockerSandboxDriver();
+  const driver = cgroupChecked(() => new DockerSandboxDriver({ cgroupLayout: config.cgroupLayout }));
   const engine = await driver.info();
   if (!engine.reachable) throw new StartupError(`The exec-host will not start: ${engine.message ?? 'the container engine does not answer.'}`);
   const host = await createExecHost(config, driver, { ...(options.logger === false ? { logger: false as const } : {}) });
@@ -63,6 +64,16 @@ export async function start(env: NodeJS.ProcessEnv = process.env, options: { log
       await host.close();
     },
   };
+}
+
+/** A forced cgroup layout the host does not have stops the start, with the driver's sentence. */
+function cgroupChecked(make: () => DockerSandboxDriver): DockerSandboxDriver {
+  try {
+    return make();
+  } catch (e) {
+    if (e instanceof CgroupError) throw new StartupError(`The exec-host will not start: ${e.message}`);
+    throw e;
+  }
 }
 
 function isLoopbackUrl(url: string): boolean {

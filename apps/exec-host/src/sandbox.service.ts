@@ -123,6 +123,7 @@ export class SandboxService {
       seccomp: { path: this.config.seccompProfilePath, valid: seccomp.valid, message: seccomp.valid ? seccompEnforcement(runtimes.runsc) : seccomp.message },
       apparmor: this.apparmor,
       diskCap: { mechanism: 'ext4-loop', available: disk.available, ...(disk.message ? { message: disk.message } : {}) },
+      cgroups: this.driver.cgroups(),
       sandboxes: this.sandboxes.size,
     };
   }

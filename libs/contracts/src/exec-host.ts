@@ -94,6 +94,13 @@ export type ExecHostErrorCode = z.infer<typeof ExecHostErrorCode>;
 export const SandboxRuntime = z.enum(['runc', 'runsc']);
 export type SandboxRuntime = z.infer<typeof SandboxRuntime>;
 
+/**
+ * How the exec-host reaches its containers' cgroups, chosen at its start: the files of cgroup v1 or
+ * of the unified hierarchy (v2), or only the container engine (pause, its process list, its events).
+ */
+export const CgroupLayout = z.enum(['v1', 'v2', 'engine']);
+export type CgroupLayout = z.infer<typeof CgroupLayout>;
+
 export const ExecHostHealth = z.object({
   status: z.enum(['ok', 'degraded']),
   engine: z.object({ reachable: z.boolean(), version: z.string().nullable(), message: z.string().optional() }),
@@ -103,6 +110,8 @@ export const ExecHostHealth = z.object({
   /** `enforced` when the host kernel has AppArmor and the profile is loaded; `unavailable` otherwise. */
   apparmor: z.object({ state: z.enum(['enforced', 'unavailable', 'failed']), profile: z.string(), message: z.string().optional() }),
   diskCap: z.object({ mechanism: z.literal('ext4-loop'), available: z.boolean(), message: z.string().optional() }),
+  /** `message`: what is weaker than the cgroup files (always set under `engine`). */
+  cgroups: z.object({ layout: CgroupLayout, message: z.string().optional() }),
   sandboxes: z.int().nonnegative(),
 });
 export type ExecHostHealth = z.infer<typeof ExecHostHealth>;

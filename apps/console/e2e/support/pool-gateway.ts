@@ -65,6 +65,7 @@ const health = (sandboxes: number): ExecHostHealth => ({
   seccomp: { path: '/etc/lemniscate/seccomp.json', valid: true },
   apparmor: { state: 'unavailable', profile: 'lemniscate-sandbox' },
   diskCap: { mechanism: 'ext4-loop', available: true },
+  cgroups: { layout: 'v2' },
   sandboxes,
 });
 

@@ -1,7 +1,8 @@
 import Docker from 'dockerode';
 import { createHash } from 'node:crypto';
-import * as fs from 'node:fs/promises';
+import * as path from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
+import { chooseCgroups, EngineCgroups, killAllButInit, type CgroupAccess, type CgroupLayout, type CgroupLayoutChoice, type ContainerCgroup, type EngineControl } from './cgroups';
 import { toDockerCreateOptions } from './docker-options';
 import { compileContainerOptions, compiledFilterOf, seccompProfileOf, toExecOptions } from './seccomp-launcher';
 import {
@@ -11,6 +12,7 @@ import {
   SANDBOX_GID,
   SANDBOX_UID,
   type ContainerRef,
+  type CgroupReport,
   type ContainerStatus,
   type EngineInfo,
   type ExecOutcome,
@@ -89,11 +91,43 @@ function statusCode(e: unknown): number | undefined {
   return (e as { statusCode?: number }).statusCode;
 }
 
+/** How long a command killed by SIGKILL waits for the engine's `oom` event, where that event is the only OOM count. */
+const OOM_EVENT_GRACE_MS = 1_000;
+
+export interface DockerDriverOptions {
+  /** How to reach the engine; by default DOCKER_HOST, else /var/run/docker.sock. */
+  docker?: Docker.DockerOptions;
+  /** Where the host's / is, for its cgroup files and /proc (tests: a recorded tree). */
+  cgroupRoot?: string;
+  /** `auto` (the layout the host has) or one forced: LEMNISCATE_CGROUP_LAYOUT. */
+  cgroupLayout?: CgroupLayoutChoice;
+  /** Tests only: the cgroup access itself, given the engine's part. */
+  cgroupAccess?: (engine: EngineControl) => CgroupAccess;
+}
+
+/** One container's cgroup as this driver reaches it, found once from its init and kept while it lives. */
+interface ContainerCgroupState {
+  id: string;
+  initPid: number;
+  runtime: 'runc' | 'runsc';
+  cgroup: ContainerCgroup;
+  /** The layout this container is handled through: the driver's, or the engine when its files were not found. */
+  layout: CgroupLayout;
+}
+
 /** The SandboxDriver on a Docker engine (dockerode). */
 export class DockerSandboxDriver implements SandboxDriver {
   private readonly docker: Docker;
   private readonly listeners = new Map<string, Set<(e: ContainerEvent) => void>>();
-  private readonly cgroups = new Map<string, { mem?: string; pids?: string; freezer?: string; initPid: number; runtime: string }>();
+  private readonly containerCgroups = new Map<string, ContainerCgroupState>();
+  /** The layout chosen at start-up. */
+  private readonly cgroupAccess: CgroupAccess;
+  /** The engine layer, for containers whose cgroup files cannot be found from here. */
+  private readonly engineCgroups: CgroupAccess;
+  /** The latest reason a container was handled a weaker way than the layout promises, for health. */
+  private readonly cgroupNotes = new Map<'located' | 'killed', string>();
+  /** The engine's `oom` events per container since the event stream started. */
+  private readonly oomEvents = new Map<string, number>();
   /** Containers this driver stopped itself: their death is not an out-of-memory kill. */
   private readonly stoppedByHost = new Set<string>();
   /** Each container's runtime and the seccomp profile it was created with, for the launcher. */
@@ -104,8 +138,37 @@ export class DockerSandboxDriver implements SandboxDriver {
   private eventsStarting: Promise<void> | null = null;
   private closed = false;
 
-  constructor(options?: Docker.DockerOptions) {
-    this.docker = new Docker(options);
+  /** Chooses the cgroup layout at once (see chooseCgroups); a forced layout the host lacks throws a CgroupError. */
+  constructor(options: DockerDriverOptions = {}) {
+    this.docker = new Docker(options.docker);
+    const engine = this.engineControl();
+    this.engineCgroups = new EngineCgroups(engine, path.join(options.cgroupRoot ?? '/', 'proc'));
+    this.cgroupAccess = options.cgroupAccess ? options.cgroupAccess(engine) : chooseCgroups({ root: options.cgroupRoot ?? '/', layout: options.cgroupLayout ?? 'auto' }, engine);
+  }
+
+  cgroups(): CgroupReport {
+    const notes = [...this.cgroupNotes.values()];
+    const message = [this.cgroupAccess.message, ...notes].filter(Boolean).join(' ');
+    return { layout: this.cgroupAccess.layout, ...(message ? { message } : {}) };
+  }
+
+  /** The engine's part of the engine layer. */
+  private engineControl(): EngineControl {
+    return {
+      pause: async (id) => {
+        await this.docker.getContainer(id).pause();
+      },
+      unpause: async (id) => {
+        await this.docker.getContainer(id).unpause();
+      },
+      top: async (id) => {
+        const top = (await this.docker.getContainer(id).top()) as { Titles?: string[]; Processes?: string[][] };
+        const column = (top.Titles ?? []).indexOf('PID');
+        if (column < 0) throw new Error(`The engine listed the processes of container ${id.slice(0, 12)} without a PID column.`);
+        return (top.Processes ?? []).map((row) => Number(row[column]));
+      },
+      oomKills: (id) => (this.events ? (this.oomEvents.get(id) ?? 0) : null),
+    };
   }
 
   async info(): Promise<EngineInfo> {
@@ -205,9 +268,14 @@ export class DockerSandboxDriver implements SandboxDriver {
     let died = false;
     let oom = false;
     let wake: () => void = () => undefined;
+    let oomSeen: () => void = () => undefined;
     const containerGone = new Promise<void>((resolve) => (wake = resolve));
+    const oomArrived = new Promise<void>((resolve) => (oomSeen = resolve));
     const off = this.on(containerId, (e) => {
-      if (e === 'oom') oom = true;
+      if (e === 'oom') {
+        oom = true;
+        oomSeen();
+      }
       if (e === 'die') {
         died = true;
         wake();
@@ -246,6 +314,11 @@ export class DockerSandboxDriver implements SandboxDriver {
         const st = await this.status(containerId);
         return { exitCode: null, containerDied: !st?.running, oomEvent: oom };
       }
+      if (inspected.ExitCode === 137 && !oom && !spec.signal.aborted && (await this.oomOnlyFromEvents(containerId))) {
+        // The kernel's OOM killer sends SIGKILL; the engine's event may trail the command's end by a
+        // few milliseconds, and without cgroup files that event is the only sign of it.
+        await Promise.race([oomArrived, new Promise((r) => setTimeout(r, OOM_EVENT_GRACE_MS).unref())]);
+      }
       return { exitCode: inspected.ExitCode ?? null, containerDied: false, oomEvent: oom };
     } catch (e) {
       const st = await this.status(containerId).catch(() => null);
@@ -256,44 +329,20 @@ export class DockerSandboxDriver implements SandboxDriver {
     }
   }
 
+  /**
+   * runc: the container's processes are host processes, killed through its cgroup (killAllButInit),
+   * which works with the pids cap exhausted. runsc: gVisor's processes are not host processes (the
+   * cgroup holds gVisor itself), so they are killed from inside; so is a runc container whose
+   * processes this exec-host cannot reach.
+   */
   async killAllUserProcesses(containerId: string): Promise<void> {
-    const paths = await this.cgroupPaths(containerId);
-    if (paths && paths.runtime !== 'runsc' && paths.freezer && paths.pids) {
-      if (await this.killThroughCgroup(paths.freezer, paths.pids, paths.initPid)) return;
+    const c = await this.containerCgroup(containerId);
+    if (c && c.runtime !== 'runsc') {
+      const result = await killAllButInit(c.cgroup, c.initPid);
+      if (result.killed) return;
+      this.cgroupNotes.set('killed', `Container ${containerId.slice(0, 12)}'s processes were killed from inside the sandbox instead (${c.layout} layout): ${result.reason}`);
     }
     await this.killFromInside(containerId);
-  }
-
-  /**
-   * runc: the container's processes are host processes. Freeze the cgroup so nothing can fork, kill
-   * every process but the container's pid 1, thaw. Works when the pids cap is exhausted, where an exec
-   * into the container could not even start.
-   */
-  private async killThroughCgroup(freezer: string, pids: string, initPid: number): Promise<boolean> {
-    const state = `/sys/fs/cgroup/freezer${freezer}/freezer.state`;
-    try {
-      await fs.writeFile(state, 'FROZEN');
-    } catch {
-      return false;
-    }
-    try {
-      for (let i = 0; i < 200; i++) {
-        if ((await fs.readFile(state, 'utf8')).trim() === 'FROZEN') break;
-        await new Promise((r) => setTimeout(r, 5));
-      }
-      const procs = (await fs.readFile(`/sys/fs/cgroup/pids${pids}/cgroup.procs`, 'utf8')).split('\n').filter(Boolean).map(Number);
-      for (const pid of procs) {
-        if (pid === initPid) continue;
-        try {
-          process.kill(pid, 'SIGKILL');
-        } catch {
-          // already gone
-        }
-      }
-      return true;
-    } finally {
-      await fs.writeFile(state, 'THAWED').catch(() => undefined);
-    }
   }
 
   private async killFromInside(containerId: string): Promise<void> {
@@ -328,53 +377,49 @@ export class DockerSandboxDriver implements SandboxDriver {
   }
 
   async counters(containerId: string): Promise<ResourceCounters> {
-    const result: ResourceCounters = { oomKills: null, pidsLimitHits: null };
-    const paths = await this.cgroupPaths(containerId);
-    if (!paths) return result;
-    const { mem, pids } = paths;
-    if (mem !== undefined) {
-      const text = await fs.readFile(`/sys/fs/cgroup/memory${mem}/memory.oom_control`, 'utf8').catch(() => '');
-      const m = /^oom_kill (\d+)$/m.exec(text);
-      if (m?.[1]) result.oomKills = Number(m[1]);
-    }
-    if (pids !== undefined) {
-      const text = await fs.readFile(`/sys/fs/cgroup/pids${pids}/pids.events`, 'utf8').catch(() => '');
-      const m = /^max (\d+)$/m.exec(text);
-      if (m?.[1]) result.pidsLimitHits = Number(m[1]);
-    }
-    return result;
+    await this.ensureEvents().catch(() => undefined);
+    const c = await this.containerCgroup(containerId);
+    return c ? c.cgroup.counters() : { oomKills: null, pidsLimitHits: null };
   }
 
-  /** cgroup v1 paths of a container, read once from its init process and kept while it lives. */
-  private async cgroupPaths(containerId: string): Promise<{ mem?: string; pids?: string; freezer?: string; initPid: number; runtime: string } | null> {
-    const cached = this.cgroups.get(containerId);
+  /** True when the container's OOM kills are known from the engine's events alone (no memory cgroup file to read). */
+  private async oomOnlyFromEvents(containerId: string): Promise<boolean> {
+    const c = await this.containerCgroup(containerId).catch(() => null);
+    if (!c) return true;
+    return c.layout === 'engine' || (await c.cgroup.counters()).oomKills === null;
+  }
+
+  /**
+   * The container's cgroup through the layout chosen at start-up, else through the engine when its
+   * files cannot be found from this exec-host's view (its own cgroup namespace, another pid namespace).
+   */
+  private async containerCgroup(containerId: string): Promise<ContainerCgroupState | null> {
+    const cached = this.containerCgroups.get(containerId);
     if (cached) return cached;
-    let pid: number;
-    let runtime: string;
+    let target: { id: string; initPid: number };
+    let runtime: 'runc' | 'runsc';
     try {
       const info = await this.docker.getContainer(containerId).inspect();
-      pid = info.State.Pid;
+      target = { id: info.Id, initPid: info.State.Pid };
       runtime = runtimeFamily(info.HostConfig.Runtime ?? 'runc');
     } catch {
       return null;
     }
-    if (!pid) return null;
-    let cgroups: string;
-    try {
-      cgroups = await fs.readFile(`/proc/${pid}/cgroup`, 'utf8');
-    } catch {
-      return null;
+    if (!target.initPid) return null;
+    let layout: CgroupLayout = this.cgroupAccess.layout;
+    let cgroup = await this.cgroupAccess.locate(target);
+    if (!cgroup && layout !== 'engine') {
+      this.cgroupNotes.set(
+        'located',
+        `The cgroup of container ${target.id.slice(0, 12)} is not among the cgroup files this exec-host sees (as when it runs in a cgroup or pid namespace of its own), so that container is handled through the engine.`,
+      );
+      layout = 'engine';
+      cgroup = await this.engineCgroups.locate(target);
     }
-    const pathOf = (controller: string) => {
-      for (const line of cgroups.split('\n')) {
-        const [, controllers, p] = line.split(':');
-        if (controllers?.split(',').includes(controller) && p !== undefined) return p;
-      }
-      return undefined;
-    };
-    const paths = { mem: pathOf('memory'), pids: pathOf('pids'), freezer: pathOf('freezer'), initPid: pid, runtime };
-    this.cgroups.set(containerId, paths);
-    return paths;
+    if (!cgroup) return null;
+    const state = { ...target, runtime, cgroup, layout };
+    this.containerCgroups.set(containerId, state);
+    return state;
   }
 
   /** Read from the engine, so a restarted exec-host passes the profile the container really has. */
@@ -431,7 +476,8 @@ export class DockerSandboxDriver implements SandboxDriver {
   }
 
   async remove(containerId: string): Promise<void> {
-    this.cgroups.delete(containerId);
+    this.containerCgroups.delete(containerId);
+    this.oomEvents.delete(containerId);
     this.execContexts.delete(containerId);
     this.stoppedByHost.delete(containerId);
     try {
@@ -488,6 +534,7 @@ export class DockerSandboxDriver implements SandboxDriver {
           try {
             const ev = JSON.parse(line) as { id?: string; Action?: string; status?: string };
             const action = (ev.Action ?? ev.status) as ContainerEvent | undefined;
+            if (ev.id && action === 'oom') this.oomEvents.set(ev.id, (this.oomEvents.get(ev.id) ?? 0) + 1);
             if (ev.id && (action === 'die' || action === 'oom')) this.listeners.get(ev.id)?.forEach((fn) => fn(action));
           } catch {
             // a malformed event line is skipped; the exec still ends on its own stream

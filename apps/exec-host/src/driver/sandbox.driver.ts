@@ -82,10 +82,17 @@ export interface ContainerStatus {
   stoppedByHost: boolean;
 }
 
-/** Counters of the container's cgroup that tell why a command failed; null where unreadable (gVisor). */
+/** Counters of the container's cgroup that tell why a command failed; null where the layout cannot know them. */
 export interface ResourceCounters {
   oomKills: number | null;
   pidsLimitHits: number | null;
+}
+
+/** How the exec-host reaches its containers' cgroups (health): the files of v1 or v2, or only the engine. */
+export interface CgroupReport {
+  layout: 'v1' | 'v2' | 'engine';
+  /** What is weaker than the files, as sentences; absent when nothing is. */
+  message?: string;
 }
 
 export interface ExecSpec {
@@ -123,6 +130,8 @@ export interface SandboxDriver {
   /** Stops the container at once (the sandbox is then lost); used when its processes cannot be killed from inside. */
   stop(containerId: string): Promise<void>;
   counters(containerId: string): Promise<ResourceCounters>;
+  /** The cgroup layout chosen at start-up, and what is weaker than it promises. */
+  cgroups(): CgroupReport;
   /** Removes the container; a container already gone (404) or already stopped (304) is success. */
   remove(containerId: string): Promise<void>;
   listManaged(instance: string): Promise<ContainerRef[]>;

@@ -6,6 +6,7 @@ import * as path from 'node:path';
 import request from 'supertest';
 import { createExecHost } from '../../src/app';
 import { loadConfig } from '../../src/config';
+import { probeLayout } from '../../src/driver/cgroups';
 import { DockerSandboxDriver } from '../../src/driver/docker.driver';
 import { containersOfSession, dockerInspectStatus, git, makeRepo, mountedUnder, run, startHost, TOKEN, type TestHost } from '../support/helpers';
 
@@ -63,9 +64,12 @@ describe('exec-host API: authentication, bad input and leftovers (runc)', () => 
       image: { present: true },
       seccomp: { valid: true },
       diskCap: { mechanism: 'ext4-loop', available: true },
+      // The layout this host has (LEMNISCATE_CGROUP_LAYOUT unset: auto); only the engine layer says what is weaker.
+      cgroups: { layout: probeLayout('/').layout },
       sandboxes: 0,
     });
     expect(['enforced', 'unavailable']).toContain(res.body.apparmor.state);
+    expect(res.body.cgroups.message === undefined).toBe(res.body.cgroups.layout !== 'engine');
   });
 
   it('answers 400 naming the field for malformed bodies', async () => {

@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { probeLayout } from '../../src/driver/cgroups';
 import { start } from '../../src/main';
 import { TOKEN } from '../support/helpers';
 
@@ -54,5 +55,17 @@ describe('exec-host start-up from the environment', () => {
   it('refuses to start without a token, before touching anything', async () => {
     await expect(start({ LEMNISCATE_EXEC_HOST_STATE_DIR: '/nonexistent/state' })).rejects.toThrow('The exec-host will not start without LEMNISCATE_EXEC_HOST_TOKEN');
     expect(fs.existsSync('/nonexistent/state')).toBe(false);
+  });
+
+  it('refuses to start with a cgroup layout this host does not have, in one sentence', async () => {
+    const missing = probeLayout('/').layout === 'v2' ? 'v1' : 'v2';
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lemni-cgroup-'));
+    try {
+      await expect(start({ LEMNISCATE_EXEC_HOST_TOKEN: TOKEN, LEMNISCATE_EXEC_HOST_STATE_DIR: dir, LEMNISCATE_CGROUP_LAYOUT: missing }, { logger: false })).rejects.toThrow(
+        new RegExp(`^The exec-host will not start: LEMNISCATE_CGROUP_LAYOUT is ${missing}, but .+: set it to auto, or to the layout this host has\\.$`),
+      );
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import request from 'supertest';
 import { createExecHost, type ExecHost } from '../../src/app';
 import { loadConfig, type ExecHostConfig } from '../../src/config';
-import { DockerSandboxDriver } from '../../src/driver/docker.driver';
+import { DockerSandboxDriver, type DockerDriverOptions } from '../../src/driver/docker.driver';
 
 export const TOKEN = 'medium-test-token-0123456789';
 
@@ -50,10 +50,11 @@ export interface TestHost {
   close: () => Promise<void>;
 }
 
-export async function startHost(env: Record<string, string> = {}): Promise<TestHost> {
+/** An exec-host in this process; its driver takes the cgroup layout from `env` as main.ts does, or `driverOptions`. */
+export async function startHost(env: Record<string, string> = {}, driverOptions: DockerDriverOptions = {}): Promise<TestHost> {
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'lemni-exec-host-'));
   const config = loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: TOKEN, LEMNISCATE_EXEC_HOST_STATE_DIR: stateDir, ...env });
-  const driver = new DockerSandboxDriver();
+  const driver = new DockerSandboxDriver({ cgroupLayout: config.cgroupLayout, ...driverOptions });
   const host = await createExecHost(config, driver, { logger: false });
   await host.app.init();
   const server = host.app.getHttpServer();

@@ -67,4 +67,16 @@ describe('loadConfig', () => {
       expect(() => loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: token, LEMNISCATE_ENVIRONMENTS_KEPT: bad })).toThrow(/LEMNISCATE_ENVIRONMENTS_KEPT must be a whole number between 1 and 100/);
     }
   });
+
+  it('finds the cgroup layout itself unless LEMNISCATE_CGROUP_LAYOUT forces one, and refuses anything else with a sentence', () => {
+    expect(loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: token }).cgroupLayout).toBe('auto');
+    for (const layout of ['auto', 'v1', 'v2', 'engine'] as const) {
+      expect(loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: token, LEMNISCATE_CGROUP_LAYOUT: layout }).cgroupLayout).toBe(layout);
+    }
+    for (const bad of ['', 'V2', 'unified', 'hybrid', 'cgroup2', ' v1', 'engine ']) {
+      expect(() => loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: token, LEMNISCATE_CGROUP_LAYOUT: bad })).toThrow(
+        new RegExp(`^LEMNISCATE_CGROUP_LAYOUT must be auto \\(the layout this host has\\), v1, v2 or engine \\(the container engine only\\), not "${bad}"\\.$`),
+      );
+    }
+  });
 });

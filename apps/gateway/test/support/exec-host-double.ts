@@ -226,6 +226,7 @@ export async function startExecHostDouble(token = 'exec-host-test-token'): Promi
           seccomp: { path: '/etc/lemniscate/seccomp.json', valid: true },
           apparmor: { state: 'unavailable', profile: 'lemniscate-sandbox' },
           diskCap: { mechanism: 'ext4-loop', available: true },
+          cgroups: { layout: 'v2' },
           sandboxes: 0,
         });
       }

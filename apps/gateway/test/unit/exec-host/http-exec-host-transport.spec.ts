@@ -23,6 +23,7 @@ const health: ExecHostHealth = {
   seccomp: { path: '/x', valid: true },
   apparmor: { state: 'unavailable', profile: 'lemniscate-sandbox' },
   diskCap: { mechanism: 'ext4-loop', available: true },
+  cgroups: { layout: 'v2' },
   sandboxes: 0,
 } as ExecHostHealth;
 
