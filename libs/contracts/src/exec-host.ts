@@ -111,7 +111,8 @@ export const ExecHostHealth = z.object({
   apparmor: z.object({ state: z.enum(['enforced', 'unavailable', 'failed']), profile: z.string(), message: z.string().optional() }),
   diskCap: z.object({ mechanism: z.literal('ext4-loop'), available: z.boolean(), message: z.string().optional() }),
   /** `message`: what is weaker than the cgroup files (always set under `engine`). */
-  cgroups: z.object({ layout: CgroupLayout, message: z.string().optional() }),
+  /** Optional for the gateway: an exec-host from before cgroup layouts answers without it (rolling upgrades). */
+  cgroups: z.object({ layout: CgroupLayout, message: z.string().optional() }).optional(),
   sandboxes: z.int().nonnegative(),
 });
 export type ExecHostHealth = z.infer<typeof ExecHostHealth>;
