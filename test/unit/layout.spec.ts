@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 /**
@@ -14,7 +14,7 @@ const PROJECTS = ['apps', 'libs']
 function* walk(dir: string): Generator<string> {
   for (const name of readdirSync(dir)) {
     const full = path.join(dir, name);
-    if (statSync(full).isDirectory()) yield* walk(full);
+    if (lstatSync(full).isDirectory()) yield* walk(full);
     else yield full;
   }
 }
