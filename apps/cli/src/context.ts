@@ -14,6 +14,8 @@ export interface CliContext {
   isTTY: boolean;
   /** Registers what Ctrl-C does; returns a function that unregisters it. */
   onInterrupt(handler: () => void): () => void;
+  /** All of standard input, read to its end (a password or token piped in with --password-stdin). */
+  readStdin(): Promise<string>;
   /** The interactive prompts, loaded only when needed. */
   prompter(): Promise<Prompter>;
   fetch: typeof fetch;

@@ -9,6 +9,7 @@ import { registerEnv } from './commands/env';
 import { registerLogin } from './commands/login';
 import { registerPolicy, runLocalPolicyCommand } from './commands/policy';
 import { registerProjects } from './commands/projects';
+import { registerRepository } from './commands/repository';
 import { addRunOptions, runRoot, type RunFlags } from './commands/run';
 import { registerSessions } from './commands/sessions';
 import type { CliContext } from './context';
@@ -47,6 +48,7 @@ function buildProgram(ctx: CliContext, done: (code: Promise<number>) => void): C
   registerPolicy(program, ctx, done);
   registerAgents(program, ctx, done);
   registerEnv(program, ctx, done);
+  registerRepository(program, ctx, done);
   registerAdmin(program, ctx, done);
   registerCompletion(program, ctx, done);
   return program;
@@ -103,6 +105,12 @@ export function processContext(): CliContext {
         process.off('SIGINT', onSignal);
         process.off('SIGTERM', onSignal);
       };
+    },
+    async readStdin() {
+      // Read as a stream: a synchronous read of a pipe fails with EAGAIN once it holds more than a buffer.
+      const chunks: Buffer[] = [];
+      for await (const chunk of process.stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
+      return Buffer.concat(chunks).toString('utf8');
     },
     prompter: () => Promise.resolve(terminalPrompter(write(process.stdout))),
     fetch: globalThis.fetch,

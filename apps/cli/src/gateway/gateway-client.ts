@@ -16,7 +16,10 @@ import {
   type PathParams,
   type PolicyDryRunResponse,
   type PolicyVersionView,
+  type ProjectAgentsView,
   type ProjectView,
+  type RepositoryAccess,
+  type RepositoryAccessView,
   type SessionStatus,
   type SessionView,
   type StopSessionResponse,
@@ -275,6 +278,27 @@ export class GatewayClient {
   /** C1: the project's recent tool calls decided again under a draft; nothing is published. */
   policyDryRun(projectId: string, sourceText: string, sessions: number): Promise<PolicyDryRunResponse> {
     return this.request(GatewayRoutes.policyDryRun, { params: { projectId }, body: { sourceText, sessions } });
+  }
+
+  // --- a project's repository (ADR 0012) ---
+
+  /** How the platform fetches the project's repository: never the credential itself. */
+  repositoryAccess(projectId: string): Promise<RepositoryAccessView> {
+    return this.request(GatewayRoutes.repositoryAccess, { params: { projectId } });
+  }
+
+  /** Replaces the whole of the project's repository access (administrators of the project). */
+  setRepositoryAccess(projectId: string, access: RepositoryAccess): Promise<RepositoryAccessView> {
+    return this.request(GatewayRoutes.setRepositoryAccess, { params: { projectId }, body: access });
+  }
+
+  clearRepositoryAccess(projectId: string): Promise<RepositoryAccessView> {
+    return this.request(GatewayRoutes.clearRepositoryAccess, { params: { projectId } });
+  }
+
+  /** The agents the project's repository defines at its default ref, as the gateway reads them. */
+  projectAgents(projectId: string): Promise<ProjectAgentsView> {
+    return this.request(GatewayRoutes.projectAgents, { params: { projectId } });
   }
 
   // --- a project's environment ---

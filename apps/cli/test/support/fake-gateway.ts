@@ -1,14 +1,20 @@
+import { createHash, createPrivateKey, createPublicKey } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
   CreateSessionRequest,
   invalidRequestMessage,
   matchGatewayRoute,
+  repositoryAccessProblem,
+  repositoryTransport,
   requestIssues,
   type ApprovalView,
   type EnvironmentStatus,
   type ExecHostView,
   type PolicyDryRunResponse,
+  type ProjectAgentsView,
+  type RepositoryAccess,
+  type RepositoryAccessView,
   type GatewayRoute,
   type GatewayRouteName,
   type ProjectView,
@@ -163,6 +169,70 @@ export function fixedExecHostView(over: Partial<ExecHostView> = {}): ExecHostVie
   });
 }
 
+/** What the gateway answers for a key ssh-keygen cannot read without a passphrase (apps/gateway/src/projects/repository-access.service.ts). */
+export const GATEWAY_PASSPHRASE_SENTENCE = 'The SSH private key cannot be read without a passphrase: give an unencrypted OpenSSH key made for this repository (ssh-keygen -t ed25519 -N "").';
+
+/**
+ * The fingerprint the gateway shows for a private key, or null where its ssh-keygen could not read the
+ * key without a passphrase. An OpenSSH key gets the SHA256 of its public key blob, as `ssh-keygen -lf`
+ * prints it; a PEM key, the SHA256 of its public half's DER (enough for a fake).
+ */
+export function fakeKeyFingerprint(privateKey: string): string | null {
+  const digest = (bytes: Buffer) => `SHA256:${createHash('sha256').update(bytes).digest('base64').replace(/=+$/, '')}`;
+  const body = /-----BEGIN OPENSSH PRIVATE KEY-----([\s\S]*?)-----END OPENSSH PRIVATE KEY-----/.exec(privateKey)?.[1];
+  if (body === undefined) {
+    try {
+      return digest(createPublicKey(createPrivateKey(privateKey)).export({ type: 'spki', format: 'der' }));
+    } catch {
+      return null;
+    }
+  }
+  const blob = Buffer.from(body.replace(/\s+/g, ''), 'base64');
+  let at = 'openssh-key-v1\0'.length;
+  if (blob.subarray(0, at).toString('latin1') !== 'openssh-key-v1\0') return null;
+  const string = (): Buffer | null => {
+    if (at + 4 > blob.length) return null;
+    const length = blob.readUInt32BE(at);
+    if (at + 4 + length > blob.length) return null;
+    const value = blob.subarray(at + 4, at + 4 + length);
+    at += 4 + length;
+    return value;
+  };
+  const cipher = string();
+  const kdf = string();
+  const kdfOptions = string();
+  if (cipher?.toString('latin1') !== 'none' || kdf === null || kdfOptions === null || at + 4 > blob.length) return null;
+  at += 4; // the number of keys
+  const publicKey = string();
+  const sealed = string();
+  if (publicKey === null || sealed === null || sealed.length < 8 || sealed.readUInt32BE(0) !== sealed.readUInt32BE(4)) return null;
+  return digest(publicKey);
+}
+
+/** A project's repository access as the gateway holds it: the secret included (sealed there), never in a view. */
+export interface FakeRepositoryAccess {
+  access: RepositoryAccess;
+  keyFingerprint: string | null;
+  updatedAt: string;
+  updatedBy: string;
+}
+
+/** The view the gateway answers for a project's repository access (apps/gateway's toView). */
+export function repositoryAccessView(project: ProjectView, held: FakeRepositoryAccess | undefined): RepositoryAccessView {
+  const credential = held?.access.credential;
+  return {
+    projectId: project.id,
+    repositorySource: project.repositorySource,
+    transport: repositoryTransport(project.repositorySource) ?? 'local',
+    defaultRef: project.defaultRef,
+    credential: credential ? { kind: credential.kind, username: credential.kind === 'https' ? credential.username : null, keyFingerprint: held?.keyFingerprint ?? null } : null,
+    knownHosts: held?.access.knownHosts ?? null,
+    caPem: held?.access.caPem ?? null,
+    updatedAt: held?.updatedAt ?? null,
+    updatedBy: held?.updatedBy ?? null,
+  };
+}
+
 /** A refusal the fake answers instead of playing a route (a 403 for a security officer, a 409 for a start). */
 export interface Refusal {
   status: number;
@@ -210,6 +280,12 @@ export class FakeGateway {
    * instead of drain and undrain (a developer, a security officer).
    */
   execHostRefusals: { list?: Refusal; change?: Refusal } = {};
+  /** Each project's repository access as set, by project id (absent: none set). */
+  repositoryAccess = new Map<string, FakeRepositoryAccess>();
+  /** Answered instead of the repository routes: `read` the view, `set` and `clear` the access, `agents` the project's agents. */
+  repositoryRefusals: { read?: Refusal; set?: Refusal; clear?: Refusal; agents?: Refusal } = {};
+  /** What `GET /projects/:id/agents` answers, per project id (absent: no agent of its own, read at the default ref). */
+  projectAgents = new Map<string, ProjectAgentsView>();
   /** Answered instead of `POST /sessions` (as the gateway refuses a start while the environment is not ready). */
   sessionRefusal: Refusal | null = null;
   private server!: Server;
@@ -403,6 +479,35 @@ export class FakeGateway {
     return this.send(res, 200, next);
   }
 
+  /**
+   * A project's repository access and agents, as apps/gateway/src/projects/repository-access.service.ts
+   * and apps/gateway/src/runtime/project-agents.service.ts answer them.
+   */
+  private repositoryRoute(res: ServerResponse, method: string, projectId: string, what: string, body: unknown): void {
+    const project = this.projects.find((p) => p.id === projectId);
+    if (!project) return this.error(res, 404, 'not_found', `There is no project ${projectId}.`);
+    const refusal =
+      what === 'agents' ? this.repositoryRefusals.agents : what === 'repository' ? this.repositoryRefusals.read : method === 'POST' ? this.repositoryRefusals.set : this.repositoryRefusals.clear;
+    if (refusal) return this.error(res, refusal.status, refusal.code, refusal.message);
+    if (what === 'agents') {
+      return this.send(res, 200, this.projectAgents.get(project.id) ?? { projectId: project.id, ref: project.defaultRef, commit: 'c'.repeat(40), agents: [], notices: [] });
+    }
+    if (what === 'repository') return this.send(res, 200, repositoryAccessView(project, this.repositoryAccess.get(project.id)));
+    if (method === 'DELETE') {
+      this.repositoryAccess.delete(project.id);
+      return this.send(res, 200, repositoryAccessView(project, undefined));
+    }
+    // The body was checked against the table above, as the gateway's validation does.
+    const access = body as RepositoryAccess;
+    const problem = repositoryAccessProblem(project.repositorySource, access);
+    if (problem) return this.error(res, 400, 'validation_failed', `The repository access of project "${project.name}" cannot be set: ${problem}.`);
+    const keyFingerprint = access.credential?.kind === 'ssh' ? fakeKeyFingerprint(access.credential.privateKey) : null;
+    if (access.credential?.kind === 'ssh' && keyFingerprint === null) return this.error(res, 400, 'validation_failed', GATEWAY_PASSPHRASE_SENTENCE);
+    const held: FakeRepositoryAccess = { access, keyFingerprint, updatedAt: now(), updatedBy: 'u1' };
+    this.repositoryAccess.set(project.id, held);
+    return this.send(res, 200, repositoryAccessView(project, held));
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
@@ -464,6 +569,8 @@ export class FakeGateway {
     if (m && req.method === 'POST') {
       return this.send(res, 201, { id: 'pv2', projectId: m[1], version: 2, document: {}, sourceText: (body as { sourceText: string }).sourceText, authorId: 'u1', comment: '', createdAt: now() });
     }
+    m = /^\/projects\/([^/]+)\/(repository|repository\/access|agents)$/.exec(path);
+    if (m) return this.repositoryRoute(res, method, decodeURIComponent(m[1] as string), m[2] as string, body);
     m = /^\/projects\/([^/]+)\/environment(\/prepare|\/jobs\/([^/]+)\/log)?$/.exec(path);
     if (m) {
       const projectId = m[1] as string;

@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync }
 import os from 'node:os';
 import path from 'node:path';
 import { parse } from 'yaml';
-import { SESSION_MODE_LABELS, SessionMode } from '@lemniscate/contracts';
+import { SESSION_MODE_LABELS, SessionMode, type ProjectAgentsView } from '@lemniscate/contracts';
 import { approvalView, FakeGateway, GOOD_TOKEN, sessionView } from '../../support/fake-gateway';
 import { buildCli, gitIn, lemni, makeRepo } from '../../support/run-bin';
 
@@ -486,6 +486,10 @@ describe('help and completion', () => {
     ['policy', 'publish'],
     ['policy', 'dry-run'],
     ['agents'],
+    ['repository'],
+    ['repository', 'show'],
+    ['repository', 'set'],
+    ['repository', 'clear'],
     ['completion'],
   ];
   it.each(commands.map((c) => [c.join(' ') || 'lemni', c]))('%s --help shows an example', async (_name, args) => {
@@ -542,5 +546,97 @@ describe('lemni agents', () => {
     expect(out.notices.map((n) => n.code)).toEqual(expect.arrayContaining(['name_field_ignored', 'reserved_name', 'shadowed']));
     expect(r.stderr).toMatch(/warning: .*name/);
     expect(r.stderr).toMatch(/warning: .*explore.*discarded/);
+  });
+
+  const remote = (): ProjectAgentsView => ({
+    projectId: 'p1',
+    ref: 'main',
+    commit: 'a'.repeat(40),
+    agents: [
+      { name: 'reviewer', description: 'Reviews diffs', mode: 'all', tools: ['Read', 'Search'], model: null, readOnly: true, origin: 'project', location: '.lemniscate/agents/reviewer.md' },
+      { name: 'writer', description: 'Writes docs', mode: 'subagent', tools: null, model: 'scripted:/tmp/w.json', readOnly: false, origin: 'project', location: '.lemniscate/agents/writer.md' },
+    ],
+    notices: [{ level: 'warning', code: 'name_field_ignored', location: '.lemniscate/agents/reviewer.md', message: 'reviewer.md: the "name" field is ignored; the file name names the agent.' }],
+  });
+
+  it("--project lists the agents the gateway reads from the project's repository at its default ref, in the same table", async () => {
+    gateway.projectAgents.set('p1', remote());
+    // The local files are not read: a local agent must not show up.
+    const dir = makeRepo({ 'README.md': 'x\n' });
+    dirs.push(dir);
+    mkdirSync(path.join(dir, '.lemniscate', 'agents'), { recursive: true });
+    writeFileSync(path.join(dir, '.lemniscate', 'agents', 'local.md'), '---\ndescription: Only here\n---\nLocal.\n');
+    for (const args of [
+      ['agents', '--project', 'demo'],
+      ['--project', 'demo', 'agents'],
+    ]) {
+      const r = await lemni(args, { cwd: dir, env: env() });
+      expect(r).toEqual({
+        code: 0,
+        stdout: ['NAME      MODE      FROM     TOOLS        DESCRIPTION', 'reviewer  all       project  Read,Search  Reviews diffs', 'writer    subagent  project  inherited    Writes docs', ''].join(
+          '\n',
+        ),
+        stderr: [
+          'Agents defined in the repository of project demo at main (commit aaaaaaaaaaaa); general and explore are built in.',
+          'warning: reviewer.md: the "name" field is ignored; the file name names the agent.',
+          '',
+        ].join('\n'),
+      });
+    }
+    const json = await lemni(['agents', '--project', 'demo', '--json'], { cwd: dir, env: env() });
+    expect(json.code).toBe(0);
+    const { projectId: _projectId, ...shape } = remote();
+    expect(JSON.parse(json.stdout)).toEqual(shape);
+    expect(json.stderr).toBe('warning: reviewer.md: the "name" field is ignored; the file name names the agent.\n');
+    expect(gateway.requests.filter((q) => q.route === 'projectAgents').map((q) => q.path)).toEqual(['/projects/p1/agents', '/projects/p1/agents', '/projects/p1/agents']);
+  });
+
+  it('a repository the gateway could not read says so; the notices say why', async () => {
+    gateway.projectAgents.set('p1', {
+      ...remote(),
+      commit: null,
+      agents: [],
+      notices: [
+        { level: 'error', code: 'unreadable_directory', location: '.lemniscate/agents', message: 'The repository could not be read: the host key of git.example.org is not in the known hosts.' },
+      ],
+    });
+    const r = await lemni(['agents', '--project', 'demo'], { env: env() });
+    expect(r).toEqual({
+      code: 0,
+      stdout: 'NAME  MODE  FROM  TOOLS  DESCRIPTION\n',
+      stderr:
+        'The repository of project demo could not be read at main: no agent of its own is listed.\nerror: The repository could not be read: the host key of git.example.org is not in the known hosts.\n',
+    });
+  });
+
+  it('without --project, the local files as before, even when LEMNISCATE_PROJECT or the profile names a project', async () => {
+    const dir = makeRepo({ 'README.md': 'x\n' });
+    dirs.push(dir);
+    const r = await lemni(['agents', '--json'], { cwd: dir, env: env({ LEMNISCATE_PROJECT: 'demo' }) });
+    expect(r.code).toBe(0);
+    expect(Object.keys(JSON.parse(r.stdout) as object)).toEqual(['agents', 'notices']);
+    expect(gateway.requests).toEqual([]);
+  });
+
+  const refusals: [string, string[], () => void, string][] = [
+    ['an unknown project', ['--project', 'nope'], () => undefined, 'Unknown project "nope": the projects you can use are demo (`lemni projects` lists them).'],
+    [
+      'a non-member',
+      ['--project', 'demo'],
+      () =>
+        void (gateway.repositoryRefusals.agents = {
+          status: 403,
+          code: 'forbidden',
+          message: 'As a developer you may not read this project: it is outside what your role and project memberships allow.',
+        }),
+      'As a developer you may not read this project: it is outside what your role and project memberships allow. (request req-1)',
+    ],
+  ];
+  it.each(refusals)('--project: %s is one sentence, exit 1', async (_what, args, setup, sentence) => {
+    setup();
+    for (const json of [[], ['--json']]) {
+      const r = await lemni(['agents', ...args, ...json], { env: env() });
+      expect(r).toEqual({ code: 1, stdout: '', stderr: `${sentence}\n` });
+    }
   });
 });

@@ -1,5 +1,6 @@
 import { fillPath, GatewayRoutes, pathParams, type GatewayRoute } from '@lemniscate/contracts';
-import { FakeGateway, GOOD_TOKEN, approvalView, sessionView } from '../../support/fake-gateway';
+import { FakeGateway, GATEWAY_PASSPHRASE_SENTENCE, GOOD_TOKEN, approvalView, fakeKeyFingerprint, sessionView } from '../../support/fake-gateway';
+import { openSshKey } from '../../support/ssh-keys';
 import { GatewayClient } from '../../../src/gateway/gateway-client';
 
 /**
@@ -77,6 +78,24 @@ describe('the fake gateway checks every request against GatewayRoutes', () => {
   });
 });
 
+describe('the fake plays the repository routes as the gateway does', () => {
+  it("refuses an access its source cannot use with the gateway's sentence, an unknown project with a 404, and never shows the secret", async () => {
+    gateway.projects.push({ id: 'p3', name: 'api', repositorySource: 'ssh://git@git.example.org:2222/team/api.git', defaultRef: 'main', createdAt: new Date().toISOString() });
+    const key = openSshKey().privateKey;
+    await expect(client.setRepositoryAccess('p3', { credential: { kind: 'ssh', privateKey: key } })).rejects.toThrow(
+      'The repository access of project "api" cannot be set: an SSH repository needs the server\'s host key in knownHosts',
+    );
+    await expect(client.setRepositoryAccess('p3', { credential: { kind: 'ssh', privateKey: openSshKey({ passphrase: true }).privateKey }, knownHosts: 'h ssh-ed25519 AAAA\n' })).rejects.toThrow(
+      GATEWAY_PASSPHRASE_SENTENCE,
+    );
+    await expect(client.repositoryAccess('p9')).rejects.toThrow('There is no project p9.');
+    const view = await client.setRepositoryAccess('p3', { credential: { kind: 'ssh', privateKey: key }, knownHosts: 'h ssh-ed25519 AAAA\n' });
+    expect(view.credential).toEqual({ kind: 'ssh', username: null, keyFingerprint: fakeKeyFingerprint(key) });
+    expect(JSON.stringify(await client.repositoryAccess('p3'))).not.toContain(key.split('\n')[1]);
+    expect(gateway.takeDrift()).toEqual([]);
+  });
+});
+
 describe("every GatewayClient call is a request the gateway's table accepts", () => {
   it('sends no request the gateway would refuse, and names a route of the table each time', async () => {
     const session = sessionView('s1');
@@ -87,6 +106,11 @@ describe("every GatewayClient call is a request the gateway's table accepts", ()
     await client.me();
     await client.projectByName('demo');
     await client.publishPolicy('p1', 'version: 1\n', 'a comment');
+    gateway.projects.push({ id: 'p2', name: 'web', repositorySource: 'https://git.example.org/team/web.git', defaultRef: 'main', createdAt: new Date().toISOString() });
+    await client.setRepositoryAccess('p2', { credential: { kind: 'https', username: 'ci-bot', password: 'a token' }, caPem: '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n' });
+    await client.repositoryAccess('p2');
+    await client.clearRepositoryAccess('p2');
+    await client.projectAgents('p1');
     const started = await client.startSession({
       projectId: 'p1',
       instruction: 'fix the tests',
@@ -117,6 +141,10 @@ describe("every GatewayClient call is a request the gateway's table accepts", ()
         'me',
         'listProjects',
         'publishPolicy',
+        'setRepositoryAccess',
+        'repositoryAccess',
+        'clearRepositoryAccess',
+        'projectAgents',
         'createSession',
         'listSessions',
         'getSession',
