@@ -60,6 +60,11 @@ export class SessionRuntimeService implements OnApplicationShutdown {
   async start(principal: Principal, request: CreateSessionRequest): Promise<SessionView> {
     const project = await this.projects.findById(request.projectId);
     if (!project) throw new AppError(ErrorCode.NotFound, `There is no project ${request.projectId}.`);
+    // Before anything of the project is read: its agents come from its repository (through the
+    // exec-host, with the project's credential, for a URL) and its policy sets the ceilings, and a
+    // refusal would quote them ("Available: …"). Someone who may not start a session here causes no
+    // fetch and learns neither.
+    await this.access.require(principal, 'create', 'Session', { projectId: project.id, userId: principal.userId });
     await initPolicyEngine();
     const { policy, version } = await this.policies.inForce(project.id);
     const ref = request.baseCommit ?? project.defaultRef ?? undefined;
@@ -89,8 +94,7 @@ export class SessionRuntimeService implements OnApplicationShutdown {
     const model = await this.models.choose(request.model, agent);
     // S8: every sandbox of the session starts from the project's environment, prepared for its default
     // ref; a start is refused with a sentence while it is not ready (and one never prepared starts now).
-    // Asked only of someone who may start the session, so a refused person cannot cause a preparation.
-    await this.access.require(principal, 'create', 'Session', { projectId: project.id, userId: principal.userId });
+    // Asked only of someone who may start the session (checked above), so a refused person cannot cause a preparation.
     const environment = await this.environments.forSession(principal, project, policy);
 
     // Only "headless" refuses at once; "headless_with_approvals" waits for a person like an interactive session.
