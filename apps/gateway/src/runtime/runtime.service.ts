@@ -186,7 +186,12 @@ export class SessionRuntimeService implements OnApplicationShutdown {
     try {
       return agents.forUser(name);
     } catch (err) {
-      if (err instanceof AgentUnavailableError) throw new AppError(ErrorCode.ValidationFailed, `agent: ${err.message}`);
+      if (err instanceof AgentUnavailableError) {
+        // An agent missing because its directory could not be read (a repository the exec-host could
+        // not fetch, a credential that does not open) or its file was refused: say that, not only that it is missing.
+        const why = err.code === 'agent_unknown' ? agents.notices.filter((n) => n.level === 'error' && (n.code === 'unreadable_directory' || n.location.endsWith(`/${name}.md`))) : [];
+        throw new AppError(ErrorCode.ValidationFailed, [`agent: ${err.message}`, ...why.map((n) => n.message)].join(' '));
+      }
       throw err;
     }
   }
