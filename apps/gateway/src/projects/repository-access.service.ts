@@ -53,7 +53,8 @@ export class RepositoryAccessService {
     await this.access.require(principal, 'update', 'Project', { id: project.id });
     const problem = repositoryAccessProblem(project.repositorySource, body);
     if (problem) throw new AppError(ErrorCode.ValidationFailed, `The repository access of project "${project.name}" cannot be set: ${problem}.`, { repositorySource: project.repositorySource });
-    const credential = body.credential;
+    // A key pasted from an editor that ends lines with CRLF is the same key; ssh reads it only with LF.
+    const credential = body.credential?.kind === 'ssh' ? { ...body.credential, privateKey: body.credential.privateKey.replace(/\r\n?/g, '\n') } : body.credential;
     const keyFingerprint = credential?.kind === 'ssh' ? await sshKeyFingerprint(credential.privateKey) : null;
     const row = await this.rows.put(project.id, {
       credentialKind: credential?.kind ?? null,
@@ -138,8 +139,9 @@ function toView(project: Project, row: RepositoryAccessRow | undefined): Reposit
 
 /**
  * The SHA256 fingerprint of a private key's public half, as `ssh-keygen -lf` prints it; the key is
- * refused with a sentence when ssh-keygen cannot read it without a passphrase. The key is written to
- * a private temporary file for ssh-keygen and removed at once.
+ * refused with a sentence when ssh-keygen cannot read it: protected by a passphrase, or damaged
+ * (cut short, altered). The key is written to a private temporary file for ssh-keygen and removed at
+ * once; what ssh-keygen prints is never quoted.
  */
 async function sshKeyFingerprint(privateKey: string): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), `lemniscate-key-${randomBytes(4).toString('hex')}-`));
@@ -153,12 +155,13 @@ async function sshKeyFingerprint(privateKey: string): Promise<string> {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
         throw new AppError(ErrorCode.Internal, 'The gateway cannot read SSH keys: ssh-keygen (Debian package openssh-client) is not installed on its host.');
       }
+      const stderr = String((err as { stderr?: unknown }).stderr ?? '');
       throw new AppError(
         ErrorCode.ValidationFailed,
-        'The SSH private key cannot be read without a passphrase: give an unencrypted OpenSSH key made for this repository (ssh-keygen -t ed25519 -N "").',
-        {
-          field: 'credential.privateKey',
-        },
+        /passphrase/i.test(stderr)
+          ? 'The SSH private key cannot be read without a passphrase: give an unencrypted OpenSSH key made for this repository (ssh-keygen -t ed25519 -N "").'
+          : 'The SSH private key cannot be read: it is damaged or incomplete. Give the whole key file, from its -----BEGIN line to its -----END line, with its line breaks.',
+        { field: 'credential.privateKey' },
       );
     }
     const blob = publicKey.trim().split(/\s+/)[1] ?? '';

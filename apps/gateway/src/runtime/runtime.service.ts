@@ -60,8 +60,10 @@ export class SessionRuntimeService implements OnApplicationShutdown {
   async start(principal: Principal, request: CreateSessionRequest): Promise<SessionView> {
     const project = await this.projects.findById(request.projectId);
     if (!project) throw new AppError(ErrorCode.NotFound, `There is no project ${request.projectId}.`);
-    // First of all: nothing of the project (its policy's ceilings, its agents' names) is read for, or
-    // said to, someone who may not start a session in it, and no fetch of its repository is caused.
+    // Before anything of the project is read: its agents come from its repository (through the
+    // exec-host, with the project's credential, for a URL) and its policy sets the ceilings, and a
+    // refusal would quote them ("Available: …"). Someone who may not start a session here causes no
+    // fetch and learns neither.
     await this.access.require(principal, 'create', 'Session', { projectId: project.id, userId: principal.userId });
     await initPolicyEngine();
     const { policy, version } = await this.policies.inForce(project.id);
@@ -184,7 +186,12 @@ export class SessionRuntimeService implements OnApplicationShutdown {
     try {
       return agents.forUser(name);
     } catch (err) {
-      if (err instanceof AgentUnavailableError) throw new AppError(ErrorCode.ValidationFailed, `agent: ${err.message}`);
+      if (err instanceof AgentUnavailableError) {
+        // An agent missing because its directory could not be read (a repository the exec-host could
+        // not fetch, a credential that does not open) or its file was refused: say that, not only that it is missing.
+        const why = err.code === 'agent_unknown' ? agents.notices.filter((n) => n.level === 'error' && (n.code === 'unreadable_directory' || n.location.endsWith(`/${name}.md`))) : [];
+        throw new AppError(ErrorCode.ValidationFailed, [`agent: ${err.message}`, ...why.map((n) => n.message)].join(' '));
+      }
       throw err;
     }
   }
