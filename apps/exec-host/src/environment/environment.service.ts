@@ -205,13 +205,18 @@ export class EnvironmentService {
     return inputs;
   }
 
-  private async readFresh(req: EnvironmentRequestParsed): Promise<EnvironmentInputs> {
+  private readFresh(req: EnvironmentRequestParsed): Promise<EnvironmentInputs> {
+    return this.inScratchRepository((repo) => readInputs(repo, req.repository.source, req.repository.ref, req.repository.access));
+  }
+
+  /** `fn` on an empty repository of its own under `reads/`, removed afterwards whatever happens. */
+  private async inScratchRepository<T>(fn: (repo: GitRepo) => Promise<T>): Promise<T> {
     const scratch = path.join(this.dir, 'reads', randomBytes(8).toString('hex'));
     const repo: GitRepo = { gitDir: path.join(scratch, 'git'), workTree: path.join(scratch, 'work'), home: path.join(scratch, 'home') };
     try {
       await fs.mkdir(repo.home, { recursive: true, mode: 0o700 });
       await fs.mkdir(repo.workTree, { mode: 0o700 });
-      return await readInputs(repo, req.repository.source, req.repository.ref, req.repository.access);
+      return await fn(repo);
     } finally {
       await fs.rm(scratch, { recursive: true, force: true });
     }
@@ -227,17 +232,10 @@ export class EnvironmentService {
     const cacheKey = commit ? JSON.stringify([req.repository.source, commit, req.directory, req.suffix, req.maxFiles, req.maxFileBytes]) : null;
     const cached = cacheKey ? this.directoryReads.get(cacheKey) : undefined;
     if (cached) return structuredClone(cached);
-    const scratch = path.join(this.dir, 'reads', randomBytes(8).toString('hex'));
-    const repo: GitRepo = { gitDir: path.join(scratch, 'git'), workTree: path.join(scratch, 'work'), home: path.join(scratch, 'home') };
-    let read: RepositoryDirectory;
-    try {
-      await fs.mkdir(repo.home, { recursive: true, mode: 0o700 });
-      await fs.mkdir(repo.workTree, { mode: 0o700 });
+    const read = await this.inScratchRepository(async (repo): Promise<RepositoryDirectory> => {
       const fetched = await fetchDefaultRef(repo, req.repository.source, req.repository.ref, req.repository.access, `so its ${req.directory} cannot be read`);
-      read = { commit: fetched, ...(await readTreeDirectory(repo, fetched, req)) };
-    } finally {
-      await fs.rm(scratch, { recursive: true, force: true });
-    }
+      return { commit: fetched, ...(await readTreeDirectory(repo, fetched, req)) };
+    });
     if (cacheKey && read.commit === commit) {
       this.directoryReads.set(cacheKey, structuredClone(read));
       while (this.directoryReads.size > 256) this.directoryReads.delete(this.directoryReads.keys().next().value!);

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { EnvironmentJobView, EnvironmentLog, EnvironmentRequestParsed, EnvironmentStatus, PrepareEnvironmentBody } from '@lemniscate/contracts';
+import type { EnvironmentJobView, EnvironmentLog, EnvironmentRequestParsed, EnvironmentStatus, PrepareEnvironmentBody, RepositoryAccess } from '@lemniscate/contracts';
 import type { Policy } from '@lemniscate/policy';
 import { AuditService } from '../audit/audit.service';
 import { AccessService } from '../auth/access.service';
@@ -127,8 +127,8 @@ export class EnvironmentsService implements OnModuleDestroy {
    * starts a session meanwhile. A status the exec-host cannot give (not reachable, an older exec-host)
    * does not refuse the start here: the sandbox's creation carries the same request and decides.
    */
-  async forSession(principal: Principal, project: Project, policy: Policy): Promise<EnvironmentRequestParsed> {
-    const request = environmentRequestFor(project, policy, await this.repositoryAccess.accessFor(project));
+  async forSession(principal: Principal, project: Project, policy: Policy, access: RepositoryAccess | undefined): Promise<EnvironmentRequestParsed> {
+    const request = environmentRequestFor(project, policy, access);
     let status: EnvironmentStatus;
     try {
       status = await this.observe(project, request);

@@ -13,7 +13,6 @@ const SAFE_GIT_ENV = { GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null',
 const SAFE_GIT_ARGS = ['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false', '-c', 'protocol.allow=never'];
 export const AGENTS_DIR = '.lemniscate/agents';
 export const MAX_AGENT_FILES = 200;
-const MAX_FILES = MAX_AGENT_FILES;
 
 /**
  * The project's `.lemniscate/agents/` as committed in its repository (a local path) at the session's
@@ -32,7 +31,7 @@ export function repositoryAgentDirectory(source: string, ref: string | undefined
         return stdout
           .split('\n')
           .filter((n) => n.endsWith('.md'))
-          .slice(0, MAX_FILES);
+          .slice(0, MAX_AGENT_FILES);
       } catch {
         return [];
       }

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { repositoryTransport, type ProjectAgentsView } from '@lemniscate/contracts';
+import { repositoryTransport, type ProjectAgentsView, type RepositoryAccess } from '@lemniscate/contracts';
 import { discoverAgents, type AgentDirectory } from '@lemniscate/session';
 import { AccessService } from '../auth/access.service';
 import type { Principal } from '../auth/principal';
@@ -26,13 +26,16 @@ export class ProjectAgentsService {
     @Inject(EXEC_HOST) private readonly execHost: ExecHostPort,
   ) {}
 
-  /** The directory a session of the project reads its agents from. */
-  directoryFor(project: Project, sessionRef: string | undefined): AgentDirectory & { commit(): Promise<string | null> } {
+  /**
+   * The directory a session of the project reads its agents from. `access` opens the project's access
+   * when the read happens, so a credential that does not open becomes a notice of the listing.
+   */
+  directoryFor(project: Project, sessionRef: string | undefined, access: () => Promise<RepositoryAccess | undefined>): AgentDirectory & { commit(): Promise<string | null> } {
     if (repositoryTransport(project.repositorySource) === 'local') return repositoryAgentDirectory(project.repositorySource, sessionRef);
     return fetchedAgentDirectory(async () =>
       this.execHost.readRepositoryDirectory({
         projectId: project.id,
-        repository: { source: project.repositorySource, ref: project.defaultRef, access: await this.repositoryAccess.accessFor(project) },
+        repository: { source: project.repositorySource, ref: project.defaultRef, access: await access() },
         directory: AGENTS_DIR,
         suffix: '.md',
         maxFiles: MAX_AGENT_FILES,
@@ -45,7 +48,7 @@ export class ProjectAgentsService {
     const project = await this.projects.findById(projectId);
     if (!project) throw new AppError(ErrorCode.NotFound, `There is no project ${projectId}.`);
     await this.access.require(principal, 'read', 'Project', { id: project.id });
-    const directory = this.directoryFor(project, project.defaultRef);
+    const directory = this.directoryFor(project, project.defaultRef, () => this.repositoryAccess.accessFor(project));
     const catalogue = await discoverAgents({ project: directory });
     const commit = await directory.commit().catch(() => null);
     return {

@@ -67,10 +67,14 @@ export class SessionRuntimeService implements OnApplicationShutdown {
     await this.access.require(principal, 'create', 'Session', { projectId: project.id, userId: principal.userId });
     await initPolicyEngine();
     const { policy, version } = await this.policies.inForce(project.id);
+    // Opened once for the whole start (the agents' read, the environment, the sandboxes); a credential
+    // that does not open is a notice of the agents' listing first, then the start's refusal.
+    const opened = this.repositoryAccess.accessFor(project);
+    opened.catch(() => undefined);
     const ref = request.baseCommit ?? project.defaultRef ?? undefined;
 
     const agents = await discoverAgents({
-      project: this.projectAgents.directoryFor(project, ref),
+      project: this.projectAgents.directoryFor(project, ref, () => opened),
       user: request.userAgents?.length ? uploadedAgentDirectory(request.userAgents) : undefined,
     });
     const agent = this.pickAgent(agents, request.agent);
@@ -95,7 +99,7 @@ export class SessionRuntimeService implements OnApplicationShutdown {
     // S8: every sandbox of the session starts from the project's environment, prepared for its default
     // ref; a start is refused with a sentence while it is not ready (and one never prepared starts now).
     // Asked only of someone who may start the session (checked above), so a refused person cannot cause a preparation.
-    const environment = await this.environments.forSession(principal, project, policy);
+    const environment = await this.environments.forSession(principal, project, policy, await opened);
 
     // Only "headless" refuses at once; "headless_with_approvals" waits for a person like an interactive session.
     const headless = refusesApprovals(request.mode);
@@ -124,7 +128,7 @@ export class SessionRuntimeService implements OnApplicationShutdown {
       root: view,
       project: { id: project.id, name: project.name },
       // The project's access goes with the repository to the exec-host, for its fetch only (ADR 0012).
-      repository: { source: project.repositorySource, ...(ref ? { ref } : {}), access: await this.repositoryAccess.accessFor(project) },
+      repository: { source: project.repositorySource, ...(ref ? { ref } : {}), access: await opened },
       environment,
       instruction: request.instruction,
       startingPatch: request.startingPatch,
