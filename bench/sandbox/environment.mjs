@@ -33,7 +33,7 @@ const REGISTRY = arg('registry', 'https://registry.npmjs.org/');
 const token = `bench-${Math.random().toString(36).slice(2)}-token`;
 const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'lemni-bench-env-'));
 const caBundle = ['/etc/ssl/certs/ca-certificates.crt'].find((f) => fs.existsSync(f));
-const config = loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: token, LEMNISCATE_EXEC_HOST_STATE_DIR: stateDir, LEMNISCATE_EXEC_HOST_PORT: '1', ...(caBundle ? { LEMNISCATE_EGRESS_CA_BUNDLE: caBundle } : {}) });
+const config = loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: token, LEMNISCATE_EXEC_HOST_STATE_DIR: stateDir, LEMNISCATE_EXEC_HOST_PORT: '1', LEMNISCATE_EXEC_HOST_WARM_POOL: '0', ...(caBundle ? { LEMNISCATE_EGRESS_CA_BUNDLE: caBundle } : {}) });
 const host = await createExecHost(config, new DockerSandboxDriver(), { logger: false });
 await host.app.listen(0, '127.0.0.1');
 const base = `http://127.0.0.1:${host.app.getHttpServer().address().port}`;

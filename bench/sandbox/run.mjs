@@ -33,7 +33,7 @@ const RUNTIMES = arg('runtimes', 'runc,runsc').split(',');
 
 const token = `bench-${Math.random().toString(36).slice(2)}-token`;
 const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'lemni-bench-'));
-const config = loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: token, LEMNISCATE_EXEC_HOST_STATE_DIR: stateDir, LEMNISCATE_EXEC_HOST_PORT: '1' });
+const config = loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: token, LEMNISCATE_EXEC_HOST_STATE_DIR: stateDir, LEMNISCATE_EXEC_HOST_PORT: '1', LEMNISCATE_EXEC_HOST_WARM_POOL: '0' });
 const host = await createExecHost(config, new DockerSandboxDriver(), { logger: false });
 const server = host.app.getHttpServer();
 server.keepAliveTimeout = 65_000;

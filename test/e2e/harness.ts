@@ -180,6 +180,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
         LEMNISCATE_EXEC_HOST_TOKEN: execHostToken,
         LEMNISCATE_EXEC_HOST_PORT: String(execHostPort),
         LEMNISCATE_EXEC_HOST_STATE_DIR: execHostStateDir,
+        LEMNISCATE_EXEC_HOST_WARM_POOL: '0',
         LEMNISCATE_SANDBOX_IMAGE: process.env.LEMNISCATE_SANDBOX_IMAGE ?? 'lemniscate/sandbox:current',
         ...options.execHostEnv,
       },

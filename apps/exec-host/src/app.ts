@@ -59,7 +59,9 @@ export async function createExecHost(config: ExecHostConfig, driver: SandboxDriv
   if (sandboxes.apparmorState.state === 'unavailable') logger.warn(sandboxes.apparmorState.message ?? 'AppArmor is unavailable.');
   const reaper = new Reaper(config, driver, sandboxes, (m) => logger.log(m));
   await reaper.reap();
-  const metrics = new ExecHostMetrics({ sandboxes: () => sandboxes.ids().length, capacity: config.maxSandboxes });
+  sandboxes.log = (m) => logger.log(m);
+  await sandboxes.startPool();
+  const metrics = new ExecHostMetrics({ sandboxes: () => sandboxes.ids().length, capacity: config.maxSandboxes, warm: () => sandboxes.poolStats() });
   const app = await NestFactory.create<NestExpressApplication>(ExecHostModule.forRoot(config, driver, sandboxes, environments, metrics), {
     bodyParser: false,
     logger: options.logger === false ? false : ['error', 'warn', 'log'],

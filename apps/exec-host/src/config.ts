@@ -42,6 +42,8 @@ export interface ExecHostConfig {
   /** Distinguishes this exec-host's containers from another one's on the same engine (label). */
   instance: string;
   maxSandboxes: number;
+  /** Sandboxes made ahead of their sessions (LEMNISCATE_EXEC_HOST_WARM_POOL, _WARM_RUNTIMES). */
+  warmPool: WarmPoolConfig;
   reaperIntervalMs: number;
   /** A CA bundle (PEM) the set-up containers trust besides the image's, for mirrors behind a TLS-intercepting proxy. */
   egressCaBundle: string | null;
@@ -53,6 +55,24 @@ export interface ExecHostConfig {
   tls: ExecHostTls | null;
   registration: ExecHostRegistration | null;
 }
+
+export interface WarmPoolConfig {
+  /** Warm sandboxes kept per kind (image, runtime, resource profile); 0 disables the pool. */
+  size: number;
+  /** The runtimes whose sandbox-image kind is kept warm from start-up; other kinds once asked for. */
+  runtimes: ('runc' | 'runsc')[];
+  /** Kinds kept warm at once (the most recently asked for). */
+  maxKeys: number;
+  /** A kind nobody asked for in this long is no longer kept warm. */
+  idleKeyMinutes: number;
+  /** A warm sandbox older than this is replaced. */
+  maxAgeMinutes: number;
+  /** No warm sandbox is made while the host has less than this fraction of its memory available. */
+  memoryFloor: number;
+}
+
+export const DEFAULT_WARM_POOL = 2;
+const MAX_WARM_POOL = 64;
 
 export const CgroupLayoutSetting = z.enum(['auto', 'v1', 'v2', 'engine']);
 export type CgroupLayoutSetting = z.infer<typeof CgroupLayoutSetting>;
@@ -117,6 +137,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ExecHostConfig
   if (!/^\d+$/.test(maxRaw) || maxSandboxes < 1) {
     throw new StartupError(`LEMNISCATE_EXEC_HOST_MAX_SANDBOXES must be a positive whole number, not "${maxRaw}".`);
   }
+  const warmRaw = env.LEMNISCATE_EXEC_HOST_WARM_POOL ?? String(DEFAULT_WARM_POOL);
+  const warmSize = Number(warmRaw);
+  if (!/^\d+$/.test(warmRaw) || warmSize > MAX_WARM_POOL) {
+    throw new StartupError(`LEMNISCATE_EXEC_HOST_WARM_POOL must be the number of warm sandboxes kept per kind, a whole number from 0 (no pool) to ${MAX_WARM_POOL}, not "${warmRaw}".`);
+  }
+  const warmRuntimesRaw = env.LEMNISCATE_EXEC_HOST_WARM_RUNTIMES ?? 'runc,runsc';
+  const warmRuntimes = warmRuntimesRaw
+    .split(',')
+    .map((r) => r.trim())
+    .filter(Boolean);
+  const badRuntime = warmRuntimes.find((r) => r !== 'runc' && r !== 'runsc');
+  if (badRuntime !== undefined) {
+    throw new StartupError(`LEMNISCATE_EXEC_HOST_WARM_RUNTIMES lists runtimes kept warm from start-up, separated by commas (runc, runsc, or empty for none), not "${badRuntime}".`);
+  }
   const reaperRaw = env.LEMNISCATE_EXEC_HOST_REAPER_SECONDS ?? '30';
   const reaperSeconds = Number(reaperRaw);
   if (!/^\d+(\.\d+)?$/.test(reaperRaw) || reaperSeconds < 0.1 || reaperSeconds > 86_400) {
@@ -144,6 +178,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ExecHostConfig
     stateDir,
     instance: instanceLabel(stateDir),
     maxSandboxes,
+    warmPool: { size: warmSize, runtimes: [...new Set(warmRuntimes)] as ('runc' | 'runsc')[], maxKeys: 8, idleKeyMinutes: 30, maxAgeMinutes: 60, memoryFloor: 0.2 },
     reaperIntervalMs: Math.round(reaperSeconds * 1000),
     egressCaBundle: caBundle,
     environmentsKept,

@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ExecExit } from '@lemniscate/contracts';
+import type { WarmPoolStats } from './pool/warm-pool';
 
 /** The outcome label of a command: how it ended, in a few values (never its text). */
 export function execOutcome(exit: Pick<ExecExit, 'exitCode' | 'timedOut' | 'class'> | null): string {
@@ -19,7 +20,7 @@ export class ExecHostMetrics {
   private readonly execSeconds: Histogram<'outcome'>;
   private readonly refusals: Counter<'reason'>;
 
-  constructor(sources: { sandboxes: () => number; capacity: number }) {
+  constructor(sources: { sandboxes: () => number; capacity: number; warm?: () => Pick<WarmPoolStats, 'ready' | 'target' | 'hits' | 'misses'> }) {
     new Gauge({
       name: 'lemniscate_exec_host_sandboxes',
       help: 'Sandboxes this exec-host runs now.',
@@ -29,11 +30,36 @@ export class ExecHostMetrics {
       },
     });
     new Gauge({ name: 'lemniscate_exec_host_capacity', help: 'Sandboxes this exec-host runs at most (LEMNISCATE_EXEC_HOST_MAX_SANDBOXES).', registers: [this.registry] }).set(sources.capacity);
+    const warm = sources.warm;
+    if (warm) {
+      new Gauge({
+        name: 'lemniscate_exec_host_warm_sandboxes',
+        help: 'Warm sandboxes (made ahead of their sessions): ready now, and wanted (target).',
+        labelNames: ['state'],
+        registers: [this.registry],
+        collect() {
+          const s = warm();
+          this.set({ state: 'ready' }, s.ready);
+          this.set({ state: 'target' }, s.target);
+        },
+      });
+      new Gauge({
+        name: 'lemniscate_exec_host_sandbox_starts',
+        help: 'Sandboxes created since start, by start: warm (taken from the pool) or cold (none was ready).',
+        labelNames: ['start'],
+        registers: [this.registry],
+        collect() {
+          const s = warm();
+          this.set({ start: 'warm' }, s.hits);
+          this.set({ start: 'cold' }, s.misses);
+        },
+      });
+    }
     this.createSeconds = new Histogram({
       name: 'lemniscate_exec_host_sandbox_create_seconds',
       help: 'Time to create a sandbox (clone, patch, disk, container), by outcome (ok or the error code).',
       labelNames: ['outcome'],
-      buckets: [0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120],
+      buckets: [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120],
       registers: [this.registry],
     });
     this.execSeconds = new Histogram({

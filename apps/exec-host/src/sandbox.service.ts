@@ -11,7 +11,7 @@ import {
   type SandboxInfo,
   type SandboxLimits,
 } from '@lemniscate/contracts';
-import { randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { ensureAppArmor, type AppArmorState } from './apparmor';
@@ -22,10 +22,12 @@ import { OutputCapper, type Stream } from './exec/output-cap';
 import { loadSeccompProfile } from './seccomp';
 import { seccompEnforcement } from './driver/seccomp-launcher';
 import { createDisk, destroyDisk, diskToolsAvailable } from './workspace/disk';
-import type { EnvironmentService } from './environment/environment.service';
+import type { EnvironmentService, SandboxEnvironment } from './environment/environment.service';
 import { FileOperations } from './workspace/file-ops';
 import type { GitRepo } from './workspace/git';
-import { resolveSource, WorkingCopy } from './workspace/working-copy';
+import { ObjectCache } from './workspace/object-cache';
+import { resolveSource, WorkingCopy, type PreparedState } from './workspace/working-copy';
+import { hostMemoryAvailable, newSandboxId, shellKey, WarmPool, type CheckoutKind, type Shell, type ShellSpec, type WarmPoolStats } from './pool/warm-pool';
 
 const TMPFS_BYTES = 128 * 1024 * 1024;
 const OPEN_FILES = 4096;
@@ -68,13 +70,56 @@ export class SandboxService {
   /** Sandboxes already forgotten by the API whose container and directory are still being removed. */
   private readonly destroying = new Map<string, Promise<void>>();
   private apparmor: AppArmorState = { state: 'unavailable', profile: 'lemniscate-sandbox' };
+  /** Git objects fetched once and borrowed by every later working copy of the same source and access. */
+  readonly objects: ObjectCache;
+  /** Warm sandboxes made ahead (LEMNISCATE_EXEC_HOST_WARM_POOL); disabled at size 0. */
+  readonly pool: WarmPool;
 
   constructor(
     private readonly config: ExecHostConfig,
     private readonly driver: SandboxDriver,
     /** Project environments; without it every sandbox starts from the sandbox image. */
     private readonly environments: EnvironmentService | null = null,
-  ) {}
+  ) {
+    this.objects = new ObjectCache(path.join(config.stateDir, 'objects'));
+    this.pool = new WarmPool({
+      size: config.warmPool.size,
+      maxKeys: config.warmPool.maxKeys,
+      idleKeyMs: config.warmPool.idleKeyMinutes * 60_000,
+      maxShellAgeMs: config.warmPool.maxAgeMinutes * 60_000,
+      memoryFloor: config.warmPool.memoryFloor,
+      capacity: () => ({ live: this.sandboxes.size + this.creating.size, max: this.config.maxSandboxes }),
+      make: (spec, key, sandboxId) => this.makeShell(spec, key, sandboxId),
+      destroy: (shell) => this.cleanup(shell.containerId, shell.dir),
+      imageId: async (image) => (await this.driver.imageInfo(image))?.id ?? null,
+      memoryAvailable: hostMemoryAvailable,
+      alive: async (shell) => (await this.driver.status(shell.containerId).catch(() => undefined))?.running !== false,
+      log: (m) => this.log(m),
+    });
+  }
+
+  /** Where the pool's sentences go (the exec-host's logger once it is built). */
+  log: (message: string) => void = () => undefined;
+
+  /**
+   * Keeps the sandbox image warm with the default resource profile on each runtime the engine has,
+   * and starts the pool's refill; environments and other profiles are kept warm once asked for.
+   */
+  async startPool(): Promise<void> {
+    if (!this.pool.enabled) return;
+    const seccomp = loadSeccompProfile(this.config.seccompProfilePath, this.config.seccompSchemaPath);
+    const engine = await this.driver.info();
+    if (seccomp.valid && engine.reachable) {
+      for (const runtime of this.config.warmPool.runtimes) {
+        if (engine.runtimes.includes(runtime)) this.pool.pin(this.shellSpec(runtime, DEFAULT_SANDBOX_LIMITS, { image: this.config.image, env: [] }, seccomp.profile));
+      }
+    }
+    this.pool.start();
+  }
+
+  poolStats(): WarmPoolStats {
+    return this.pool.stats();
+  }
 
   get sandboxesDir(): string {
     return path.join(this.config.stateDir, 'sandboxes');
@@ -105,7 +150,7 @@ export class SandboxService {
    * reused, so what is not owned now never will be again and may be removed.
    */
   owns(id: string): boolean {
-    return this.creating.has(id) || this.sandboxes.has(id) || this.destroying.has(id) || (this.environments?.owns(id) ?? false);
+    return this.creating.has(id) || this.sandboxes.has(id) || this.destroying.has(id) || this.pool.owns(id) || (this.environments?.owns(id) ?? false);
   }
 
   async health(): Promise<ExecHostHealth> {
@@ -125,6 +170,7 @@ export class SandboxService {
       diskCap: { mechanism: 'ext4-loop', available: disk.available, ...(disk.message ? { message: disk.message } : {}) },
       cgroups: this.driver.cgroups(),
       sandboxes: this.sandboxes.size,
+      warmPool: (({ target, ready, hits, misses, held }) => ({ size: this.config.warmPool.size, target, ready, hits, misses, held }))(this.pool.stats()),
     };
   }
 
@@ -141,52 +187,62 @@ export class SandboxService {
     const source = await resolveSource(req.repository.source, req.repository.access);
     const seccomp = loadSeccompProfile(this.config.seccompProfilePath, this.config.seccompSchemaPath);
     if (!seccomp.valid) throw new ExecHostError('sandbox_setup_failed', `No sandbox is created without a valid seccomp profile: ${seccomp.message}`);
-    const engine = await this.driver.info();
-    if (!engine.reachable) throw new ExecHostError('engine_unavailable', engine.message ?? 'The container engine does not answer.');
-    if (!engine.runtimes.includes(req.runtime)) {
-      throw new ExecHostError('runtime_unavailable', `The runtime ${req.runtime} is not available on this exec-host's container engine.`);
-    }
-    if (!(await this.driver.imagePresent(this.config.image))) {
-      throw new ExecHostError('sandbox_setup_failed', `The sandbox image ${this.config.image} is missing; build it with "npm run setup".`);
-    }
     // The project's environment, read at its default ref: refused here, before anything is created, when it is not ready.
     const environment = this.environments ? await this.environments.forSandbox(req.environment) : { key: null, image: this.config.image, env: [], snapshot: null };
-    const disk = await diskToolsAvailable();
-    if (!disk.available) throw new ExecHostError('sandbox_setup_failed', disk.message ?? 'The disk cap cannot be set up.');
-
-    const sandboxId = `sbx-${randomBytes(8).toString('hex')}`;
-    const dir = path.join(this.sandboxesDir, sandboxId);
-    const repo: GitRepo = { gitDir: path.join(dir, 'git'), workTree: path.join(dir, 'work'), home: path.join(dir, 'home') };
-    let containerId: string | null = null;
+    const spec = this.shellSpec(req.runtime, limits, environment, seccomp.profile);
+    const exclusions = [...DEFAULT_CONTEXT_EXCLUSIONS, ...(req.contextExclusions ?? [])];
+    const ref = req.repository.ref;
+    const patch = req.uncommittedPatch && req.uncommittedPatch.trim() !== '' ? req.uncommittedPatch : undefined;
+    // Without uncommitted changes, the next session of the same repository, ref and environment finds
+    // its working copy checked out ahead; a kind's id names all a fill depends on, so a shell filled
+    // for one repository and access is never handed to a request for another.
+    const checkout: CheckoutKind | undefined = patch
+      ? undefined
+      : {
+          id: createHash('sha256')
+            .update(JSON.stringify([this.objects.keyOf(source), ref ?? null, exclusions, environment.key, environment.snapshot?.tarPath ?? null]))
+            .digest('hex')
+            .slice(0, 32),
+          fill: async (made) => {
+            made.checkout = await this.fill(made.dir, { source, ref, exclusions, snapshot: environment.snapshot });
+          },
+        };
+    // A warm shell of the same kind when the pool has one: made by makeShell, as a cold one is below.
+    let shell = this.pool.take(spec, checkout);
+    let ahead: PreparedState | null = null;
+    if (shell?.checkout) {
+      // Checked out ahead: still what the ref names? Otherwise an empty shell (or a cold one) instead.
+      const state = shell.checkout as PreparedState;
+      const now = await WorkingCopy.resolveRef({ repo: this.repoOf(shell.dir), source, ...(ref ? { ref } : {}) }).catch(() => null);
+      if (now && (now.expected ?? now.want) === state.baseCommit && now.branch === state.branch) {
+        ahead = state;
+      } else {
+        this.pool.discard(shell);
+        shell = this.pool.take(spec);
+      }
+    }
+    const pooled = shell !== null;
+    if (shell) {
+      this.creating.add(shell.sandboxId);
+    } else {
+      const engine = await this.driver.info();
+      if (!engine.reachable) throw new ExecHostError('engine_unavailable', engine.message ?? 'The container engine does not answer.');
+      if (!engine.runtimes.includes(req.runtime)) {
+        throw new ExecHostError('runtime_unavailable', `The runtime ${req.runtime} is not available on this exec-host's container engine.`);
+      }
+      if (!(await this.driver.imagePresent(this.config.image))) {
+        throw new ExecHostError('sandbox_setup_failed', `The sandbox image ${this.config.image} is missing; build it with "npm run setup".`);
+      }
+      const disk = await diskToolsAvailable();
+      if (!disk.available) throw new ExecHostError('sandbox_setup_failed', disk.message ?? 'The disk cap cannot be set up.');
+    }
+    const sandboxId = shell?.sandboxId ?? newSandboxId();
+    const dir = shell?.dir ?? path.join(this.sandboxesDir, sandboxId);
+    const repo = this.repoOf(dir);
     this.creating.add(sandboxId);
     try {
-      await fs.mkdir(dir, { mode: 0o700 });
-      await fs.mkdir(repo.home, { mode: 0o700 });
-      await createDisk(path.join(dir, 'disk.img'), repo.workTree, limits.diskMb);
-      const state = await WorkingCopy.prepare({
-        repo,
-        source,
-        ...(req.repository.ref ? { ref: req.repository.ref } : {}),
-        ...(req.uncommittedPatch ? { uncommittedPatch: req.uncommittedPatch } : {}),
-        exclusions: [...DEFAULT_CONTEXT_EXCLUSIONS, ...(req.contextExclusions ?? [])],
-      });
-      if (environment.snapshot && this.environments) await this.environments.restore(environment.snapshot, repo);
-      containerId = await this.driver.createAndStart({
-        name: `lemniscate-${sandboxId}`,
-        image: environment.image,
-        env: environment.env,
-        runtime: req.runtime,
-        labels: { [LABEL_MANAGED]: '1', [LABEL_SESSION]: req.sessionId, [LABEL_SANDBOX]: sandboxId, [LABEL_INSTANCE]: this.config.instance },
-        workspaceHostPath: repo.workTree,
-        cpus: limits.cpus,
-        memoryBytes: limits.memoryMb * 1024 * 1024,
-        pids: limits.pids,
-        tmpfsBytes: Math.min(TMPFS_BYTES, Math.floor((limits.memoryMb * 1024 * 1024) / 4)),
-        fileSizeBytes: limits.diskMb * 1024 * 1024,
-        openFiles: OPEN_FILES,
-        seccompProfile: seccomp.profile,
-        apparmorProfile: this.apparmor.state === 'enforced' ? this.apparmor.profile : null,
-      });
+      shell ??= await this.makeShell(spec, shellKey(spec), sandboxId, req.sessionId);
+      const state = ahead ?? (await this.fill(dir, { source, ref, patch, exclusions, snapshot: environment.snapshot }));
       const now = new Date();
       const info: SandboxInfo = {
         sandboxId,
@@ -200,18 +256,94 @@ export class SandboxService {
         excluded: state.excluded,
         environment: { key: environment.key, image: environment.key ? environment.image : this.config.image },
         limits,
+        pooled,
         createdAt: now.toISOString(),
         expiresAt: new Date(now.getTime() + limits.lifetimeMinutes * 60_000).toISOString(),
       };
       const wc = new WorkingCopy(repo, state);
-      this.sandboxes.set(sandboxId, { info, containerId, dir, wc, ops: new FileOperations(wc), commandRunning: false, lock: Promise.resolve(), destroying: false });
+      this.sandboxes.set(sandboxId, { info, containerId: shell.containerId, dir, wc, ops: new FileOperations(wc), commandRunning: false, lock: Promise.resolve(), destroying: false });
       return { ...info };
     } catch (e) {
-      await this.cleanup(containerId, dir).catch(() => undefined);
+      await this.cleanup(shell?.containerId ?? null, dir).catch(() => undefined);
       if (e instanceof ExecHostError) throw e;
       throw new ExecHostError('sandbox_setup_failed', `The sandbox could not be prepared, and nothing was left behind: ${(e as Error).message.split('\n')[0]}`);
     } finally {
       this.creating.delete(sandboxId);
+    }
+  }
+
+  /** A shell's working copy: the repository at its ref, the uncommitted changes, the environment's snapshot. */
+  private async fill(dir: string, w: { source: Awaited<ReturnType<typeof resolveSource>>; ref: string | undefined; patch?: string; exclusions: string[]; snapshot: SandboxEnvironment['snapshot'] }): Promise<PreparedState> {
+    const repo = this.repoOf(dir);
+    const state = await WorkingCopy.prepare({
+      repo,
+      source: w.source,
+      initialised: true,
+      objects: this.objects,
+      ...(w.ref ? { ref: w.ref } : {}),
+      ...(w.patch ? { uncommittedPatch: w.patch } : {}),
+      exclusions: w.exclusions,
+    });
+    if (w.snapshot && this.environments) await this.environments.restore(w.snapshot, repo);
+    return state;
+  }
+
+  private repoOf(dir: string): GitRepo {
+    return { gitDir: path.join(dir, 'git'), workTree: path.join(dir, 'work'), home: path.join(dir, 'home') };
+  }
+
+  /** What a sandbox of this runtime, resource profile and environment is made of before its session is known. */
+  private shellSpec(runtime: 'runc' | 'runsc', limits: SandboxLimits, environment: { image: string; env: string[] }, seccompProfile: string): ShellSpec {
+    return {
+      image: environment.image,
+      env: environment.env,
+      runtime,
+      cpus: limits.cpus,
+      memoryMb: limits.memoryMb,
+      pids: limits.pids,
+      diskMb: limits.diskMb,
+      seccompProfile,
+      apparmorProfile: this.apparmor.state === 'enforced' ? this.apparmor.profile : null,
+    };
+  }
+
+  /**
+   * Everything of a sandbox that does not depend on its session: the host directory, the capped disk
+   * mounted at the working copy, an empty git directory, and the hardened container started on it.
+   * Cold sandboxes and warm ones are made here alike; only a cold one's container is labelled with its
+   * session (a warm one's session is not known when it is made, and labels cannot change). On failure
+   * nothing is left behind.
+   */
+  async makeShell(spec: ShellSpec, key: string, sandboxId: string, sessionId?: string): Promise<Shell> {
+    const dir = path.join(this.sandboxesDir, sandboxId);
+    const repo = this.repoOf(dir);
+    let containerId: string | null = null;
+    try {
+      await fs.mkdir(dir, { mode: 0o700 });
+      await fs.mkdir(repo.home, { mode: 0o700 });
+      await createDisk(path.join(dir, 'disk.img'), repo.workTree, spec.diskMb);
+      await WorkingCopy.init(repo);
+      containerId = await this.driver.createAndStart({
+        name: `lemniscate-${sandboxId}`,
+        image: spec.image,
+        env: spec.env,
+        runtime: spec.runtime,
+        labels: { [LABEL_MANAGED]: '1', [LABEL_SANDBOX]: sandboxId, [LABEL_INSTANCE]: this.config.instance, ...(sessionId ? { [LABEL_SESSION]: sessionId } : {}) },
+        workspaceHostPath: repo.workTree,
+        cpus: spec.cpus,
+        memoryBytes: spec.memoryMb * 1024 * 1024,
+        pids: spec.pids,
+        tmpfsBytes: Math.min(TMPFS_BYTES, Math.floor((spec.memoryMb * 1024 * 1024) / 4)),
+        fileSizeBytes: spec.diskMb * 1024 * 1024,
+        openFiles: OPEN_FILES,
+        seccompProfile: spec.seccompProfile,
+        apparmorProfile: spec.apparmorProfile,
+      });
+      await this.driver.warmUp?.(containerId);
+      return { sandboxId, containerId, dir, key, imageId: (await this.driver.imageInfo(spec.image).catch(() => null))?.id ?? null, madeAt: Date.now() };
+    } catch (e) {
+      await this.cleanup(containerId, dir).catch(() => undefined);
+      throw e;
     }
   }
 
@@ -240,15 +372,23 @@ export class SandboxService {
     return { sandboxId: id, destroyed: true };
   }
 
+  /** Destroys every sandbox and every warm one (shut-down). */
   async destroyAll(): Promise<void> {
-    await Promise.all(this.ids().map((id) => this.destroy(id).catch(() => undefined)));
+    await Promise.all([this.pool.close(), ...this.ids().map((id) => this.destroy(id).catch(() => undefined))]);
   }
 
-  /** Removes a container and its host directory (disk image unmounted first). Idempotent. */
+  /**
+   * Removes a container and its host directory (disk image unmounted first). Idempotent. The disk is
+   * unmounted and the directory removed even when the engine could not remove the container (a gVisor
+   * sandbox slow to stop): a mount left behind would keep the directory, and the reaper retries the
+   * container by its label.
+   */
   async cleanup(containerId: string | null, dir: string): Promise<void> {
-    if (containerId) await this.driver.remove(containerId);
+    let removal: unknown = null;
+    if (containerId) await this.driver.remove(containerId).catch((e: unknown) => (removal = e));
     await destroyDisk(path.join(dir, 'disk.img'), path.join(dir, 'work'));
-    await fs.rm(dir, { recursive: true, force: true });
+    await fs.rm(dir, { recursive: true, force: true, maxRetries: 3, retryDelay: 200 });
+    if (removal) throw removal;
   }
 
   /** Marks a live sandbox lost if its container really is stopped now (asked after any earlier listing). */

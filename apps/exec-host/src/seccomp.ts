@@ -1,11 +1,17 @@
 import Ajv from 'ajv';
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 
 type SeccompCheck = { valid: true; profile: string } | { valid: false; message: string };
 
+/** The last checks, by the content of schema and profile: reading is cheap, compiling the schema is not. */
+const checked = new Map<string, SeccompCheck>();
+const CHECKED_KEPT = 8;
+
 /**
  * Reads the seccomp profile and validates it against its JSON schema. Called at start-up and again
- * before every container is created, so a profile edited or removed while running is never used.
+ * before every container is created, so a profile edited or removed while running is never used (the
+ * files are read every time; the validation of the same contents is remembered).
  */
 export function loadSeccompProfile(profilePath: string, schemaPath: string): SeccompCheck {
   let schema: unknown;
@@ -20,6 +26,16 @@ export function loadSeccompProfile(profilePath: string, schemaPath: string): Sec
   } catch {
     return { valid: false, message: `The seccomp profile ${profilePath} is missing or unreadable.` };
   }
+  const key = createHash('sha256').update(schemaPath).update('\0').update(JSON.stringify(schema)).update('\0').update(profilePath).update('\0').update(raw).digest('hex');
+  const known = checked.get(key);
+  if (known) return known;
+  const result = checkProfile(profilePath, schemaPath, schema, raw);
+  if (checked.size >= CHECKED_KEPT) checked.delete(checked.keys().next().value as string);
+  checked.set(key, result);
+  return result;
+}
+
+function checkProfile(profilePath: string, schemaPath: string, schema: unknown, raw: string): SeccompCheck {
   let profile: unknown;
   try {
     profile = JSON.parse(raw);

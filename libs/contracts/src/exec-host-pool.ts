@@ -50,6 +50,8 @@ export const ExecHostHeartbeat = z.strictObject({
   capacity: z.int().min(1).max(100_000),
   /** How many sandboxes it runs now. */
   load: z.int().min(0).max(100_000),
+  /** Its warm pool: sandboxes made ahead and ready, and how many it wants now (absent from older exec-hosts). */
+  warm: z.strictObject({ ready: z.int().min(0).max(100_000), target: z.int().min(0).max(100_000) }).optional(),
   /** The exec-host's version (its package.json). */
   version: z.string().min(1).max(64),
 });
@@ -87,6 +89,8 @@ export const ExecHostView = z.object({
   load: z.int().nonnegative(),
   /** The live sessions placed on it, as the platform counts them (placement uses this). */
   liveSessions: z.int().nonnegative(),
+  /** Its warm pool at its last heartbeat; null when it reported none. */
+  warm: z.object({ ready: z.int().nonnegative(), target: z.int().nonnegative() }).nullable(),
   version: z.string().nullable(),
   registeredAt: IsoTimestamp.nullable(),
   lastHeartbeatAt: IsoTimestamp.nullable(),

@@ -114,6 +114,21 @@ export const ExecHostHealth = z.object({
   /** Optional for the gateway: an exec-host from before cgroup layouts answers without it (rolling upgrades). */
   cgroups: z.object({ layout: CgroupLayout, message: z.string().optional() }).optional(),
   sandboxes: z.int().nonnegative(),
+  /** Sandboxes made ahead of their sessions (optional for the gateway: older exec-hosts have none). */
+  warmPool: z
+    .object({
+      /** Warm sandboxes kept per kind; 0: the pool is off. */
+      size: z.int().nonnegative(),
+      /** Warm sandboxes wanted now (size × kinds, within the capacity left) and ready. */
+      target: z.int().nonnegative(),
+      ready: z.int().nonnegative(),
+      /** Sessions that started warm, and those that found none. */
+      hits: z.int().nonnegative(),
+      misses: z.int().nonnegative(),
+      /** Why the pool is below its target, when it is held (memory, capacity). */
+      held: z.string().nullable(),
+    })
+    .optional(),
 });
 export type ExecHostHealth = z.infer<typeof ExecHostHealth>;
 
@@ -305,6 +320,8 @@ export const SandboxInfo = z.object({
   /** The environment the sandbox started from: its key (null: the sandbox image, no devcontainer) and image. */
   environment: z.object({ key: z.string().nullable(), image: z.string() }).optional(),
   limits: SandboxLimits,
+  /** True when the sandbox was made ahead, in the exec-host's warm pool, and taken by this session. */
+  pooled: z.boolean().optional(),
   createdAt: z.iso.datetime(),
   expiresAt: z.iso.datetime(),
 });

@@ -44,7 +44,7 @@ export function renderExecHosts(hosts: ExecHostView[], now: number): string {
     return 'No exec-host has registered yet: an exec-host started with LEMNISCATE_GATEWAY_URL set to this gateway registers with its first heartbeat.\n';
   }
   const out = table(
-    ['ID', 'STATE', 'KIND', 'ADDRESS', 'RUNTIMES', 'SESSIONS', 'LOAD', 'HEARTBEAT', 'DRAINED BY'],
+    ['ID', 'STATE', 'KIND', 'ADDRESS', 'RUNTIMES', 'SESSIONS', 'LOAD', 'WARM', 'HEARTBEAT', 'DRAINED BY'],
     hosts.map((h) => [
       h.id,
       describeState(h, now),
@@ -53,6 +53,7 @@ export function renderExecHosts(hosts: ExecHostView[], now: number): string {
       h.runtimes.join(',') || '-',
       sessions(h),
       h.kind === 'fixed' ? '-' : String(h.load),
+      h.warm ? `${h.warm.ready} / ${h.warm.target}` : h.kind === 'fixed' ? '-' : 'off',
       h.lastHeartbeatAt ? ago(h.lastHeartbeatAt, now) : '-',
       drained(h),
     ]),
@@ -61,7 +62,7 @@ export function renderExecHosts(hosts: ExecHostView[], now: number): string {
   if (hosts.some((h) => h.kind === 'fixed')) {
     notes.push('This gateway has one configured exec-host (LEMNISCATE_EXEC_HOST_URL), not a pool: it cannot be drained.');
   }
-  notes.push('SESSIONS: live sessions placed on the host / its capacity; LOAD: the sandboxes it reported at its last heartbeat.');
+  notes.push('SESSIONS: live sessions placed on the host / its capacity; LOAD: the sandboxes it reported at its last heartbeat; WARM: sandboxes made ahead of their sessions, ready / wanted.');
   return `${out}\n${notes.join('\n')}\n`;
 }
 

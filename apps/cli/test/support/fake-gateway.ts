@@ -140,6 +140,7 @@ export function execHostView(id: string, over: Partial<ExecHostView> = {}): Exec
     environments: [],
     capacity: 10,
     load: 3,
+    warm: { ready: 2, target: 2 },
     liveSessions: 3,
     version: '0.1.0',
     registeredAt: at(3_600_000),

@@ -71,6 +71,15 @@ function columns(p: ExecHostsPageViewProps, onAskDrain: (id: string) => void): C
       cell: (h) => (h.kind === 'fixed' ? <span className="muted">—</span> : h.load),
     },
     {
+      header: (
+        <abbr title="Sandboxes made ahead of their sessions, ready now, over how many the host wants (its warm pool)" className="plain-abbr">
+          Warm
+        </abbr>
+      ),
+      num: true,
+      cell: (h) => (h.warm ? `${h.warm.ready} / ${h.warm.target}` : <span className="muted">{h.kind === 'fixed' ? '—' : 'off'}</span>),
+    },
+    {
       header: 'Last heartbeat',
       cell: (h) =>
         h.lastHeartbeatAt ? (

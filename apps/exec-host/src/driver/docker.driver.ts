@@ -253,6 +253,10 @@ export class DockerSandboxDriver implements SandboxDriver {
     return container.id;
   }
 
+  async warmUp(containerId: string): Promise<void> {
+    await Promise.all([this.execContext(containerId), this.containerCgroup(containerId)]);
+  }
+
   async status(containerId: string): Promise<ContainerStatus | null> {
     try {
       const s = (await this.docker.getContainer(containerId).inspect()).State;

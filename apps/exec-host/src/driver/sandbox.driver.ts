@@ -123,6 +123,11 @@ export interface SandboxDriver {
   imagePresent(image: string): Promise<boolean>;
   /** Creates and starts the container; returns its id. */
   createAndStart(spec: SandboxContainerSpec): Promise<string>;
+  /**
+   * Learns now what the first command would otherwise look up (the container's runtime, profile and
+   * cgroup), so a sandbox made ahead of its session runs its first command as fast as its next ones.
+   */
+  warmUp?(containerId: string): Promise<void>;
   status(containerId: string): Promise<ContainerStatus | null>;
   exec(containerId: string, spec: ExecSpec): Promise<ExecOutcome>;
   /** Sends SIGKILL to every process of the sandbox user; the container's pid 1 survives. */

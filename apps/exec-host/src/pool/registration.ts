@@ -26,6 +26,8 @@ export interface HeartbeatSources {
   load(): number;
   /** Projects whose environment is ready here. */
   environments(): Promise<string[]>;
+  /** The warm pool: ready and wanted (absent: no pool to report). */
+  warm?(): { ready: number; target: number };
 }
 
 /**
@@ -46,6 +48,7 @@ export async function heartbeatBody(config: Pick<ExecHostConfig, 'image' | 'maxS
     environments: (await sources.environments()).slice(0, 10_000),
     capacity: config.maxSandboxes,
     load: sources.load(),
+    ...(sources.warm ? { warm: sources.warm() } : {}),
     version: execHostVersion(),
   };
   return ExecHostHeartbeat.parse(body);

@@ -6,7 +6,9 @@ import * as path from 'node:path';
 import picomatch from 'picomatch';
 import { ExecHostError } from '../errors';
 import { GitError, gitText, runGit, type GitRepo } from './git';
+import { readLocalRefs } from './local-refs';
 import { fetchFailureReason, runFetchGit, type FetchSource } from './remote-access';
+import type { ObjectCache } from './object-cache';
 import { displayPath } from './path-scope';
 import { isBinary, WorkspaceFs } from './safe-fs';
 import { unifiedDiff } from './unified-diff';
@@ -50,13 +52,17 @@ export async function resolveSource(source: string, access?: RepositoryAccess): 
 
 interface PrepareOptions {
   repo: GitRepo;
+  /** Fetched objects kept across sessions (the exec-host's); without it every fetch is the session's own. */
+  objects?: ObjectCache;
+  /** `git init` was done ahead (WorkingCopy.init, when the sandbox was made). */
+  initialised?: boolean;
   source: SourceResolution;
   ref?: string;
   uncommittedPatch?: string;
   exclusions: readonly string[];
 }
 
-interface PreparedState {
+export interface PreparedState {
   baseCommit: string;
   branch: string | null;
   startTree: string;
@@ -102,25 +108,19 @@ export class WorkingCopy {
     this.files = new WorkspaceFs(repo.workTree);
   }
 
-  static async prepare(o: PrepareOptions): Promise<PreparedState> {
-    const { repo } = o;
+  /** The part of a working copy that needs no repository: an empty git directory. */
+  static async init(repo: GitRepo): Promise<void> {
     await runGit(repo, ['init', '-q']);
+  }
+
+  /**
+   * What the source's ref names now: the name to fetch, the branch (if it is one) and the commit the
+   * listing tells (null for a commit named by id, or a tag whose peeled commit is not listed).
+   */
+  static async resolveRef(o: Pick<PrepareOptions, 'repo' | 'source' | 'ref'>): Promise<{ want: string; branch: string | null; expected: string | null; refs: Map<string, string> }> {
     const fetchOpts = { extraConfig: o.source.local ? ['uploadpack.allowAnySHA1InWant=true'] : [], timeoutMs: 300_000 };
-    const remote = await runFetchGit(repo, ['ls-remote', '--symref', '--', o.source.url], o.source, { ...fetchOpts, allowFailure: true });
-    if (remote.code !== 0) {
-      const reason = fetchFailureReason(remote.stderr);
-      throw new ExecHostError('repository_not_found', reason ? `${o.source.url} cannot be read: ${reason}.` : `${o.source.url} is not a git repository the exec-host can read.`, {
-        git: remote.stderr.trim().split('\n').slice(-2).join(' '),
-      });
-    }
-    const refs = new Map<string, string>();
-    let headBranch: string | null = null;
-    for (const line of remote.stdout.toString('utf8').split('\n')) {
-      const sym = /^ref: refs\/heads\/(\S+)\tHEAD$/.exec(line);
-      if (sym?.[1]) headBranch = sym[1];
-      const m = /^([0-9a-f]{40,64})\t(\S+)$/.exec(line);
-      if (m?.[1] && m[2]) refs.set(m[2], m[1]);
-    }
+    // A repository on this host is read in process when its refs are plain files; anything else asks git.
+    const { refs, headBranch } = (o.source.local && (await readLocalRefs(o.source.url))) || (await listRemoteRefs(o, fetchOpts));
     let want: string;
     let branch: string | null = null;
     if (!o.ref) {
@@ -140,32 +140,52 @@ export class WorkingCopy {
     } else {
       throw new ExecHostError('repository_ref_not_found', `The ref "${o.ref}" is neither a branch, a tag nor a full commit id of ${o.source.url}.`);
     }
-    const fetched = await runFetchGit(repo, ['fetch', '-q', '--no-tags', '--depth=1', '--', o.source.url, want], o.source, { ...fetchOpts, allowFailure: true });
-    if (fetched.code !== 0) {
-      throw new ExecHostError('repository_ref_not_found', `The ref "${o.ref ?? 'HEAD'}" could not be fetched from ${o.source.url}.`, { git: fetched.stderr.trim().split('\n').slice(-2).join(' ') });
+    return { want, branch, expected: expectedCommit(refs, want), refs };
+  }
+
+  static async prepare(o: PrepareOptions): Promise<PreparedState> {
+    const { repo } = o;
+    if (!o.initialised) await WorkingCopy.init(repo);
+    const fetchOpts = { extraConfig: o.source.local ? ['uploadpack.allowAnySHA1InWant=true'] : [], timeoutMs: 300_000 };
+    const { want, branch, expected } = await WorkingCopy.resolveRef(o);
+    const patched = Boolean(o.uncommittedPatch && o.uncommittedPatch.trim() !== '');
+    let baseCommit: string;
+    let baseTree: string;
+    let staged: string[];
+    // The same commit checked out before, through the cache: its index (as read-tree writes it, before
+    // any stat data) and its entries are reused, and no git process runs until the checkout.
+    const known = o.objects && !patched ? o.objects.checkedOut(o.source, expected) : null;
+    if (known && (await o.objects!.useCheckedOut(known, repo))) {
+      ({ baseCommit, baseTree, entries: staged } = known);
+    } else {
+      ({ baseCommit, baseTree } = o.objects ? await fetchThroughCache(o, o.objects, want, expected, fetchOpts) : await fetchInto(o, want, fetchOpts));
+      await runGit(repo, ['read-tree', baseCommit]);
+      if (!patched) {
+        staged = (await gitText(repo, ['ls-files', '-s', '-z'])).split('\0').filter(Boolean);
+        if (o.objects) await o.objects.rememberCheckedOut(o.source, { baseCommit, baseTree, entries: staged }, repo);
+      } else staged = [];
     }
-    const baseCommit = (await gitText(repo, ['rev-parse', '--verify', 'FETCH_HEAD^{commit}'])).trim();
-    await runGit(repo, ['update-ref', '--no-deref', 'HEAD', baseCommit]);
-    await runGit(repo, ['read-tree', baseCommit]);
+    // HEAD detached at the base (what `git update-ref --no-deref HEAD` writes), without a process.
+    await fs.writeFile(path.join(repo.gitDir, 'HEAD'), `${baseCommit}\n`);
     let includedUncommitted = false;
-    if (o.uncommittedPatch && o.uncommittedPatch.trim() !== '') {
+    if (patched) {
       const applied = await runGit(repo, ['apply', '--cached', '--binary', '--whitespace=nowarn', '-'], { input: o.uncommittedPatch, allowFailure: true });
       if (applied.code !== 0) {
         throw new ExecHostError('uncommitted_patch_does_not_apply', `The uncommitted changes do not apply on ${baseCommit.slice(0, 12)}: ${applied.stderr.trim().split('\n')[0] ?? ''}`);
       }
       includedUncommitted = true;
+      staged = (await gitText(repo, ['ls-files', '-s', '-z'])).split('\0').filter(Boolean);
     }
-    const startTree = (await gitText(repo, ['write-tree'])).trim();
+    const startTree = includedUncommitted ? (await gitText(repo, ['write-tree'])).trim() : baseTree;
     // S5: excluded files stay in the index (so they are not "deleted" in the patch) with the
     // skip-worktree bit, which keeps them out of the working tree and out of status.
-    const staged = (await gitText(repo, ['ls-files', '-s', '-z'])).split('\0').filter(Boolean);
     const isExcluded = exclusionMatcher(o.exclusions);
     const excluded = staged.map(entryPath).filter(isExcluded);
     if (excluded.length > 0) {
       await runGit(repo, ['update-index', '-z', '--skip-worktree', '--stdin'], { input: excluded.join('\0') + '\0' });
     }
     await runGit(repo, ['checkout-index', '-a', '-q']);
-    await chownTree(repo.workTree);
+    await chownTree(repo.workTree, staged.length - excluded.length);
     // The ownership change touched every inode's ctime; refresh the stat data once now so that change
     // detection afterwards reads nothing but stat data.
     await runGit(repo, ['update-index', '-q', '--refresh'], { allowFailure: true });
@@ -402,12 +422,113 @@ function gitBlobId(content: Buffer): string {
  * written just after is newer than all of them: git then trusts their stat data instead of
  * re-reading "racily clean" files on every status (it could not record that, running read-only).
  */
-async function chownTree(root: string): Promise<void> {
+interface ListedRefs {
+  refs: Map<string, string>;
+  headBranch: string | null;
+}
+
+/** `git ls-remote --symref`: the refs of any source, with the project's access. */
+async function listRemoteRefs(o: Pick<PrepareOptions, 'repo' | 'source'>, fetchOpts: FetchOptions): Promise<ListedRefs> {
+  const remote = await runFetchGit(o.repo, ['ls-remote', '--symref', '--', o.source.url], o.source, { ...fetchOpts, allowFailure: true });
+  if (remote.code !== 0) {
+    const reason = fetchFailureReason(remote.stderr);
+    throw new ExecHostError('repository_not_found', reason ? `${o.source.url} cannot be read: ${reason}.` : `${o.source.url} is not a git repository the exec-host can read.`, {
+      git: remote.stderr.trim().split('\n').slice(-2).join(' '),
+    });
+  }
+  const refs = new Map<string, string>();
+  let headBranch: string | null = null;
+  for (const line of remote.stdout.toString('utf8').split('\n')) {
+    const sym = /^ref: refs\/heads\/(\S+)\tHEAD$/.exec(line);
+    if (sym?.[1]) headBranch = sym[1];
+    const m = /^([0-9a-f]{40,64})\t(\S+)$/.exec(line);
+    if (m?.[1] && m[2]) refs.set(m[2], m[1]);
+  }
+  return { refs, headBranch };
+}
+
+/** The commit `want` names in the ls-remote answer, when it tells (a branch, a tag peeled, HEAD); null for a commit id. */
+function expectedCommit(refs: Map<string, string>, want: string): string | null {
+  return refs.get(`${want}^{}`) ?? refs.get(want) ?? null;
+}
+
+type FetchOptions = { extraConfig: string[]; timeoutMs: number };
+
+function refNotFetched(o: PrepareOptions, stderr: string): ExecHostError {
+  return new ExecHostError('repository_ref_not_found', `The ref "${o.ref ?? 'HEAD'}" could not be fetched from ${o.source.url}.`, { git: stderr.trim().split('\n').slice(-2).join(' ') });
+}
+
+/** The base commit and its tree, in one process; null when the objects are not there (or not a commit). */
+async function commitAndTree(repo: GitRepo, rev: string): Promise<{ baseCommit: string; baseTree: string } | null> {
+  // `--verify` takes one name; two names answer in one process, each checked to be an object id.
+  const r = await runGit(repo, ['rev-parse', `${rev}^{commit}`, `${rev}^{tree}`], { allowFailure: true });
+  const [commit, tree] = r.stdout.toString('utf8').trim().split('\n');
+  const oid = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
+  if (r.code !== 0 || !commit || !tree || !oid.test(commit) || !oid.test(tree)) return null;
+  return { baseCommit: commit, baseTree: tree };
+}
+
+/** The session's own fetch (no cache): depth 1 into its git directory. */
+async function fetchInto(o: PrepareOptions, want: string, fetchOpts: FetchOptions): Promise<{ baseCommit: string; baseTree: string }> {
+  const fetched = await runFetchGit(o.repo, ['fetch', '-q', '--no-tags', '--depth=1', '--', o.source.url, want], o.source, { ...fetchOpts, allowFailure: true });
+  if (fetched.code !== 0) throw refNotFetched(o, fetched.stderr);
+  const base = await commitAndTree(o.repo, 'FETCH_HEAD');
+  if (!base) throw new ExecHostError('repository_ref_not_found', `The ref "${o.ref ?? 'HEAD'}" of ${o.source.url} does not name a commit.`);
+  return base;
+}
+
+/**
+ * Through the exec-host's object cache: the session's git directory borrows the cache's objects; a
+ * commit already there needs no fetch at all, another one is fetched (depth 1) into the cache, alone.
+ * The cache's shallow list comes along, so git knows which parents are absent.
+ */
+async function fetchThroughCache(o: PrepareOptions, objects: ObjectCache, want: string, expected: string | null, fetchOpts: FetchOptions): Promise<{ baseCommit: string; baseTree: string }> {
+  const cache = await objects.dirFor(o.source);
+  const borrowShallow = () => objects.borrow(cache, o.repo);
+  const wanted = expected ?? want;
+  await borrowShallow();
+  const present = await commitAndTree(o.repo, wanted);
+  if (present) return present;
+  return objects.exclusive(cache, async () => {
+    const cacheRepo: GitRepo = { gitDir: cache, workTree: o.repo.workTree, home: o.repo.home };
+    const fetched = await runFetchGit(cacheRepo, ['fetch', '-q', '--no-tags', '--depth=1', '--', o.source.url, want], o.source, { ...fetchOpts, allowFailure: true });
+    if (fetched.code !== 0) throw refNotFetched(o, fetched.stderr);
+    // The server's answer wins over the earlier listing (the branch may have moved in between).
+    const head = /^([0-9a-f]{40,64})/.exec(await fs.readFile(path.join(cache, 'FETCH_HEAD'), 'utf8'))?.[1];
+    await borrowShallow();
+    const base = head ? await commitAndTree(o.repo, head) : null;
+    if (!base) throw new ExecHostError('repository_ref_not_found', `The ref "${o.ref ?? 'HEAD'}" of ${o.source.url} does not name a commit.`);
+    return base;
+  });
+}
+
+/**
+ * Gives the working copy to the sandbox user and dates every file two seconds back (so git's stat
+ * data, refreshed next, never sees a file as racily clean). Small trees in process; large ones with
+ * chown -R and find, which are faster there.
+ */
+async function chownTree(root: string, files: number): Promise<void> {
+  const past = Math.floor(Date.now() / 1000) - 2;
+  if (files <= 2_000) {
+    const entries = await fs.readdir(root, { recursive: true, withFileTypes: true });
+    await Promise.all(
+      entries.map(async (e) => {
+        const p = path.join(e.parentPath ?? e.path, e.name);
+        await fs.lchown(p, 10001, 10001);
+        await fs.lutimes(p, past, past);
+      }),
+    );
+    await fs.chown(root, 10001, 10001);
+    return;
+  }
+  await chownTreeWithTools(root, past);
+}
+
+async function chownTreeWithTools(root: string, past: number): Promise<void> {
   const { execFile } = await import('node:child_process');
   const sh = (cmd: string, args: string[]) => new Promise<void>((resolve, reject) => execFile(cmd, args, { timeout: 300_000 }, (e) => (e ? reject(e) : resolve())));
   await sh('chown', ['-R', '-h', '10001:10001', '--', root]);
-  const past = `@${Math.floor(Date.now() / 1000) - 2}`;
-  await sh('find', [root, '-mindepth', '1', '-exec', 'touch', '-h', '-c', '-d', past, '{}', '+']);
+  await sh('find', [root, '-mindepth', '1', '-exec', 'touch', '-h', '-c', '-d', `@${past}`, '{}', '+']);
 }
 
 export { GitError };

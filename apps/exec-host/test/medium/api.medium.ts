@@ -268,6 +268,7 @@ describe('exec-host start-up', () => {
     const config = loadConfig({
       LEMNISCATE_EXEC_HOST_TOKEN: TOKEN,
       LEMNISCATE_EXEC_HOST_STATE_DIR: dir,
+      LEMNISCATE_EXEC_HOST_WARM_POOL: '0',
       LEMNISCATE_SECCOMP_PROFILE: profile,
       LEMNISCATE_SECCOMP_SCHEMA: path.join(__dirname, '../../../../images/sandbox/seccomp.schema.json'),
     });

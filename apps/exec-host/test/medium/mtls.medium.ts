@@ -91,6 +91,7 @@ beforeAll(async () => {
     {
       LEMNISCATE_EXEC_HOST_TOKEN: TOKEN,
       LEMNISCATE_EXEC_HOST_STATE_DIR: path.join(dir, 'state'),
+      LEMNISCATE_EXEC_HOST_WARM_POOL: '0',
       LEMNISCATE_EXEC_HOST_BIND: '0.0.0.0',
       LEMNISCATE_EXEC_HOST_PORT: String(port),
       LEMNISCATE_EXEC_HOST_TLS_CERT: host.cert,

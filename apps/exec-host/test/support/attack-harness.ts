@@ -255,6 +255,7 @@ export async function startExecHost(image: SandboxImage, extraEnv: Record<string
     LEMNISCATE_EXEC_HOST_TOKEN: token,
     LEMNISCATE_EXEC_HOST_PORT: String(port),
     LEMNISCATE_EXEC_HOST_STATE_DIR: stateDir,
+    LEMNISCATE_EXEC_HOST_WARM_POOL: '0',
     [canary.name]: canary.value,
     LEMNISCATE_SANDBOX_IMAGE: image.tag,
     ...extraEnv,

@@ -53,7 +53,7 @@ export interface TestHost {
 /** An exec-host in this process; its driver takes the cgroup layout from `env` as main.ts does, or `driverOptions`. */
 export async function startHost(env: Record<string, string> = {}, driverOptions: DockerDriverOptions = {}): Promise<TestHost> {
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'lemni-exec-host-'));
-  const config = loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: TOKEN, LEMNISCATE_EXEC_HOST_STATE_DIR: stateDir, ...env });
+  const config = loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: TOKEN, LEMNISCATE_EXEC_HOST_STATE_DIR: stateDir, LEMNISCATE_EXEC_HOST_WARM_POOL: '0', ...env });
   const driver = new DockerSandboxDriver({ cgroupLayout: config.cgroupLayout, ...driverOptions });
   const host = await createExecHost(config, driver, { logger: false });
   await host.app.init();

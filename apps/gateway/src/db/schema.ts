@@ -322,6 +322,8 @@ export const execHosts = pgTable('exec_hosts', {
   environments: jsonb('environments').$type<string[]>().notNull(),
   capacity: integer('capacity').notNull(),
   load: integer('load').notNull(),
+  /** Its warm pool at the last heartbeat (0012_exec_host_warm_pool); null: none reported. */
+  warm: jsonb('warm').$type<{ ready: number; target: number } | null>(),
   version: text('version').notNull(),
   state: text('state', { enum: EXEC_HOST_STATES }).notNull().default('active'),
   /** Who drained it (an actor), while it is kept drained. */

@@ -1,0 +1,151 @@
+// Warm pool benchmark (printed, not asserted), against the built exec-host (npx tsc -b apps/exec-host).
+//   Session open → sandbox ready for its first command, from the warm pool vs. cold, runc and runsc,
+//   p50/p95 over N sessions each, alternated in one run, and the ratio; plus → first command finished.
+// Usage: node bench/sandbox/warm.mjs [--sessions 50] [--runtimes runc,runsc] [--files 20] [--json]
+import { execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+const require = createRequire(import.meta.url);
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
+const dist = path.join(root, 'apps/exec-host/dist');
+if (!fs.existsSync(path.join(dist, 'app.js'))) {
+  console.error('Build the exec-host first: npx tsc -b apps/exec-host');
+  process.exit(1);
+}
+const { createExecHost } = require(path.join(dist, 'app.js'));
+const { loadConfig } = require(path.join(dist, 'config.js'));
+const { DockerSandboxDriver } = require(path.join(dist, 'driver/docker.driver.js'));
+
+const arg = (name, fallback) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : fallback;
+};
+const SESSIONS = Number(arg('sessions', '50'));
+const RUNTIMES = arg('runtimes', 'runc,runsc').split(',');
+const FILES = Number(arg('files', '20'));
+const JSON_OUT = process.argv.includes('--json');
+const TARGET = { runc: 50, runsc: 100 };
+
+const token = `bench-${Math.random().toString(36).slice(2)}-token`;
+const hosts = {};
+
+async function startHost(kind) {
+  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), `lemni-bench-${kind}-`));
+  const config = loadConfig({
+    LEMNISCATE_EXEC_HOST_TOKEN: token,
+    LEMNISCATE_EXEC_HOST_STATE_DIR: stateDir,
+    LEMNISCATE_EXEC_HOST_PORT: '1',
+    LEMNISCATE_EXEC_HOST_WARM_POOL: kind === 'warm' ? '2' : '0',
+    LEMNISCATE_EXEC_HOST_WARM_RUNTIMES: RUNTIMES.join(','),
+  });
+  const host = await createExecHost(config, new DockerSandboxDriver(), { logger: false });
+  host.app.getHttpServer().keepAliveTimeout = 65_000;
+  await host.app.listen(0, '127.0.0.1');
+  const base = `http://127.0.0.1:${host.app.getHttpServer().address().port}`;
+  return { host, base, stateDir };
+}
+
+async function api(h, method, url, body) {
+  const res = await fetch(h.base + url, {
+    method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const json = await res.json();
+  if (!res.ok) throw new Error(`${method} ${url} → ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+function git(cwd, ...args) {
+  return execFileSync('git', ['-c', 'user.email=b@example.test', '-c', 'user.name=Bench', ...args], { cwd, encoding: 'utf8' });
+}
+
+function makeRepo(files) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lemni-bench-repo-'));
+  git(dir, 'init', '-q', '-b', 'main');
+  for (let i = 0; i < files; i++) fs.writeFileSync(path.join(dir, `f${i}.txt`), `file ${i}\n`);
+  git(dir, 'add', '-A');
+  git(dir, 'commit', '-q', '-m', 'bench');
+  return dir;
+}
+
+/** The pool is full again (nothing being made): each warm sample finds a warm sandbox, and no refill runs beside a sample. */
+async function poolFull(h) {
+  for (;;) {
+    await h.host.sandboxes.pool.settled();
+    const s = h.host.sandboxes.poolStats();
+    if (s.making === 0 && s.ready >= s.target) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const pct = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
+};
+const now = () => performance.now();
+let n = 0;
+const results = [];
+const repo = makeRepo(FILES);
+
+async function sample(h, runtime, expectPooled) {
+  const t0 = now();
+  const sbx = await api(h, 'POST', '/v1/sandboxes', { sessionId: `bench-${process.pid}-${n++}`, repository: { source: repo }, runtime });
+  const ready = now() - t0;
+  await api(h, 'POST', `/v1/sandboxes/${sbx.sandboxId}/exec?stream=false`, { command: 'true' });
+  const first = now() - t0;
+  if (Boolean(sbx.pooled) !== expectPooled) throw new Error(`sandbox ${sbx.sandboxId} pooled=${sbx.pooled}, expected ${expectPooled}`);
+  await api(h, 'DELETE', `/v1/sandboxes/${sbx.sandboxId}`);
+  return { ready, first };
+}
+
+const stop = async () => {
+  for (const h of Object.values(hosts)) {
+    await h.host.close().catch(() => undefined);
+    fs.rmSync(h.stateDir, { recursive: true, force: true });
+  }
+  fs.rmSync(repo, { recursive: true, force: true });
+};
+process.once('SIGINT', () => void stop().finally(() => process.exit(130)));
+
+try {
+  hosts.cold = await startHost('cold');
+  hosts.warm = await startHost('warm');
+  if (!JSON_OUT) console.log(`Warm pool vs. cold (${os.cpus().length} CPUs, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${SESSIONS} sessions each, alternated, one run)\n`);
+  for (const runtime of RUNTIMES) {
+    const cold = [];
+    const warm = [];
+    // One of each first, unmeasured: the first gVisor command compiles the seccomp filter.
+    await poolFull(hosts.warm);
+    await sample(hosts.cold, runtime, false);
+    await sample(hosts.warm, runtime, true);
+    for (let i = 0; i < SESSIONS; i++) {
+      await poolFull(hosts.warm);
+      cold.push(await sample(hosts.cold, runtime, false));
+      await poolFull(hosts.warm);
+      warm.push(await sample(hosts.warm, runtime, true));
+    }
+    const f = (xs, k, p) => Math.round(pct(xs.map((x) => x[k]), p));
+    const r = {
+      runtime,
+      sessions: SESSIONS,
+      cold: { readyP50: f(cold, 'ready', 50), readyP95: f(cold, 'ready', 95), firstP50: f(cold, 'first', 50), firstP95: f(cold, 'first', 95) },
+      warm: { readyP50: f(warm, 'ready', 50), readyP95: f(warm, 'ready', 95), firstP50: f(warm, 'first', 50), firstP95: f(warm, 'first', 95) },
+      targetMs: TARGET[runtime],
+    };
+    r.ratio = +(r.warm.readyP50 / r.cold.readyP50).toFixed(2);
+    r.met = r.warm.readyP50 <= r.targetMs;
+    results.push(r);
+    if (!JSON_OUT) {
+      console.log(`${runtime}: open → ready   cold p50 ${r.cold.readyP50} ms p95 ${r.cold.readyP95} ms   warm p50 ${r.warm.readyP50} ms p95 ${r.warm.readyP95} ms   ratio ${r.ratio}   target warm p50 ≤ ${r.targetMs} ms: ${r.met ? 'met' : 'missed'}`);
+      console.log(`${runtime}: open → first command finished   cold p50 ${r.cold.firstP50} ms p95 ${r.cold.firstP95} ms   warm p50 ${r.warm.firstP50} ms p95 ${r.warm.firstP95} ms`);
+    }
+  }
+  if (JSON_OUT) console.log(JSON.stringify({ node: process.version, cpus: os.cpus().length, results }));
+} finally {
+  await stop();
+}
+process.exitCode = results.every((r) => r.met) ? 0 : 1;
