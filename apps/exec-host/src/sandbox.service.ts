@@ -15,6 +15,7 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { ensureAppArmor, type AppArmorState } from './apparmor';
+import { capacityRefusal } from './capacity';
 import type { ExecHostConfig } from './config';
 import { LABEL_INSTANCE, LABEL_MANAGED, LABEL_SANDBOX, LABEL_SESSION, type SandboxDriver } from './driver/sandbox.driver';
 import { ExecHostError } from './errors';
@@ -135,9 +136,9 @@ export class SandboxService {
         throw new ExecHostError('session_has_sandbox', `Session ${req.sessionId} already has sandbox ${s.info.sandboxId}; one session gets one sandbox.`);
       }
     }
-    if (this.sandboxes.size >= this.config.maxSandboxes) {
-      throw new ExecHostError('sandbox_limit_reached', `This exec-host already runs its maximum of ${this.config.maxSandboxes} sandboxes.`);
-    }
+    // The cap, the host's memory floor and its process ids, read now (capacity.ts).
+    const refusal = capacityRefusal(this.sandboxes.size, this.config);
+    if (refusal) throw new ExecHostError('sandbox_limit_reached', refusal);
     const source = await resolveSource(req.repository.source, req.repository.access);
     const seccomp = loadSeccompProfile(this.config.seccompProfilePath, this.config.seccompSchemaPath);
     if (!seccomp.valid) throw new ExecHostError('sandbox_setup_failed', `No sandbox is created without a valid seccomp profile: ${seccomp.message}`);

@@ -250,6 +250,7 @@ describe.each(SANDBOX_IMAGES)('sandbox image from $route', (image) => {
         const refused = await refusal(small.client.create({ sessionId, repository: { source: repo.dir } }));
         expect({ status: refused.status, code: refused.code }).toEqual({ status: 429, code: 'sandbox_limit_reached' });
         expectSentence(refused.message, 'sandbox_limit_reached');
+        expect(refused.message).toBe('This exec-host already runs its maximum of 1 sandbox (LEMNISCATE_EXEC_HOST_MAX_SANDBOXES).');
         expect(await containersOf(sessionId)).toEqual([]);
       } finally {
         await small.stop();
