@@ -135,6 +135,40 @@ function pss(pid) {
   }
 }
 
+/** Page tables of a process (VmPTE), in bytes; 0 when unreadable. */
+function pageTables(pid) {
+  try {
+    const m = /^VmPTE:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** A kernel stack per thread (x86-64: 16 KiB). */
+const KERNEL_STACK_BYTES = 16 * 1024;
+
+/**
+ * The host processes of these containers: each one's containerd-shim (found by the container id on its
+ * command line) and everything below it (runc: pid 1 and its sleep; runsc: gofer, sentry, ptrace stubs).
+ * Other work on the machine (other engines' containers, test suites) is left out.
+ */
+function processesOf(list, containerIds) {
+  const children = new Map();
+  for (const p of list) children.set(p.ppid, [...(children.get(p.ppid) ?? []), p]);
+  const out = [];
+  const visit = (p) => {
+    out.push(p);
+    for (const c of children.get(p.pid) ?? []) visit(c);
+  };
+  for (const p of list) {
+    if (p.kind !== 'containerd-shim') continue;
+    const i = p.cmdline.indexOf('-id');
+    if (i >= 0 && containerIds.has(p.cmdline[i + 1])) visit(p);
+  }
+  return out;
+}
+
 function rssOf(pid) {
   try {
     const m = /^VmRSS:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -375,7 +409,7 @@ async function density(runtime, repo) {
         const s = samples[samples.length - 1];
         const l = loopDevices(stateDir);
         console.log(
-          `[${label}] ${String(n).padStart(4)} idle: MemAvailable ${gib(s.avail)} (−${mib((before.mem.MemAvailable - s.avail) / n)}/sandbox), exec-host RSS ${mib(s.rss)} ${s.fds} fds, loop devices ${l.ours} ours / ${l.bound} bound, create p50 ${pct(createMs.slice(-20), 50).toFixed(0)} ms`,
+          `[${label}] ${String(n).padStart(4)} idle: MemAvailable ${gib(s.avail)} (${mib((s.avail - before.mem.MemAvailable) / n)}/sandbox), exec-host RSS ${mib(s.rss)} ${s.fds} fds, loop devices ${l.ours} ours / ${l.bound} bound, create p50 ${pct(createMs.slice(-20), 50).toFixed(0)} ms`,
         );
       }
     }
@@ -409,25 +443,40 @@ async function density(runtime, repo) {
       .map((k) => [k, ((byKindPeak.get(k) ?? 0) - (byKindBefore.get(k) ?? 0)) / Math.max(1, n)])
       .filter(([, d]) => Math.abs(d) >= 0.05)
       .map(([k, d]) => `${k} ${d.toFixed(2)}`);
+    // What these sandboxes hold themselves, whatever else runs on the machine meanwhile.
+    const { stdout: psOut } = await run('docker', ['ps', '-q', '--no-trunc', '--filter', `label=lemniscate.exec-host=${config.instance}`]);
+    const ours = processesOf(peak.procs, new Set(psOut.split('\n').filter(Boolean)));
     const pssBy = new Map();
-    const beforePids = new Set(before.procs.map((p) => p.pid));
-    for (const p of peak.procs) {
-      if (beforePids.has(p.pid) || p.kind === 'other' || p.kind === 'kernel thread') continue;
-      pssBy.set(p.kind, (pssBy.get(p.kind) ?? 0) + pss(p.pid));
+    const oursBy = new Map();
+    let attributed = 0;
+    let ourThreads = 0;
+    for (const p of ours) {
+      const bytes = pss(p.pid);
+      pssBy.set(p.kind, (pssBy.get(p.kind) ?? 0) + bytes);
+      oursBy.set(p.kind, (oursBy.get(p.kind) ?? 0) + 1);
+      attributed += bytes + pageTables(p.pid) + p.threads * KERNEL_STACK_BYTES;
+      ourThreads += p.threads;
     }
+    // The disk of each sandbox adds kernel threads (ext4's rsv-conversion rescuer): counted host-wide.
+    const kernelThreads = ((byKindPeak.get('kernel thread') ?? 0) - (byKindBefore.get('kernel thread') ?? 0)) / Math.max(1, n);
+    const perSandboxIds = ourThreads / Math.max(1, n) + Math.max(0, kernelThreads);
     const memKeys = ['Slab', 'SUnreclaim', 'KernelStack', 'PageTables', 'Shmem', 'Buffers', 'Cached'];
     const memDelta = memKeys.map((k) => `${k} ${mib(((peak.mem[k] ?? 0) - (before.mem[k] ?? 0)) / Math.max(1, n))}`).join(', ');
 
     console.log(`[${label}] count: ${n} idle sandboxes; limiting: ${limit.what} — ${limit.message}`);
     if (n > 0) {
-      console.log(`[${label}] memory per idle sandbox: ${mib(drop / n)} (MemAvailable ${gib(before.mem.MemAvailable)} → ${gib(peak.mem.MemAvailable)}; fitted slope ${mib(fitted)})`);
       console.log(
-        `[${label}]   of which, per sandbox: ${[...pssBy].map(([k, b]) => `${k} PSS ${mib(b / n)}`).join(', ') || 'no new host process'}; dockerd+containerd RSS ${mib((peak.engine - before.engine) / n)}`,
+        `[${label}] memory per idle sandbox: ${mib(attributed / n)} held by its own processes (PSS, page tables, kernel stacks); host MemAvailable ${gib(before.mem.MemAvailable)} → ${gib(peak.mem.MemAvailable)}, ${mib(drop / n)} per sandbox (fitted slope ${mib(fitted)}; moves with whatever else runs on the machine)`,
       );
-      console.log(`[${label}]   kernel, per sandbox: ${memDelta}`);
-      console.log(`[${label}] host processes per sandbox: ${((peak.procs.length - before.procs.length) / n).toFixed(2)} (${perKind.join(', ')})`);
       console.log(
-        `[${label}] host threads (process ids): ${before.threads} → ${peak.threads} of ${pidLimit} (${((peak.threads - before.threads) / n).toFixed(1)}/sandbox: about ${Math.floor((pidLimit - before.threads) / ((peak.threads - before.threads) / n))} sandboxes would take every process id)`,
+        `[${label}]   by process, per sandbox: ${[...pssBy].map(([k, b]) => `${k} PSS ${mib(b / n)}`).join(', ') || 'none found'}; dockerd+containerd RSS ${mib((peak.engine - before.engine) / n)}`,
+      );
+      console.log(`[${label}]   host-wide change, per sandbox: ${memDelta}`);
+      console.log(
+        `[${label}] host processes per sandbox: ${(ours.length / n).toFixed(2)} of its own (${[...oursBy].map(([k, c]) => `${k} ${(c / n).toFixed(2)}`).join(', ')}) + ${kernelThreads.toFixed(2)} kernel threads (host-wide change); all kinds host-wide: ${perKind.join(', ')}`,
+      );
+      console.log(
+        `[${label}] process ids per sandbox: ${perSandboxIds.toFixed(1)} (${(ourThreads / n).toFixed(1)} threads of its own processes + kernel threads); host tasks ${before.threads} → ${peak.threads} of ${pidLimit}`,
       );
       console.log(`[${label}] loop devices: ${peak.loops.ours} bound to this run's disks (${peak.loops.bound} bound in all, ${peak.loops.nodes} in /dev)`);
       console.log(
@@ -440,16 +489,17 @@ async function density(runtime, repo) {
       console.log(
         `[${label}] at this density: ${lost} lost; "echo ok" in sandboxes #${probes.map((i) => i + 1).join(', #')}: ${probesOk} of ${probes.length} ran (${probeMs.map((x) => x.toFixed(0)).join(', ')} ms)`,
       );
-      if (limit.what === 'bench bound' && drop > 0 && peak.threads > before.threads) {
+      if (limit.what === 'bench bound' && attributed > 0 && perSandboxIds > 0) {
         // Beyond the bound, at the costs just measured: which runs out first?
-        const byMemory = n + Math.floor((peak.mem.MemAvailable - floorBytes) / (drop / n));
-        const byPids = n + Math.floor((pidLimit * 0.9 - peak.threads) / ((peak.threads - before.threads) / n));
+        const byMemory = n + Math.floor((peak.mem.MemAvailable - floorBytes) / (attributed / n));
+        const byPids = n + Math.floor((pidLimit * 0.9 - peak.threads) / perSandboxIds);
         console.log(
           `[${label}] projected at these costs: the ${FLOOR_PERCENT} % memory floor at about ${byMemory} sandboxes, 90 % of the ${pidLimit} process ids at about ${byPids}: ${byPids < byMemory ? 'process ids' : 'memory'} would limit first`,
         );
       }
     }
-    console.log(`[${label}] target ≥ ${TARGET[runtime]} idle ${runtime} sandboxes: ${n >= TARGET[runtime] ? 'met' : 'missed'}`);
+    const bounded = limit.what === 'bench bound' && n < TARGET[runtime] ? ` (this run stopped at --max ${max})` : '';
+    console.log(`[${label}] target ≥ ${TARGET[runtime]} idle ${runtime} sandboxes: ${n >= TARGET[runtime] ? 'met' : 'missed'}${bounded}`);
   } finally {
     // Destroy through the API (a few at a time), then whatever is left with the exec-host, and check.
     const t0 = performance.now();
