@@ -5,11 +5,12 @@ import * as path from 'node:path';
  * How many sandboxes a host carries, and when a new one is refused.
  *
  * An idle sandbox costs the host memory and process ids, not CPU; bench/sandbox/density.mjs measures
- * both (bench/README.md, "Density"). On a 2-CPU, 24 GiB host: an idle runc sandbox ≈ 5 MiB and ≈ 17
- * process ids (containerd-shim, pid 1 and its sleep, the disk's kernel thread); an idle runsc sandbox ≈
- * 17 MiB and ≈ 60 process ids fresh, ≈ 90 after a command and up to ≈ 200 after parallel work (gVisor's
- * ptrace platform keeps a host stub process per address space, with a thread per sentry thread).
- * The budgets below are per sandbox of either runtime, with room for work done in it.
+ * both (bench/README.md, "Density"). On a 2-CPU, 24 GiB host: an idle runc sandbox ≈ 5 MiB and ≈ 14
+ * process ids (containerd-shim's threads, pid 1 and its sleep, the disk's kernel thread); an idle runsc
+ * sandbox ≈ 16–18 MiB and ≈ 58 process ids new, ≈ 20 MiB and ≈ 125 after a command that ran four
+ * processes at once (gVisor's ptrace platform keeps a host stub process per address space, with a
+ * thread per sentry thread that ran in it). The budgets below are per sandbox of either runtime, with
+ * room for some work done in it; the checks at each creation (capacityRefusal) cover the rest.
  */
 const MiB = 1024 * 1024;
 export const IDLE_SANDBOX_MEMORY_BYTES = 48 * MiB;
