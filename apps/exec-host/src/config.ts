@@ -6,6 +6,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { createSecureContext } from 'node:tls';
 import { z } from 'zod';
+import { DEFAULT_MEMORY_FLOOR_PERCENT, defaultMaxSandboxes, MAX_SANDBOXES_LIMIT, readHostResources, type CapacitySource } from './capacity';
 import { StartupError } from './errors';
 
 export type Listen = { kind: 'tcp'; host: string; port: number } | { kind: 'socket'; path: string };
@@ -41,9 +42,15 @@ export interface ExecHostConfig {
   stateDir: string;
   /** Distinguishes this exec-host's containers from another one's on the same engine (label). */
   instance: string;
+  /** The cap on live sandboxes: LEMNISCATE_EXEC_HOST_MAX_SANDBOXES, else computed at start from the host (capacity.ts). */
   maxSandboxes: number;
   /** Sandboxes made ahead of their sessions (LEMNISCATE_EXEC_HOST_WARM_POOL, _WARM_RUNTIMES). */
   warmPool: WarmPoolConfig;
+  maxSandboxesFrom: CapacitySource;
+  /** New sandboxes are refused while the host's available memory is below this share of its total (0: never). */
+  memoryFloorPercent: number;
+  /** Where the kernel's /proc is read for the capacity checks ("/proc"; tests: a tree of their own). */
+  procRoot: string;
   reaperIntervalMs: number;
   /** A CA bundle (PEM) the set-up containers trust besides the image's, for mirrors behind a TLS-intercepting proxy. */
   egressCaBundle: string | null;
@@ -92,7 +99,12 @@ function defaultStateDir(env: NodeJS.ProcessEnv = process.env): string {
   return isRoot ? '/var/lib/lemniscate/exec-host' : path.join(env.HOME ?? os.homedir(), '.lemniscate', 'exec-host');
 }
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): ExecHostConfig {
+export interface LoadConfigOptions {
+  /** Where the kernel's /proc is, for the host's memory and process ids ("/proc"; tests: a tree of their own). */
+  procRoot?: string;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadConfigOptions = {}): ExecHostConfig {
   const token = env.LEMNISCATE_EXEC_HOST_TOKEN ?? '';
   if (token.trim() === '') {
     throw new StartupError('The exec-host will not start without LEMNISCATE_EXEC_HOST_TOKEN: set it to the secret the gateway sends as its bearer token.');
@@ -132,10 +144,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ExecHostConfig
   const root = repositoryRoot();
   const seccompProfilePath = path.resolve(env.LEMNISCATE_SECCOMP_PROFILE ?? path.join(root, 'images/sandbox/seccomp.json'));
   const stateDir = path.resolve(env.LEMNISCATE_EXEC_HOST_STATE_DIR ?? defaultStateDir(env));
-  const maxRaw = env.LEMNISCATE_EXEC_HOST_MAX_SANDBOXES ?? '50';
-  const maxSandboxes = Number(maxRaw);
-  if (!/^\d+$/.test(maxRaw) || maxSandboxes < 1) {
-    throw new StartupError(`LEMNISCATE_EXEC_HOST_MAX_SANDBOXES must be a positive whole number, not "${maxRaw}".`);
+  const floorRaw = env.LEMNISCATE_EXEC_HOST_MEMORY_FLOOR_PERCENT ?? String(DEFAULT_MEMORY_FLOOR_PERCENT);
+  const memoryFloorPercent = Number(floorRaw);
+  if (!/^\d+$/.test(floorRaw) || memoryFloorPercent > 90) {
+    throw new StartupError(`LEMNISCATE_EXEC_HOST_MEMORY_FLOOR_PERCENT must be a whole percentage between 0 (no floor) and 90, not "${floorRaw}".`);
+  }
+  const procRoot = options.procRoot ?? '/proc';
+  const maxRaw = env.LEMNISCATE_EXEC_HOST_MAX_SANDBOXES;
+  let maxSandboxes: number;
+  let maxSandboxesFrom: CapacitySource;
+  if (maxRaw === undefined || maxRaw.trim() === '') {
+    ({ max: maxSandboxes, from: maxSandboxesFrom } = defaultMaxSandboxes(readHostResources(procRoot), memoryFloorPercent));
+  } else {
+    maxSandboxes = Number(maxRaw);
+    maxSandboxesFrom = 'setting';
+    if (!/^\d+$/.test(maxRaw) || maxSandboxes < 1 || maxSandboxes > MAX_SANDBOXES_LIMIT) {
+      throw new StartupError(`LEMNISCATE_EXEC_HOST_MAX_SANDBOXES must be a whole number between 1 and ${MAX_SANDBOXES_LIMIT}, or unset to compute it from this host, not "${maxRaw}".`);
+    }
   }
   const warmRaw = env.LEMNISCATE_EXEC_HOST_WARM_POOL ?? String(DEFAULT_WARM_POOL);
   const warmSize = Number(warmRaw);
@@ -179,6 +204,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ExecHostConfig
     instance: instanceLabel(stateDir),
     maxSandboxes,
     warmPool: { size: warmSize, runtimes: [...new Set(warmRuntimes)] as ('runc' | 'runsc')[], maxKeys: 8, idleKeyMinutes: 30, maxAgeMinutes: 60, memoryFloor: 0.2 },
+    maxSandboxesFrom,
+    memoryFloorPercent,
+    procRoot,
     reaperIntervalMs: Math.round(reaperSeconds * 1000),
     egressCaBundle: caBundle,
     environmentsKept,

@@ -29,7 +29,11 @@ export class ExecHostMetrics {
         this.set(sources.sandboxes());
       },
     });
-    new Gauge({ name: 'lemniscate_exec_host_capacity', help: 'Sandboxes this exec-host runs at most (LEMNISCATE_EXEC_HOST_MAX_SANDBOXES).', registers: [this.registry] }).set(sources.capacity);
+    new Gauge({
+      name: 'lemniscate_exec_host_capacity',
+      help: "Sandboxes this exec-host runs at most: LEMNISCATE_EXEC_HOST_MAX_SANDBOXES, else computed at start from the host's memory and process ids. New ones are also refused below the memory floor.",
+      registers: [this.registry],
+    }).set(sources.capacity);
     const warm = sources.warm;
     if (warm) {
       new Gauge({

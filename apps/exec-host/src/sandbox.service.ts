@@ -15,6 +15,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { ensureAppArmor, type AppArmorState } from './apparmor';
+import { capacityRefusal } from './capacity';
 import type { ExecHostConfig } from './config';
 import { LABEL_INSTANCE, LABEL_MANAGED, LABEL_SANDBOX, LABEL_SESSION, type SandboxDriver } from './driver/sandbox.driver';
 import { ExecHostError } from './errors';
@@ -67,6 +68,8 @@ export class SandboxService {
   private readonly sandboxes = new Map<string, SandboxRecord>();
   /** Sandboxes between their first directory and their registration; the reaper leaves them alone. */
   readonly creating = new Set<string>();
+  /** Creations past the capacity check and not yet finished (each holds a place under the cap). */
+  private reserved = 0;
   /** Sandboxes already forgotten by the API whose container and directory are still being removed. */
   private readonly destroying = new Map<string, Promise<void>>();
   private apparmor: AppArmorState = { state: 'unavailable', profile: 'lemniscate-sandbox' };
@@ -181,9 +184,19 @@ export class SandboxService {
         throw new ExecHostError('session_has_sandbox', `Session ${req.sessionId} already has sandbox ${s.info.sandboxId}; one session gets one sandbox.`);
       }
     }
-    if (this.sandboxes.size >= this.config.maxSandboxes) {
-      throw new ExecHostError('sandbox_limit_reached', `This exec-host already runs its maximum of ${this.config.maxSandboxes} sandboxes.`);
+    // The cap, the host's memory floor and its process ids, read now (capacity.ts). Creations under
+    // way hold their place from here, so concurrent requests cannot together pass the cap.
+    const refusal = capacityRefusal(this.sandboxes.size + this.reserved, this.config);
+    if (refusal) throw new ExecHostError('sandbox_limit_reached', refusal);
+    this.reserved += 1;
+    try {
+      return await this.createReserved(req, limits);
+    } finally {
+      this.reserved -= 1;
     }
+  }
+
+  private async createReserved(req: CreateSandboxRequestParsed, limits: SandboxLimits): Promise<SandboxInfo> {
     const source = await resolveSource(req.repository.source, req.repository.access);
     const seccomp = loadSeccompProfile(this.config.seccompProfilePath, this.config.seccompSchemaPath);
     if (!seccomp.valid) throw new ExecHostError('sandbox_setup_failed', `No sandbox is created without a valid seccomp profile: ${seccomp.message}`);

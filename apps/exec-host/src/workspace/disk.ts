@@ -6,7 +6,7 @@ import { SANDBOX_GID, SANDBOX_UID } from '../driver/sandbox.driver';
 const run = promisify(execFile);
 
 /**
- * The disk cap of a working copy: a sparse ext4 image of `diskMb` on a loop device, mounted
+ * The disk cap of a working copy: a sparse ext4 image of `diskMb` (no journal) on a loop device, mounted
  * nosuid,nodev at the working directory. Filling it fails with ENOSPC inside the sandbox and nowhere
  * else; hard links to host files are impossible (another file system). Needs root.
  */
@@ -18,7 +18,10 @@ export async function createDisk(imagePath: string, mountPoint: string, diskMb: 
   } finally {
     await handle.close();
   }
-  await run('mkfs.ext4', ['-q', '-F', '-m', '0', '-E', `root_owner=${SANDBOX_UID}:${SANDBOX_GID},lazy_itable_init=1,lazy_journal_init=1`, imagePath], { timeout: 60_000 });
+  // No journal: the image lives only as long as its sandbox, and a host that crashes removes both
+  // (the reaper at start-up), so a journal protects nothing; without it each mount has no jbd2
+  // kernel thread (a process id per sandbox) and no journal writes.
+  await run('mkfs.ext4', ['-q', '-F', '-m', '0', '-O', '^has_journal', '-E', `root_owner=${SANDBOX_UID}:${SANDBOX_GID},lazy_itable_init=1`, imagePath], { timeout: 60_000 });
   await run('mount', ['-o', 'loop,nosuid,nodev,noatime', imagePath, mountPoint], { timeout: 30_000 });
   // mkfs leaves a root-owned lost+found the sandbox could neither use nor remove.
   await fs.rmdir(`${mountPoint}/lost+found`).catch(() => undefined);

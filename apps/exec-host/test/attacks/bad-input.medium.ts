@@ -250,7 +250,23 @@ describe.each(SANDBOX_IMAGES)('sandbox image from $route', (image) => {
         const refused = await refusal(small.client.create({ sessionId, repository: { source: repo.dir } }));
         expect({ status: refused.status, code: refused.code }).toEqual({ status: 429, code: 'sandbox_limit_reached' });
         expectSentence(refused.message, 'sandbox_limit_reached');
+        expect(refused.message).toBe('This exec-host already runs its maximum of 1 sandbox (LEMNISCATE_EXEC_HOST_MAX_SANDBOXES).');
         expect(await containersOf(sessionId)).toEqual([]);
+      } finally {
+        await small.stop();
+      }
+    });
+
+    it('lets no burst of concurrent requests pass the limit together: of five at once under a cap of two, two are made and three refused', async () => {
+      const small = await startExecHost(image, { LEMNISCATE_EXEC_HOST_MAX_SANDBOXES: '2' });
+      try {
+        const sessions = [1, 2, 3, 4, 5].map((i) => small.newSessionId(`burst-${i}`));
+        const results = await Promise.allSettled(sessions.map((sessionId) => small.client.create({ sessionId, repository: { source: repo.dir } })));
+        const made = results.filter((r) => r.status === 'fulfilled');
+        const refused = await Promise.all(results.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => refusal(Promise.reject(r.reason))));
+        expect(made).toHaveLength(2);
+        expect(refused.map((r) => r.code)).toEqual(['sandbox_limit_reached', 'sandbox_limit_reached', 'sandbox_limit_reached']);
+        expect((await small.client.sandboxes()).sandboxes).toHaveLength(2);
       } finally {
         await small.stop();
       }
