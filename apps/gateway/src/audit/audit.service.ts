@@ -1,10 +1,11 @@
-import { Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
+import { Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationBootstrap } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { AppError, ErrorCode } from '../common/errors';
-import { AuditLogRepository, type AuditFilter, type AuditPageRequest } from '../db/repositories/audit-log.repository';
+import { AuditLogRepository, type AuditFilter, type AuditPageRequest, type ChainPlace, type QueuedEntry } from '../db/repositories/audit-log.repository';
 import { withDbRetry } from '../db/retry';
 import type { AuditLogRow } from '../db/schema';
-import { CanonicalJsonError, canonicalJson, chainHash, ChainVerifier, type ChainAnchor, type ChainBreak, type ChainEntry, type ChainProblem } from './audit-chain';
+import { CanonicalJsonError, canonicalJson, chainHash, ChainVerifier, type ChainAnchor, type ChainBreak, type ChainProblem } from './audit-chain';
 import { CSV_HEADER, csvLine, jsonlLine, type ActorIdentity, type AuditExportFormat } from './audit-export';
 
 /** Resolves actors (`user:<id>`) to people for an export page; actors it does not know are left out. */
@@ -48,25 +49,41 @@ const MAX_BATCH_ENTRIES = 500;
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 const MAX_BATCH_BYTES = 4 * 1024 * 1024;
 const EXPORT_PAGE = 1000;
+/**
+ * After another connection was seen chaining, batches go straight to the queue (one INSERT) for this
+ * long instead of trying the chainer lock first: with replicas appending together, the lock is
+ * almost always taken, and the try would cost a transaction each time.
+ */
+const CONTENDED_MS = 250;
+/** Promise turns a caller needs between being answered and appending again (a few `await`s). */
+const GATHER_TURNS = 8;
+/** How often a running gateway looks for queued entries nobody is chaining (their writer died). */
+const SWEEP_INTERVAL_MS = 2_000;
 
 /**
- * The audit log (T1–T3): append, verify, read with filters, export as a stream. Appends are
- * serialised on the chain head (see AuditLogRepository.append), so concurrent requests and
- * replicas never fork the chain.
+ * The audit log (T1–T3): append, verify, read with filters, export as a stream. One connection at a
+ * time chains (AuditLogRepository.append); a replica that finds another one chaining commits its
+ * entries to a queue the chainer empties in its next round, so replicas never fork the chain and do
+ * not wait in line for the chain head (docs/decisions/0013-audit-across-replicas.md).
  */
 @Injectable()
-export class AuditService implements BeforeApplicationShutdown {
+export class AuditService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('Audit');
 
   constructor(private readonly log: AuditLogRepository) {}
 
   private readonly queue: PendingAppend[] = [];
   private flushing: Promise<void> | undefined;
+  private contendedUntil = 0;
+  private closing = false;
+  private sweeper: NodeJS.Timeout | undefined;
+  private sweeping: Promise<void> | undefined;
 
   /**
-   * Records one entry and resolves once it is committed. Appends arriving while a write is in
-   * flight are written together in the next transaction: one commit (one disk flush) for many
-   * entries, in the order they were called, instead of each waiting its turn for the lock.
+   * Records one entry and resolves once it is committed to the chain, with its seq and hashes.
+   * Appends arriving while a write is in flight are written together in the next transaction (one
+   * commit, one disk flush, for many), in the order they were called; the next batch is written
+   * only once this one is in the chain, so the entries of one caller keep their order.
    */
   async append(input: AuditAppend): Promise<AuditEntry> {
     const entry = prepare(input);
@@ -82,20 +99,71 @@ export class AuditService implements BeforeApplicationShutdown {
     while (this.flushing) await this.flushing;
   }
 
+  /** Chains what a replica that died left in the queue, now and every few seconds. */
+  onApplicationBootstrap(): void {
+    this.closing = false;
+    void this.sweep();
+    this.sweeper = setInterval(() => void this.sweep(), SWEEP_INTERVAL_MS);
+    this.sweeper.unref();
+  }
+
   /** Runs before the database closes (its module closes it on application shutdown). */
   async beforeApplicationShutdown(): Promise<void> {
+    this.closing = true;
+    clearInterval(this.sweeper);
+    this.sweeper = undefined;
     await this.drain();
+    await this.sweeping;
+  }
+
+  /**
+   * Chains queued entries while there are any and no other connection is chaining them: the
+   * entries of a replica that was killed between queueing and chaining. Resolves with how many it
+   * chained. A failure is logged, not thrown: the next sweep, or any append, tries again.
+   */
+  sweep(): Promise<number> {
+    if (this.sweeping) return this.sweeping.then(() => 0);
+    let chained = 0;
+    const run = (async () => {
+      try {
+        if ((await this.log.queue()).entries === 0) return;
+        for (;;) {
+          const round = await this.log.append([], linkEntries);
+          if (!round.chained || round.fromQueue === 0) return;
+          chained += round.fromQueue;
+          if (this.closing) return;
+        }
+      } catch (error) {
+        this.logger.warn({ err: error }, 'audit sweep: queued entries could not be chained; the next sweep tries again');
+      }
+    })().finally(() => {
+      this.sweeping = undefined;
+    });
+    this.sweeping = run;
+    return run.then(() => chained);
   }
 
   private async flush(): Promise<void> {
     try {
-      while (this.queue.length > 0) {
+      // A chainer that moved other replicas' entries keeps chaining while the queue has some.
+      let chaining = false;
+      for (let first = true; ; first = false) {
+        // Let the callers just answered append again, so their next entries share the next batch.
+        // Microtask turns, not a timer: a caller awaiting PGlite in a loop never yields to timers.
+        if (!first) for (let turn = 0; turn < GATHER_TURNS; turn++) await Promise.resolve();
+        if (this.queue.length === 0) {
+          if (!chaining || this.closing) return;
+          chaining = await this.chainQueued();
+          continue;
+        }
         const batch = takeBatch(this.queue);
         try {
-          const rows = await this.writeBatch(batch);
-          batch.forEach((pending, i) => pending.resolve(rows[i] as AuditLogRow));
+          const written = await this.writeBatch(batch);
+          batch.forEach((pending, i) => pending.resolve(written.rows[i] as AuditLogRow));
+          chaining = written.fromQueue > 0;
         } catch (error) {
           for (const pending of batch) pending.reject(error);
+          chaining = false;
         }
       }
     } finally {
@@ -103,33 +171,43 @@ export class AuditService implements BeforeApplicationShutdown {
     }
   }
 
+  /** One more round for the queue alone; true when it moved entries (there may be more). */
+  private async chainQueued(): Promise<boolean> {
+    try {
+      const round = await this.log.append([], linkEntries);
+      return round.chained && round.fromQueue > 0;
+    } catch (error) {
+      this.logger.warn({ err: error }, 'audit: a round for queued entries failed; their writers or the next sweep chain them');
+      return false;
+    }
+  }
+
   /**
-   * Writes one batch, retrying across a short database outage (db/retry.ts). The batch is chained
-   * afresh from the head on every attempt, so a retry links to whatever the chain holds by then; and
-   * before a retry, the rows of earlier attempts are looked up by their last hash: when the connection
-   * broke after the commit had landed, that attempt is the batch, and it is not written twice. The
-   * next batch waits for this one, so entries keep the order they were appended in.
+   * Writes one batch, retrying across a short database outage (db/retry.ts). When no other
+   * connection is chaining, the batch is chained in one transaction, after the queue's entries; when
+   * one is, the batch is committed to the queue and this waits for a round to chain it. Before a
+   * retry, the batch is looked for by its entries' keys: when the connection broke after a COMMIT had
+   * landed, the batch is in the chain or in the queue already, and it is not written twice.
    */
-  private async writeBatch(batch: PendingAppend[]): Promise<AuditLogRow[]> {
-    const unknown: AuditLogRow[][] = [];
+  private async writeBatch(batch: PendingAppend[]): Promise<{ rows: AuditLogRow[]; fromQueue: number }> {
+    const entries = batch.map((pending) => pending.entry);
     return withDbRetry(
-      async () => {
-        for (const attempt of unknown) {
-          if (await this.landed(attempt)) return attempt;
+      async (attempt) => {
+        if (attempt > 1) {
+          const where = await this.log.locate(entries.map((e) => e.key));
+          if (where.chained.size === entries.length) return { rows: placed(entries, where.chained), fromQueue: 0 };
+          if (where.queued > 0) return { rows: await this.awaitChained(entries), fromQueue: 0 };
         }
-        unknown.length = 0;
-        return this.log.append((head, now) => {
-          let prevHash = head.hash;
-          const rows = batch.map((pending, i) => {
-            const entry = { ...pending.entry, seq: head.seq + 1 + i, at: now };
-            const hash = chainHash(prevHash, entry);
-            const row = { ...entry, prevHash, hash };
-            prevHash = hash;
-            return row;
-          });
-          unknown.push(rows);
-          return rows;
-        });
+        if (Date.now() < this.contendedUntil) {
+          await this.log.enqueue(entries);
+          return { rows: await this.awaitChained(entries), fromQueue: 0 };
+        }
+        const round = await this.log.append(entries, linkEntries);
+        if (!round.chained) {
+          this.contendedUntil = Date.now() + CONTENDED_MS;
+          return { rows: await this.awaitChained(entries), fromQueue: 0 };
+        }
+        return { rows: round.rows.slice(round.fromQueue), fromQueue: round.fromQueue };
       },
       {
         onRetry: ({ attempt, reason, delayMs }) => this.logger.warn({ attempt, reason, delayMs, entries: batch.length }, 'audit append: the database is unreachable; retrying'),
@@ -137,12 +215,24 @@ export class AuditService implements BeforeApplicationShutdown {
     );
   }
 
-  /** True when the last row of `rows` is in the log with the same hash (the same seq, time and content). */
-  private async landed(rows: AuditLogRow[]): Promise<boolean> {
-    const last = rows[rows.length - 1];
-    if (!last) return false;
-    const [stored] = await this.log.range(last.seq - 1, last.seq, 1);
-    return stored?.hash === last.hash;
+  /**
+   * Waits until every one of `entries` (committed to the queue) is in the chain. Each wait lasts until
+   * the round in progress commits; when entries are still queued after it and nobody holds the chainer
+   * lock, this connection chains them itself. So a queued entry never waits for a chainer that is not
+   * there, whether it finished its last round or died during one.
+   */
+  private async awaitChained(entries: QueuedEntry[]): Promise<AuditLogRow[]> {
+    const keys = entries.map((e) => e.key);
+    for (;;) {
+      const found = await this.log.chained(keys);
+      if (found.size === entries.length) return placed(entries, found);
+      if (await this.log.chainerBusy()) {
+        this.contendedUntil = Date.now() + CONTENDED_MS;
+        continue;
+      }
+      const round = await this.log.append([], linkEntries);
+      if (round.chained) this.contendedUntil = 0;
+    }
   }
 
   /**
@@ -214,10 +304,8 @@ export class AuditService implements BeforeApplicationShutdown {
   }
 }
 
-type PreparedEntry = Omit<ChainEntry, 'seq' | 'at'>;
-
 interface PendingAppend {
-  entry: PreparedEntry;
+  entry: QueuedEntry;
   bytes: number;
   resolve: (row: AuditLogRow) => void;
   reject: (error: unknown) => void;
@@ -235,7 +323,7 @@ function takeBatch(queue: PendingAppend[]): PendingAppend[] {
   return queue.splice(0, count);
 }
 
-function prepare(input: AuditAppend): PreparedEntry {
+function prepare(input: AuditAppend): QueuedEntry {
   const actor = requireText('actor', input.actor, 200);
   const kind = requireText('kind', input.kind, 100);
   if (!KIND.test(kind)) {
@@ -257,7 +345,27 @@ function prepare(input: AuditAppend): PreparedEntry {
       field: 'payload',
     });
   }
-  return { actor, kind, projectId, sessionId, payload };
+  return { key: randomUUID(), actor, kind, projectId, sessionId, payload };
+}
+
+/** Numbers and hashes `entries` onto the chain from `head`, in order, all at the time `at`. */
+function linkEntries(head: { seq: number; hash: string }, at: Date, entries: QueuedEntry[]): AuditLogRow[] {
+  let prevHash = head.hash;
+  return entries.map((entry, i) => {
+    const chained = { seq: head.seq + 1 + i, at, actor: entry.actor, kind: entry.kind, projectId: entry.projectId, sessionId: entry.sessionId, payload: entry.payload };
+    const hash = chainHash(prevHash, chained);
+    const row = { ...chained, prevHash, hash, entryKey: entry.key };
+    prevHash = hash;
+    return row;
+  });
+}
+
+/** The rows of `entries` as the chain placed them (their content is what was written). */
+function placed(entries: QueuedEntry[], places: Map<string, ChainPlace>): AuditLogRow[] {
+  return entries.map((entry) => {
+    const place = places.get(entry.key) as ChainPlace;
+    return { seq: place.seq, at: place.at, actor: entry.actor, kind: entry.kind, projectId: entry.projectId, sessionId: entry.sessionId, payload: entry.payload, prevHash: place.prevHash, hash: place.hash, entryKey: entry.key };
+  });
 }
 
 function broken(verifier: ChainVerifier, problem: ChainBreak): AuditVerification {
