@@ -7,6 +7,7 @@ import { withDbRetry } from '../db/retry';
 import type { AuditLogRow } from '../db/schema';
 import { CanonicalJsonError, canonicalJson, chainHash, ChainVerifier, type ChainAnchor, type ChainBreak, type ChainProblem } from './audit-chain';
 import { CSV_HEADER, csvLine, jsonlLine, type ActorIdentity, type AuditExportFormat } from './audit-export';
+import { ChainSignal, type SignalMark } from './chain-signal';
 
 /** Resolves actors (`user:<id>`) to people for an export page; actors it does not know are left out. */
 type IdentityResolver = (actors: string[]) => Promise<Map<string, ActorIdentity>>;
@@ -55,6 +56,8 @@ const EXPORT_PAGE = 1000;
  * almost always taken, and the try would cost a transaction each time.
  */
 const CONTENDED_MS = 250;
+/** A queued writer that has heard nothing for this long looks its entries up (a notice may be lost). */
+const SILENCE_MS = 1_000;
 /** Promise turns a caller needs between being answered and appending again (a few `await`s). */
 const GATHER_TURNS = 8;
 /** How often a running gateway looks for queued entries nobody is chaining (their writer died). */
@@ -70,7 +73,11 @@ const SWEEP_INTERVAL_MS = 2_000;
 export class AuditService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('Audit');
 
-  constructor(private readonly log: AuditLogRepository) {}
+  private readonly signal: ChainSignal;
+
+  constructor(private readonly log: AuditLogRepository) {
+    this.signal = new ChainSignal(log, this.logger);
+  }
 
   private readonly queue: PendingAppend[] = [];
   private flushing: Promise<void> | undefined;
@@ -114,6 +121,7 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
     this.sweeper = undefined;
     await this.drain();
     await this.sweeping;
+    await this.signal.close();
   }
 
   /**
@@ -131,10 +139,10 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
           const round = await this.log.append([], linkEntries);
           if (!round.chained || round.fromQueue === 0) return;
           chained += round.fromQueue;
-          if (this.closing) return;
+          if (this.closing) return await this.log.announceStop();
         }
       } catch (error) {
-        this.logger.warn({ err: error }, 'audit sweep: queued entries could not be chained; the next sweep tries again');
+        if (!databaseClosed(error)) this.logger.warn({ err: error }, 'audit sweep: queued entries could not be chained; the next sweep tries again');
       }
     })().finally(() => {
       this.sweeping = undefined;
@@ -145,25 +153,28 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
 
   private async flush(): Promise<void> {
     try {
-      // A chainer that moved other replicas' entries keeps chaining while the queue has some.
-      let chaining = false;
+      // The last round here moved queued entries: it announced that another round follows, and
+      // writers on other replicas wait for it rather than chain their own. That round is owed.
+      let owed = false;
       for (let first = true; ; first = false) {
         // Let the callers just answered append again, so their next entries share the next batch.
         // Microtask turns, not a timer: a caller awaiting PGlite in a loop never yields to timers.
         if (!first) for (let turn = 0; turn < GATHER_TURNS; turn++) await Promise.resolve();
         if (this.queue.length === 0) {
-          if (!chaining || this.closing) return;
-          chaining = await this.chainQueued();
+          if (!owed) return;
+          if (this.closing) return await this.breakOwedRound();
+          owed = await this.chainQueued();
           continue;
         }
         const batch = takeBatch(this.queue);
         try {
-          const written = await this.writeBatch(batch);
+          const written = await this.writeBatch(batch, owed);
           batch.forEach((pending, i) => pending.resolve(written.rows[i] as AuditLogRow));
-          chaining = written.fromQueue > 0;
+          owed = written.fromQueue > 0;
         } catch (error) {
           for (const pending of batch) pending.reject(error);
-          chaining = false;
+          if (owed) await this.breakOwedRound();
+          owed = false;
         }
       }
     } finally {
@@ -171,14 +182,24 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
     }
   }
 
-  /** One more round for the queue alone; true when it moved entries (there may be more). */
+  /** The owed round, for the queue alone; true when it moved entries (another one is owed). */
   private async chainQueued(): Promise<boolean> {
     try {
       const round = await this.log.append([], linkEntries);
       return round.chained && round.fromQueue > 0;
     } catch (error) {
-      this.logger.warn({ err: error }, 'audit: a round for queued entries failed; their writers or the next sweep chain them');
+      if (!databaseClosed(error)) this.logger.warn({ err: error }, 'audit: a round for queued entries failed; their writers chain them');
+      await this.breakOwedRound();
       return false;
+    }
+  }
+
+  /** Tells waiting writers that the round owed here will not come, so they do not wait for it. */
+  private async breakOwedRound(): Promise<void> {
+    try {
+      await this.log.announceStop();
+    } catch {
+      // They find out after a second of silence instead.
     }
   }
 
@@ -189,23 +210,26 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
    * retry, the batch is looked for by its entries' keys: when the connection broke after a COMMIT had
    * landed, the batch is in the chain or in the queue already, and it is not written twice.
    */
-  private async writeBatch(batch: PendingAppend[]): Promise<{ rows: AuditLogRow[]; fromQueue: number }> {
+  private async writeBatch(batch: PendingAppend[], owed: boolean): Promise<Written> {
     const entries = batch.map((pending) => pending.entry);
     return withDbRetry(
       async (attempt) => {
+        // A round is owed here: try the chainer lock whatever the recent contention.
+        const contended = !owed && Date.now() < this.contendedUntil;
+        // The listener first, so that no notice about these entries can come before it.
+        if (contended) await this.signal.open();
+        const mark = this.signal.mark();
         if (attempt > 1) {
           const where = await this.log.locate(entries.map((e) => e.key));
           if (where.chained.size === entries.length) return { rows: placed(entries, where.chained), fromQueue: 0 };
-          if (where.queued > 0) return { rows: await this.awaitChained(entries), fromQueue: 0 };
+          if (where.queued.size > 0) return this.awaitQueued(entries, where.queued, mark, true);
         }
-        if (Date.now() < this.contendedUntil) {
-          await this.log.enqueue(entries);
-          return { rows: await this.awaitChained(entries), fromQueue: 0 };
-        }
+        if (contended) return this.awaitQueued(entries, await this.log.enqueue(entries), mark, true);
         const round = await this.log.append(entries, linkEntries);
         if (!round.chained) {
+          // The lock is held by a round under way: its notice comes, whatever it holds.
           this.contendedUntil = Date.now() + CONTENDED_MS;
-          return { rows: await this.awaitChained(entries), fromQueue: 0 };
+          return this.awaitQueued(entries, round.queued, mark, false);
         }
         return { rows: round.rows.slice(round.fromQueue), fromQueue: round.fromQueue };
       },
@@ -216,22 +240,61 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
   }
 
   /**
-   * Waits until every one of `entries` (committed to the queue) is in the chain. Each wait lasts until
-   * the round in progress commits; when entries are still queued after it and nobody holds the chainer
-   * lock, this connection chains them itself. So a queued entry never waits for a chainer that is not
-   * there, whether it finished its last round or died during one.
+   * Waits until every one of `entries` (committed to the queue, with these queue ids) is in the
+   * chain. Round notices say where queued entries went, and whether their chainer owes another round
+   * (it moved queued entries); a writer acts only when no chainer is going on: when nobody was seen
+   * chaining as its entries were written, when a round announced that its chainer stops, or when
+   * nothing was heard for a while (the listener was lost, or a chainer died mid-round). Then it
+   * looks its entries up, and chains them itself if no round is under way. So a queued entry never
+   * waits for a chainer that is not there.
    */
-  private async awaitChained(entries: QueuedEntry[]): Promise<AuditLogRow[]> {
+  private async awaitQueued(entries: QueuedEntry[], queued: Map<string, number>, before: SignalMark, unseen: boolean): Promise<Written> {
+    const places = new Map<string, ChainPlace>();
     const keys = entries.map((e) => e.key);
+    const complete = () => {
+      for (const entry of entries) {
+        const id = queued.get(entry.key);
+        const place = id === undefined ? undefined : this.signal.place(id);
+        if (place && !places.has(entry.key)) places.set(entry.key, place);
+      }
+      return places.size === entries.length;
+    };
+    // Opened now if it was not open when the entries were written: then `before` says so, and the
+    // first turn looks them up instead of trusting notices that may have gone unheard.
+    await this.signal.open();
+    let mark = before;
+    // Written without seeing a chainer: look for one, unless the last round heard of owes another.
+    let look = unseen && !(before.listening && this.signal.roundOwed());
+    let fromQueue = 0;
     for (;;) {
-      const found = await this.log.chained(keys);
-      if (found.size === entries.length) return placed(entries, found);
-      if (await this.log.chainerBusy()) {
-        this.contendedUntil = Date.now() + CONTENDED_MS;
+      if (complete()) return { rows: placed(entries, places), fromQueue };
+      if (look || this.signal.stoppedSince(mark)) {
+        look = false;
+        const lookUp = !mark.listening || this.signal.stoppedSince(mark);
+        mark = this.signal.mark();
+        if (lookUp) {
+          const where = await this.log.locate(keys);
+          for (const [key, place] of where.chained) places.set(key, place);
+          for (const [key, id] of where.queued) queued.set(key, id);
+          if (complete()) return { rows: placed(entries, places), fromQueue };
+        }
+        if (await this.log.chainerBusy()) {
+          this.contendedUntil = Date.now() + CONTENDED_MS;
+          continue;
+        }
+        // Nobody is chaining: chain here, round after round while rounds move queued entries (each
+        // such round owes the next), until these entries are in.
+        for (;;) {
+          const round = await this.log.append([], linkEntries);
+          if (!round.chained) break;
+          fromQueue = round.fromQueue;
+          for (const row of round.rows) if (row.entryKey !== null && keys.includes(row.entryKey)) places.set(row.entryKey, row);
+          if (complete() || round.fromQueue === 0) break;
+        }
         continue;
       }
-      const round = await this.log.append([], linkEntries);
-      if (round.chained) this.contendedUntil = 0;
+      const heard = await this.signal.next(mark.notices, SILENCE_MS);
+      mark = heard ? { ...mark, notices: this.signal.mark().notices } : { ...mark, listening: false };
     }
   }
 
@@ -304,6 +367,12 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
   }
 }
 
+interface Written {
+  rows: AuditLogRow[];
+  /** Queued entries the last round this service ran moved: when some, it goes on chaining. */
+  fromQueue: number;
+}
+
 interface PendingAppend {
   entry: QueuedEntry;
   bytes: number;
@@ -366,6 +435,12 @@ function placed(entries: QueuedEntry[], places: Map<string, ChainPlace>): AuditL
     const place = places.get(entry.key) as ChainPlace;
     return { seq: place.seq, at: place.at, actor: entry.actor, kind: entry.kind, projectId: entry.projectId, sessionId: entry.sessionId, payload: entry.payload, prevHash: place.prevHash, hash: place.hash, entryKey: entry.key };
   });
+}
+
+/** The database handle was closed under a round (the process or the test is ending). */
+function databaseClosed(error: unknown): boolean {
+  const message = error instanceof Error ? error.message : '';
+  return /Cannot use a pool after calling end on the pool|PGlite is closed/.test(message);
 }
 
 function broken(verifier: ChainVerifier, problem: ChainBreak): AuditVerification {
