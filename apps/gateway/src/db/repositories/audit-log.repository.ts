@@ -3,6 +3,7 @@ import { and, asc, desc, eq, gt, gte, inArray, isNull, lt, lte, or, sql, type SQ
 import type { PGlite } from '@electric-sql/pglite';
 import { Client, Pool, type QueryResult } from 'pg';
 import type { Db } from '../database';
+import { pgErrorOf } from '../errors';
 import { auditChainHead, auditLog, auditPending, type AuditLogRow } from '../schema';
 import { DB } from '../tokens';
 import { pageSize, Repository } from './repository';
@@ -13,7 +14,7 @@ const MAIN_CHAIN = 'main';
  * a try, for one transaction. Only would-be chainers touch it, so a failed try means another
  * connection is chaining at that instant.
  */
-const CHAINER_LOCK = 7_341_205_119;
+export const CHAINER_LOCK = 7_341_205_119;
 /** The channel on which every round that wrote entries says where the queued ones went. */
 export const AUDIT_CHANNEL = 'lemniscate_audit';
 /** The most queued entries, and about the most payload bytes, one round takes from the queue. */
@@ -27,6 +28,8 @@ const NOTICE_BYTES = 7800;
  * and rolls the round back; the queued entries wait for the next chainer.
  */
 export const CHAINER_LEASE_MS = 10_000;
+/** idle_in_transaction_session_timeout: the server ended a connection that idled in a transaction. */
+const LEASE_ENDED = '25P03';
 
 interface ChainHead {
   seq: number;
@@ -127,7 +130,11 @@ export class AuditLogRepository extends Repository {
       try {
         return await this.transaction((session) => this.round(session, own, link));
       } catch (error) {
-        if (!(error instanceof StaleQueueRead) || attempt >= 3) throw error;
+        // Both roll the round back before anything is committed, so it is simply done again: a
+        // stale read of the queue, and a lease that ran out (this process stalled mid-round, and
+        // the server ended the connection, 25P03).
+        const again = error instanceof StaleQueueRead || pgErrorOf(error)?.code === LEASE_ENDED;
+        if (!again || attempt >= 3) throw error;
       }
     }
   }
@@ -491,7 +498,7 @@ function queuedIds(rows: unknown[]): Map<string, number> {
  * seq and previous hash of the first, then `<queue id>:<hash>` for each. `more` is 1 when the round
  * moved queued entries: its chainer goes on to another round.
  */
-function noticesOf(ids: number[], moved: AuditLogRow[], at: Date): string[] {
+export function noticesOf(ids: number[], moved: AuditLogRow[], at: Date): string[] {
   const more = ids.length > 0 ? 1 : 0;
   const notices: string[] = [];
   let text = '';
