@@ -201,14 +201,18 @@ async function main() {
     all.push(await run(await make()));
   }
   if (json) {
-    process.stdout.write(`${JSON.stringify({ node: process.version, cpus: os.cpus().length, appends: APPENDS, clients: CLIENTS, targets: { replicas: TARGET_REPLICAS, oneGateway: TARGET_ONE_GATEWAY }, results: all })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ node: process.version, cpus: os.cpus().length, appends: APPENDS, clients: CLIENTS, targets: { replicas: TARGET_REPLICAS, oneGateway: TARGET_ONE_GATEWAY }, results: all })}\n`,
+    );
     return;
   }
   process.stdout.write(`audit chain, ${APPENDS} appends per scenario, ${CLIENTS} callers, verify over ${VERIFY_ENTRIES} entries (${process.version}, ${os.cpus().length} CPUs)\n`);
   for (const r of all) {
     process.stdout.write(`  ${r['database']}\n`);
     process.stdout.write(`    sequential, one caller           ${String(r['sequentialPerSecond']).padStart(6)}/s\n`);
-    process.stdout.write(`    20 callers, one gateway          ${String(r['concurrentPerSecond']).padStart(6)}/s   target ≥ ${TARGET_ONE_GATEWAY}/s: ${verdict(r['concurrentPerSecond'], TARGET_ONE_GATEWAY)}\n`);
+    process.stdout.write(
+      `    20 callers, one gateway          ${String(r['concurrentPerSecond']).padStart(6)}/s   target ≥ ${TARGET_ONE_GATEWAY}/s: ${verdict(r['concurrentPerSecond'], TARGET_ONE_GATEWAY)}\n`,
+    );
     if (r['separateConnectionsPerSecond'] !== undefined) {
       process.stdout.write(
         `    20 replicas, own connections     ${String(r['separateConnectionsPerSecond']).padStart(6)}/s   target ≥ ${TARGET_REPLICAS}/s: ${verdict(r['separateConnectionsPerSecond'], TARGET_REPLICAS)}` +
@@ -223,6 +227,6 @@ async function main() {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`${error instanceof Error ? error.message : String(error)}${error instanceof Error && error.cause ? `\n(${String((error.cause as Error).message ?? error.cause)})` : ""}\n`);
+  process.stderr.write(`${error instanceof Error ? error.message : String(error)}${error instanceof Error && error.cause ? `\n(${String((error.cause as Error).message ?? error.cause)})` : ''}\n`);
   process.exit(1);
 });

@@ -433,7 +433,18 @@ function linkEntries(head: { seq: number; hash: string }, at: Date, entries: Que
 function placed(entries: QueuedEntry[], places: Map<string, ChainPlace>): AuditLogRow[] {
   return entries.map((entry) => {
     const place = places.get(entry.key) as ChainPlace;
-    return { seq: place.seq, at: place.at, actor: entry.actor, kind: entry.kind, projectId: entry.projectId, sessionId: entry.sessionId, payload: entry.payload, prevHash: place.prevHash, hash: place.hash, entryKey: entry.key };
+    return {
+      seq: place.seq,
+      at: place.at,
+      actor: entry.actor,
+      kind: entry.kind,
+      projectId: entry.projectId,
+      sessionId: entry.sessionId,
+      payload: entry.payload,
+      prevHash: place.prevHash,
+      hash: place.hash,
+      entryKey: entry.key,
+    };
   });
 }
 

@@ -275,7 +275,9 @@ export const auditPending = pgTable('audit_pending', {
   projectId: text('project_id'),
   sessionId: text('session_id'),
   payload: text('payload').notNull(),
-  queuedAt: at('queued_at').notNull().default(sql`clock_timestamp()`),
+  queuedAt: at('queued_at')
+    .notNull()
+    .default(sql`clock_timestamp()`),
 });
 
 /** One row per chain: the row lock every chaining round holds, and the head a truncation is checked against. */

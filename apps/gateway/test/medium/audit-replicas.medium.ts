@@ -155,9 +155,9 @@ withTestDatabases(
         );
         const first = frozen.audit.append({ actor: 'replica-0', kind, sessionId: 'r0', payload: { i: 0, tag: 'r0:0' } });
         await eventually(async () => froze, 'the chainer froze');
-        const others = replicas.slice(1).flatMap((replica, r) =>
-          Array.from({ length: 5 }, (_, i) => replica.audit.append({ actor: `replica-${r + 1}`, kind, sessionId: `r${r + 1}`, payload: { i, tag: `r${r + 1}:${i}` } })),
-        );
+        const others = replicas
+          .slice(1)
+          .flatMap((replica, r) => Array.from({ length: 5 }, (_, i) => replica.audit.append({ actor: `replica-${r + 1}`, kind, sessionId: `r${r + 1}`, payload: { i, tag: `r${r + 1}:${i}` } })));
         await Promise.all([first, ...others]);
         expect(froze).toBe(true);
         await expect(shapeOf(db, kind)).resolves.toEqual({ entries: 12, distinct: 12, queued: 0, disordered: 0 });

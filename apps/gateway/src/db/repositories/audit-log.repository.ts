@@ -442,13 +442,21 @@ interface RoundSession {
   query<R>(statement: Statement, params: unknown[]): Promise<R[]>;
 }
 
-/** Rows get ids in the order given, which is the order they will be chained in. */
+/**
+ * Rows get ids in the order given, which is the order they will be chained in. The transaction
+ * commits without waiting for its flush to disk (synchronous_commit off, for this transaction only):
+ * a queued entry is not yet answered for. Its writer is answered once a round has chained it, and
+ * that round commits synchronously, which flushes the write-ahead log up to its commit, past this
+ * insert. If the server crashes before, the entry may be gone, but its writer was never told it was
+ * recorded: it gets an error, retries, and writes it again.
+ */
 const ENQUEUE: Statement = {
   name: 'lemniscate_audit_enqueue',
   text: `INSERT INTO audit_pending (entry_key, actor, kind, project_id, session_id, payload)
-         SELECT entry_key, actor, kind, project_id, session_id, payload
-         FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS x(entry_key, actor, kind, project_id, session_id, payload, n)
-         ORDER BY n
+         SELECT x.entry_key, x.actor, x.kind, x.project_id, x.session_id, x.payload
+         FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS x(entry_key, actor, kind, project_id, session_id, payload, n),
+              (SELECT set_config('synchronous_commit', 'off', true) OFFSET 0) AS deferred_flush
+         ORDER BY x.n
          RETURNING id, entry_key`,
 };
 

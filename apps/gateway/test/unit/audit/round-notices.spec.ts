@@ -22,9 +22,7 @@ describe('round notices', () => {
     expect(notices).toHaveLength(1);
     const notice = parseNotice(notices[0]!);
     expect(notice?.more).toBe(true);
-    expect([...(notice?.placed.entries() ?? [])]).toEqual(
-      [7, 9, 12].map((id, i) => [id, { seq: moved[i]!.seq, at: moved[i]!.at, prevHash: moved[i]!.prevHash, hash: moved[i]!.hash }]),
-    );
+    expect([...(notice?.placed.entries() ?? [])]).toEqual([7, 9, 12].map((id, i) => [id, { seq: moved[i]!.seq, at: moved[i]!.at, prevHash: moved[i]!.prevHash, hash: moved[i]!.hash }]));
   });
 
   it('from a round that moved nothing say only that it stops', () => {
