@@ -280,6 +280,8 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
         }
         if (await this.log.chainerBusy()) {
           this.contendedUntil = Date.now() + CONTENDED_MS;
+          // Without a listener nothing will say when that round ends: open one, or look again shortly.
+          if (!mark.listening && !(await this.signal.open())) await this.signal.next(mark.notices, SILENCE_MS);
           continue;
         }
         // Nobody is chaining: chain here, round after round while rounds move queued entries (each
