@@ -1,6 +1,7 @@
 // Compiled to bench/audit/dist/bench/audit/ (hence the five levels up to the repository root).
-// Audit chain throughput (bench/README.md, "Audit"): appends per second on PGlite and PostgreSQL,
-// and the time verify() takes over 100,000 entries. Real databases, the real service, no mocks.
+// Audit chain throughput (bench/README.md, "Audit"): appends per second on PGlite and PostgreSQL, one
+// gateway and twenty replicas, and the time verify() takes over 100,000 entries. Real databases, the
+// real service, no mocks.
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,6 +16,9 @@ const PG_URL = process.env['LEMNISCATE_TEST_PG_URL']?.trim() || 'postgres://post
 const VERIFY_ENTRIES = Number(process.env['BENCH_VERIFY_ENTRIES'] ?? 100_000);
 const APPENDS = Number(process.env['BENCH_APPENDS'] ?? 5_000);
 const CLIENTS = 20;
+/** Issue targets: twenty replicas together on PostgreSQL, and one gateway with twenty callers. */
+const TARGET_REPLICAS = 5_000;
+const TARGET_ONE_GATEWAY = 10_000;
 const json = process.argv.includes('--json');
 const only = process.argv.find((a) => a === 'pglite' || a === 'postgres');
 
@@ -23,8 +27,12 @@ interface Target {
   open(): Promise<Database>;
   /** Extra connections of their own (PostgreSQL); undefined where one process is the only client. */
   connect?(): Promise<Database>;
+  /** A plain client on the same database, for the floor measurement and the checks (PostgreSQL). */
+  client?(): Promise<Client>;
   dispose(): Promise<void>;
 }
+
+type Results = Record<string, number | string | boolean>;
 
 const payload = (i: number) => ({ tool: 'Bash', command: `npm test -- --shard ${i % 8}/8`, exitCode: 0, outputDigest: 'sha256:' + 'ab'.repeat(32), bytes: 4096 + i });
 
@@ -58,6 +66,11 @@ async function postgresTarget(): Promise<Target> {
     name: 'postgres',
     open: () => openDatabase({ url, migrationsDir: MIGRATIONS, poolSize: CLIENTS }),
     connect: () => openDatabase({ url, migrate: false, poolSize: 1 }),
+    client: async () => {
+      const client = new Client({ connectionString: url });
+      await client.connect();
+      return client;
+    },
     dispose: async () => {
       const drop = new Client({ connectionString: PG_URL });
       await drop.connect();
@@ -67,14 +80,39 @@ async function postgresTarget(): Promise<Target> {
   };
 }
 
-async function run(target: Target) {
+/**
+ * What the machine allows without any chain: twenty connections each committing one small row at a
+ * time into a table of their own, no lock between them (PostgreSQL's group commit only). Entries
+ * queued by replicas cost at least such a commit each; it shows how loaded the machine was in the run.
+ */
+async function plainCommits(target: Target): Promise<number> {
+  const make = target.client as () => Promise<Client>;
+  const clients = await Promise.all(Array.from({ length: CLIENTS }, make));
+  try {
+    await (clients[0] as Client).query('CREATE TABLE bench_plain (id bigserial PRIMARY KEY, payload text NOT NULL)');
+    const text = JSON.stringify(payload(0));
+    const [, seconds] = await timed(() =>
+      Promise.all(
+        clients.map(async (client, c) => {
+          for (let i = c; i < APPENDS; i += CLIENTS) await client.query('INSERT INTO bench_plain (payload) VALUES ($1)', [text]);
+        }),
+      ),
+    );
+    await (clients[0] as Client).query('DROP TABLE bench_plain');
+    return Math.round(APPENDS / seconds);
+  } finally {
+    await Promise.all(clients.map((c) => c.end()));
+  }
+}
+
+async function run(target: Target): Promise<Results> {
   const database = await target.open();
-  const results: Record<string, number | string> = { database: target.name };
+  const results: Results = { database: target.name };
   try {
     const audit = new AuditService(new AuditLogRepository(database.db));
     let n = 0;
 
-    // One caller, one append at a time: the latency floor of a commit under the chain lock.
+    // One caller, one append at a time: the latency floor of one chaining transaction.
     const sequential = Math.max(1, Math.floor(APPENDS / 5));
     const [, s1] = await timed(async () => {
       for (let i = 0; i < sequential; i++) await audit.append({ actor: 'bench', kind: 'bench.sequential', payload: payload(n++) });
@@ -91,21 +129,41 @@ async function run(target: Target) {
     );
     results['concurrentPerSecond'] = Math.round(APPENDS / s2);
 
-    // Twenty clients with connections of their own (replicas): they queue on the chain head row.
-    if (target.connect) {
-      const clients = await Promise.all(Array.from({ length: CLIENTS }, () => (target.connect as () => Promise<Database>)()));
+    // Twenty replicas, each its own AuditService on a connection of its own, one caller each
+    // appending one entry at a time: whoever holds the chainer lock chains, the others queue.
+    if (target.connect && target.client) {
+      results['plainCommitsPerSecond'] = await plainCommits(target);
+      const replicas = await Promise.all(Array.from({ length: CLIENTS }, () => (target.connect as () => Promise<Database>)()));
+      const services = replicas.map((replica) => new AuditService(new AuditLogRepository(replica.db)));
       try {
         const [, s3] = await timed(() =>
           Promise.all(
-            clients.map(async (client, c) => {
-              const own = new AuditService(new AuditLogRepository(client.db));
-              for (let i = c; i < APPENDS; i += CLIENTS) await own.append({ actor: `replica-${c}`, kind: 'bench.replicas', payload: payload(n++) });
+            services.map(async (own, c) => {
+              for (let i = c; i < APPENDS; i += CLIENTS) await own.append({ actor: `replica-${c}`, kind: 'bench.replicas', sessionId: `r-${c}`, payload: { ...payload(n++), i } });
             }),
           ),
         );
         results['separateConnectionsPerSecond'] = Math.round(APPENDS / s3);
       } finally {
-        await Promise.all(clients.map((c) => c.close()));
+        // As a gateway shuts down: the round a chainer owes is done before its database closes.
+        await Promise.all(services.map((s) => s.beforeApplicationShutdown()));
+        await Promise.all(replicas.map((r) => r.close()));
+      }
+      // Every entry once, none left queued, and each replica's entries in the order it wrote them.
+      const check = await target.client();
+      try {
+        const { rows } = await check.query<{ entries: number; sessions: number; queued: number; disordered: number }>(
+          `SELECT count(*)::int AS entries, count(DISTINCT session_id)::int AS sessions,
+                  (SELECT count(*)::int FROM audit_pending) AS queued,
+                  count(*) FILTER (WHERE i < prev_i)::int AS disordered
+             FROM (SELECT session_id, (payload::jsonb->>'i')::int AS i,
+                          lag((payload::jsonb->>'i')::int) OVER (PARTITION BY session_id ORDER BY seq) AS prev_i
+                     FROM audit_log WHERE kind = 'bench.replicas') t`,
+        );
+        const shape = rows[0] as { entries: number; sessions: number; queued: number; disordered: number };
+        results['replicaEntriesOnceInOrder'] = shape.entries === APPENDS && shape.sessions === CLIENTS && shape.queued === 0 && shape.disordered === 0;
+      } finally {
+        await check.end();
       }
     }
 
@@ -130,8 +188,10 @@ async function run(target: Target) {
   return results;
 }
 
+const verdict = (value: unknown, target: number) => (typeof value === 'number' && value >= target ? 'met' : 'missed');
+
 async function main() {
-  const all = [];
+  const all: Results[] = [];
   const targets = [
     ['pglite', pgliteTarget],
     ['postgres', postgresTarget],
@@ -141,20 +201,32 @@ async function main() {
     all.push(await run(await make()));
   }
   if (json) {
-    process.stdout.write(`${JSON.stringify({ node: process.version, appends: APPENDS, clients: CLIENTS, results: all })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ node: process.version, cpus: os.cpus().length, appends: APPENDS, clients: CLIENTS, targets: { replicas: TARGET_REPLICAS, oneGateway: TARGET_ONE_GATEWAY }, results: all })}\n`,
+    );
     return;
   }
-  process.stdout.write(`audit chain, ${APPENDS} appends per scenario, ${CLIENTS} clients, verify over ${VERIFY_ENTRIES} entries (${process.version})\n`);
+  process.stdout.write(`audit chain, ${APPENDS} appends per scenario, ${CLIENTS} callers, verify over ${VERIFY_ENTRIES} entries (${process.version}, ${os.cpus().length} CPUs)\n`);
   for (const r of all) {
+    process.stdout.write(`  ${r['database']}\n`);
+    process.stdout.write(`    sequential, one caller           ${String(r['sequentialPerSecond']).padStart(6)}/s\n`);
     process.stdout.write(
-      `  ${String(r['database']).padEnd(9)} sequential ${r['sequentialPerSecond']}/s   20 callers, one gateway ${r['concurrentPerSecond']}/s` +
-        (r['separateConnectionsPerSecond'] !== undefined ? `   20 connections ${r['separateConnectionsPerSecond']}/s` : '') +
-        `   verify ${r['verifiedEntries']} entries in ${r['verifySeconds']} s (${r['verifyPerSecond']}/s)\n`,
+      `    20 callers, one gateway          ${String(r['concurrentPerSecond']).padStart(6)}/s   target ≥ ${TARGET_ONE_GATEWAY}/s: ${verdict(r['concurrentPerSecond'], TARGET_ONE_GATEWAY)}\n`,
     );
+    if (r['separateConnectionsPerSecond'] !== undefined) {
+      process.stdout.write(
+        `    20 replicas, own connections     ${String(r['separateConnectionsPerSecond']).padStart(6)}/s   target ≥ ${TARGET_REPLICAS}/s: ${verdict(r['separateConnectionsPerSecond'], TARGET_REPLICAS)}` +
+          `   (every entry once, in order per replica: ${r['replicaEntriesOnceInOrder'] ? 'yes' : 'NO'})\n`,
+      );
+      process.stdout.write(`    20 connections, one-row commits  ${String(r['plainCommitsPerSecond']).padStart(6)}/s   (no chain: plain commits the machine managed during this run)\n`);
+    } else {
+      process.stdout.write(`    20 replicas                         n/a   (one process holds an embedded database)\n`);
+    }
+    process.stdout.write(`    verify ${r['verifiedEntries']} entries in ${r['verifySeconds']} s (${r['verifyPerSecond']}/s)\n`);
   }
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+  process.stderr.write(`${error instanceof Error ? error.message : String(error)}${error instanceof Error && error.cause ? `\n(${String((error.cause as Error).message ?? error.cause)})` : ''}\n`);
   process.exit(1);
 });

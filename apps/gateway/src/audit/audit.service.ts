@@ -1,11 +1,13 @@
-import { Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
+import { Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationBootstrap } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { AppError, ErrorCode } from '../common/errors';
-import { AuditLogRepository, type AuditFilter, type AuditPageRequest } from '../db/repositories/audit-log.repository';
+import { AuditLogRepository, type AuditFilter, type AuditPageRequest, type ChainPlace, type QueuedEntry } from '../db/repositories/audit-log.repository';
 import { withDbRetry } from '../db/retry';
 import type { AuditLogRow } from '../db/schema';
-import { CanonicalJsonError, canonicalJson, chainHash, ChainVerifier, type ChainAnchor, type ChainBreak, type ChainEntry, type ChainProblem } from './audit-chain';
+import { CanonicalJsonError, canonicalJson, chainHash, ChainVerifier, type ChainAnchor, type ChainBreak, type ChainProblem } from './audit-chain';
 import { CSV_HEADER, csvLine, jsonlLine, type ActorIdentity, type AuditExportFormat } from './audit-export';
+import { ChainSignal, type SignalMark } from './chain-signal';
 
 /** Resolves actors (`user:<id>`) to people for an export page; actors it does not know are left out. */
 type IdentityResolver = (actors: string[]) => Promise<Map<string, ActorIdentity>>;
@@ -48,25 +50,47 @@ const MAX_BATCH_ENTRIES = 500;
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 const MAX_BATCH_BYTES = 4 * 1024 * 1024;
 const EXPORT_PAGE = 1000;
+/**
+ * After another connection was seen chaining, batches go straight to the queue (one INSERT) for this
+ * long instead of trying the chainer lock first: with replicas appending together, the lock is
+ * almost always taken, and the try would cost a transaction each time.
+ */
+const CONTENDED_MS = 250;
+/** A queued writer that has heard nothing for this long looks its entries up (a notice may be lost). */
+const SILENCE_MS = 1_000;
+/** Promise turns a caller needs between being answered and appending again (a few `await`s). */
+const GATHER_TURNS = 8;
+/** How often a running gateway looks for queued entries nobody is chaining (their writer died). */
+const SWEEP_INTERVAL_MS = 2_000;
 
 /**
- * The audit log (T1–T3): append, verify, read with filters, export as a stream. Appends are
- * serialised on the chain head (see AuditLogRepository.append), so concurrent requests and
- * replicas never fork the chain.
+ * The audit log (T1–T3): append, verify, read with filters, export as a stream. One connection at a
+ * time chains (AuditLogRepository.append); a replica that finds another one chaining commits its
+ * entries to a queue the chainer empties in its next round, so replicas never fork the chain and do
+ * not wait in line for the chain head (docs/decisions/0013-audit-across-replicas.md).
  */
 @Injectable()
-export class AuditService implements BeforeApplicationShutdown {
+export class AuditService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('Audit');
 
-  constructor(private readonly log: AuditLogRepository) {}
+  private readonly signal: ChainSignal;
+
+  constructor(private readonly log: AuditLogRepository) {
+    this.signal = new ChainSignal(log, this.logger);
+  }
 
   private readonly queue: PendingAppend[] = [];
   private flushing: Promise<void> | undefined;
+  private contendedUntil = 0;
+  private closing = false;
+  private sweeper: NodeJS.Timeout | undefined;
+  private sweeping: Promise<void> | undefined;
 
   /**
-   * Records one entry and resolves once it is committed. Appends arriving while a write is in
-   * flight are written together in the next transaction: one commit (one disk flush) for many
-   * entries, in the order they were called, instead of each waiting its turn for the lock.
+   * Records one entry and resolves once it is committed to the chain, with its seq and hashes.
+   * Appends arriving while a write is in flight are written together in the next transaction (one
+   * commit, one disk flush, for many), in the order they were called; the next batch is written
+   * only once this one is in the chain, so the entries of one caller keep their order.
    */
   async append(input: AuditAppend): Promise<AuditEntry> {
     const entry = prepare(input);
@@ -82,20 +106,75 @@ export class AuditService implements BeforeApplicationShutdown {
     while (this.flushing) await this.flushing;
   }
 
+  /** Chains what a replica that died left in the queue, now and every few seconds. */
+  onApplicationBootstrap(): void {
+    this.closing = false;
+    void this.sweep();
+    this.sweeper = setInterval(() => void this.sweep(), SWEEP_INTERVAL_MS);
+    this.sweeper.unref();
+  }
+
   /** Runs before the database closes (its module closes it on application shutdown). */
   async beforeApplicationShutdown(): Promise<void> {
+    this.closing = true;
+    clearInterval(this.sweeper);
+    this.sweeper = undefined;
     await this.drain();
+    await this.sweeping;
+    await this.signal.close();
+  }
+
+  /**
+   * Chains queued entries while there are any and no other connection is chaining them: the
+   * entries of a replica that was killed between queueing and chaining. Resolves with how many it
+   * chained. A failure is logged, not thrown: the next sweep, or any append, tries again.
+   */
+  sweep(): Promise<number> {
+    if (this.sweeping) return this.sweeping.then(() => 0);
+    let chained = 0;
+    const run = (async () => {
+      try {
+        if ((await this.log.queue()).entries === 0) return;
+        for (;;) {
+          const round = await this.log.append([], linkEntries);
+          if (!round.chained || round.fromQueue === 0) return;
+          chained += round.fromQueue;
+          if (this.closing) return await this.log.announceStop();
+        }
+      } catch (error) {
+        if (!databaseClosed(error)) this.logger.warn({ err: error }, 'audit sweep: queued entries could not be chained; the next sweep tries again');
+      }
+    })().finally(() => {
+      this.sweeping = undefined;
+    });
+    this.sweeping = run;
+    return run.then(() => chained);
   }
 
   private async flush(): Promise<void> {
     try {
-      while (this.queue.length > 0) {
+      // The last round here moved queued entries: it announced that another round follows, and
+      // writers on other replicas wait for it rather than chain their own. That round is owed.
+      let owed = false;
+      for (let first = true; ; first = false) {
+        // Let the callers just answered append again, so their next entries share the next batch.
+        // Microtask turns, not a timer: a caller awaiting PGlite in a loop never yields to timers.
+        if (!first) for (let turn = 0; turn < GATHER_TURNS; turn++) await Promise.resolve();
+        if (this.queue.length === 0) {
+          if (!owed) return;
+          if (this.closing) return await this.breakOwedRound();
+          owed = await this.chainQueued();
+          continue;
+        }
         const batch = takeBatch(this.queue);
         try {
-          const rows = await this.writeBatch(batch);
-          batch.forEach((pending, i) => pending.resolve(rows[i] as AuditLogRow));
+          const written = await this.writeBatch(batch, owed);
+          batch.forEach((pending, i) => pending.resolve(written.rows[i] as AuditLogRow));
+          owed = written.fromQueue > 0;
         } catch (error) {
           for (const pending of batch) pending.reject(error);
+          if (owed) await this.breakOwedRound();
+          owed = false;
         }
       }
     } finally {
@@ -103,33 +182,56 @@ export class AuditService implements BeforeApplicationShutdown {
     }
   }
 
+  /** The owed round, for the queue alone; true when it moved entries (another one is owed). */
+  private async chainQueued(): Promise<boolean> {
+    try {
+      const round = await this.log.append([], linkEntries);
+      return round.chained && round.fromQueue > 0;
+    } catch (error) {
+      if (!databaseClosed(error)) this.logger.warn({ err: error }, 'audit: a round for queued entries failed; their writers chain them');
+      await this.breakOwedRound();
+      return false;
+    }
+  }
+
+  /** Tells waiting writers that the round owed here will not come, so they do not wait for it. */
+  private async breakOwedRound(): Promise<void> {
+    try {
+      await this.log.announceStop();
+    } catch {
+      // They find out after a second of silence instead.
+    }
+  }
+
   /**
-   * Writes one batch, retrying across a short database outage (db/retry.ts). The batch is chained
-   * afresh from the head on every attempt, so a retry links to whatever the chain holds by then; and
-   * before a retry, the rows of earlier attempts are looked up by their last hash: when the connection
-   * broke after the commit had landed, that attempt is the batch, and it is not written twice. The
-   * next batch waits for this one, so entries keep the order they were appended in.
+   * Writes one batch, retrying across a short database outage (db/retry.ts). When no other
+   * connection is chaining, the batch is chained in one transaction, after the queue's entries; when
+   * one is, the batch is committed to the queue and this waits for a round to chain it. Before a
+   * retry, the batch is looked for by its entries' keys: when the connection broke after a COMMIT had
+   * landed, the batch is in the chain or in the queue already, and it is not written twice.
    */
-  private async writeBatch(batch: PendingAppend[]): Promise<AuditLogRow[]> {
-    const unknown: AuditLogRow[][] = [];
+  private async writeBatch(batch: PendingAppend[], owed: boolean): Promise<Written> {
+    const entries = batch.map((pending) => pending.entry);
     return withDbRetry(
-      async () => {
-        for (const attempt of unknown) {
-          if (await this.landed(attempt)) return attempt;
+      async (attempt) => {
+        // A round is owed here: try the chainer lock whatever the recent contention.
+        const contended = !owed && Date.now() < this.contendedUntil;
+        // The listener first, so that no notice about these entries can come before it.
+        if (contended) await this.signal.open();
+        const mark = this.signal.mark();
+        if (attempt > 1) {
+          const where = await this.log.locate(entries.map((e) => e.key));
+          if (where.chained.size === entries.length) return { rows: placed(entries, where.chained), fromQueue: 0 };
+          if (where.queued.size > 0) return this.awaitQueued(entries, where.queued, mark, true);
         }
-        unknown.length = 0;
-        return this.log.append((head, now) => {
-          let prevHash = head.hash;
-          const rows = batch.map((pending, i) => {
-            const entry = { ...pending.entry, seq: head.seq + 1 + i, at: now };
-            const hash = chainHash(prevHash, entry);
-            const row = { ...entry, prevHash, hash };
-            prevHash = hash;
-            return row;
-          });
-          unknown.push(rows);
-          return rows;
-        });
+        if (contended) return this.awaitQueued(entries, await this.log.enqueue(entries), mark, true);
+        const round = await this.log.append(entries, linkEntries);
+        if (!round.chained) {
+          // The lock is held by a round under way: its notice comes, whatever it holds.
+          this.contendedUntil = Date.now() + CONTENDED_MS;
+          return this.awaitQueued(entries, round.queued, mark, false);
+        }
+        return { rows: round.rows.slice(round.fromQueue), fromQueue: round.fromQueue };
       },
       {
         onRetry: ({ attempt, reason, delayMs }) => this.logger.warn({ attempt, reason, delayMs, entries: batch.length }, 'audit append: the database is unreachable; retrying'),
@@ -137,12 +239,65 @@ export class AuditService implements BeforeApplicationShutdown {
     );
   }
 
-  /** True when the last row of `rows` is in the log with the same hash (the same seq, time and content). */
-  private async landed(rows: AuditLogRow[]): Promise<boolean> {
-    const last = rows[rows.length - 1];
-    if (!last) return false;
-    const [stored] = await this.log.range(last.seq - 1, last.seq, 1);
-    return stored?.hash === last.hash;
+  /**
+   * Waits until every one of `entries` (committed to the queue, with these queue ids) is in the
+   * chain. Round notices say where queued entries went, and whether their chainer owes another round
+   * (it moved queued entries); a writer acts only when no chainer is going on: when nobody was seen
+   * chaining as its entries were written, when a round announced that its chainer stops, or when
+   * nothing was heard for a while (the listener was lost, or a chainer died mid-round). Then it
+   * looks its entries up, and chains them itself if no round is under way. So a queued entry never
+   * waits for a chainer that is not there.
+   */
+  private async awaitQueued(entries: QueuedEntry[], queued: Map<string, number>, before: SignalMark, unseen: boolean): Promise<Written> {
+    const places = new Map<string, ChainPlace>();
+    const keys = entries.map((e) => e.key);
+    const complete = () => {
+      for (const entry of entries) {
+        const id = queued.get(entry.key);
+        const place = id === undefined ? undefined : this.signal.place(id);
+        if (place && !places.has(entry.key)) places.set(entry.key, place);
+      }
+      return places.size === entries.length;
+    };
+    // Opened now if it was not open when the entries were written: then `before` says so, and the
+    // first turn looks them up instead of trusting notices that may have gone unheard.
+    await this.signal.open();
+    let mark = before;
+    // Written without seeing a chainer: look for one, unless the last round heard of owes another.
+    let look = unseen && !(before.listening && this.signal.roundOwed());
+    let fromQueue = 0;
+    for (;;) {
+      if (complete()) return { rows: placed(entries, places), fromQueue };
+      if (look || this.signal.stoppedSince(mark)) {
+        look = false;
+        const lookUp = !mark.listening || this.signal.stoppedSince(mark);
+        mark = this.signal.mark();
+        if (lookUp) {
+          const where = await this.log.locate(keys);
+          for (const [key, place] of where.chained) places.set(key, place);
+          for (const [key, id] of where.queued) queued.set(key, id);
+          if (complete()) return { rows: placed(entries, places), fromQueue };
+        }
+        if (await this.log.chainerBusy()) {
+          this.contendedUntil = Date.now() + CONTENDED_MS;
+          // Without a listener nothing will say when that round ends: open one, or look again shortly.
+          if (!mark.listening && !(await this.signal.open())) await this.signal.next(mark.notices, SILENCE_MS);
+          continue;
+        }
+        // Nobody is chaining: chain here, round after round while rounds move queued entries (each
+        // such round owes the next), until these entries are in.
+        for (;;) {
+          const round = await this.log.append([], linkEntries);
+          if (!round.chained) break;
+          fromQueue = round.fromQueue;
+          for (const row of round.rows) if (row.entryKey !== null && keys.includes(row.entryKey)) places.set(row.entryKey, row);
+          if (complete() || round.fromQueue === 0) break;
+        }
+        continue;
+      }
+      const heard = await this.signal.next(mark.notices, SILENCE_MS);
+      mark = heard ? { ...mark, notices: this.signal.mark().notices } : { ...mark, listening: false };
+    }
   }
 
   /**
@@ -214,10 +369,14 @@ export class AuditService implements BeforeApplicationShutdown {
   }
 }
 
-type PreparedEntry = Omit<ChainEntry, 'seq' | 'at'>;
+interface Written {
+  rows: AuditLogRow[];
+  /** Queued entries the last round this service ran moved: when some, it goes on chaining. */
+  fromQueue: number;
+}
 
 interface PendingAppend {
-  entry: PreparedEntry;
+  entry: QueuedEntry;
   bytes: number;
   resolve: (row: AuditLogRow) => void;
   reject: (error: unknown) => void;
@@ -235,7 +394,7 @@ function takeBatch(queue: PendingAppend[]): PendingAppend[] {
   return queue.splice(0, count);
 }
 
-function prepare(input: AuditAppend): PreparedEntry {
+function prepare(input: AuditAppend): QueuedEntry {
   const actor = requireText('actor', input.actor, 200);
   const kind = requireText('kind', input.kind, 100);
   if (!KIND.test(kind)) {
@@ -257,7 +416,44 @@ function prepare(input: AuditAppend): PreparedEntry {
       field: 'payload',
     });
   }
-  return { actor, kind, projectId, sessionId, payload };
+  return { key: randomUUID(), actor, kind, projectId, sessionId, payload };
+}
+
+/** Numbers and hashes `entries` onto the chain from `head`, in order, all at the time `at`. */
+function linkEntries(head: { seq: number; hash: string }, at: Date, entries: QueuedEntry[]): AuditLogRow[] {
+  let prevHash = head.hash;
+  return entries.map((entry, i) => {
+    const chained = { seq: head.seq + 1 + i, at, actor: entry.actor, kind: entry.kind, projectId: entry.projectId, sessionId: entry.sessionId, payload: entry.payload };
+    const hash = chainHash(prevHash, chained);
+    const row = { ...chained, prevHash, hash, entryKey: entry.key };
+    prevHash = hash;
+    return row;
+  });
+}
+
+/** The rows of `entries` as the chain placed them (their content is what was written). */
+function placed(entries: QueuedEntry[], places: Map<string, ChainPlace>): AuditLogRow[] {
+  return entries.map((entry) => {
+    const place = places.get(entry.key) as ChainPlace;
+    return {
+      seq: place.seq,
+      at: place.at,
+      actor: entry.actor,
+      kind: entry.kind,
+      projectId: entry.projectId,
+      sessionId: entry.sessionId,
+      payload: entry.payload,
+      prevHash: place.prevHash,
+      hash: place.hash,
+      entryKey: entry.key,
+    };
+  });
+}
+
+/** The database handle was closed under a round (the process or the test is ending). */
+function databaseClosed(error: unknown): boolean {
+  const message = error instanceof Error ? error.message : '';
+  return /Cannot use a pool after calling end on the pool|PGlite is closed/.test(message);
 }
 
 function broken(verifier: ChainVerifier, problem: ChainBreak): AuditVerification {

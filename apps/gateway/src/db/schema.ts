@@ -4,7 +4,7 @@
 // Identifiers are text (a random UUID by default) rather than the uuid type: ids arrive from URLs,
 // and a malformed one must read as "not found", never as a database type error.
 import { sql } from 'drizzle-orm';
-import { type AnyPgColumn, bigint, bigserial, boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp, unique, uniqueIndex } from 'drizzle-orm/pg-core';
+import { type AnyPgColumn, bigint, bigserial, boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp, unique, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { ExecHostState, SandboxRuntime, SessionMode } from '@lemniscate/contracts';
 import { storableJsonb } from './json-column';
 
@@ -232,10 +232,11 @@ export const approvedCommands = pgTable(
 );
 
 /**
- * The tamper-evident log (T2). `seq` is assigned by the append under the chain-head lock, so it has
+ * The tamper-evident log (T2). `seq` is assigned by the chainer under the chain-head lock, so it has
  * no gaps; project and session carry no foreign key because the log must outlive what it describes.
  * `payload` is the canonical JSON text that was hashed, kept byte for byte (jsonb would re-encode it
- * and refuses strings containing U+0000, which command output can hold).
+ * and refuses strings containing U+0000, which command output can hold). `entryKey` (0012) is not
+ * hashed: the receipt by which the writer of an entry finds it (null before 0012).
  */
 export const auditLog = pgTable(
   'audit_log',
@@ -249,6 +250,7 @@ export const auditLog = pgTable(
     payload: text('payload').notNull(),
     prevHash: text('prev_hash').notNull(),
     hash: text('hash').notNull(),
+    entryKey: uuid('entry_key'),
   },
   (t) => [
     index('audit_log_project_idx').on(t.projectId, t.seq),
@@ -256,10 +258,29 @@ export const auditLog = pgTable(
     index('audit_log_actor_idx').on(t.actor, t.seq),
     index('audit_log_kind_idx').on(t.kind, t.seq),
     index('audit_log_at_idx').on(t.at),
+    uniqueIndex('audit_log_entry_key_idx').on(t.entryKey),
   ],
 );
 
-/** One row per chain: the row lock that serialises appends, and the head a truncation is checked against. */
+/**
+ * Entries committed by a replica while another one was chaining (0012): durable, not yet in the
+ * chain. The chainer moves them into `audit_log` oldest first (`id`) and deletes them in the same
+ * transaction. The key is a random UUID made by the writer, never read from a URL.
+ */
+export const auditPending = pgTable('audit_pending', {
+  id: bigserial('id', { mode: 'number' }).primaryKey(),
+  entryKey: uuid('entry_key').notNull().unique('audit_pending_entry_key_key'),
+  actor: text('actor').notNull(),
+  kind: text('kind').notNull(),
+  projectId: text('project_id'),
+  sessionId: text('session_id'),
+  payload: text('payload').notNull(),
+  queuedAt: at('queued_at')
+    .notNull()
+    .default(sql`clock_timestamp()`),
+});
+
+/** One row per chain: the row lock every chaining round holds, and the head a truncation is checked against. */
 export const auditChainHead = pgTable('audit_chain_head', {
   chain: text('chain').primaryKey(),
   seq: bigint('seq', { mode: 'number' }).notNull(),
@@ -368,6 +389,7 @@ export type ApprovalRow = typeof approvals.$inferSelect;
 export type NewApproval = typeof approvals.$inferInsert;
 export type ApprovedCommandRow = typeof approvedCommands.$inferSelect;
 export type AuditLogRow = typeof auditLog.$inferSelect;
+export type AuditPendingRow = typeof auditPending.$inferSelect;
 export type EventRow = typeof events.$inferSelect;
 export type NewEvent = typeof events.$inferInsert;
 export type EnvironmentJobRow = typeof environmentJobs.$inferSelect;

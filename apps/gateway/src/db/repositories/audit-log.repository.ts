@@ -1,15 +1,81 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { and, asc, desc, eq, gt, gte, inArray, isNull, lt, lte, or, sql, type SQL } from 'drizzle-orm';
+import type { PGlite } from '@electric-sql/pglite';
+import { Client, Pool, type QueryResult } from 'pg';
 import type { Db } from '../database';
-import { auditChainHead, auditLog, type AuditLogRow } from '../schema';
+import { pgErrorOf } from '../errors';
+import { auditChainHead, auditLog, auditPending, type AuditLogRow } from '../schema';
 import { DB } from '../tokens';
 import { pageSize, Repository } from './repository';
 
 const MAIN_CHAIN = 'main';
+/**
+ * The advisory lock a chaining round holds (docs/decisions/0013-audit-across-replicas.md): taken with
+ * a try, for one transaction. Only would-be chainers touch it, so a failed try means another
+ * connection is chaining at that instant.
+ */
+export const CHAINER_LOCK = 7_341_205_119;
+/** The channel on which every round that wrote entries says where the queued ones went. */
+export const AUDIT_CHANNEL = 'lemniscate_audit';
+/** The most queued entries, and about the most payload bytes, one round takes from the queue. */
+const ROUND_ENTRIES = 2000;
+const ROUND_BYTES = 4 * 1024 * 1024;
+/** A NOTIFY payload is capped at 8000 bytes; a round's news is cut into pieces below that. */
+const NOTICE_BYTES = 7800;
+/**
+ * PostgreSQL only: a chainer that stops talking in the middle of its round (a frozen process, a
+ * lost network) has its connection ended by the server after this long, which releases the lock
+ * and rolls the round back; the queued entries wait for the next chainer.
+ */
+export const CHAINER_LEASE_MS = 10_000;
+/** idle_in_transaction_session_timeout: the server ended a connection that idled in a transaction. */
+const LEASE_ENDED = '25P03';
 
 interface ChainHead {
   seq: number;
   hash: string;
+}
+
+/** An entry ready for the chain: checked, payload as canonical text, and the key its writer gave it. */
+export interface QueuedEntry {
+  key: string;
+  actor: string;
+  kind: string;
+  projectId: string | null;
+  sessionId: string | null;
+  payload: string;
+}
+
+/** Numbers and links `entries` from `head`, at time `at`: the rows to write, in the same order. */
+export type ChainLinker = (head: ChainHead, at: Date, entries: QueuedEntry[]) => AuditLogRow[];
+
+/** Where an entry landed in the chain. */
+export interface ChainPlace {
+  seq: number;
+  at: Date;
+  prevHash: string;
+  hash: string;
+}
+
+export type ChainRound =
+  /** This connection chained: the queue's oldest entries first (`fromQueue` of them), then its own. */
+  | { chained: true; rows: AuditLogRow[]; fromQueue: number }
+  /** Another connection was chaining; the entries given were queued in this transaction instead (their queue ids). */
+  | { chained: false; queued: Map<string, number> };
+
+/**
+ * What one round announced (a part of it when it moved many entries): the queued entries it placed,
+ * by queue id, and whether its chainer goes on to another round (it moved queued entries, so there
+ * may be more). A round that moved none says it stops: whoever still has entries queued then chains.
+ */
+export interface RoundNotice {
+  more: boolean;
+  placed: Map<number, ChainPlace>;
+}
+
+/** A LISTEN connection for round notices (PostgreSQL). */
+export interface AuditListener {
+  close(): Promise<void>;
 }
 
 export interface AuditFilter {
@@ -35,41 +101,244 @@ export interface AuditPageRequest {
 }
 
 /**
- * The audit table, insert and read only (the database refuses the rest). Hashing is the chain's
- * business (audit/audit-chain.ts); this class only guarantees that appends happen one at a time.
+ * The audit table and its queue, insert and read only (the database refuses changes to the log).
+ * Hashing is the chain's business (audit/audit-chain.ts); this class guarantees that one connection
+ * at a time chains, that the queue is chained oldest first, and that a round is all or nothing.
  */
 @Injectable()
 export class AuditLogRepository extends Repository {
+  /** The chainer's lease (PostgreSQL); undefined on PGlite, where one process holds the only connection. */
+  chainerLeaseMs: number | undefined;
+  private readonly pool: Pool | undefined;
+
   constructor(@Inject(DB) db: Db) {
     super(db);
+    const client = (db as { $client?: unknown }).$client;
+    this.pool = client instanceof Pool ? client : undefined;
+    this.chainerLeaseMs = this.pool ? CHAINER_LEASE_MS : undefined;
   }
 
   /**
-   * Appends entries while holding the chain head's row lock: `build` receives the head and the
-   * database's clock, and returns the rows to insert (numbered from head.seq + 1, linked from
-   * head.hash); the last becomes the new head. Concurrent appends from any number of connections
-   * or replicas queue on that one row, so the chain never forks and seq has no gaps.
+   * One chaining round, in one transaction. When no other connection is chaining: takes the chainer
+   * lock, links the oldest queued entries and then `own` onto the head (with `link`, at the
+   * database's clock), moves the queued ones into the log, writes `own`, moves the head, announces
+   * where the queued ones went (PostgreSQL), commits. When another connection is chaining: commits
+   * `own` to the queue instead, without waiting, for that chainer's next round.
    */
-  append(build: (head: ChainHead, now: Date) => AuditLogRow[]): Promise<AuditLogRow[]> {
-    return this.db.transaction(async (tx) => {
-      const [head] = await tx
-        .select({
-          seq: auditChainHead.seq,
-          hash: auditChainHead.hash,
-          // Milliseconds: the precision a JavaScript Date carries, so the hashed text round-trips.
-          now: sql`date_trunc('milliseconds', clock_timestamp())`.mapWith(auditLog.at),
-        })
-        .from(auditChainHead)
-        .where(eq(auditChainHead.chain, MAIN_CHAIN))
-        .for('update');
-      if (!head) throw new Error('The audit chain head is missing: the database was not migrated.');
-      const rows = build({ seq: head.seq, hash: head.hash }, head.now as Date);
-      const last = rows[rows.length - 1];
-      if (!last) return rows;
-      await tx.insert(auditLog).values(rows);
-      await tx.update(auditChainHead).set({ seq: last.seq, hash: last.hash }).where(eq(auditChainHead.chain, MAIN_CHAIN));
-      return rows;
+  async append(own: QueuedEntry[], link: ChainLinker): Promise<ChainRound> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.transaction((session) => this.round(session, own, link));
+      } catch (error) {
+        // Both roll the round back before anything is committed, so it is simply done again: a
+        // stale read of the queue, and a lease that ran out (this process stalled mid-round, and
+        // the server ended the connection, 25P03).
+        const again = error instanceof StaleQueueRead || pgErrorOf(error)?.code === LEASE_ENDED;
+        if (!again || attempt >= 3) throw error;
+      }
+    }
+  }
+
+  private async round(session: RoundSession, own: QueuedEntry[], link: ChainLinker): Promise<ChainRound> {
+    const found = await session.begin<QueueRead>(this.roundRead());
+    const head = found[0];
+    if (!head?.got) return { chained: false, queued: own.length > 0 ? queuedIds(await session.query(ENQUEUE, enqueueParams(own))) : new Map() };
+    if (head.head_seq === null) throw new Error('The audit chain head is missing: the database was not migrated.');
+    const queued = found.filter((r) => r.id !== null);
+    const entries: QueuedEntry[] = [
+      ...queued.map((r) => ({ key: r.entry_key as string, actor: r.actor as string, kind: r.kind as string, projectId: r.project_id, sessionId: r.session_id, payload: r.payload as string })),
+      ...own,
+    ];
+    if (entries.length === 0) {
+      // Nothing to chain: say so, for writers that were told a round was owed.
+      if (this.pool) await session.query(NOTIFY, [AUDIT_CHANNEL, stopNotice(new Date())]);
+      return { chained: true, rows: [], fromQueue: 0 };
+    }
+    // Milliseconds: the precision a JavaScript Date carries, so the hashed text round-trips.
+    const now = new Date(Number(head.now_ms));
+    const rows = link({ seq: Number(head.head_seq), hash: head.head_hash as string }, now, entries);
+    const last = rows[rows.length - 1] as AuditLogRow;
+    const ids = queued.map((r) => Number(r.id));
+    const moved = rows.slice(0, queued.length);
+    const direct = rows.slice(queued.length);
+    const [written] = await session.query<{ moved: string | number; direct: string | number }>(ROUND_WRITE, [
+      ids,
+      moved.map((r) => r.seq),
+      moved.map((r) => r.prevHash),
+      moved.map((r) => r.hash),
+      now.toISOString(),
+      direct.map((r) => r.seq),
+      direct.map((r) => r.actor),
+      direct.map((r) => r.kind),
+      direct.map((r) => r.projectId),
+      direct.map((r) => r.sessionId),
+      direct.map((r) => r.payload),
+      direct.map((r) => r.prevHash),
+      direct.map((r) => r.hash),
+      direct.map((r) => r.entryKey),
+      last.seq,
+      last.hash,
+      this.pool ? noticesOf(ids, moved, now) : [],
+    ]);
+    if (Number(written?.moved) !== moved.length) {
+      // The queue was read in the snapshot the statement began with, and the lock taken during it:
+      // a chainer that committed in between had moved some of these already. Roll back, read again.
+      throw new StaleQueueRead(`An audit chaining round found ${String(written?.moved)} of the ${moved.length} queued entries it read; it was rolled back.`);
+    }
+    if (Number(written?.direct) !== direct.length) throw new Error(`An audit chaining round wrote ${String(written?.direct)} of ${direct.length} new entries; it was rolled back.`);
+    return { chained: true, rows, fromQueue: queued.length };
+  }
+
+  /**
+   * The round's first statement: the chainer lock (tried), the head (locked), the database's clock
+   * and the oldest queued entries, up to ROUND_ENTRIES and about ROUND_BYTES of payload. Constants
+   * only, so that on PostgreSQL it travels with BEGIN in one round trip.
+   */
+  private roundRead(): string {
+    const lease = this.chainerLeaseMs === undefined ? '' : `, set_config('idle_in_transaction_session_timeout', '${Math.round(this.chainerLeaseMs)}', true) AS lease`;
+    return `SELECT l.got, h.seq AS head_seq, h.hash AS head_hash, (extract(epoch FROM h.now) * 1000)::int8 AS now_ms,
+              q.id, q.entry_key, q.actor, q.kind, q.project_id, q.session_id, q.payload${lease}
+       FROM (SELECT pg_try_advisory_xact_lock(${CHAINER_LOCK}) AS got OFFSET 0) l
+       LEFT JOIN LATERAL (
+         SELECT seq, hash, date_trunc('milliseconds', clock_timestamp()) AS now FROM audit_chain_head WHERE chain = '${MAIN_CHAIN}' AND l.got FOR UPDATE
+       ) h ON true
+       LEFT JOIN LATERAL (
+         SELECT w.* FROM (
+           SELECT p.*, sum(octet_length(p.payload)) OVER (ORDER BY p.id) - octet_length(p.payload) AS before
+           FROM audit_pending p WHERE l.got ORDER BY p.id LIMIT ${ROUND_ENTRIES}
+         ) w
+         WHERE w.before < ${ROUND_BYTES}
+       ) q ON true
+       ORDER BY q.id`;
+  }
+
+  /**
+   * A transaction on one connection, outside Drizzle: on PostgreSQL, BEGIN travels with the first
+   * statement and the others are prepared once per connection (a round is on every append's path).
+   */
+  private async transaction<T>(fn: (session: RoundSession) => Promise<T>): Promise<T> {
+    if (!this.pool) {
+      const client = (this.db as unknown as { $client: PGlite }).$client;
+      return client.transaction((tx) =>
+        fn({
+          begin: async <R>(text: string) => (await tx.query<R>(text)).rows,
+          query: async <R>(statement: Statement, params: unknown[]) => (await tx.query<R>(statement.text, params)).rows,
+        }),
+      );
+    }
+    const client = await this.pool.connect();
+    let broken: Error | undefined;
+    try {
+      const result = await fn({
+        begin: async <R>(text: string) => {
+          const results = (await client.query(`BEGIN; ${text}`)) as unknown as QueryResult[];
+          return (results[1] as QueryResult).rows as R[];
+        },
+        query: async <R>(statement: Statement, params: unknown[]) => (await client.query({ name: statement.name, text: statement.text, values: params })).rows as R[],
+      });
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch((lost: Error) => {
+        broken = lost;
+      });
+      throw error;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  /** Commits entries to the queue, without taking any lock: for a writer that knows a chainer is busy. Returns their queue ids by key. */
+  async enqueue(entries: QueuedEntry[]): Promise<Map<string, number>> {
+    if (this.pool) return queuedIds((await this.pool.query({ name: ENQUEUE.name, text: ENQUEUE.text, values: enqueueParams(entries) })).rows);
+    return this.transaction((session) => session.query(ENQUEUE, enqueueParams(entries)).then(queuedIds));
+  }
+
+  /**
+   * Announces that this connection will not do the round it owes (it moved queued entries in its last
+   * round, and is shutting down): writers waiting for it chain their entries themselves.
+   */
+  async announceStop(): Promise<void> {
+    if (this.pool) await this.pool.query({ name: NOTIFY.name, text: NOTIFY.text, values: [AUDIT_CHANNEL, stopNotice(new Date())] });
+  }
+
+  /**
+   * True when some connection is in a chaining round at this instant. Read from pg_locks rather than
+   * by trying the lock: a try would hold it for a moment, and a chainer failing its own try then
+   * would wrongly believe another round under way.
+   */
+  async chainerBusy(): Promise<boolean> {
+    const [row] = rowsOf<{ busy: boolean }>(
+      await this.db.execute(sql`
+        SELECT EXISTS (
+          SELECT 1 FROM pg_locks
+          WHERE locktype = 'advisory' AND granted AND mode = 'ExclusiveLock' AND objsubid = 1
+            AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+            AND classid = ${Math.floor(CHAINER_LOCK / 2 ** 32)} AND objid = ${CHAINER_LOCK % 2 ** 32}
+        ) AS busy`),
+    );
+    return row?.busy === true;
+  }
+
+  /** Where `keys` are now, without waiting: those in the chain, and those still queued (by queue id). */
+  async locate(keys: string[]): Promise<{ chained: Map<string, ChainPlace>; queued: Map<string, number> }> {
+    const rows = rowsOf<{ place: string; entry_key: string; id: string | number | null; seq: string | number | null; at_ms: string | number | null; prev_hash: string | null; hash: string | null }>(
+      await this.db.execute(sql`
+        SELECT 'log' AS place, entry_key, NULL::int8 AS id, seq, (extract(epoch FROM at) * 1000)::int8 AS at_ms, prev_hash, hash FROM audit_log WHERE entry_key = ANY(${sql.param(keys)}::uuid[])
+        UNION ALL
+        SELECT 'queue', entry_key, id, NULL, NULL, NULL, NULL FROM audit_pending WHERE entry_key = ANY(${sql.param(keys)}::uuid[])`),
+    );
+    const chained = new Map<string, ChainPlace>();
+    const queued = new Map<string, number>();
+    for (const r of rows) {
+      if (r.place === 'queue') queued.set(r.entry_key, Number(r.id));
+      else chained.set(r.entry_key, { seq: Number(r.seq), at: new Date(Number(r.at_ms)), prevHash: r.prev_hash as string, hash: r.hash as string });
+    }
+    return { chained, queued };
+  }
+
+  /** How many entries wait in the queue, and since when the oldest has. */
+  async queue(): Promise<{ entries: number; oldest: Date | null }> {
+    const [row] = await this.db.select({ entries: sql<number>`count(*)::int`, oldest: sql<Date | null>`min(${auditPending.queuedAt})`.mapWith(auditPending.queuedAt) }).from(auditPending);
+    return { entries: Number(row?.entries ?? 0), oldest: row?.oldest ?? null };
+  }
+
+  /**
+   * Listens for round notices on a connection of its own (PostgreSQL; undefined on PGlite, where no
+   * entry is ever queued). `lost` is called once if that connection fails; open a new one when needed.
+   * The connection does not keep the process alive.
+   */
+  async listen(heard: (notice: RoundNotice) => void, lost: (error?: Error) => void): Promise<AuditListener | undefined> {
+    if (!this.pool) return undefined;
+    const client = new Client(this.pool.options);
+    let ended = false;
+    const end = (error?: Error) => {
+      if (ended) return;
+      ended = true;
+      lost(error);
+    };
+    client.on('notification', (message) => {
+      if (message.channel !== AUDIT_CHANNEL || message.payload === undefined) return;
+      const notice = parseNotice(message.payload);
+      if (notice) heard(notice);
     });
+    client.on('error', (error) => end(error));
+    client.on('end', () => end());
+    try {
+      await client.connect();
+      (client as unknown as { connection?: { stream?: { unref?(): void } } }).connection?.stream?.unref?.();
+      await client.query(`LISTEN ${AUDIT_CHANNEL}`);
+    } catch (error) {
+      ended = true;
+      await client.end().catch(() => undefined);
+      throw error;
+    }
+    return {
+      close: async () => {
+        ended = true;
+        await client.end().catch(() => undefined);
+      },
+    };
   }
 
   async head(): Promise<ChainHead> {
@@ -89,8 +358,8 @@ export class AuditLogRepository extends Repository {
   }
 
   /**
-   * Entries past the head, read in one statement (one snapshot): an append inserts its row and moves
-   * the head together, so any such entry was written around the chain.
+   * Entries past the head, read in one statement (one snapshot): a chaining round inserts its rows
+   * and moves the head together, so any such entry was written around the chain.
    */
   async beyondHead(): Promise<number | undefined> {
     const [row] = await this.db
@@ -135,4 +404,144 @@ function filterConditions(filter: AuditFilter): SQL[] | undefined {
   if (filter.from !== undefined) conditions.push(gte(auditLog.at, filter.from));
   if (filter.to !== undefined) conditions.push(lt(auditLog.at, filter.to));
   return conditions;
+}
+
+interface QueueRead extends Record<string, unknown> {
+  got: boolean;
+  head_seq: string | number | null;
+  head_hash: string | null;
+  now_ms: string | number | null;
+  id: string | number | null;
+  entry_key: string | null;
+  actor: string | null;
+  kind: string | null;
+  project_id: string | null;
+  session_id: string | null;
+  payload: string | null;
+}
+
+/** A round read queued entries another chainer had just moved (see `round`); it is tried again. */
+class StaleQueueRead extends Error {
+  override readonly name = 'StaleQueueRead';
+}
+
+/** The rows of a raw statement: both drivers (pg, PGlite) answer with `{ rows }`. */
+function rowsOf<T>(result: unknown): T[] {
+  return (result as { rows: T[] }).rows;
+}
+
+interface Statement {
+  /** Prepared once per connection under this name (PostgreSQL). */
+  name: string;
+  text: string;
+}
+
+interface RoundSession {
+  /** Opens the transaction and runs `text` (constants only). */
+  begin<R>(text: string): Promise<R[]>;
+  query<R>(statement: Statement, params: unknown[]): Promise<R[]>;
+}
+
+/**
+ * Rows get ids in the order given, which is the order they will be chained in. The transaction
+ * commits without waiting for its flush to disk (synchronous_commit off, for this transaction only):
+ * a queued entry is not yet answered for. Its writer is answered once a round has chained it, and
+ * that round commits synchronously, which flushes the write-ahead log up to its commit, past this
+ * insert. If the server crashes before, the entry may be gone, but its writer was never told it was
+ * recorded: it gets an error, retries, and writes it again.
+ */
+const ENQUEUE: Statement = {
+  name: 'lemniscate_audit_enqueue',
+  text: `INSERT INTO audit_pending (entry_key, actor, kind, project_id, session_id, payload)
+         SELECT x.entry_key, x.actor, x.kind, x.project_id, x.session_id, x.payload
+         FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS x(entry_key, actor, kind, project_id, session_id, payload, n),
+              (SELECT set_config('synchronous_commit', 'off', true) OFFSET 0) AS deferred_flush
+         ORDER BY x.n
+         RETURNING id, entry_key`,
+};
+
+const NOTIFY: Statement = { name: 'lemniscate_audit_notify', text: 'SELECT pg_notify($1, $2)' };
+
+/**
+ * A round's writes, in one statement: the queued entries read are deleted from the queue and
+ * inserted into the log with the seq and hashes given (their content moves inside the database),
+ * then the caller's entries, then the head; the notices are sent on commit. The counts let the
+ * round check that every queued entry it read was still there.
+ */
+const ROUND_WRITE: Statement = {
+  name: 'lemniscate_audit_round',
+  text: `WITH taken AS (
+           DELETE FROM audit_pending WHERE id = ANY($1::bigint[])
+           RETURNING id, entry_key, actor, kind, project_id, session_id, payload
+         ), linked AS (
+           SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[]) AS x(id, seq, prev_hash, hash)
+         ), from_queue AS (
+           INSERT INTO audit_log (seq, at, actor, kind, project_id, session_id, payload, prev_hash, hash, entry_key)
+           SELECT linked.seq, $5::timestamptz, taken.actor, taken.kind, taken.project_id, taken.session_id, taken.payload, linked.prev_hash, linked.hash, taken.entry_key
+           FROM taken JOIN linked USING (id)
+           RETURNING 1
+         ), from_caller AS (
+           INSERT INTO audit_log (seq, at, actor, kind, project_id, session_id, payload, prev_hash, hash, entry_key)
+           SELECT seq, $5::timestamptz, actor, kind, project_id, session_id, payload, prev_hash, hash, entry_key
+           FROM unnest($6::bigint[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::uuid[])
+             AS x(seq, actor, kind, project_id, session_id, payload, prev_hash, hash, entry_key)
+           RETURNING 1
+         ), moved_head AS (
+           UPDATE audit_chain_head SET seq = $15, hash = $16 WHERE chain = '${MAIN_CHAIN}' RETURNING 1
+         )
+         SELECT (SELECT count(*) FROM from_queue) AS moved, (SELECT count(*) FROM from_caller) AS direct, (SELECT count(*) FROM moved_head) AS head,
+                (SELECT count(pg_notify('${AUDIT_CHANNEL}', n)) FROM unnest($17::text[]) AS n) AS notices`,
+};
+
+function enqueueParams(entries: QueuedEntry[]): unknown[] {
+  return [entries.map((e) => e.key), entries.map((e) => e.actor), entries.map((e) => e.kind), entries.map((e) => e.projectId), entries.map((e) => e.sessionId), entries.map((e) => e.payload)];
+}
+
+function queuedIds(rows: unknown[]): Map<string, number> {
+  return new Map((rows as { id: string | number; entry_key: string }[]).map((r) => [r.entry_key, Number(r.id)]));
+}
+
+/**
+ * A round's news as NOTIFY payloads: `a1 <more> <at ms>`, then for a run of consecutive entries the
+ * seq and previous hash of the first, then `<queue id>:<hash>` for each. `more` is 1 when the round
+ * moved queued entries: its chainer goes on to another round.
+ */
+export function noticesOf(ids: number[], moved: AuditLogRow[], at: Date): string[] {
+  const more = ids.length > 0 ? 1 : 0;
+  const notices: string[] = [];
+  let text = '';
+  ids.forEach((id, i) => {
+    const row = moved[i] as AuditLogRow;
+    const item = ` ${id}:${row.hash}`;
+    if (text === '' || text.length + item.length > NOTICE_BYTES) {
+      if (text !== '') notices.push(text);
+      text = `a1 ${more} ${at.getTime()} ${row.seq} ${row.prevHash}`;
+    }
+    text += item;
+  });
+  notices.push(text === '' ? `a1 ${more} ${at.getTime()}` : text);
+  return notices;
+}
+
+function stopNotice(at: Date): string {
+  return `a1 0 ${at.getTime()}`;
+}
+
+/** The inverse of noticesOf; undefined for a payload it did not write. */
+export function parseNotice(payload: string): RoundNotice | undefined {
+  const parts = payload.split(' ');
+  if (parts[0] !== 'a1' || parts.length < 3) return undefined;
+  const at = new Date(Number(parts[2]));
+  const placed = new Map<number, ChainPlace>();
+  if (parts.length > 3) {
+    let seq = Number(parts[3]);
+    let prevHash = parts[4] as string;
+    for (const item of parts.slice(5)) {
+      const [id, hash] = item.split(':') as [string, string];
+      placed.set(Number(id), { seq, at, prevHash, hash });
+      prevHash = hash;
+      seq += 1;
+    }
+  }
+  return { more: parts[1] === '1', placed };
 }
