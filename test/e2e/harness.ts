@@ -108,6 +108,8 @@ export interface Stack {
   logs(): string;
   /** The running gateway's process id (for its memory), while it runs. */
   gatewayPid(): number | undefined;
+  /** The running exec-host's process id (for its CPU time), while it runs. */
+  execHostPid(): number | undefined;
   /** Which database the gateway runs on; on PostgreSQL, its URL and the proxy in front of it, if any. */
   database: { kind: 'pglite' } | { kind: 'postgres'; url: string; proxy: PgProxy | null };
   stop(): Promise<void>;
@@ -317,6 +319,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     startExecHost,
     logs: () => logs.join(''),
     gatewayPid: () => (gateway as ChildProcess | null)?.pid,
+    execHostPid: () => (execHost as ChildProcess | null)?.pid,
     database: pg ? { kind: 'postgres', url: pg.url, proxy } : { kind: 'pglite' },
     async stop() {
       await stopGateway();

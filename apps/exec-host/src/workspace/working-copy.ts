@@ -11,6 +11,7 @@ import { fetchFailureReason, runFetchGit, type FetchSource } from './remote-acce
 import type { ObjectCache } from './object-cache';
 import { displayPath } from './path-scope';
 import { isBinary, WorkspaceFs } from './safe-fs';
+import { stampTree } from './tree-stamp';
 import { unifiedDiff } from './unified-diff';
 
 const MAX_CHANGED_FILES = 5_000;
@@ -338,7 +339,27 @@ export class WorkingCopy {
     return [...out];
   }
 
+  /**
+   * The last status read, with the stamp of the tree and of git's index, exclusions and HEAD taken
+   * just before it; kept only when that stamp can prove a later tree unchanged (see tree-stamp.ts).
+   */
+  private lastStatus: { digest: string; entries: StatusEntry[] } | null = null;
+
+  /**
+   * What differs from the checkpoint. Reading it is one `git status` (a process, over the index's
+   * stat data); when the tree, the index, the exclusions and HEAD carry exactly the stat data they
+   * had at the last read, which no change can leave as it was, that read is the answer and no process starts.
+   * Callers hold the sandbox's lock, with no command running, so nothing changes during the read.
+   */
   private async status(): Promise<StatusEntry[]> {
+    const stamp = stampTree(this.repo.workTree, [path.join(this.repo.gitDir, 'index'), path.join(this.repo.gitDir, 'info', 'exclude'), path.join(this.repo.gitDir, 'HEAD')]);
+    if (stamp && this.lastStatus?.digest === stamp.digest) return this.lastStatus.entries;
+    const entries = await this.readStatus();
+    this.lastStatus = stamp && !stamp.racy ? { digest: stamp.digest, entries } : null;
+    return entries;
+  }
+
+  private async readStatus(): Promise<StatusEntry[]> {
     const out = await gitText(this.repo, ['status', '--porcelain=v2', '-z', '--untracked-files=all', '--ignore-submodules=all', '--no-renames']);
     const entries: StatusEntry[] = [];
     for (const record of out.split('\0')) {

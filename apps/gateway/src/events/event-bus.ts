@@ -24,6 +24,8 @@ export interface FanOutHandlers {
 export interface EventFanOut {
   /** Called after the event row is committed. */
   announce(event: StoredEvent): Promise<void>;
+  /** Several committed events, announced in the order given. */
+  announceMany(events: StoredEvent[]): Promise<void>;
   start(handlers: FanOutHandlers): Promise<void>;
   stop(): Promise<void>;
 }
@@ -33,6 +35,10 @@ export class InProcessFanOut implements EventFanOut {
 
   async announce(event: StoredEvent): Promise<void> {
     this.handlers?.deliver(event.seq, event);
+  }
+
+  async announceMany(events: StoredEvent[]): Promise<void> {
+    for (const event of events) this.handlers?.deliver(event.seq, event);
   }
 
   async start(handlers: FanOutHandlers): Promise<void> {

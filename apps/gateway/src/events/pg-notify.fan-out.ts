@@ -34,6 +34,12 @@ export class PgNotifyFanOut implements EventFanOut {
     await this.pool.query('SELECT pg_notify($1, $2)', [CHANNEL, String(event.seq)]);
   }
 
+  /** One statement: notifications of one transaction are delivered in the order they were sent. */
+  async announceMany(events: StoredEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    await this.pool.query('SELECT pg_notify($1, seq) FROM unnest($2::text[]) AS seq', [CHANNEL, events.map((e) => String(e.seq))]);
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.retry);

@@ -36,7 +36,12 @@ export class PoliciesService {
   ) {}
 
   async inForce(projectId: string): Promise<PolicyInForce> {
-    const row = await this.versions.current(projectId);
+    // Which version is in force is read every time; its document only when this gateway has not parsed it yet.
+    const current = await this.versions.currentVersion(projectId);
+    if (!current) return { policy: defaultPolicy, versionId: null, version: null };
+    const cached = this.parsed.get(current.id);
+    if (cached) return { policy: cached, versionId: current.id, version: current.version };
+    const row = await this.versions.findById(current.id);
     if (!row) return { policy: defaultPolicy, versionId: null, version: null };
     return { policy: this.parsedVersion(row.id, row.document), versionId: row.id, version: row.version };
   }

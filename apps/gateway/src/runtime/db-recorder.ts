@@ -11,6 +11,7 @@ import { ToolCallsRepository } from '../db/repositories/tool-calls.repository';
 import { EventsService } from '../events/events.service';
 import { ApprovalsService } from '../sessions/approvals.service';
 import type { ApprovalDraft, ApprovalOutcome, EventDraft, SessionEnd, SessionRecorder, ToolResultRecord } from './ports';
+import { SessionWrites } from './session-writes';
 
 export interface DbRecorderDeps {
   sessions: SessionsRepository;
@@ -35,8 +36,17 @@ export class DbRecorders implements DbRecorderDeps {
     readonly events: EventsService,
   ) {}
 
-  open(session: { id: string; projectId: string; rootId: string; agent: string }): DbSessionRecorder {
-    return new DbSessionRecorder(this, session);
+  /**
+   * The recorder of one session. The sessions of a tree share `writes`, so the events of a subagent
+   * and of its parent keep the order they were emitted in on the root's stream.
+   */
+  open(session: { id: string; projectId: string; rootId: string; agent: string }, writes: SessionWrites = this.writes()): DbSessionRecorder {
+    return new DbSessionRecorder(this, session, writes);
+  }
+
+  /** The queue of a new session tree's writes that its loop does not wait for. */
+  writes(): SessionWrites {
+    return new SessionWrites(this.events);
   }
 }
 
@@ -55,11 +65,17 @@ const TERMINAL = new Set(['session_completed', 'session_stopped', 'session_faile
  *
  * Every write is retried across a short database outage (db/retry.ts; the audit and events services
  * retry their own): a PostgreSQL restart pauses the session instead of ending it. A write that may
- * have landed before the connection broke is made idempotent (the tool call's id is chosen here and
- * looked up before a retry; updates set values rather than add to them).
+ * have landed before the connection broke is made idempotent (the tool call's id and number are
+ * chosen here and looked up before a retry; updates set values rather than add to them).
+ *
+ * What guards a call is awaited: its row and the audit entries of its proposal and decision. Live
+ * events, progress counters and a call's later decision and result rows are queued (SessionWrites)
+ * and written while the loop goes on; an approval request and the ending wait for them.
  */
 export class DbSessionRecorder implements SessionRecorder {
   private endedByOthers = false;
+  /** The number of the session's last tool call (its row's `seq`): this recorder is the session's only writer of calls. */
+  private calls = 0;
   /** Set once this recorder started writing the ending: a status found afterwards may be its own. */
   private ending = false;
   private readonly logger = new Logger('SessionRecorder');
@@ -67,6 +83,7 @@ export class DbSessionRecorder implements SessionRecorder {
   constructor(
     private readonly deps: DbRecorderDeps,
     private readonly session: { id: string; projectId: string; rootId: string; agent: string },
+    private readonly writes: SessionWrites = new SessionWrites(deps.events),
   ) {}
 
   async emit(event: EventDraft): Promise<void> {
@@ -79,36 +96,45 @@ export class DbSessionRecorder implements SessionRecorder {
     const { type, ...fields } = event;
     const payload: Record<string, unknown> = { ...fields };
     if (this.session.rootId !== this.session.id) payload.subSessionId = this.session.id;
-    await this.deps.events.publish({ type, sessionId: this.session.rootId, projectId: this.session.projectId, payload });
+    this.writes.event({ type, sessionId: this.session.rootId, projectId: this.session.projectId, payload });
+  }
+
+  async flush(): Promise<void> {
+    await this.writes.flush();
   }
 
   async audit(kind: string, payload: Record<string, unknown>): Promise<void> {
     await this.deps.audit.append({ actor: `agent:${this.session.agent}`, kind, projectId: this.session.projectId, sessionId: this.session.id, payload });
   }
 
-  async proposeToolCall(call: { name: string; arguments: Record<string, unknown>; agent: string }): Promise<string> {
+  async proposeToolCall(call: { name: string; arguments: Record<string, unknown>; agent: string }, decision?: PolicyDecision): Promise<string> {
     const id = randomUUID();
-    const row = await this.retry('tool call', async (attempt) => {
+    const seq = ++this.calls;
+    // The row and the audit entries are written at once: the entries are queued in this order (the
+    // audit service chains them as called), and usually share one transaction with other sessions'.
+    const inserted = this.retry('tool call', async (attempt) => {
       // A retry after a broken connection: the first insert may have committed.
       const landed = attempt > 1 ? await this.deps.toolCalls.findById(id) : undefined;
-      return landed ?? (await this.deps.toolCalls.create({ id, sessionId: this.session.id, name: call.name, arguments: call.arguments, decision: null, agent: call.agent }));
+      return landed ?? (await this.deps.toolCalls.create({ id, seq, sessionId: this.session.id, name: call.name, arguments: call.arguments, decision: decision ?? null, agent: call.agent }));
     });
-    await this.deps.audit.append({
+    const proposed = this.deps.audit.append({
       actor: `agent:${call.agent}`,
       kind: 'tool_call.proposed',
       projectId: this.session.projectId,
       sessionId: this.session.id,
-      payload: { callId: row.id, seq: row.seq, name: call.name, arguments: call.arguments },
+      payload: { callId: id, seq, name: call.name, arguments: call.arguments },
     });
-    return row.id;
+    const decided = decision ? this.audit('policy.decision', { callId: id, tool: call.name, arguments: call.arguments, ...decision }) : undefined;
+    await Promise.all([inserted, proposed, decided]);
+    return id;
   }
 
   async recordDecision(callId: string, decision: PolicyDecision): Promise<void> {
-    await this.retry('decision', () => this.deps.toolCalls.update(callId, { decision }));
+    this.writes.op(() => this.retry('decision', () => this.deps.toolCalls.update(callId, { decision })));
   }
 
   async recordResult(callId: string, result: ToolResultRecord): Promise<void> {
-    await this.retry('result', () => this.deps.toolCalls.update(callId, { result }));
+    this.writes.op(() => this.retry('result', () => this.deps.toolCalls.update(callId, { result })));
   }
 
   async requestApproval(draft: ApprovalDraft, signal: AbortSignal, timeoutMs: number): Promise<ApprovalOutcome> {
@@ -141,6 +167,8 @@ export class DbSessionRecorder implements SessionRecorder {
     const expiresAt = new Date(Date.now() + timeoutMs);
     let timer: NodeJS.Timeout | undefined;
     try {
+      // The request's own events follow what the loop has emitted so far.
+      await this.writes.flush();
       if (signal.aborted) throw signal.reason ?? new Error('aborted');
       const view = await this.deps.approvalsService.request({
         sessionId: this.session.id,
@@ -204,7 +232,7 @@ export class DbSessionRecorder implements SessionRecorder {
   }
 
   async recordProgress(progress: { actionsUsed: number; extensionsUsed: number }): Promise<void> {
-    await this.retry('progress', () => this.deps.sessions.update(this.session.id, progress));
+    this.writes.op(() => this.retry('progress', () => this.deps.sessions.update(this.session.id, progress)));
   }
 
   async recordPatch(patch: string, fingerprint: string): Promise<void> {
@@ -216,6 +244,8 @@ export class DbSessionRecorder implements SessionRecorder {
   }
 
   async finish(end: SessionEnd): Promise<void> {
+    // The counters and results still queued are written first: the ending's own are the last word.
+    await this.writes.flush();
     await this.retry('session end', () => this.end(end));
   }
 

@@ -55,11 +55,22 @@ export interface SessionEnd {
  * loop itself holds no storage: the gateway module implements this port.
  */
 export interface SessionRecorder {
+  /** Records a live event; it may be written after this resolves, in the order emitted (see `flush`). */
   emit(event: EventDraft): Promise<void>;
+  /** Resolves once the entry is in the audit log. */
   audit(kind: string, payload: Record<string, unknown>): Promise<void>;
-  proposeToolCall(call: { name: string; arguments: Record<string, unknown>; agent: string }): Promise<string>;
+  /**
+   * Records a proposed call, and with it the policy's decision when it is already known: the call's
+   * row and the audit entries `tool_call.proposed` then `policy.decision` (the decision with the
+   * call's `callId`, `tool` and `arguments`) are all written when this resolves. Returns the call's id.
+   */
+  proposeToolCall(call: { name: string; arguments: Record<string, unknown>; agent: string }, decision?: PolicyDecision): Promise<string>;
+  /** A later decision on a recorded call (its row only; it may be written after this resolves). */
   recordDecision(callId: string, decision: PolicyDecision): Promise<void>;
+  /** A call's result (its row only; it may be written after this resolves). */
   recordResult(callId: string, result: ToolResultRecord): Promise<void>;
+  /** Resolves once everything recorded so far is written (events, progress, decisions, results). */
+  flush(): Promise<void>;
   /**
    * Opens an approval and waits for its answer, at most `timeoutMs`: then the approval is expired,
    * recorded and audited as such, and the outcome is `expired` (L1, X4: nothing waits forever).

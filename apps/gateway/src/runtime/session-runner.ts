@@ -17,7 +17,7 @@ import {
   type RandomBytes,
   type SessionOutcome,
 } from '@lemniscate/session';
-import { formatBytes, toolArgumentsOverLimit, utf8Bytes, type EnvironmentRequest, type FileChange, type RepositorySource, type SandboxInfo, type SessionEventOf } from '@lemniscate/contracts';
+import { formatBytes, toolArgumentsOverLimit, utf8Bytes, type ChangesResponse, type EnvironmentRequest, type FileChange, type RepositorySource, type SandboxInfo, type SessionEventOf } from '@lemniscate/contracts';
 import { describeFailure } from '../db/errors';
 import type { ChatMessage, ModelProvider, ToolCall, ToolDefinition, TurnResult } from '../model/model.types';
 import { ExecHostCallError, type ExecHostPort } from '../exec-host/exec-host.port';
@@ -191,6 +191,7 @@ export class SessionRunner {
     });
     await this.emitEnding(outcome, summary, message);
     await this.deps.recorder.audit('session.ended', { status: outcome.status, stopReason: outcome.stopReason, actionsUsed: this.budget.actionsUsed, message });
+    await this.deps.recorder.flush();
     return { outcome, exitCode, summary, patch, actionsUsed: this.budget.actionsUsed, report: this.input.role === 'child' ? childReport(outcome).text : message };
   }
 
@@ -339,11 +340,11 @@ export class SessionRunner {
     const recorded: ToolCall = over
       ? { ...call, arguments: { ...call.arguments, [over.argument]: `[not kept: ${formatBytes(utf8Bytes(call.arguments[over.argument] as string))}, over the limit]` } }
       : call;
-    const callId = await this.deps.recorder.proposeToolCall({ name: call.name, arguments: recorded.arguments, agent });
-    await this.emit({ type: 'tool_call_proposed', callId, agent, name: call.name, arguments: recorded.arguments });
     // 2. loop detector: blocked before it runs, the session handed back
     const verdict = this.loop.observe({ name: call.name, arguments: call.arguments });
     if (verdict.blocked) {
+      const callId = await this.deps.recorder.proposeToolCall({ name: call.name, arguments: recorded.arguments, agent });
+      await this.emit({ type: 'tool_call_proposed', callId, agent, name: call.name, arguments: recorded.arguments });
       await this.emit({ type: 'loop_blocked', class: 'loop', callId, name: call.name, arguments: call.arguments, repetitions: verdict.repeated.repetitions });
       await this.deps.recorder.audit('loop.blocked', { callId, name: call.name, arguments: call.arguments, repetitions: verdict.repeated.repetitions });
       await this.deps.recorder.recordResult(callId, { ok: false, summary: verdict.messageToModel, class: 'loop' });
@@ -351,11 +352,14 @@ export class SessionRunner {
       return { id: call.id, control: verdict.messageToModel, isError: true };
     }
     this.budget.recordToolCall();
-    await this.deps.recorder.recordProgress({ actionsUsed: this.budget.actionsUsed, extensionsUsed: this.extensionsUsed });
-    // 3–5. catalogue, path scope and policy, in one decision read from the policy in force
+    // 3–5. catalogue, path scope and policy, in one decision read from the policy in force; the
+    // proposal and its decision are recorded and audited together, before anything runs.
     const policy = await this.deps.policy();
     const decision = await this.decideCall(call, policy);
-    await this.recordDecision(callId, recorded, decision);
+    const callId = await this.deps.recorder.proposeToolCall({ name: call.name, arguments: recorded.arguments, agent }, decision);
+    await this.emit({ type: 'tool_call_proposed', callId, agent, name: call.name, arguments: recorded.arguments });
+    await this.deps.recorder.recordProgress({ actionsUsed: this.budget.actionsUsed, extensionsUsed: this.extensionsUsed });
+    await this.emitDecision(callId, decision);
     if (decision.effect === 'deny') {
       await this.deps.recorder.recordResult(callId, { ok: false, summary: decision.reason, class: decision.rule.startsWith('limits.') ? 'over_limit' : 'policy_denied' });
       return { id: call.id, control: `Refused: ${decision.reason}`, isError: true };
@@ -423,8 +427,14 @@ export class SessionRunner {
     });
   }
 
+  /** A decision made after the proposal was recorded (a write judged on its real diff). */
   private async recordDecision(callId: string, call: ToolCall, decision: Decision): Promise<void> {
     await this.deps.recorder.recordDecision(callId, decision);
+    await this.emitDecision(callId, decision);
+    await this.deps.recorder.audit('policy.decision', { callId, tool: call.name, arguments: call.arguments, ...decision });
+  }
+
+  private async emitDecision(callId: string, decision: Decision): Promise<void> {
     await this.emit({
       type: 'decision',
       callId,
@@ -434,7 +444,6 @@ export class SessionRunner {
       thirdParty: (decision.thirdParty?.length ?? 0) > 0,
       ...(decision.effect === 'deny' ? { class: denyClass(decision) } : {}),
     });
-    await this.deps.recorder.audit('policy.decision', { callId, tool: call.name, arguments: call.arguments, ...decision });
   }
 
   // ───────────────────────────── tools
@@ -535,10 +544,15 @@ export class SessionRunner {
       durationMs: exit.durationMs,
       ...(cls ? { class: cls } : {}),
     });
-    await this.deps.recorder.audit('tool.result', { callId, exitCode: exit.exitCode, durationMs: exit.durationMs, class: exit.class, stdoutDigest: digest(stdout), stderrDigest: digest(stderr) });
+    const audited = this.deps.recorder.audit('tool.result', { callId, exitCode: exit.exitCode, durationMs: exit.durationMs, class: exit.class, stdoutDigest: digest(stdout), stderrDigest: digest(stderr) });
+    // What the command left in the tree is read while its result is audited; nothing is reviewed,
+    // reverted or kept before that entry is in the log.
+    const changes = exit.class === 'sandbox_lost' ? null : this.deps.execHost.changes(this.sandbox!.sandboxId, this.deps.signal);
+    changes?.catch(() => undefined);
+    await audited;
     this.auditedResults.add(callId);
     if (exit.class === 'sandbox_lost') throw new ExecHostCallError('sandbox_lost', exit.message ?? 'The sandbox was lost while the command ran.', 410);
-    const review = await this.reviewChanges(callId, policy);
+    const review = await this.reviewChanges(callId, policy, changes!);
     const status = exit.timedOut ? `timed out after ${exit.durationMs} ms and was killed` : `exited with ${exit.exitCode}`;
     const note = exit.message ? ` ${exit.message}` : '';
     const output = [stdout && `stdout:\n${stdout}`, stderr && `stderr:\n${stderr}`].filter(Boolean).join('\n');
@@ -559,9 +573,9 @@ export class SessionRunner {
    * What a command left in the tree (P5, A2): forbidden third-party changes are reverted at once; the
    * rest goes to a person (flagged when third-party); rejected changes are reverted in the sandbox.
    */
-  private async reviewChanges(callId: string, policy: Policy): Promise<string | null> {
+  private async reviewChanges(callId: string, policy: Policy, changes: Promise<ChangesResponse>): Promise<string | null> {
     const sandboxId = this.sandbox!.sandboxId;
-    const { files } = await this.deps.execHost.changes(sandboxId, this.deps.signal);
+    const { files } = await changes;
     if (files.length === 0) return null;
     const forbidden: FileChange[] = [];
     const forbiddenLinks: { file: FileChange; reason: string }[] = [];

@@ -59,7 +59,9 @@ export class SessionTrees {
 
   open(spec: SessionTreeSpec): SessionTree {
     const { root, project, agent, execution, signal } = spec;
-    const recorders = new Map<string, SessionRecorder>([[root.id, this.recorders.open({ id: root.id, projectId: project.id, rootId: root.id, agent: agent.name })]]);
+    // One queue of deferred writes for the tree: a subagent's events keep their place on the root's stream.
+    const writes = this.recorders.writes();
+    const recorders = new Map<string, SessionRecorder>([[root.id, this.recorders.open({ id: root.id, projectId: project.id, rootId: root.id, agent: agent.name }, writes)]]);
     const tracker = new SubagentTracker(execution);
     tracker.openSession(root.id);
     const abortReason = () => (signal.reason === 'revoked' ? 'revoked' : 'stopped') as 'stopped' | 'revoked';
@@ -73,7 +75,7 @@ export class SessionTrees {
       children: {
         create: async (child) => {
           await this.sessions.createChild({ projectId: project.id, userId: root.userId, policyVersionId: root.policyVersionId, mode: root.mode, agent: agent.name }, child);
-          return this.recorders.open({ id: child.sessionId, projectId: project.id, rootId: root.id, agent: child.agent });
+          return this.recorders.open({ id: child.sessionId, projectId: project.id, rootId: root.id, agent: child.agent }, writes);
         },
       },
       recorderOf: (id) => recorders.get(id),

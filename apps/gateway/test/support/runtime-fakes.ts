@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createPatch } from 'diff';
 import type { ApprovedCommand } from '@lemniscate/policy';
-import type { EnvironmentLog, EnvironmentRequest, EnvironmentStatus, ExecExit, ExecOutputChunk, FileChange, RepositoryDirectory, RepositoryDirectoryRequest, SandboxInfo } from '@lemniscate/contracts';
+import type { EnvironmentLog, EnvironmentRequest, EnvironmentStatus, ExecExit, ExecOutputChunk, FileChange, PolicyDecision, RepositoryDirectory, RepositoryDirectoryRequest, SandboxInfo } from '@lemniscate/contracts';
 import { ExecHostCallError, type ExecHostPort } from '../../src/exec-host/exec-host.port';
 import type { ApprovalDraft, ApprovalOutcome, EventDraft, SessionEnd, SessionRecorder, ToolResultRecord } from '../../src/runtime/ports';
 
@@ -182,10 +182,14 @@ export class RecordingRecorder implements SessionRecorder {
   async audit(kind: string, payload: Record<string, unknown>) {
     this.audits.push({ kind, payload });
   }
-  async proposeToolCall() {
-    return `call_${++this.nextCall}`;
+  async proposeToolCall(call: { name: string; arguments: Record<string, unknown> }, decision?: PolicyDecision) {
+    const callId = `call_${++this.nextCall}`;
+    // As the database recorder audits it: the decision with the call it decides.
+    if (decision) this.audits.push({ kind: 'policy.decision', payload: { callId, tool: call.name, arguments: call.arguments, ...decision } });
+    return callId;
   }
   async recordDecision() {}
+  async flush() {}
   async recordResult(callId: string, result: ToolResultRecord) {
     this.results.set(callId, result);
   }

@@ -22,6 +22,12 @@ export class EventsRepository extends Repository {
     return row as EventRow;
   }
 
+  /** Several events in one statement; the rows come back in the order given (ascending seq). */
+  async appendMany(rows: Omit<NewEvent, 'seq'>[]): Promise<EventRow[]> {
+    const stored = (await this.db.insert(events).values(rows).returning()) as EventRow[];
+    return stored.sort((a, b) => a.seq - b.seq);
+  }
+
   async findBySeq(seq: number): Promise<EventRow | undefined> {
     const [row] = await this.db.select().from(events).where(eq(events.seq, seq));
     return row;

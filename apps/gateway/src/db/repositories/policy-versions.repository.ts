@@ -52,6 +52,17 @@ export class PolicyVersionsRepository extends Repository {
     return row;
   }
 
+  /** The id and number of the version in force, without its document (read on every tool call). */
+  async currentVersion(projectId: string): Promise<{ id: string; version: number } | undefined> {
+    const [row] = await this.db
+      .select({ id: policyVersions.id, version: policyVersions.version })
+      .from(policyVersions)
+      .where(eq(policyVersions.projectId, projectId))
+      .orderBy(desc(policyVersions.version))
+      .limit(1);
+    return row;
+  }
+
   async findByVersion(projectId: string, version: number): Promise<PolicyVersionRow | undefined> {
     const [row] = await this.db
       .select()

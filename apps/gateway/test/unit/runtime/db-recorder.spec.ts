@@ -4,7 +4,7 @@ import type { EventsService } from '../../../src/events/events.service';
 /** The recorder's choice of what reaches the root's live stream; persistence is covered end to end. */
 function recorderFor(session: { id: string; rootId: string }) {
   const published: Array<{ type: string; sessionId: string; payload: Record<string, unknown> }> = [];
-  const events = { publish: async (e: (typeof published)[number]) => void published.push(e) } as unknown as EventsService;
+  const events = { publishMany: async (es: typeof published) => void published.push(...es) } as unknown as EventsService;
   const recorder = new DbSessionRecorder({ events } as DbRecorderDeps, { ...session, projectId: 'prj', agent: 'general' });
   return { recorder, published };
 }
@@ -13,6 +13,7 @@ describe('DbSessionRecorder events on the root stream', () => {
   it("publishes a child's events on the root's stream with the child's id", async () => {
     const { recorder, published } = recorderFor({ id: 'child', rootId: 'root' });
     await recorder.emit({ type: 'model_text', text: 'hi' } as never);
+    await recorder.flush();
     expect(published).toEqual([{ type: 'model_text', sessionId: 'root', projectId: 'prj', payload: { text: 'hi', subSessionId: 'child' } }]);
   });
 
@@ -20,12 +21,14 @@ describe('DbSessionRecorder events on the root stream', () => {
     const { recorder, published } = recorderFor({ id: 'child', rootId: 'root' });
     await recorder.emit({ type: 'session_completed', status: 'completed', stopReason: null, summary: 'done', exitCode: 0 } as never);
     await recorder.emit({ type: 'session_stopped', status: 'stopped', stopReason: 'limit_actions', class: 'limit_actions', summary: null, exitCode: 3 } as never);
+    await recorder.flush();
     expect(published).toEqual([]);
   });
 
   it("publishes the root's own ending", async () => {
     const { recorder, published } = recorderFor({ id: 'root', rootId: 'root' });
     await recorder.emit({ type: 'session_completed', status: 'completed', stopReason: null, summary: 'done', exitCode: 0 } as never);
+    await recorder.flush();
     expect(published.map((e) => [e.type, e.sessionId])).toEqual([['session_completed', 'root']]);
   });
 });
