@@ -69,13 +69,15 @@ async function session(stack: Stack, calls: number, label: string): Promise<CliR
   const run = await collectCli(child);
   const result = run.events.find((e) => e.event.type === 'result')?.event as { status?: string; tool_calls?: unknown[] } | undefined;
   if (run.code !== 0 || result?.status !== 'completed' || result.tool_calls?.length !== calls) {
-    throw new Error(`The ${label} session did not complete its ${calls} calls (exit ${run.code}, status ${result?.status}, ${result?.tool_calls?.length ?? 0} calls): ${run.stderr.trim().split('\n').at(-1)}`);
+    throw new Error(
+      `The ${label} session did not complete its ${calls} calls (exit ${run.code}, status ${result?.status}, ${result?.tool_calls?.length ?? 0} calls): ${run.stderr.trim().split('\n').at(-1)}`,
+    );
   }
   return run;
 }
 
 async function bench(kind: 'pglite' | 'postgres') {
-  const stack = await startStack({ database: kind, gatewayEnv: { ...(process.env['BENCH_GATEWAY_NODE_OPTIONS'] ? { NODE_OPTIONS: process.env['BENCH_GATEWAY_NODE_OPTIONS'] } : {}), ...(process.env['TRACE_TMP'] ? { TRACE_TMP: process.env['TRACE_TMP'] } : {}) } });
+  const stack = await startStack({ database: kind, gatewayEnv: { ...(process.env['BENCH_GATEWAY_NODE_OPTIONS'] ? { NODE_OPTIONS: process.env['BENCH_GATEWAY_NODE_OPTIONS'] } : {}) } });
   try {
     await stack.publishPolicy(POLICY);
     const sandboxId = await directSandbox(stack);

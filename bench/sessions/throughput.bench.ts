@@ -49,7 +49,11 @@ function scriptTurns(n: number, mix: Mix, calls: number): unknown[] {
   for (let i = 0; i < calls; i++) {
     const tool = toolOf(mix, i);
     const args =
-      tool === 'Bash' ? { command: `echo session ${n} call ${i}` } : tool === 'Read' ? { path: READ_PATHS[i % READ_PATHS.length] } : { path: `notes/s${n}/c${i}.txt`, content: `session ${n} call ${i}\n` };
+      tool === 'Bash'
+        ? { command: `echo session ${n} call ${i}` }
+        : tool === 'Read'
+          ? { path: READ_PATHS[i % READ_PATHS.length] }
+          : { path: `notes/s${n}/c${i}.txt`, content: `session ${n} call ${i}\n` };
     turns.push({ tool_calls: [{ name: tool, arguments: args }] });
   }
   turns.push({ text: `Session ${n}: ${calls} calls.` });
@@ -87,7 +91,14 @@ function reviewer(stack: Stack) {
 }
 
 /** One headless session run in this process with the CLI's code, its stream-json lines timed as they come. */
-async function apiSession(stack: Stack, client: GatewayClient, project: Awaited<ReturnType<GatewayClient['projectByName']>>, n: number, mix: Mix, review: ReturnType<typeof reviewer>): Promise<SessionRun> {
+async function apiSession(
+  stack: Stack,
+  client: GatewayClient,
+  project: Awaited<ReturnType<GatewayClient['projectByName']>>,
+  n: number,
+  mix: Mix,
+  review: ReturnType<typeof reviewer>,
+): Promise<SessionRun> {
   const script = stack.script(`bench-${mix}-${n}`, scriptTurns(n, mix, CALLS));
   const run: SessionRun = { code: null, events: [], stderr: '', approvalFailures: [] };
   let buffered = '';
@@ -334,7 +345,12 @@ async function runPhase(stack: Stack, meter: CpuMeter, kind: Kind, driver: 'api'
     calls,
     seconds: Number(seconds.toFixed(1)),
     callsPerSecond: Number((calls / seconds).toFixed(1)),
-    p95Ms: Math.round(percentile(cycles.map((c) => c.ms), 95)),
+    p95Ms: Math.round(
+      percentile(
+        cycles.map((c) => c.ms),
+        95,
+      ),
+    ),
     p95MsByTool: byTool,
     cpuMsPerCall: perCall(total),
     cpuMsPerCallByProcess: { gateway: perCall(cpu.gateway), execHost: perCall(cpu.execHost), docker: perCall(cpu.docker), postgres: perCall(cpu.postgres), client: perCall(cpu.client) },

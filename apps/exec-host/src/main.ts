@@ -52,12 +52,17 @@ export async function start(env: NodeJS.ProcessEnv = process.env, options: { log
     log.warn(`LEMNISCATE_GATEWAY_URL (${config.registration.gatewayUrl}) is plain http:// to another machine: the heartbeat carries LEMNISCATE_EXEC_HOST_TOKEN unencrypted; use https://.`);
   }
   const registration = config.registration
-    ? new Registration(config, config.registration, {
-        driver,
-        load: () => host.sandboxes.ids().length,
-        environments: () => host.environments.readyProjects(),
-        ...(config.warmPool.size > 0 ? { warm: () => (({ ready, target }) => ({ ready, target }))(host.sandboxes.poolStats()) } : {}),
-      }, log)
+    ? new Registration(
+        config,
+        config.registration,
+        {
+          driver,
+          load: () => host.sandboxes.ids().length,
+          environments: () => host.environments.readyProjects(),
+          ...(config.warmPool.size > 0 ? { warm: () => (({ ready, target }) => ({ ready, target }))(host.sandboxes.poolStats()) } : {}),
+        },
+        log,
+      )
     : null;
   registration?.start();
   return {

@@ -286,7 +286,10 @@ export class SandboxService {
   }
 
   /** A shell's working copy: the repository at its ref, the uncommitted changes, the environment's snapshot. */
-  private async fill(dir: string, w: { source: Awaited<ReturnType<typeof resolveSource>>; ref: string | undefined; patch?: string; exclusions: string[]; snapshot: SandboxEnvironment['snapshot'] }): Promise<PreparedState> {
+  private async fill(
+    dir: string,
+    w: { source: Awaited<ReturnType<typeof resolveSource>>; ref: string | undefined; patch?: string; exclusions: string[]; snapshot: SandboxEnvironment['snapshot'] },
+  ): Promise<PreparedState> {
     const repo = this.repoOf(dir);
     const state = await WorkingCopy.prepare({
       repo,

@@ -51,7 +51,10 @@ export function newSandboxId(): string {
 }
 
 export function shellKey(spec: ShellSpec): string {
-  return createHash('sha256').update(JSON.stringify([spec.image, [...spec.env].sort(), spec.runtime, spec.cpus, spec.memoryMb, spec.pids, spec.diskMb, spec.seccompProfile, spec.apparmorProfile])).digest('hex').slice(0, 32);
+  return createHash('sha256')
+    .update(JSON.stringify([spec.image, [...spec.env].sort(), spec.runtime, spec.cpus, spec.memoryMb, spec.pids, spec.diskMb, spec.seccompProfile, spec.apparmorProfile]))
+    .digest('hex')
+    .slice(0, 32);
 }
 
 export interface WarmPoolOptions {

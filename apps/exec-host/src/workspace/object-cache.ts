@@ -108,9 +108,11 @@ export class ObjectCache {
     const previous = this.locks.get(dir) ?? Promise.resolve();
     const next = previous.catch(() => undefined).then(fn);
     this.locks.set(dir, next);
-    void next.finally(() => {
-      if (this.locks.get(dir) === next) this.locks.delete(dir);
-    }).catch(() => undefined);
+    void next
+      .finally(() => {
+        if (this.locks.get(dir) === next) this.locks.delete(dir);
+      })
+      .catch(() => undefined);
     return next;
   }
 

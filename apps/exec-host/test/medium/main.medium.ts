@@ -24,7 +24,10 @@ describe('exec-host start-up from the environment', () => {
   it('listens on a unix socket of mode 600, token required', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lemni-sock-'));
     const socket = path.join(dir, 'exec-host.sock');
-    const running = await start({ LEMNISCATE_EXEC_HOST_TOKEN: TOKEN, LEMNISCATE_EXEC_HOST_SOCKET: socket, LEMNISCATE_EXEC_HOST_STATE_DIR: path.join(dir, 'state'), LEMNISCATE_EXEC_HOST_WARM_POOL: '0' }, { logger: false });
+    const running = await start(
+      { LEMNISCATE_EXEC_HOST_TOKEN: TOKEN, LEMNISCATE_EXEC_HOST_SOCKET: socket, LEMNISCATE_EXEC_HOST_STATE_DIR: path.join(dir, 'state'), LEMNISCATE_EXEC_HOST_WARM_POOL: '0' },
+      { logger: false },
+    );
     try {
       expect(running.address).toBe(`unix:${socket}`);
       expect(fs.statSync(socket).mode & 0o777).toBe(0o600);

@@ -93,9 +93,7 @@ export class EventsService implements OnModuleInit, OnModuleDestroy {
     );
     const stored = rows.map(toStoredEvent);
     for (const event of stored) this.latest = Math.max(this.latest, event.seq);
-    await withDbRetry(() => this.fanOut.announceMany(stored), { onRetry }).catch((err: unknown) =>
-      this.logger.error({ err, seqs: stored.map((e) => e.seq) }, 'events stored but not announced'),
-    );
+    await withDbRetry(() => this.fanOut.announceMany(stored), { onRetry }).catch((err: unknown) => this.logger.error({ err, seqs: stored.map((e) => e.seq) }, 'events stored but not announced'));
     return stored;
   }
 

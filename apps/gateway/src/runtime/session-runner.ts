@@ -17,7 +17,17 @@ import {
   type RandomBytes,
   type SessionOutcome,
 } from '@lemniscate/session';
-import { formatBytes, toolArgumentsOverLimit, utf8Bytes, type ChangesResponse, type EnvironmentRequest, type FileChange, type RepositorySource, type SandboxInfo, type SessionEventOf } from '@lemniscate/contracts';
+import {
+  formatBytes,
+  toolArgumentsOverLimit,
+  utf8Bytes,
+  type ChangesResponse,
+  type EnvironmentRequest,
+  type FileChange,
+  type RepositorySource,
+  type SandboxInfo,
+  type SessionEventOf,
+} from '@lemniscate/contracts';
 import { describeFailure } from '../db/errors';
 import type { ChatMessage, ModelProvider, ToolCall, ToolDefinition, TurnResult } from '../model/model.types';
 import { ExecHostCallError, type ExecHostPort } from '../exec-host/exec-host.port';
@@ -544,7 +554,14 @@ export class SessionRunner {
       durationMs: exit.durationMs,
       ...(cls ? { class: cls } : {}),
     });
-    const audited = this.deps.recorder.audit('tool.result', { callId, exitCode: exit.exitCode, durationMs: exit.durationMs, class: exit.class, stdoutDigest: digest(stdout), stderrDigest: digest(stderr) });
+    const audited = this.deps.recorder.audit('tool.result', {
+      callId,
+      exitCode: exit.exitCode,
+      durationMs: exit.durationMs,
+      class: exit.class,
+      stdoutDigest: digest(stdout),
+      stderrDigest: digest(stderr),
+    });
     // What the command left in the tree is read while its result is audited; nothing is reviewed,
     // reverted or kept before that entry is in the log.
     const changes = exit.class === 'sandbox_lost' ? null : this.deps.execHost.changes(this.sandbox!.sandboxId, this.deps.signal);

@@ -1,7 +1,18 @@
 import { createHash } from 'node:crypto';
 import { createPatch } from 'diff';
 import type { ApprovedCommand } from '@lemniscate/policy';
-import type { EnvironmentLog, EnvironmentRequest, EnvironmentStatus, ExecExit, ExecOutputChunk, FileChange, PolicyDecision, RepositoryDirectory, RepositoryDirectoryRequest, SandboxInfo } from '@lemniscate/contracts';
+import type {
+  EnvironmentLog,
+  EnvironmentRequest,
+  EnvironmentStatus,
+  ExecExit,
+  ExecOutputChunk,
+  FileChange,
+  PolicyDecision,
+  RepositoryDirectory,
+  RepositoryDirectoryRequest,
+  SandboxInfo,
+} from '@lemniscate/contracts';
 import { ExecHostCallError, type ExecHostPort } from '../../src/exec-host/exec-host.port';
 import type { ApprovalDraft, ApprovalOutcome, EventDraft, SessionEnd, SessionRecorder, ToolResultRecord } from '../../src/runtime/ports';
 

@@ -34,7 +34,16 @@ export class ExecHostsRepository extends Repository {
    */
   async heartbeat(beat: ExecHostHeartbeat, at: Date = new Date()): Promise<HeartbeatRecorded> {
     const before = await this.find(beat.id);
-    const said = { address: beat.address, runtimes: beat.runtimes, images: beat.images, environments: beat.environments, capacity: beat.capacity, load: beat.load, warm: beat.warm ?? null, version: beat.version };
+    const said = {
+      address: beat.address,
+      runtimes: beat.runtimes,
+      images: beat.images,
+      environments: beat.environments,
+      capacity: beat.capacity,
+      load: beat.load,
+      warm: beat.warm ?? null,
+      version: beat.version,
+    };
     const [row] = await this.db
       .insert(execHosts)
       .values({ id: beat.id, ...said, state: 'active', stateChangedAt: at, registeredAt: at, lastHeartbeatAt: at })
