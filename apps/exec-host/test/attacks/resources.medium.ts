@@ -2,7 +2,7 @@
 // the class that names it, the host stays responsive and the caps do not leak onto the host.
 import { ExecHostRoutes, type SandboxInfo } from '@lemniscate/contracts';
 import { statfsSync } from 'node:fs';
-import { RUNTIMES, SANDBOX_IMAGES, containersOf, execHostFor, expectSentence, repoFixture, type ExecHostProcess, type RepoFixture } from '../support/attack-harness';
+import { RUNTIMES, SANDBOX_IMAGES, containersOfSandbox, execHostFor, expectSentence, repoFixture, type ExecHostProcess, type RepoFixture } from '../support/attack-harness';
 
 let host: ExecHostProcess;
 let repo: RepoFixture;
@@ -242,10 +242,10 @@ print(json.dumps({"forked": len(children), "errno": err}))
         expect(goneAt).toBeGreaterThanOrEqual(expires);
         expect({ status: res.status, code: (res.json as { code?: string } | undefined)?.code }).toEqual({ status: 404, code: 'sandbox_not_found' });
         // The record may go a moment before the engine has removed the container; give it a few seconds.
-        let left = await containersOf(info.sessionId);
+        let left = await containersOfSandbox(info.sandboxId);
         while (left.length > 0 && Date.now() < goneAt + 15_000) {
           await new Promise((r) => setTimeout(r, 500));
-          left = await containersOf(info.sessionId);
+          left = await containersOfSandbox(info.sandboxId);
         }
         expect({ 'containers of the expired sandbox still present 15 s after it was forgotten': left }).toEqual({ 'containers of the expired sandbox still present 15 s after it was forgotten': [] });
       },

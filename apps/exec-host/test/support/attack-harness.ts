@@ -14,7 +14,7 @@ import {
   type SandboxRuntime,
 } from '@lemniscate/contracts';
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, rmdirSync, writeFileSync, existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -37,6 +37,15 @@ export const RUNTIMES: readonly SandboxRuntime[] = ['runc', 'runsc'];
 export interface SandboxImage {
   route: 'build-offline.sh' | 'Dockerfile';
   tag: string;
+}
+
+/**
+ * The battery attacks cold sandboxes on the offline build's image and warm ones (made ahead in the
+ * exec-host's pool, then taken) on the Dockerfile's: both kinds of start meet every attack, on both
+ * runtimes, without running the battery twice per image.
+ */
+export function pooledRoute(image: SandboxImage): boolean {
+  return image.route === 'Dockerfile';
 }
 
 /**
@@ -222,11 +231,19 @@ export interface ExecHostProcess {
   env: NodeJS.ProcessEnv;
   /** Prefix of every session id this harness creates (to find its containers and only its containers). */
   sessionPrefix: string;
+  /** The engine label of every container this exec-host makes (`lemniscate.exec-host`), warm ones included. */
+  instance: string;
+  /** True when its warm pool is on: every sandbox createSandbox returns was taken from the pool. */
+  pooled: boolean;
+  /** Resolves once the warm pool holds every sandbox it wants (at once when the pool is off). */
+  poolFull(): Promise<void>;
   newSessionId(label: string): string;
   /** create, remembering the sandbox for teardown. */
   createSandbox(req: Omit<CreateSandboxRequest, 'sessionId'> & { sessionId?: string }, label?: string): Promise<z.output<typeof SandboxInfo>>;
   /** What the exec-host printed so far (shown when a test fails). */
   output(): string;
+  /** SIGKILL, as a crash: nothing is cleaned; the next exec-host on the same state directory must. */
+  crash(): Promise<void>;
   exited(): boolean;
   stop(): Promise<void>;
 }
@@ -243,12 +260,12 @@ async function freePort(): Promise<number> {
 }
 
 /** Builds and starts the real exec-host on `image`; resolves once /v1/health answers 200. */
-export async function startExecHost(image: SandboxImage, extraEnv: Record<string, string> = {}): Promise<ExecHostProcess> {
+export async function startExecHost(image: SandboxImage, extraEnv: Record<string, string> = {}, options: { stateDir?: string } = {}): Promise<ExecHostProcess> {
   buildExecHost();
   if (!existsSync(EXEC_HOST_BIN)) throw new Error(`${EXEC_HOST_BIN} is missing: the exec-host has no command to start`);
   const token = randomBytes(32).toString('hex');
   const port = await freePort();
-  const stateDir = mkdtempSync(join(tmpdir(), 'lemniscate-attacks-'));
+  const stateDir = options.stateDir ?? mkdtempSync(join(tmpdir(), 'lemniscate-attacks-'));
   const canary = { name: 'LEMNISCATE_CANARY_SECRET', value: `canary-${randomBytes(16).toString('hex')}` };
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -295,6 +312,20 @@ export async function startExecHost(image: SandboxImage, extraEnv: Record<string
   }
 
   const sessionPrefix = `atk${randomBytes(4).toString('hex')}`;
+  const instance = instanceOf(stateDir);
+  const pooled = env.LEMNISCATE_EXEC_HOST_WARM_POOL !== '0';
+  const poolFull = async () => {
+    if (!pooled) return;
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      const warm = (await client.healthReport()).warmPool;
+      if (!warm) throw new Error('the exec-host reports no warm pool in its health document');
+      if (warm.ready >= warm.target) return;
+      if (Date.now() > deadline) throw new Error(`the warm pool is still not full after two minutes: ${JSON.stringify(warm)}\n${printed.slice(-3000)}`);
+      // The pool announces nothing when a sandbox is ready; ask again shortly.
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
   const sandboxIds = new Set<string>();
   let counter = 0;
   const newSessionId = (label: string) => `${sessionPrefix}-${label.replace(/[^A-Za-z0-9_-]/g, '-')}-${counter++}`.slice(0, 64);
@@ -308,13 +339,33 @@ export async function startExecHost(image: SandboxImage, extraEnv: Record<string
     canary,
     env,
     sessionPrefix,
+    instance,
+    pooled,
+    poolFull,
     newSessionId,
     async createSandbox(req, label = 'sandbox') {
-      const info = await client.create({ ...req, sessionId: req.sessionId ?? newSessionId(label) });
+      const sessionId = req.sessionId ?? newSessionId(label);
+      await poolFull();
+      let info = await client.create({ ...req, sessionId });
       sandboxIds.add(info.sandboxId);
+      if (pooled && !info.pooled) {
+        // The first request of a kind the pool does not keep yet (other limits): it keeps it from now
+        // on. That cold sandbox goes, and the sandbox under attack is the warm one taken next.
+        await client.destroy(info.sandboxId);
+        sandboxIds.delete(info.sandboxId);
+        await poolFull();
+        info = await client.create({ ...req, sessionId });
+        sandboxIds.add(info.sandboxId);
+        if (!info.pooled)
+          throw new Error(`the warm pool had no sandbox of this kind ready even after learning it: ${JSON.stringify(req.limits ?? {})} ${req.runtime ?? 'runc'}\n${printed.slice(-3000)}`);
+      }
       return info;
     },
     output: () => printed,
+    async crash() {
+      child.kill('SIGKILL');
+      await exitedPromise;
+    },
     exited: () => exitCode !== undefined,
     async stop() {
       const problems: string[] = [];
@@ -333,12 +384,15 @@ export async function startExecHost(image: SandboxImage, extraEnv: Record<string
         clearTimeout(killer);
       }
       const left = await containersOf(sessionPrefix);
+      // Warm sandboxes carry no session label: every container of this exec-host is found by its own.
+      const instanceLeft = await containersOfInstance(instance);
       const mounts = mountsUnder(stateDir);
       // Leave nothing behind even when the checks below fail.
-      for (const c of left) await execFileAsync('docker', ['rm', '-f', '-v', c.id]).catch(() => undefined);
+      for (const c of [...left, ...instanceLeft.map((id) => ({ id }))]) await execFileAsync('docker', ['rm', '-f', '-v', c.id]).catch(() => undefined);
       for (const m of mounts.reverse()) await execFileAsync('umount', ['-l', m]).catch(() => undefined);
       rmSync(stateDir, { recursive: true, force: true });
       if (left.length > 0) problems.push(`containers left after teardown: ${left.map((c) => `${c.id} (${c.session})`).join(', ')}`);
+      if (instanceLeft.length > 0) problems.push(`containers of this exec-host (warm ones included) left after teardown: ${instanceLeft.join(', ')}`);
       if (mounts.length > 0) problems.push(`mounts left under the state directory: ${mounts.join(', ')}`);
       if (problems.length > 0) throw new Error(`${problems.join('\n')}\nexec-host output:\n${printed.slice(-5000)}`);
     },
@@ -352,12 +406,32 @@ export async function startExecHost(image: SandboxImage, extraEnv: Record<string
 export function execHostFor(image: SandboxImage, ready: (host: ExecHostProcess) => void | Promise<void>): void {
   let started: ExecHostProcess | undefined;
   beforeAll(async () => {
-    started = await startExecHost(image);
+    started = await startExecHost(image, pooledRoute(image) ? { LEMNISCATE_EXEC_HOST_WARM_POOL: '2' } : {});
     await ready(started);
   });
   afterAll(async () => {
     await started?.stop();
   });
+}
+
+/**
+ * The exec-host's engine label for a state directory (its `instanceLabel`), written out here because
+ * the battery does not import the exec-host's sources: one exec-host per state directory.
+ */
+export function instanceOf(stateDir: string): string {
+  return createHash('sha256').update(resolve(stateDir)).digest('hex').slice(0, 16);
+}
+
+/** Ids of every container of one exec-host instance (warm ones have no session label). */
+export async function containersOfInstance(instance: string): Promise<string[]> {
+  const { stdout } = await execFileAsync('docker', ['ps', '-a', '-q', '--no-trunc', '--filter', `label=lemniscate.exec-host=${instance}`]);
+  return stdout.split('\n').filter(Boolean);
+}
+
+/** The container of one sandbox, warm or cold (found by its sandbox label), if the engine still has it. */
+export async function containersOfSandbox(sandboxId: string): Promise<string[]> {
+  const { stdout } = await execFileAsync('docker', ['ps', '-a', '-q', '--no-trunc', '--filter', `label=lemniscate.sandbox=${sandboxId}`]);
+  return stdout.split('\n').filter(Boolean);
 }
 
 /** Containers of this harness still known to the engine (running or not). */
