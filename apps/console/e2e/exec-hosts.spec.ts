@@ -31,6 +31,10 @@ test.describe('the Exec-hosts view', () => {
     await expect(row('exec-host-2')).toContainText('“kernel upgrade on Thursday”');
     await expect(row('exec-host-3')).toContainText('lost');
     await expect(row('exec-host-3')).toContainText(/no heartbeat since/);
+    // The warm pool: ready / wanted, or "off" for a host that keeps none.
+    await expect(page.getByRole('columnheader', { name: 'Warm' })).toBeVisible();
+    await expect(row('exec-host-1')).toContainText('2 / 2');
+    await expect(row('exec-host-2')).toContainText('off');
     await expectAccessible(page);
     await shot(page, 'view-admin');
 

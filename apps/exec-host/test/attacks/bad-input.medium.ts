@@ -17,18 +17,38 @@ afterAll(() => {
   repo?.remove();
 });
 
-/** Every path under the state directory, to prove a refused create left nothing there. */
-function stateTree(): string[] {
-  const out: string[] = [];
-  const walk = (dir: string) => {
+/**
+ * Every path under the state directory, to prove a refused create left nothing there. On a pooled
+ * exec-host the warm sandboxes' directories come and go (a refused request may have taken one, which
+ * is then destroyed and replaced): once the pool is full again, every sandbox directory must belong
+ * to a live sandbox or to a warm one, counted by the health document, and only those are left out.
+ */
+async function stateTree(): Promise<string[]> {
+  const walk = (dir: string, out: string[], skip: (rel: string) => boolean) => {
     for (const e of readdirSync(dir, { withFileTypes: true })) {
       const p = join(dir, e.name);
-      out.push(relative(host.stateDir, p));
-      if (e.isDirectory()) walk(p);
+      const rel = relative(host.stateDir, p);
+      if (skip(rel)) continue;
+      out.push(rel);
+      if (e.isDirectory()) walk(p, out, skip);
     }
+    return out;
   };
-  walk(host.stateDir);
-  return out.sort();
+  if (!host.pooled) return walk(host.stateDir, [], () => false).sort();
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    await host.poolFull();
+    const live = new Set((await host.client.sandboxes()).sandboxes.map((s) => s.sandboxId));
+    const warm = readdirSync(join(host.stateDir, 'sandboxes')).filter((d) => !live.has(d));
+    const ready = (await host.client.healthReport()).warmPool?.ready ?? 0;
+    if (warm.length === ready) {
+      const isWarm = (rel: string) => warm.some((d) => rel === join('sandboxes', d) || rel.startsWith(join('sandboxes', d) + '/'));
+      return [...walk(host.stateDir, [], isWarm).sort(), `(${ready} warm sandboxes)`];
+    }
+    // A warm sandbox given up may still be being removed; a directory nothing owns never goes.
+    if (Date.now() > deadline) throw new Error(`sandbox directories owned by no live sandbox: ${warm.length}, warm sandboxes ready: ${ready}: ${warm.join(', ')}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }
 
 describe.each(SANDBOX_IMAGES)('sandbox image from $route', (image) => {
@@ -121,20 +141,20 @@ describe.each(SANDBOX_IMAGES)('sandbox image from $route', (image) => {
       ['pids below the minimum', { sessionId: 'ok', repository: { source: '/tmp' }, limits: { pids: 1 } }, 'pids'],
       ['exclusions not a list', { sessionId: 'ok', repository: { source: '/tmp' }, contextExclusions: '.env' }, 'contextExclusions'],
     ])('create with %s: 400 invalid_request naming the field', async (_what, body, name) => {
-      const before = stateTree();
+      const before = await stateTree();
       const res = await host.client.raw('POST', ExecHostRoutes.sandboxes(), { body });
       expect({ status: res.status, code: (res.json as { code?: string })?.code }).toEqual({ status: 400, code: 'invalid_request' });
       expect(field(res)).toContain(name);
-      expect(stateTree()).toEqual(before);
+      expect(await stateTree()).toEqual(before);
     });
 
     it('create with an uncommitted patch one byte over the starting patch limit: 400 with the sentence, nothing created', async () => {
-      const before = stateTree();
+      const before = await stateTree();
       const bytes = Limits.startingPatchBytes + 1;
       const res = await host.client.raw('POST', ExecHostRoutes.sandboxes(), { body: { sessionId: 'too-large', repository: { source: repo.dir }, uncommittedPatch: '+'.repeat(bytes) } });
       expect({ status: res.status, code: (res.json as { code?: string })?.code }).toEqual({ status: 400, code: 'invalid_request' });
       expect(field(res)).toContain(tooLargeMessage('startingPatchBytes', bytes));
-      expect(stateTree()).toEqual(before);
+      expect(await stateTree()).toEqual(before);
       expect(await containersOf('too-large')).toEqual([]);
     }, 60_000);
 
@@ -226,7 +246,7 @@ describe.each(SANDBOX_IMAGES)('sandbox image from $route', (image) => {
   describe('a repository that does not exist', () => {
     it.each(RUNTIMES)('is refused with 400 repository_not_found under %s, and leaves no container nor working directory', async (runtime) => {
       const sessionId = host.newSessionId(`norepo-${runtime}`);
-      const before = stateTree();
+      const before = await stateTree();
       for (const source of [join(tmpdir(), 'lemniscate-no-such-repository-' + Date.now()), '/etc', 'file:///nonexistent/repo.git']) {
         const refused = await refusal(host.client.create({ sessionId, repository: { source }, runtime }));
         expect({ source, status: refused.status, code: refused.code }).toEqual({ source, status: 400, code: 'repository_not_found' });
@@ -236,7 +256,7 @@ describe.each(SANDBOX_IMAGES)('sandbox image from $route', (image) => {
       expect({ status: badRef.status, code: badRef.code }).toEqual({ status: 400, code: 'repository_ref_not_found' });
       expectSentence(badRef.message, 'repository_ref_not_found');
       expect(await containersOf(sessionId)).toEqual([]);
-      expect(stateTree()).toEqual(before);
+      expect(await stateTree()).toEqual(before);
       expect((await host.client.sandboxes()).sandboxes.filter((s) => s.sessionId === sessionId)).toEqual([]);
     });
   });
