@@ -46,7 +46,7 @@ export const ExecHostHeartbeat = z.strictObject({
   images: z.array(z.string().min(1).max(256)).max(256),
   /** The projects whose environment is ready on this host (their prepared image is present). */
   environments: z.array(z.string().min(1).max(64)).max(10_000),
-  /** How many sandboxes the host runs at most (LEMNISCATE_EXEC_HOST_MAX_SANDBOXES). */
+  /** How many sandboxes the host runs at most: LEMNISCATE_EXEC_HOST_MAX_SANDBOXES, else computed at its start from its memory and process ids. */
   capacity: z.int().min(1).max(100_000),
   /** How many sandboxes it runs now. */
   load: z.int().min(0).max(100_000),

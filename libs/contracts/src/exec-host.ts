@@ -31,7 +31,7 @@ import { Limits, limitedText } from './limits';
  *   POST   /v1/environments/status                 EnvironmentRequest → EnvironmentStatus
  *   POST   /v1/environments/prepare                PrepareEnvironmentRequest → EnvironmentStatus (202)
  *   GET    /v1/environments/jobs/:jobId/log?offset → EnvironmentLog
- *   GET    /metrics                                → Prometheus text (sandboxes, capacity, creation and command latency)
+ *   GET    /metrics                                → Prometheus text (sandboxes, capacity, the warm pool, warm and cold starts, creation and command latency)
  *
  * Over TCP beyond loopback the channel is mutual TLS (docs/decisions/0010-exec-host-pool.md): the
  * exec-host requires a client certificate from its client CA whose common name it allows, then the token.
