@@ -1,6 +1,7 @@
 import {
   DEFAULT_CONTEXT_EXCLUSIONS,
   DEFAULT_SANDBOX_LIMITS,
+  SESSION_DEFAULT_PROFILE,
   type ChangesResponse,
   type CreateSandboxRequestParsed,
   type DestroySandboxResponse,
@@ -105,7 +106,8 @@ export class SandboxService {
   log: (message: string) => void = () => undefined;
 
   /**
-   * Keeps the sandbox image warm with the default resource profile on each runtime the engine has,
+   * Keeps the sandbox image warm with the profile sessions ask for under the policy's defaults
+   * (SESSION_DEFAULT_PROFILE) on each runtime the engine has,
    * and starts the pool's refill; environments and other profiles are kept warm once asked for.
    */
   async startPool(): Promise<void> {
@@ -114,7 +116,8 @@ export class SandboxService {
     const engine = await this.driver.info();
     if (seccomp.valid && engine.reachable) {
       for (const runtime of this.config.warmPool.runtimes) {
-        if (engine.runtimes.includes(runtime)) this.pool.pin(this.shellSpec(runtime, DEFAULT_SANDBOX_LIMITS, { image: this.config.image, env: [] }, seccomp.profile));
+        if (engine.runtimes.includes(runtime))
+          this.pool.pin(this.shellSpec(runtime, { ...DEFAULT_SANDBOX_LIMITS, ...SESSION_DEFAULT_PROFILE }, { image: this.config.image, env: [] }, seccomp.profile));
       }
     }
     this.pool.start();

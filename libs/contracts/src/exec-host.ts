@@ -160,6 +160,14 @@ export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = {
 };
 
 /**
+ * The resource profile a session asks for under the policy's defaults (the `sandbox` section of
+ * libs/policy, as the gateway sends it): the exec-host keeps this profile warm from start-up, so the
+ * sessions of a policy that does not change it start warm. `test/unit/warm-profile.spec.ts` fails
+ * when the policy's defaults and this profile part.
+ */
+export const SESSION_DEFAULT_PROFILE: Pick<SandboxLimits, 'cpus' | 'memoryMb' | 'pids' | 'diskMb'> = { cpus: 2, memoryMb: 2_048, pids: 256, diskMb: 2_048 };
+
+/**
  * Context exclusions applied to every working copy (S5). A request's `contextExclusions` are added to
  * these, never substituted: a project can exclude more, not less. Globs are picomatch globs matched
  * against the repository-relative path; a glob without "/" matches the file name at any depth.

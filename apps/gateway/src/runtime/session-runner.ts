@@ -32,6 +32,7 @@ import { describeFailure } from '../db/errors';
 import type { ChatMessage, ModelProvider, ToolCall, ToolDefinition, TurnResult } from '../model/model.types';
 import { ExecHostCallError, type ExecHostPort } from '../exec-host/exec-host.port';
 import type { ApprovalDraft, ApprovalOutcome, CallOutcome, EventDraft, SessionRecorder } from './ports';
+import { sandboxProfile } from './sandbox-profile';
 import { sessionCatalogue } from './tool-catalogue';
 
 /** Why a session failed: the sandbox gone, the platform (exec-host, engine) failing, the model, or a crash. */
@@ -228,10 +229,7 @@ export class SessionRunner {
         contextExclusions: policy.contextExclusions,
         runtime: policy.sandbox.runtime,
         limits: {
-          cpus: policy.sandbox.cpus,
-          memoryMb: policy.sandbox.memoryMb,
-          pids: Math.max(16, policy.sandbox.pids),
-          diskMb: policy.sandbox.diskMb,
+          ...sandboxProfile(policy.sandbox),
           commandTimeoutSeconds: policy.sandbox.commandTimeoutSeconds,
           lifetimeMinutes: sandboxLifetimeMinutes(this.input.execution, policy),
         },

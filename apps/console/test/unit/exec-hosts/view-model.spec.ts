@@ -12,6 +12,7 @@ const host = (over: Partial<ExecHostView> = {}): ExecHostView => ({
   environments: [],
   capacity: 10,
   load: 2,
+  warm: null,
   liveSessions: 3,
   version: '0.1.0',
   registeredAt: '2026-11-29T10:00:00.000Z',
