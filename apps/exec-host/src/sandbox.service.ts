@@ -224,7 +224,10 @@ export class SandboxService {
           },
         };
     // A warm shell of the same kind when the pool has one: made by makeShell, as a cold one is below.
+    // A shell taken is no longer the pool's: it is this creation's from the same tick, before any
+    // await, so the reaper never finds it owned by nobody.
     let shell = this.pool.take(spec, checkout);
+    if (shell) this.creating.add(shell.sandboxId);
     let ahead: PreparedState | null = null;
     if (shell?.checkout) {
       // Checked out ahead: still what the ref names? Otherwise an empty shell (or a cold one) instead.
@@ -234,13 +237,13 @@ export class SandboxService {
         ahead = state;
       } else {
         this.pool.discard(shell);
+        this.creating.delete(shell.sandboxId);
         shell = this.pool.take(spec);
+        if (shell) this.creating.add(shell.sandboxId);
       }
     }
     const pooled = shell !== null;
-    if (shell) {
-      this.creating.add(shell.sandboxId);
-    } else {
+    if (!shell) {
       const engine = await this.driver.info();
       if (!engine.reachable) throw new ExecHostError('engine_unavailable', engine.message ?? 'The container engine does not answer.');
       if (!engine.runtimes.includes(req.runtime)) {

@@ -1,6 +1,7 @@
-// The reaper runs back to back while many sandboxes are created, used and destroyed at once: it must
-// never remove what a live sandbox owns (its container, its working copy), and when all is over
-// nothing may be left (containers, loop devices, mounts, directories).
+// The reaper runs back to back while many sandboxes are created, used and destroyed at once, and the
+// warm pool makes sandboxes (empty, and checked out ahead) in the background: it must never remove
+// what a live or a warm sandbox owns (its container, its working copy), and when all is over nothing
+// may be left (containers, loop devices, mounts, directories).
 import { CreateSandboxRequest, type ExecExit } from '@lemniscate/contracts';
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -9,7 +10,7 @@ import { DockerSandboxDriver } from '../../src/driver/docker.driver';
 import type { ReapReport } from '../../src/reaper';
 import { makeRepo, startHost, type TestHost } from '../support/helpers';
 
-const SANDBOXES = 150;
+const SANDBOXES = 100;
 const CONCURRENCY = 8;
 
 let t: TestHost;
@@ -17,7 +18,7 @@ let repo: { dir: string; head: string };
 
 beforeAll(async () => {
   repo = makeRepo();
-  t = await startHost();
+  t = await startHost({ LEMNISCATE_EXEC_HOST_WARM_POOL: '2', LEMNISCATE_EXEC_HOST_WARM_RUNTIMES: 'runc' });
 });
 
 afterAll(async () => {
@@ -39,7 +40,7 @@ function mountsUnder(dir: string): string[] {
 }
 
 it(
-  `removes nothing a live sandbox owns while ${SANDBOXES} sandboxes come and go ${CONCURRENCY} at a time, and leaves nothing behind`,
+  `removes nothing a live or warm sandbox owns while ${SANDBOXES} sandboxes come and go ${CONCURRENCY} at a time beside the warm pool's refills, and leaves nothing behind`,
   async () => {
     const sandboxes = t.host.sandboxes;
     const reaped: ReapReport = { containers: 0, directories: 0, expired: 0, lost: 0 };
@@ -78,8 +79,13 @@ it(
       }
     };
     await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+    // Some sessions started warm and some cold, so both raced the reaper, as did the pool's refills.
+    const pool = sandboxes.poolStats();
+    expect({ warm: pool.hits > 0, cold: pool.misses > 0 }).toEqual({ warm: true, cold: true });
     stop = true;
     await reaper;
+    // The pool's sandboxes go with the exec-host's shut-down; then nothing may be left.
+    await sandboxes.destroyAll();
 
     expect({ failures }).toEqual({ failures: [] });
     // Every sandbox was owned from its first directory to its last clean-up: nothing was ever an orphan.
