@@ -229,6 +229,7 @@ export class SandboxService {
     let shell = this.pool.take(spec, checkout);
     if (shell) this.creating.add(shell.sandboxId);
     let ahead: PreparedState | null = null;
+    let stale: Shell | null = null;
     if (shell?.checkout) {
       // Checked out ahead: still what the ref names? Otherwise an empty shell (or a cold one) instead.
       const state = shell.checkout as PreparedState;
@@ -236,10 +237,12 @@ export class SandboxService {
       if (now && (now.expected ?? now.want) === state.baseCommit && now.branch === state.branch) {
         ahead = state;
       } else {
-        this.pool.discard(shell);
-        this.creating.delete(shell.sandboxId);
+        // Given up once this creation is over, so removing it does not slow this one down (at once
+        // when no empty shell is ready: a cold creation follows, which may be refused before its end).
+        stale = shell;
         shell = this.pool.take(spec);
         if (shell) this.creating.add(shell.sandboxId);
+        else stale = this.giveUp(stale);
       }
     }
     const pooled = shell !== null;
@@ -288,7 +291,16 @@ export class SandboxService {
       throw new ExecHostError('sandbox_setup_failed', `The sandbox could not be prepared, and nothing was left behind: ${(e as Error).message.split('\n')[0]}`);
     } finally {
       this.creating.delete(sandboxId);
+      if (stale) this.giveUp(stale);
+      // The pool makes the next warm sandbox now, not while this one was being filled.
+      this.pool.refill();
     }
+  }
+
+  /** Destroys a taken shell that will not be used, in the background; owned until it is gone. */
+  private giveUp(shell: Shell): null {
+    void this.pool.discard(shell).finally(() => this.creating.delete(shell.sandboxId));
+    return null;
   }
 
   /** A shell's working copy: the repository at its ref, the uncommitted changes, the environment's snapshot. */

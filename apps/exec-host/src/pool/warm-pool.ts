@@ -173,7 +173,8 @@ export class WarmPool {
   /**
    * A ready shell of `spec`'s kind, now the caller's (no longer the pool's), or null: one checked out
    * ahead for `checkout` first when it is given, else an empty one. Either way the kinds are remembered
-   * as wanted and the pool refills in the background.
+   * as wanted. The caller asks for the refill (`refill()`) once its sandbox is ready, so making the
+   * next one does not compete with filling this one for the host's CPUs and its engine.
    */
   take(spec: ShellSpec, checkout?: CheckoutKind): Shell | null {
     if (!this.enabled || this.closed) return null;
@@ -194,7 +195,6 @@ export class WarmPool {
       const { live, max } = this.o.capacity();
       if (live + 1 + this.size() + this.making() > max) this.evictOne(key);
     }
-    this.refill();
     return shell;
   }
 
@@ -211,8 +211,8 @@ export class WarmPool {
   }
 
   /** Gives up a shell taken but not usable (its checkout is no longer the ref's commit): destroyed in the background. */
-  discard(shell: Shell): void {
-    void this.discardShell(shell);
+  discard(shell: Shell): Promise<void> {
+    return this.discardShell(shell);
   }
 
   /** Puts back a shell taken but not used (a request refused before its working copy was touched). */

@@ -192,6 +192,27 @@ describe.each(RUNTIMES)('warm sandboxes under %s', (runtime: SandboxRuntime) => 
     await warm.client.destroy(other.sandboxId);
   });
 
+  it('never hands out a working copy checked out ahead at a commit the ref no longer names', async () => {
+    // Twice at the same commit: the second was checked out ahead, and the pool fills more of them.
+    for (const label of ['ahead-1', 'ahead-2']) {
+      const s = await warm.createSandbox({ repository: { source: x.repo.dir }, runtime }, label);
+      await warm.client.destroy(s.sandboxId);
+    }
+    await warm.poolFull();
+    const moved = `moved-${randomBytes(8).toString('hex')}`;
+    writeFileSync(join(x.repo.dir, x.file), `${moved}\n`);
+    git(x.repo.dir, 'commit', '-q', '-am', 'moved on');
+    const head = git(x.repo.dir, 'rev-parse', 'HEAD').trim();
+    const s = await warm.createSandbox({ repository: { source: x.repo.dir }, runtime }, 'after-move');
+    expect(s.pooled).toBe(true);
+    expect(s.baseCommit).toBe(head);
+    expect(await sh(warm, s.sandboxId, `cat /workspace/${x.file}`)).toBe(`${moved}\n`);
+    await warm.client.destroy(s.sandboxId);
+    // And put back as it was for the tests after this one.
+    writeFileSync(join(x.repo.dir, x.file), `${x.marker}\n`);
+    git(x.repo.dir, 'commit', '-q', '-am', 'back');
+  });
+
   it('never gives back a taken sandbox: each session gets a container no other session had', async () => {
     const seen = new Set<string>();
     for (let i = 0; i < 4; i++) {
