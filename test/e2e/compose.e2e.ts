@@ -222,7 +222,8 @@ it('comes up from images built here; `lemni -p` through the one address succeeds
   }
 
   // A session still running at `down`: its sandbox is there when the exec-hosts are stopped, and each
-  // exec-host destroys its sandboxes on SIGTERM (compose stops them first: they depend on the rest).
+  // exec-host destroys its sandboxes on SIGTERM, warm ones included (compose stops them first: they
+  // depend on the rest).
   const sandboxes = () =>
     ['exec-host-1', 'exec-host-2'].flatMap((host) =>
       sh('docker', ['ps', '-aq', '--filter', `label=lemniscate.exec-host=${instanceLabel(join(stateRoot, host))}`])
@@ -235,7 +236,8 @@ it('comes up from images built here; `lemni -p` through the one address succeeds
   try {
     await until('a live sandbox', async () => {
       const running = (await api(developer, 'GET', '/sessions?status=running')).json as { id: string }[];
-      return running.length === 1 && sandboxes().length === 1 && sh('docker', ['ps', '-q', '--filter', `id=${sandboxes()[0]}`]).stdout.trim() !== '';
+      // The exec-hosts also keep warm sandboxes: the session's is the one running its command.
+      return running.length === 1 && sandboxes().filter((id) => sh('docker', ['top', id]).stdout.includes('sleep 600')).length === 1;
     });
   } catch (e) {
     live.child.kill('SIGKILL');
