@@ -371,9 +371,14 @@ async function bench(kind: Kind): Promise<RunReport[]> {
     await stack.publishPolicy(POLICY);
     // A short warm-up (JIT, connections, the image's pages), not counted.
     await runPhase(stack, meter(), kind, 'api', 'mixed', 4);
-    for (const sessions of LEVELS) reports.push(await runPhase(stack, meter(), kind, 'api', 'mixed', sessions));
-    if (byTool) for (const tool of ['Bash', 'Read', 'Write'] as const) reports.push(await runPhase(stack, meter(), kind, 'api', tool, BY_TOOL_SESSIONS));
-    if (withCli) reports.push(await runPhase(stack, meter(), kind, 'cli', 'mixed', LEVELS[0]!));
+    // Each run is printed as it ends, so a long benchmark cut short keeps what it measured.
+    const report = (r: RunReport) => {
+      reports.push(r);
+      if (!json) console.log(describe(r));
+    };
+    for (const sessions of LEVELS) report(await runPhase(stack, meter(), kind, 'api', 'mixed', sessions));
+    if (byTool) for (const tool of ['Bash', 'Read', 'Write'] as const) report(await runPhase(stack, meter(), kind, 'api', tool, BY_TOOL_SESSIONS));
+    if (withCli) report(await runPhase(stack, meter(), kind, 'cli', 'mixed', LEVELS[0]!));
   } finally {
     await pg?.end();
     await stack.stop();
@@ -399,15 +404,13 @@ function describe(r: RunReport): string {
 
 async function main() {
   const reports: RunReport[] = [];
-  for (const kind of kinds) reports.push(...(await bench(kind)));
-  if (json) {
-    console.log(JSON.stringify({ node: process.version, calls: CALLS, reports }));
-  } else {
+  if (!json) {
     console.log(
       `Throughput: concurrent headless sessions × ${CALLS} tool calls (half Bash \`echo\`, a quarter Read, a quarter Write approved by a reviewer), driven through the gateway's API by one process (${process.version})`,
     );
-    for (const r of reports) console.log(describe(r));
   }
+  for (const kind of kinds) reports.push(...(await bench(kind)));
+  if (json) console.log(JSON.stringify({ node: process.version, calls: CALLS, reports }));
   const mixed = reports.filter((r) => r.mix === 'mixed' && r.driver === 'api');
   process.exitCode = reports.every((r) => r.pass) && mixed.every((r) => r.callsPerSecond >= TODAY[r.database] * TARGET_FACTOR) ? 0 : 1;
 }
