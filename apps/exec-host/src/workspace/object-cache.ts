@@ -4,15 +4,6 @@ import * as path from 'node:path';
 import { runGit, type GitRepo } from './git';
 import type { FetchSource } from './remote-access';
 
-/**
- * The git objects this exec-host has fetched, one bare repository per repository source and access
- * (the URL and the project's credential, hashed: two projects share objects only when they read the
- * same repository with the same credential, so neither reads through the cache what its own access
- * would not give it). A session's git directory borrows from it (objects/info/alternates), so a
- * commit fetched once is checked out again without talking to the server; its working copy is its own.
- * The cache is written only by the exec-host, on the host, never garbage-collected while it runs
- * (gc.auto=0), and out of every sandbox's reach.
- */
 /** A commit as `git read-tree` leaves it in an index, kept so the next working copy of it needs no git process. */
 export interface CheckedOut {
   baseCommit: string;
@@ -28,6 +19,15 @@ export interface CheckedOut {
 const CHECKED_OUT_KEPT = 64;
 const CHECKED_OUT_MAX_ENTRIES = 50_000;
 
+/**
+ * The git objects this exec-host has fetched, one bare repository per repository source and access
+ * (the URL and the project's credential, hashed: two projects share objects only when they read the
+ * same repository with the same credential, so neither reads through the cache what its own access
+ * would not give it). A session's git directory borrows from it (objects/info/alternates), so a
+ * commit fetched once is checked out again without talking to the server; its working copy is its own.
+ * The cache is written only by the exec-host, on the host, never garbage-collected while it runs
+ * (gc.auto=0), and out of every sandbox's reach.
+ */
 export class ObjectCache {
   private readonly locks = new Map<string, Promise<unknown>>();
   private readonly ready = new Map<string, Promise<string>>();
