@@ -368,7 +368,8 @@ export class WarmPool {
         } catch (e) {
           // The repository or its access changed: this kind is no longer kept checked out.
           this.o.log?.(`A warm sandbox could not be checked out ahead, and that kind is no longer kept: ${(e as Error).message.split('\n')[0]}`);
-          this.keys.delete(key);
+          // Its shells already filled go too: out of the map they would stay owned, and never be removed.
+          if (this.keys.get(key) === state) this.dropKey(key);
           state.making--;
           await this.discardShell(shell);
           continue;

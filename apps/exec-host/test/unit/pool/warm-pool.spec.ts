@@ -186,6 +186,28 @@ describe('WarmPool', () => {
       expect(failed.length).toBeGreaterThanOrEqual(1);
       expect(pool.stats().keys.some((k) => k.key.endsWith(':gone'))).toBe(false);
     });
+
+    it('destroy the shells already filled for a kind, not only the one that failed, when a later fill of it fails', async () => {
+      const { pool, f, fill } = harness({}, 2);
+      let fills = 0;
+      const flaky: CheckoutKind = {
+        id: 'moved',
+        fill: async (shell) => {
+          if (++fills > 1) throw new Error('the ref is no longer there');
+          shell.checkout = { for: 'moved' };
+        },
+      };
+      pool.take(SPEC, flaky); // learns the kind; the pool is empty yet
+      await fill();
+      const filled = f.made.filter((s) => s.key === `${shellKey(SPEC)}:moved`);
+      expect(filled).toHaveLength(2); // the first filled, the second failed its fill
+      // Neither is kept by the pool nor left owned (the reaper must be free to remove what the pool no longer counts).
+      for (const s of filled) {
+        expect(f.destroyed).toContain(s.sandboxId);
+        expect(pool.owns(s.sandboxId)).toBe(false);
+      }
+      expect(pool.stats().ready).toBe(2); // the base kind's own two
+    });
   });
 
   it('never lets live + warm + being made pass the cap, says why it is held, and gives up another kind for a cold start at the cap', async () => {
@@ -201,11 +223,13 @@ describe('WarmPool', () => {
     expect(pool.stats().held).toMatch(/^The warm pool is held below its target: this exec-host is at its cap of 5 sandboxes/);
     // A request of a third kind at the cap: a shell of another kind goes to make room.
     const before = f.destroyed.length;
+    const ready = f.made.filter((s) => pool.owns(s.sandboxId)).map((s) => s.sandboxId);
     expect(pool.take({ ...SPEC, cpus: 1 })).toBeNull();
-    await Promise.resolve();
-    await Promise.resolve();
-    expect(f.destroyed.length).toBe(before + 1);
+    // Given up at once (no longer counted), destroyed once the engine answers.
     expect(pool.stats().ready).toBe(f.max - f.live - 1);
+    await new Promise((r) => setImmediate(r));
+    expect(f.destroyed.length).toBe(before + 1);
+    expect(ready).toContain(f.destroyed[f.destroyed.length - 1]);
   });
 
   it('makes nothing below its memory floor and says so with the numbers', async () => {
