@@ -1,4 +1,5 @@
 import { ExecHostHealth } from '@lemniscate/contracts';
+import { endRuns, startRun } from '../faults/run';
 import { startStack, type Stack } from './harness';
 
 /**
@@ -14,6 +15,7 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
+  endRuns();
   await stack?.stop();
 });
 
@@ -27,8 +29,8 @@ async function warmPool() {
 async function poolFull(): Promise<void> {
   const deadline = Date.now() + 60_000;
   // The pool announces nothing when a sandbox is ready; ask its health document.
-  while ((await warmPool()).ready < (await warmPool()).target) {
-    if (Date.now() > deadline) throw new Error(`the warm pool is not full after a minute: ${JSON.stringify(await warmPool())}`);
+  for (let warm = await warmPool(); warm.ready < warm.target; warm = await warmPool()) {
+    if (Date.now() > deadline) throw new Error(`the warm pool is not full after a minute: ${JSON.stringify(warm)}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -36,27 +38,10 @@ async function poolFull(): Promise<void> {
 /** One headless session of one Bash command; a write it asks for is approved, as a reviewer would. */
 async function session(name: string, command: string) {
   const script = stack.script(name, [{ tool_calls: [{ name: 'Bash', arguments: { command } }] }, { text: 'Done.' }]);
-  const child = stack.spawnCli(['--output-format', 'stream-json', '--no-apply', '--wait-for-approvals', '-p', name, '--model', `scripted:${script}`]);
-  child.stdin!.end();
-  const events: { type: string; [k: string]: unknown }[] = [];
-  const answers: Promise<unknown>[] = [];
-  let buffered = '';
-  child.stdout!.on('data', (d: Buffer) => {
-    buffered += d.toString();
-    let nl;
-    while ((nl = buffered.indexOf('\n')) >= 0) {
-      const line = buffered.slice(0, nl);
-      buffered = buffered.slice(nl + 1);
-      if (!line.trim()) continue;
-      const event = JSON.parse(line) as { type: string; [k: string]: unknown };
-      events.push(event);
-      if (event.type === 'approval_requested') answers.push(stack.api(stack.tokens.developer, 'POST', `/approvals/${event.approvalId as string}/approve`, {}));
-    }
-  });
-  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-  await Promise.all(answers);
-  const result = events.find((e) => e.type === 'result') as { tool_calls?: { result?: { stdout: string; stderr: string } | null }[] } | undefined;
-  return { code, events, output: (result?.tool_calls ?? []).map((c) => `${c.result?.stdout ?? ''}${c.result?.stderr ?? ''}`).join('\n') };
+  const run = startRun(stack, ['-p', name, '--model', `scripted:${script}`], { answer: () => 'approve' });
+  const code = await run.exited;
+  const result = run.events.find((e) => e.type === 'result') as { tool_calls?: { result?: { stdout: string; stderr: string } | null }[] } | undefined;
+  return { code, output: (result?.tool_calls ?? []).map((c) => `${c.result?.stdout ?? ''}${c.result?.stderr ?? ''}`).join('\n') };
 }
 
 describe('sessions start from warm sandboxes', () => {

@@ -215,15 +215,6 @@ export class WarmPool {
     return this.discardShell(shell);
   }
 
-  /** Puts back a shell taken but not used (a request refused before its working copy was touched). */
-  giveBack(shell: Shell): boolean {
-    const state = this.keys.get(shell.key);
-    if (!state || this.closed) return false;
-    state.ready.unshift(shell);
-    this.owned.add(shell.sandboxId);
-    return true;
-  }
-
   stats(): WarmPoolStats {
     const { live, max } = this.o.capacity();
     const wanted = this.enabled ? this.keys.size * this.o.size : 0;
