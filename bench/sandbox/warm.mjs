@@ -174,4 +174,5 @@ try {
 } finally {
   await stop();
 }
-process.exitCode = results.every((r) => r.sameRepository.met && r.newCommit.met) ? 0 : 1;
+// Exit explicitly: a handle of the in-process exec-hosts' clients may outlive their close.
+process.exit(results.every((r) => r.sameRepository.met && r.newCommit.met) ? 0 : 1);

@@ -103,8 +103,13 @@ export async function ensureDemo({ root, gatewayUrl, log }) {
   const projects = (await api.call('GET', '/projects')).json;
   let project = projects.find((p) => p.name === 'demo');
   if (!project) {
-    log('creating the demo project');
-    project = (await api.call('POST', '/projects', { name: 'demo', repositorySource: repo, defaultRef: 'main' })).json;
+    log('creating the demo project (lemni projects create)');
+    // As an administrator would: with the CLI, the token in its environment (never on a command line).
+    const created = run('node', [path.join(root, 'apps/cli/bin/lemni.js'), 'projects', 'create', 'demo', '--repo', repo, '--ref', 'main', '--json'], {
+      env: { ...process.env, LEMNISCATE_GATEWAY: gatewayUrl, LEMNISCATE_TOKEN: admin.token },
+    });
+    if (!created.ok) throw new Error(`lemni projects create demo failed: ${(created.stderr || created.stdout).trim()}`);
+    project = JSON.parse(created.stdout);
   }
   const versions = (await api.call('GET', `/projects/${project.id}/policy/versions`)).json;
   if (!versions.length) {

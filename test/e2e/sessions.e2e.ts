@@ -1,5 +1,7 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { auditEntryText } from '@lemniscate/contracts';
 import { join } from 'node:path';
 import { containersOf, startStack, type Stack } from './harness';
 
@@ -441,6 +443,80 @@ describe('stop (A3)', () => {
     const session = await stack.api(stack.tokens.developer, 'GET', `/sessions/${r.sessionId}`);
     expect(session.json).toMatchObject({ status: 'stopped', stopReason: 'stopped' });
     expect(containersOf(r.sessionId)).toEqual([]);
+  });
+});
+
+describe('the audit log outside the platform (T2, T3)', () => {
+  it('an export verifies offline against the head the gateway printed, and each kind of tampering is named', async () => {
+    const file = join(stack.dir, 'audit-export.jsonl');
+    // An administrator's export holds every entry; an officer's only those of their projects (see below).
+    const security = { token: stack.tokens.admin };
+    const head = await stack.cli(['audit', 'verify', '--json'], security);
+    expect(head.code).toBe(0);
+    const anchor = `${JSON.parse(head.stdout).lastSeq}:${JSON.parse(head.stdout).lastHash}`;
+    const exported = await stack.cli(['audit', 'export', '-o', file], security);
+    expect(exported.code).toBe(0);
+    const intact = await stack.cli(['audit', 'verify', '--file', file, '--anchor', anchor], security);
+    expect(intact.stderr).toBe('');
+    expect(intact.stdout).toMatch(
+      new RegExp(`^The export ${file} is intact: \\d+ entries \\(entries \\d+ to \\d+\\), each hash recomputed, .*and entry ${anchor.split(':')[0]} is the anchor's\\.\n$`),
+    );
+
+    const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean);
+    const anchorSeq = Number(anchor.split(':')[0]);
+    const seqOf = (line: string) => JSON.parse(line).seq as number;
+    // An entry before the anchor with a payload that has fields, and one after it in the file.
+    const at = lines.findIndex((l, i) => i > 0 && seqOf(l) < anchorSeq - 1 && l.includes('"payload":{"'));
+    expect(at).toBeGreaterThan(0);
+    const sorted = (v: unknown): unknown =>
+      v && typeof v === 'object' && !Array.isArray(v)
+        ? Object.fromEntries(
+            Object.keys(v as object)
+              .sort()
+              .map((k) => [k, sorted((v as Record<string, unknown>)[k])]),
+          )
+        : v;
+    // Someone holding the database: an entry changed, and every hash after it computed again.
+    const rehashed = (() => {
+      let prev = '';
+      return lines.map((line, i) => {
+        if (i < at) return line;
+        const e = JSON.parse(line);
+        if (i === at) e.payload = { ...e.payload, injected: true };
+        const payload = JSON.stringify(sorted(e.payload));
+        const prevHash = i === at ? e.prevHash : prev;
+        const text = auditEntryText({ seq: e.seq, at: new Date(e.at), actor: e.actor, kind: e.kind, projectId: e.projectId, sessionId: e.sessionId, payload });
+        prev = createHash('sha256').update(prevHash).update(text).digest('hex');
+        const head = JSON.stringify({ seq: e.seq, at: e.at, actor: e.actor, kind: e.kind, projectId: e.projectId, sessionId: e.sessionId }).slice(0, -1);
+        return `${head},"payload":${payload},"prevHash":${JSON.stringify(prevHash)},"hash":${JSON.stringify(prev)},"actorIdentity":${JSON.stringify(e.actorIdentity)}}`;
+      });
+    })();
+    const tampered: [string, string[], RegExp][] = [
+      ['a payload changed', lines.map((l, i) => (i === at ? l.replace(/"payload":\{/, '"payload":{"injected":true,') : l)), new RegExp(`^Entry ${seqOf(lines[at]!)} \\(line ${at + 1}\\) was altered`)],
+      ['an actor changed', lines.map((l, i) => (i === at ? l.replace(/"actor":"[^"]*"/, '"actor":"user:someone-else"') : l)), /was altered: its hash does not match its content/],
+      ['an entry removed', lines.filter((_, i) => i !== at), /entries? .* missing/],
+      ['two entries swapped', lines.map((l, i) => (i === at ? lines[at + 1]! : i === at + 1 ? lines[at]! : l)), /reordered or repeated/],
+      ['an entry changed and the rest re-hashed', rehashed, new RegExp(`^Entry ${anchorSeq} \\(line \\d+\\) is not the anchor's entry`)],
+      ['the log cut before the anchor', lines.filter((l) => seqOf(l) < anchorSeq), /does not hold entry/],
+    ];
+    // An officer's export leaves out the entries of no project: verified entry by entry with --filtered.
+    const officer = { token: stack.tokens.security };
+    expect((await stack.cli(['audit', 'export', '-o', file], officer)).code).toBe(0);
+    const unfiltered = await stack.cli(['audit', 'verify', '--file', file], officer);
+    expect(unfiltered.code).toBe(1);
+    expect(unfiltered.stdout).toMatch(/missing \(removed, or the export was filtered: pass --filtered/);
+    const filtered = await stack.cli(['audit', 'verify', '--file', file, '--filtered'], officer);
+    expect(filtered.code).toBe(0);
+    expect(filtered.stdout).toMatch(/is intact: .*links followed except across \d+ gaps? where the export was filtered\.\n$/);
+    // A re-hashed file is consistent in itself: only the anchor catches it.
+    writeFileSync(file, `${rehashed.join('\n')}\n`);
+    expect((await stack.cli(['audit', 'verify', '--file', file], security)).code).toBe(0);
+    for (const [what, content, said] of tampered) {
+      writeFileSync(file, `${content.join('\n')}\n`);
+      const r = await stack.cli(['audit', 'verify', '--file', file, '--anchor', anchor], security);
+      expect({ what, code: r.code }).toEqual({ what, code: 1 });
+      expect({ what, said: r.stdout }).toEqual({ what, said: expect.stringMatching(new RegExp(`^The export ${file} does not verify: ${said.source.replace(/^\^/, '')}`)) });
+    }
   });
 });
 

@@ -8,6 +8,7 @@ export const EXIT_FAILURE = 1;
  */
 export type CliErrorClass =
   | 'usage'
+  | 'ambiguous_id'
   | 'config'
   | 'gateway_unreachable'
   | 'unauthenticated'

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { registerAdmin } from './commands/admin';
 import { registerAgents } from './commands/agents';
@@ -13,7 +15,7 @@ import { registerRepository } from './commands/repository';
 import { addRunOptions, runRoot, type RunFlags } from './commands/run';
 import { registerSessions } from './commands/sessions';
 import type { CliContext } from './context';
-import { EXIT_FAILURE, EXIT_OK, isCliError } from './errors';
+import { CliError, EXIT_FAILURE, EXIT_OK, isCliError } from './errors';
 import { terminalPrompter } from './interactive/terminal-prompter';
 
 const ROOT_HELP = `
@@ -37,8 +39,9 @@ function buildProgram(ctx: CliContext, done: (code: Promise<number>) => void): C
     .exitOverride()
     .showSuggestionAfterError(true)
     .addHelpText('after', ROOT_HELP);
+  program.version(`lemni ${cliVersion()}`, '-V, --version', 'print the version and exit');
   addRunOptions(program);
-  program.action((flags: RunFlags) => done(runRoot(ctx, flags)));
+  program.action((flags: RunFlags, cmd: Command) => done(cmd.args.length > 0 ? Promise.reject(notACommand(cmd)) : runRoot(ctx, flags)));
   registerLogin(program, ctx, done);
   registerProjects(program, ctx, done);
   registerSessions(program, ctx, done);
@@ -51,7 +54,46 @@ function buildProgram(ctx: CliContext, done: (code: Promise<number>) => void): C
   registerRepository(program, ctx, done);
   registerAdmin(program, ctx, done);
   registerCompletion(program, ctx, done);
+  // Words that are not a command would otherwise be "too many arguments": say what was meant instead.
+  // Set after the commands are made, so that they keep refusing arguments they do not take.
+  program.allowExcessArguments(true);
   return program;
+}
+
+/** The CLI's version, from its package.json beside dist/. */
+function cliVersion(): string {
+  try {
+    return (JSON.parse(readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8')) as { version?: string }).version ?? 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** Edit distance counting a swap of two neighbouring letters as one edit, for "did you mean". */
+function distance(a: string, b: string): number {
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  const at = (i: number, j: number) => (d[i] as number[])[j] as number;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      let best = Math.min(at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + (a[i - 1] === b[j - 1] ? 0 : 1));
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) best = Math.min(best, at(i - 2, j - 2) + 1);
+      (d[i] as number[])[j] = best;
+    }
+  }
+  return at(a.length, b.length);
+}
+
+function notACommand(program: Command): CliError {
+  const word = program.args[0] as string;
+  const names = program.commands.flatMap((c) => [c.name(), ...c.aliases()]).filter((n) => n !== 'help');
+  const close = names
+    .map((n) => ({ n, d: distance(word.toLowerCase(), n) }))
+    .filter(({ n, d }) => d <= Math.max(1, Math.floor(n.length / 3)))
+    .sort((x, y) => x.d - y.d)[0];
+  if (close) return new CliError(`lemni: unknown command "${word}"; did you mean ${close.n}? (\`lemni --help\` lists the commands)`, 'usage');
+  if (/\s/.test(word) || program.args.length > 2)
+    return new CliError(`lemni: "${program.args.join(' ')}" is not a command; to run an instruction headless, pass it to -p: lemni -p "${program.args.join(' ')}"`, 'usage');
+  return new CliError(`lemni: unknown command "${word}" (\`lemni --help\` lists the commands; an instruction goes after -p).`, 'usage');
 }
 
 /** Runs the CLI and returns its exit code; never calls process.exit, so it can be tested in-process. */

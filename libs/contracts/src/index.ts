@@ -1,4 +1,5 @@
 export * from './assert';
+export * from './audit-entry';
 export * from './common';
 export * from './api';
 export * from './events';

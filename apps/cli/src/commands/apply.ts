@@ -5,11 +5,12 @@ import { applyPatch, inspectCheckout } from '../git/git';
 
 type Done = (code: Promise<number>) => void;
 
-async function applySession(ctx: CliContext, id: string, flags: Record<string, unknown>): Promise<number> {
+async function applySession(ctx: CliContext, typed: string, flags: Record<string, unknown>): Promise<number> {
   const checkout = await inspectCheckout(ctx.cwd);
   if (!checkout) throw new CliError('`lemni apply` runs inside the git checkout the patch is for; this directory is not in one.', 'git');
   const { client } = connect(ctx, globalFlags(flags));
-  const session = await client.getSession(id);
+  const session = await client.getSession(typed);
+  const id = session.id;
   if (session.status === 'running') throw new CliError(`Session ${id} is still running; apply its patch once it has ended.`, 'conflict');
   if (!session.finalPatch || session.finalPatch.trim() === '') {
     ctx.stdout(`Session ${id} has no approved change; nothing to apply.\n`);

@@ -3,7 +3,7 @@ import { Command } from 'commander';
 import { connect, globalFlags, type CliContext } from '../context';
 import { EXIT_OK } from '../errors';
 import { colourDiff } from '../output/render';
-import { shorten, table } from '../output/table';
+import { shortId, shorten, table, TABLE_WIDTH } from '../output/table';
 
 type Done = (code: Promise<number>) => void;
 
@@ -18,7 +18,9 @@ export function subjectOf(a: ApprovalView): string {
 function showApproval(a: ApprovalView): string {
   const p = a.payload;
   const third = a.flags.thirdParty;
-  const lines = [`Approval ${a.id} (${a.kind}) from ${a.agent} in session ${a.sessionId}: ${a.state}`];
+  const by = a.decidedByEmail ?? a.decidedBy;
+  const decided = by !== null && a.state !== 'pending' ? ` by ${by}${a.decidedAt ? ` at ${a.decidedAt.slice(0, 19).replace('T', ' ')}` : ''}` : '';
+  const lines = [`Approval ${a.id} (${a.kind}) from ${a.agent} in session ${a.sessionId}: ${a.state}${decided}`];
   if ('command' in p) lines.push(`$ ${p.command}`);
   else if ('diff' in p) lines.push(colourDiff(p.diff, new Set(third.map((t) => t.path))));
   else if ('question' in p) {
@@ -37,21 +39,28 @@ export function registerApprovals(program: Command, ctx: CliContext, done: Done)
     .description('list pending approvals; `approve ID` or `reject ID` answers one')
     .option('--json', 'print JSON')
     .option('--session <id>', "only this session's approvals")
-    .addHelpText('after', '\nExamples:\n  $ lemni approvals\n  $ lemni approvals approve 01JD3X0B2C\n  $ lemni approvals reject 01JD3X0B2C --reason "touches CI"')
-    .action((opts: { json?: boolean; session?: string }, cmd: Command) =>
+    .option('--wide', 'whole session ids and subjects, however wide the table')
+    .addHelpText(
+      'after',
+      '\nSessions are shown by their first 8 characters (--wide: whole); approve, reject and show accept an approval id\'s first characters too.\n\nExamples:\n  $ lemni approvals\n  $ lemni approvals approve 01JD3X0B2C\n  $ lemni approvals reject 01JD3X0B2C --reason "touches CI"',
+    )
+    .action((opts: { json?: boolean; session?: string; wide?: boolean }, cmd: Command) =>
       done(
         (async () => {
           const { client } = connect(ctx, globalFlags(cmd.optsWithGlobals()));
-          const list = await client.listApprovals({ state: 'pending', sessionId: opts.session });
+          const list = await client.listApprovals({ state: 'pending', sessionId: opts.session === undefined ? undefined : await client.sessionId(opts.session) });
           if (opts.json) ctx.stdout(`${JSON.stringify(list)}\n`);
           else if (list.length === 0) ctx.stdout('No pending approvals.\n');
-          else
+          else {
+            const wide = opts.wide === true;
             ctx.stdout(
               table(
                 ['ID', 'KIND', 'AGENT', 'SESSION', 'THIRD-PARTY', 'SUBJECT'],
-                list.map((a) => [a.id, a.kind, a.agent, a.sessionId, a.flags.thirdParty.length > 0 ? 'YES' : '', shorten(subjectOf(a), 70)]),
+                list.map((a) => [a.id, a.kind, a.agent, shortId(a.sessionId, wide), a.flags.thirdParty.length > 0 ? 'YES' : '', wide ? subjectOf(a).replace(/\s+/g, ' ') : shorten(subjectOf(a), 70)]),
+                wide ? undefined : TABLE_WIDTH,
               ),
             );
+          }
           return EXIT_OK;
         })(),
       ),

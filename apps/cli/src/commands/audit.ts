@@ -1,5 +1,6 @@
 import { Command, Option } from 'commander';
 import { createWriteStream, existsSync, readFileSync, writeFileSync, type WriteStream } from 'node:fs';
+import { verifyExportFile } from '../audit/verify-export';
 import { connect, globalFlags, type CliContext } from '../context';
 import { CliError, EXIT_FAILURE, EXIT_OK } from '../errors';
 
@@ -31,6 +32,25 @@ function parseAnchor(value: string, where: string): { seq: number; hash: string 
   return { seq: Number(m[1]), hash: m[2]! };
 }
 
+/** `audit verify --file`: the export checked offline; the anchor file, if any, is only read. */
+async function verifyFile(ctx: CliContext, file: string, anchor: { seq: number; hash: string } | undefined, filtered: boolean, json: boolean): Promise<number> {
+  if (!existsSync(file)) throw new CliError(`There is no file ${file} to verify.`, 'usage');
+  const r = await verifyExportFile(file, { anchor, filtered });
+  if (json) ctx.stdout(`${JSON.stringify(r)}\n`);
+  else if (!r.ok) ctx.stdout(`The export ${file} does not verify: ${r.problem}\n`);
+  else {
+    const range = r.firstSeq === r.lastSeq ? `entry ${r.firstSeq}` : `entries ${r.firstSeq} to ${r.lastSeq}`;
+    const gaps = r.gaps === 0 ? 'every link between them followed' : `links followed except across ${r.gaps} gap${r.gaps === 1 ? '' : 's'} where the export was filtered`;
+    const anchored = r.anchorChecked ? `, and entry ${anchor?.seq} is the anchor's` : '';
+    ctx.stdout(`The export ${file} is intact: ${r.entries} ${r.entries === 1 ? 'entry' : 'entries'} (${range}), each hash recomputed, ${gaps}${anchored}.\n`);
+    if (!anchor)
+      ctx.stderr(
+        `Without an anchor this proves the file is self-consistent, not that it is the platform's log: pass --anchor SEQ:HASH from a \`lemni audit verify\` run. Head of this file: ${r.lastSeq}:${r.lastHash}\n`,
+      );
+  }
+  return r.ok ? EXIT_OK : EXIT_FAILURE;
+}
+
 export function registerAudit(program: Command, ctx: CliContext, done: Done): void {
   const audit = program.command('audit').description('the tamper-evident audit log (security officers and administrators)');
   audit
@@ -38,7 +58,9 @@ export function registerAudit(program: Command, ctx: CliContext, done: Done): vo
     .description('walk the hash chain; exit 0 when intact, 1 naming the first altered, removed or reordered entry')
     .option('--anchor <seq:hash>', 'the head printed by an earlier verify, kept outside the database: also catches a log rewritten end to end')
     .option('--anchor-file <file>', 'read the anchor from this file when it exists, and write the new head to it after an intact verification')
-    .option('--json', "print the gateway's verification result as JSON")
+    .option('--file <export.jsonl>', 'verify a JSON-lines export offline instead of asking the gateway: every hash recomputed, every link followed')
+    .option('--filtered', 'with --file: the export was filtered, so entries missing between two are expected (their links cannot be checked)')
+    .option('--json', 'print the verification result as JSON')
     .addHelpText(
       'after',
       [
@@ -51,15 +73,18 @@ export function registerAudit(program: Command, ctx: CliContext, done: Done): vo
         '  $ lemni --profile security audit verify',
         '  $ lemni audit verify --anchor 4182:9f2c…',
         '  $ lemni audit verify --anchor-file /secure/lemniscate-audit.anchor',
+        '  $ lemni audit verify --file november.jsonl --anchor 4182:9f2c…',
       ].join('\n'),
     )
-    .action((opts: { json?: boolean; anchor?: string; anchorFile?: string }, cmd: Command) =>
+    .action((opts: { json?: boolean; anchor?: string; anchorFile?: string; file?: string; filtered?: boolean }, cmd: Command) =>
       done(
         (async () => {
           if (opts.anchor !== undefined && opts.anchorFile !== undefined) throw new CliError('Give --anchor or --anchor-file, not both.', 'usage');
           let anchor: { seq: number; hash: string } | undefined;
           if (opts.anchor !== undefined) anchor = parseAnchor(opts.anchor, '--anchor');
           else if (opts.anchorFile !== undefined && existsSync(opts.anchorFile)) anchor = parseAnchor(readFileSync(opts.anchorFile, 'utf8').trim(), `The anchor file ${opts.anchorFile}`);
+          if (opts.filtered && opts.file === undefined) throw new CliError('--filtered goes with --file (an export verified offline).', 'usage');
+          if (opts.file !== undefined) return verifyFile(ctx, opts.file, anchor, opts.filtered === true, opts.json === true);
           const { client } = connect(ctx, globalFlags(cmd.optsWithGlobals()));
           const r = await client.auditVerify(anchor);
           if (opts.json) ctx.stdout(`${JSON.stringify(r)}\n`);
@@ -110,8 +135,9 @@ export function registerAudit(program: Command, ctx: CliContext, done: Done): vo
           // Chunks can split a multi-byte character; the decoder carries it over to the next chunk.
           const decoder = new TextDecoder();
           try {
-            await client.auditExport({ format: opts.format, project: projectId, user: opts.user, session: opts.session, kind: opts.kind, from, to }, (chunk) =>
-              file ? file.write(chunk) : ctx.stdout(decoder.decode(chunk, { stream: true })),
+            await client.auditExport(
+              { format: opts.format, project: projectId, user: opts.user, session: opts.session === undefined ? undefined : await client.sessionId(opts.session), kind: opts.kind, from, to },
+              (chunk) => (file ? file.write(chunk) : ctx.stdout(decoder.decode(chunk, { stream: true }))),
             );
             if (!file) ctx.stdout(decoder.decode());
           } finally {

@@ -4,7 +4,7 @@ import pc from 'picocolors';
 import { connect, globalFlags, type CliContext } from '../context';
 import { CliError, EXIT_OK } from '../errors';
 import { describeCall } from '../output/render';
-import { shorten, table } from '../output/table';
+import { count, shorten, table, TABLE_WIDTH } from '../output/table';
 import { reconnectWindowMs } from '../gateway/event-stream';
 import { followExisting } from '../session/follow';
 import type { OutputFormat } from '../session/headless';
@@ -23,7 +23,7 @@ function describeSession(s: SessionView, calls: ToolCallView[]): string {
     `Agent     ${s.agent}${s.depth > 0 ? ` (subagent, depth ${s.depth}, parent ${s.parentSessionId ?? '?'})` : ''}`,
     `Project   ${s.projectId}`,
     `Started   ${s.startedAt}${s.endedAt ? `, ended ${s.endedAt}` : ''}`,
-    `Actions   ${s.actionsUsed} used, ${s.extensionsUsed} extension(s)`,
+    `Actions   ${s.actionsUsed} used, ${count(s.extensionsUsed, 'extension')}`,
     `Base      ${s.baseCommit ?? 'unknown'}${s.branch ? ` on ${s.branch}` : ''}${s.includedUncommitted ? ', with uncommitted changes' : ''}`,
     `Mode      ${SESSION_MODE_LABELS[s.mode]} (${s.mode})`,
     `Tree      ${s.fingerprintStart ?? 'unknown'} at the start${s.endedAt ? `, ${s.fingerprintEnd === null ? 'unknown' : s.fingerprintEnd === s.fingerprintStart ? 'unchanged' : s.fingerprintEnd} at the end` : ''}`,
@@ -39,7 +39,10 @@ function describeSession(s: SessionView, calls: ToolCallView[]): string {
     }
   }
   if (s.summary) lines.push('', 'Summary:', `  ${s.summary.split('\n').join('\n  ')}`);
-  lines.push('', s.finalPatch ? `Approved patch: ${s.finalPatch.split('\n').filter((l) => l.startsWith('diff --git')).length} file(s); \`lemni apply ${s.id}\` applies it.` : 'No approved patch.');
+  lines.push(
+    '',
+    s.finalPatch ? `Approved patch: ${count(s.finalPatch.split('\n').filter((l) => l.startsWith('diff --git')).length, 'file')}; \`lemni apply ${s.id}\` applies it.` : 'No approved patch.',
+  );
   return `${lines.join('\n')}\n`;
 }
 
@@ -50,8 +53,12 @@ export function registerSessions(program: Command, ctx: CliContext, done: Done):
     .option('--json', 'print the sessions as a JSON array')
     .addOption(new Option('--status <status>', 'only sessions in this state').choices(SessionStatus.options))
     .option('--limit <n>', 'at most this many (1-500)', '30')
-    .addHelpText('after', '\nExamples:\n  $ lemni sessions\n  $ lemni sessions --project demo --status running --json')
-    .action((opts: { json?: boolean; status?: SessionStatus; limit: string }, cmd: Command) =>
+    .option('--wide', 'whole instructions, however wide the table')
+    .addHelpText(
+      'after',
+      '\nLines are cut at 100 columns (--wide: whole instructions). Any command taking a session id accepts its first 8 characters.\n\nExamples:\n  $ lemni sessions\n  $ lemni sessions --project demo --status running --json',
+    )
+    .action((opts: { json?: boolean; status?: SessionStatus; limit: string; wide?: boolean }, cmd: Command) =>
       done(
         (async () => {
           const limit = Number(opts.limit);
@@ -66,7 +73,16 @@ export function registerSessions(program: Command, ctx: CliContext, done: Done):
             ctx.stdout(
               table(
                 ['ID', 'STATUS', 'MODE', 'AGENT', 'ACTIONS', 'STARTED', 'INSTRUCTION'],
-                sessions.map((s) => [s.id, statusOf(s), s.mode, s.agent, String(s.actionsUsed), s.startedAt.slice(0, 19).replace('T', ' '), shorten(s.instruction, 60)]),
+                sessions.map((s) => [
+                  s.id,
+                  statusOf(s),
+                  s.mode,
+                  s.agent,
+                  String(s.actionsUsed),
+                  s.startedAt.slice(0, 16).replace('T', ' '),
+                  opts.wide ? s.instruction.replace(/\s+/g, ' ').trim() : shorten(s.instruction, 60),
+                ]),
+                opts.wide ? undefined : TABLE_WIDTH,
               ),
             );
           return EXIT_OK;
@@ -85,7 +101,7 @@ export function registerSessions(program: Command, ctx: CliContext, done: Done):
           const { client } = connect(ctx, globalFlags(cmd.optsWithGlobals()));
           const r = await client.revokeSession(id, opts.reason);
           ctx.stdout(
-            `Session ${r.session.id} is ${statusOf(r.session)}: ${r.approvalsRejected} pending approval(s) rejected, ${r.sandboxDestroyed ? 'sandbox destroyed' : `sandbox not destroyed yet${r.sandboxNote ? ` (${r.sandboxNote})` : ''}`}.\n`,
+            `Session ${r.session.id} is ${statusOf(r.session)}: ${count(r.approvalsRejected, 'pending approval')} rejected, ${r.sandboxDestroyed ? 'sandbox destroyed' : `sandbox not destroyed yet${r.sandboxNote ? ` (${r.sandboxNote})` : ''}`}.\n`,
           );
           return EXIT_OK;
         })(),
@@ -103,7 +119,7 @@ export function registerSessions(program: Command, ctx: CliContext, done: Done):
         (async () => {
           const { client } = connect(ctx, globalFlags(cmd.optsWithGlobals()));
           const s = await client.getSession(id);
-          const calls = await client.toolCalls(id);
+          const calls = await client.toolCalls(s.id);
           ctx.stdout(opts.json ? `${JSON.stringify({ session: s, toolCalls: calls })}\n` : describeSession(s, calls));
           return EXIT_OK;
         })(),
@@ -127,14 +143,14 @@ export function registerSessions(program: Command, ctx: CliContext, done: Done):
           const s = await client.getSession(id);
           const project = (await client.listProjects()).find((p) => p.id === s.projectId);
           const api = gatewaySessionApi(client, (attempt) => ctx.stderr(`Live events interrupted; reconnecting (attempt ${attempt})…\n`), reconnectWindowMs(ctx.env));
-          return followExisting(api, id, project?.name ?? s.projectId, format, ctx);
+          return followExisting(api, s.id, project?.name ?? s.projectId, format, ctx);
         })(),
       ),
     );
 
   program
     .command('stop <id>')
-    .description('stop a session now: its work is interrupted, unapproved writes rejected, its sandbox destroyed (A3)')
+    .description('stop a session now: its work is interrupted, unapproved writes rejected, its sandbox destroyed')
     .option('--reason <text>', 'recorded in the audit log')
     .addHelpText('after', '\nExample:\n  $ lemni stop 01JD3W7Q8Z --reason "wrong branch"')
     .action((id: string, opts: { reason?: string }, cmd: Command) =>
@@ -143,7 +159,7 @@ export function registerSessions(program: Command, ctx: CliContext, done: Done):
           const { client } = connect(ctx, globalFlags(cmd.optsWithGlobals()));
           const r = await client.stopSession(id, opts.reason);
           ctx.stdout(
-            `Session ${r.session.id} is ${statusOf(r.session)}: ${r.approvalsRejected} pending approval(s) rejected, ${r.sandboxDestroyed ? 'sandbox destroyed' : pc.yellow(`sandbox not destroyed yet${r.sandboxNote ? ` (${r.sandboxNote})` : ''}`)}.\n`,
+            `Session ${r.session.id} is ${statusOf(r.session)}: ${count(r.approvalsRejected, 'pending approval')} rejected, ${r.sandboxDestroyed ? 'sandbox destroyed' : pc.yellow(`sandbox not destroyed yet${r.sandboxNote ? ` (${r.sandboxNote})` : ''}`)}.\n`,
           );
           return EXIT_OK;
         })(),

@@ -3,6 +3,7 @@ import {
   fillPath,
   GATEWAY_API_PREFIX,
   GatewayRoutes,
+  IdPrefix,
   type ApprovalState,
   type ApprovalView,
   type AuditVerificationView,
@@ -13,10 +14,12 @@ import {
   type GatewayRoute,
   type LoginResponse,
   type MeResponse,
+  type OkResponse,
   type PathParams,
   type PolicyDryRunResponse,
   type PolicyVersionView,
   type ProjectAgentsView,
+  type ProjectMemberView,
   type ProjectView,
   type RepositoryAccess,
   type RepositoryAccessView,
@@ -24,6 +27,7 @@ import {
   type SessionView,
   type StopSessionResponse,
   type ToolCallView,
+  type UserView,
   checkSize,
   checkText,
 } from '@lemniscate/contracts';
@@ -268,6 +272,40 @@ export class GatewayClient {
     return found;
   }
 
+  createProject(body: z.input<typeof GatewayRoutes.createProject.body>): Promise<ProjectView> {
+    return this.request(GatewayRoutes.createProject, { body });
+  }
+
+  updateProject(projectId: string, body: z.input<typeof GatewayRoutes.updateProject.body>): Promise<ProjectView> {
+    return this.request(GatewayRoutes.updateProject, { params: { projectId }, body });
+  }
+
+  projectMembers(projectId: string): Promise<ProjectMemberView[]> {
+    return this.request(GatewayRoutes.listMembers, { params: { projectId } });
+  }
+
+  addMember(projectId: string, userId: string): Promise<OkResponse> {
+    return this.request(GatewayRoutes.addMember, { params: { projectId }, body: { userId } });
+  }
+
+  removeMember(projectId: string, userId: string): Promise<OkResponse> {
+    return this.request(GatewayRoutes.removeMember, { params: { projectId, userId } });
+  }
+
+  listUsers(): Promise<UserView[]> {
+    return this.request(GatewayRoutes.listUsers);
+  }
+
+  /** The project's policy in force; null while none is published (the built-in default applies). */
+  async currentPolicy(projectId: string): Promise<PolicyVersionView | null> {
+    try {
+      return await this.request(GatewayRoutes.currentPolicy, { params: { projectId }, notFound: 'no published policy' });
+    } catch (error) {
+      if (error instanceof CliError && error.errorClass === 'not_found') return null;
+      throw error;
+    }
+  }
+
   publishPolicy(projectId: string, sourceText: string, comment: string): Promise<PolicyVersionView> {
     return this.request(GatewayRoutes.publishPolicy, {
       params: { projectId },
@@ -327,15 +365,37 @@ export class GatewayClient {
     return this.request(GatewayRoutes.listSessions, { query });
   }
 
-  getSession(id: string): Promise<SessionView> {
-    return this.request(GatewayRoutes.getSession, { params: { id }, notFound: `No session ${id} is visible to you (\`lemni sessions\` lists them).` });
+  /**
+   * A session from what a person typed: its whole id, or the first characters of one (at least 4)
+   * that start exactly one session the caller can see; otherwise a sentence naming the candidates.
+   */
+  async getSession(typed: string): Promise<SessionView> {
+    return resolveId(
+      'session',
+      typed,
+      (id) => this.request(GatewayRoutes.getSession, { params: { id }, notFound: `No session ${id} is visible to you (\`lemni sessions\` lists them).` }),
+      (idPrefix) => this.request(GatewayRoutes.listSessions, { query: { idPrefix, limit: PREFIX_MATCHES } }),
+      (s) => shortLabel(s.instruction),
+      '`lemni sessions` lists them',
+    );
   }
 
-  toolCalls(id: string): Promise<ToolCallView[]> {
-    return this.request(GatewayRoutes.sessionToolCalls, { params: { id } });
+  /** The whole id of the session a person named (see getSession); a whole id is taken as it is. */
+  async sessionId(typed: string): Promise<string> {
+    return WHOLE_ID.test(typed.trim()) ? typed.trim().toLowerCase() : (await this.getSession(typed)).id;
   }
 
-  stopSession(id: string, reason?: string): Promise<StopSessionResponse> {
+  /** As sessionId, for an approval. */
+  async approvalId(typed: string): Promise<string> {
+    return WHOLE_ID.test(typed.trim()) ? typed.trim().toLowerCase() : (await this.getApproval(typed)).id;
+  }
+
+  async toolCalls(typed: string): Promise<ToolCallView[]> {
+    return this.request(GatewayRoutes.sessionToolCalls, { params: { id: await this.sessionId(typed) } });
+  }
+
+  async stopSession(typed: string, reason?: string): Promise<StopSessionResponse> {
+    const id = await this.sessionId(typed);
     return this.request(GatewayRoutes.stopSession, {
       params: { id },
       body: reason === undefined ? {} : { reason },
@@ -343,7 +403,8 @@ export class GatewayClient {
     });
   }
 
-  revokeSession(id: string, reason?: string): Promise<StopSessionResponse> {
+  async revokeSession(typed: string, reason?: string): Promise<StopSessionResponse> {
+    const id = await this.sessionId(typed);
     return this.request(GatewayRoutes.revokeSession, {
       params: { id },
       body: reason === undefined ? {} : { reason },
@@ -365,11 +426,19 @@ export class GatewayClient {
     return this.request(GatewayRoutes.listApprovals, { query });
   }
 
-  getApproval(id: string): Promise<ApprovalView> {
-    return this.request(GatewayRoutes.getApproval, { params: { id }, notFound: `No approval ${id} is visible to you (\`lemni approvals\` lists the pending ones).` });
+  async getApproval(typed: string): Promise<ApprovalView> {
+    return resolveId(
+      'approval',
+      typed,
+      (id) => this.request(GatewayRoutes.getApproval, { params: { id }, notFound: `No approval ${id} is visible to you (\`lemni approvals\` lists the pending ones).` }),
+      (idPrefix) => this.request(GatewayRoutes.listApprovals, { query: { idPrefix, limit: PREFIX_MATCHES } }),
+      (a) => `${a.kind}, ${a.state}`,
+      '`lemni approvals` lists the pending ones',
+    );
   }
 
-  answerApproval(id: string, answer: 'approve' | 'reject', body: z.input<typeof GatewayRoutes.approve.body> = {}): Promise<ApprovalView> {
+  async answerApproval(typed: string, answer: 'approve' | 'reject', body: z.input<typeof GatewayRoutes.approve.body> = {}): Promise<ApprovalView> {
+    const id = await this.approvalId(typed);
     const route = answer === 'approve' ? GatewayRoutes.approve : GatewayRoutes.reject;
     return this.request(route, {
       params: { id },
@@ -419,4 +488,50 @@ export class GatewayClient {
       write(value);
     }
   }
+}
+
+/** How many records a prefix lookup asks for: enough to name the candidates of an ambiguous one. */
+const PREFIX_MATCHES = 6;
+/** A whole id as the gateway makes them (a UUID): used as it is, without a lookup. */
+const WHOLE_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function shortLabel(text: string): string {
+  const line = text.split('\n')[0] ?? '';
+  return line.length > 40 ? `"${line.slice(0, 39)}…"` : `"${line}"`;
+}
+
+/**
+ * The record a person named: asked for by id first (a whole id, or an id of another form), and when
+ * there is none, looked up as the start of an id among the records the caller can see.
+ */
+async function resolveId<T extends { id: string }>(
+  kind: string,
+  typed: string,
+  get: (id: string) => Promise<T>,
+  find: (idPrefix: string) => Promise<T[]>,
+  label: (t: T) => string,
+  where: string,
+): Promise<T> {
+  const text = typed.trim();
+  if (WHOLE_ID.test(text)) return get(text.toLowerCase());
+  const prefix = IdPrefix.safeParse(text);
+  if (prefix.success || text.length < 4) {
+    try {
+      return await get(text);
+    } catch (error) {
+      if (!(error instanceof CliError) || error.errorClass !== 'not_found') throw error;
+      if (!prefix.success) throw new CliError(`No ${kind} ${text} is visible to you; a short id needs at least its first 4 characters (${where}).`, 'not_found');
+    }
+  } else {
+    throw new CliError(`"${text}" is not a ${kind} id: ids are letters, digits and "-" (${where}).`, 'usage');
+  }
+  const matches = await find(text.toLowerCase());
+  if (matches.length === 1) return matches[0] as T;
+  if (matches.length === 0) throw new CliError(`No ${kind} you can see has an id starting with ${text} (${where}).`, 'not_found');
+  const shown = matches.slice(0, PREFIX_MATCHES - 1).map((m) => `  ${m.id}  ${label(m)}`);
+  const more = matches.length >= PREFIX_MATCHES ? '\n  …and more' : '';
+  throw new CliError(
+    `${text} is ambiguous: it starts the ids of ${matches.length >= PREFIX_MATCHES ? 'several' : matches.length} ${kind}s you can see; give more characters:\n${shown.join('\n')}${more}`,
+    'ambiguous_id',
+  );
 }

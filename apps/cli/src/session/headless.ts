@@ -3,6 +3,7 @@ import { CliError, EXIT_FAILURE } from '../errors';
 import { applyPatch, inspectCheckout, isCheckoutOf, uncommittedPatch, type Checkout } from '../git/git';
 import type { StartSessionRequest } from '../gateway/gateway-client';
 import { describeEvent, stopSentence } from '../output/render';
+import { count } from '../output/table';
 import { ResultCollector, type HeadlessResult } from './result';
 import type { DeveloperContext } from './developer-context';
 import type { SessionRunApi } from './session-api';
@@ -70,7 +71,9 @@ export async function buildStartRequest(
     const uncommitted = await uncommittedPatch(checkout.root);
     if (uncommitted.excluded.length > 0) io.stderr(`Not uploaded (they look like secrets): ${uncommitted.excluded.join(', ')}.\n`);
     io.stderr(
-      uncommitted.files.length > 0 ? `Including ${uncommitted.files.length} uncommitted file(s) as the starting patch: ${uncommitted.files.join(', ')}.\n` : 'No uncommitted changes to include.\n',
+      uncommitted.files.length > 0
+        ? `Including ${count(uncommitted.files.length, 'uncommitted file')} as the starting patch: ${uncommitted.files.join(', ')}.\n`
+        : 'No uncommitted changes to include.\n',
     );
     request.includedUncommitted = uncommitted.patch !== '';
     if (uncommitted.patch !== '') request.startingPatch = uncommitted.patch;
@@ -194,7 +197,7 @@ async function maybeApply(result: HeadlessResult, options: HeadlessOptions, chec
   const outcome = await applyPatch(checkout.root, result.patch);
   if (outcome.applied) {
     result.applied = { applied: true, files: outcome.files, conflicts: [], message: null };
-    io.stderr(`Applied the approved patch to ${checkout.root} (${outcome.files.length} file(s)); review it and commit under your name.\n`);
+    io.stderr(`Applied the approved patch to ${checkout.root} (${count(outcome.files.length, 'file')}); review it and commit under your name.\n`);
     return exitCode;
   }
   result.applied = { applied: false, files: outcome.files, conflicts: outcome.conflicts, message: outcome.message };
@@ -217,7 +220,7 @@ export function textResult(result: HeadlessResult): string {
   if (result.status === 'stopped') lines.push(`Stopped: ${stopSentence(result.stop_reason)}`);
   if (result.status === 'failed') lines.push(failureSentence(result.classes));
   if (result.exit_code === 3 && result.status === 'completed')
-    lines.push(`Exit 3 (--fail-on-refusal): ${result.refused_changes.length} proposed change(s) refused, ${result.reverted_changes.length} reverted.`);
+    lines.push(`Exit 3 (--fail-on-refusal): ${count(result.refused_changes.length, 'proposed change')} refused, ${result.reverted_changes.length} reverted.`);
   if (result.summary) lines.push(result.summary);
   if (lines.length === 0) lines.push('Done.');
   return `${lines.join('\n')}\n`;

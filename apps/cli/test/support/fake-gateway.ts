@@ -12,7 +12,9 @@ import {
   type EnvironmentStatus,
   type ExecHostView,
   type PolicyDryRunResponse,
+  type PolicyVersionView,
   type ProjectAgentsView,
+  type ProjectMemberView,
   type RepositoryAccess,
   type RepositoryAccessView,
   type GatewayRoute,
@@ -21,6 +23,7 @@ import {
   type RequestIssue,
   type RequestPart,
   type SessionView,
+  type UserView,
 } from '@lemniscate/contracts';
 import { WebSocketServer, type WebSocket } from 'ws';
 
@@ -106,6 +109,7 @@ export function approvalView(id: string, over: Partial<ApprovalView> = {}): Appr
     agent: 'general',
     state: 'pending',
     decidedBy: null,
+    decidedByEmail: null,
     decidedAt: null,
     response: null,
     createdAt: now(),
@@ -287,6 +291,17 @@ export class FakeGateway {
   repositoryRefusals: { read?: Refusal; set?: Refusal; clear?: Refusal; agents?: Refusal } = {};
   /** What `GET /projects/:id/agents` answers, per project id (absent: no agent of its own, read at the default ref). */
   projectAgents = new Map<string, ProjectAgentsView>();
+  /** The accounts `GET /users` lists (an administrator's view). */
+  users: UserView[] = [
+    { id: 'u1', email: 'dev@example.org', displayName: 'Dev', role: 'developer', projectIds: ['p1'], disabledAt: null, revokedAt: null, createdAt: now() },
+    { id: 'u2', email: 'alice@example.org', displayName: 'Alice', role: 'admin', projectIds: ['p1'], disabledAt: null, revokedAt: null, createdAt: now() },
+  ];
+  /** Each project's members by user id (absent: its creator only). */
+  members = new Map<string, string[]>([['p1', ['u1', 'u2']]]);
+  /** The policy in force per project id (absent: none published, the built-in default applies). */
+  policies = new Map<string, PolicyVersionView>();
+  /** Answered instead of the project administration routes (create, update, members), as for a developer. */
+  projectRefusal: Refusal | null = null;
   /** Answered instead of `POST /sessions` (as the gateway refuses a start while the environment is not ready). */
   sessionRefusal: Refusal | null = null;
   private server!: Server;
@@ -509,6 +524,51 @@ export class FakeGateway {
     return this.send(res, 200, repositoryAccessView(project, held));
   }
 
+  /** Project administration, as apps/gateway/src/projects/projects.service.ts answers it. */
+  private projectRoute(res: ServerResponse, name: GatewayRouteName, params: Record<string, string>, body: unknown): void {
+    if (this.projectRefusal) return this.error(res, this.projectRefusal.status, this.projectRefusal.code, this.projectRefusal.message);
+    if (name === 'createProject') {
+      const b = body as { name: string; repositorySource: string; defaultRef?: string };
+      if (this.projects.some((p) => p.name === b.name)) return this.error(res, 409, 'conflict', `A project named "${b.name}" already exists.`);
+      const created: ProjectView = { id: `p${this.projects.length + 1}`, name: b.name, repositorySource: b.repositorySource, defaultRef: b.defaultRef ?? 'main', createdAt: now() };
+      this.projects.push(created);
+      this.members.set(created.id, ['u2']);
+      return this.send(res, 201, created);
+    }
+    const i = this.projects.findIndex((p) => p.id === params.projectId);
+    const project = this.projects[i];
+    if (!project) return this.error(res, 404, 'not_found', `There is no project ${params.projectId}.`);
+    const members = this.members.get(project.id) ?? [];
+    if (name === 'updateProject') {
+      const b = body as { repositorySource?: string; defaultRef?: string };
+      if (b.repositorySource !== undefined && b.repositorySource !== project.repositorySource && this.repositoryAccess.has(project.id)) {
+        return this.error(res, 409, 'conflict', `Project "${project.name}" has repository access set for ${project.repositorySource}; clear it first.`);
+      }
+      const updated = { ...project, ...b };
+      this.projects[i] = updated;
+      return this.send(res, 200, updated);
+    }
+    if (name === 'listMembers') {
+      const views: ProjectMemberView[] = this.users
+        .filter((u) => members.includes(u.id))
+        .sort((a, b) => a.email.localeCompare(b.email))
+        .map((u) => ({ userId: u.id, email: u.email, displayName: u.displayName, role: u.role, addedAt: now() }));
+      return this.send(res, 200, views);
+    }
+    if (name === 'addMember') {
+      const userId = (body as { userId: string }).userId;
+      if (!this.users.some((u) => u.id === userId)) return this.error(res, 404, 'not_found', `There is no user ${userId}.`);
+      this.members.set(project.id, [...new Set([...members, userId])]);
+      return this.send(res, 201, { ok: true });
+    }
+    if (!members.includes(params.userId as string)) return this.error(res, 404, 'not_found', `User ${params.userId} is not a member of project "${project.name}".`);
+    this.members.set(
+      project.id,
+      members.filter((u) => u !== params.userId),
+    );
+    return this.send(res, 200, { ok: true });
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
@@ -564,11 +624,24 @@ export class FakeGateway {
       });
     }
     if (route === 'GET /projects') return this.send(res, 200, this.projects);
+    if (route === 'GET /users') return this.projectRefusal ? this.error(res, this.projectRefusal.status, this.projectRefusal.code, this.projectRefusal.message) : this.send(res, 200, this.users);
+    if (matched.name === 'createProject' || matched.name === 'updateProject' || matched.name === 'listMembers' || matched.name === 'addMember' || matched.name === 'removeMember') {
+      return this.projectRoute(res, matched.name, matched.params, body);
+    }
     let m = /^\/projects\/([^/]+)\/policy\/dry-run$/.exec(path);
     if (m && req.method === 'POST') return this.send(res, 200, this.dryRun);
     m = /^\/projects\/([^/]+)\/policy$/.exec(path);
+    if (m && req.method === 'GET') {
+      const current = this.policies.get(m[1] as string);
+      return current ? this.send(res, 200, current) : this.error(res, 404, 'not_found', 'Project "demo" has no published policy; the built-in default applies.');
+    }
     if (m && req.method === 'POST') {
-      return this.send(res, 201, { id: 'pv2', projectId: m[1], version: 2, document: {}, sourceText: (body as { sourceText: string }).sourceText, authorId: 'u1', comment: '', createdAt: now() });
+      const projectId = m[1] as string;
+      const version = (this.policies.get(projectId)?.version ?? 1) + 1;
+      const b = body as { sourceText: string; comment?: string };
+      const published = { id: `pv${version}`, projectId, version, document: {}, sourceText: b.sourceText, authorId: 'u1', comment: b.comment ?? '', createdAt: now() };
+      this.policies.set(projectId, published);
+      return this.send(res, 201, published);
     }
     m = /^\/projects\/([^/]+)\/(repository|repository\/access|agents)$/.exec(path);
     if (m) return this.repositoryRoute(res, method, decodeURIComponent(m[1] as string), m[2] as string, body);
@@ -614,7 +687,10 @@ export class FakeGateway {
       this.gateReached = new Promise((resolve) => (this.signalGateReached = resolve));
       return this.send(res, 201, s);
     }
-    if (route === 'GET /sessions') return this.send(res, 200, [...this.sessions.values()]);
+    if (route === 'GET /sessions') {
+      const prefix = url.searchParams.get('idPrefix');
+      return this.send(res, 200, [...this.sessions.values()].filter((x) => prefix === null || x.id.startsWith(prefix)).slice(0, Number(url.searchParams.get('limit') ?? '100')));
+    }
     m = /^\/sessions\/([^/]+)\/subagents$/.exec(path);
     if (m && req.method === 'POST') {
       const b = body as { agent: string; instruction: string };
@@ -650,7 +726,15 @@ export class FakeGateway {
       return this.send(res, 200, s);
     }
     if (path === '/admin/exec-hosts' || path.startsWith('/admin/exec-hosts/')) return this.execHostRoute(res, method, path, body);
-    if (route === 'GET /approvals') return this.send(res, 200, this.approvals);
+    if (route === 'GET /approvals') {
+      const prefix = url.searchParams.get('idPrefix');
+      const state = url.searchParams.get('state');
+      return this.send(
+        res,
+        200,
+        this.approvals.filter((a) => (prefix === null || a.id.startsWith(prefix)) && (state === null || a.state === state)),
+      );
+    }
     m = /^\/approvals\/([^/]+)(\/approve|\/reject)?$/.exec(path);
     if (m) {
       const a = this.approvals.find((x) => x.id === m?.[1]);

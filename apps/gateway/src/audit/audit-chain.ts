@@ -1,9 +1,10 @@
 // The hash chain (T2), pure: how an entry is written down, how it is hashed, and how a walk over
 // the stored entries finds the first one that was altered, removed, reordered or slipped in.
 import { createHash } from 'node:crypto';
+import { AUDIT_GENESIS_HASH, auditEntryText, type AuditChainEntry } from '@lemniscate/contracts';
 
 /** The `prev_hash` of entry 1. */
-export const GENESIS_HASH = '0'.repeat(64);
+export const GENESIS_HASH = AUDIT_GENESIS_HASH;
 
 export class CanonicalJsonError extends Error {
   override readonly name = 'CanonicalJsonError';
@@ -58,36 +59,15 @@ function write(value: unknown, where: string, ancestors: Set<object>): string {
 }
 
 /** An entry as hashed and stored. `payload` is canonical JSON text, kept byte for byte. */
-export interface ChainEntry {
-  seq: number;
-  at: Date;
-  actor: string;
-  kind: string;
-  projectId: string | null;
-  sessionId: string | null;
-  payload: string;
-}
+export type ChainEntry = AuditChainEntry;
 
 export interface StoredEntry extends ChainEntry {
   prevHash: string;
   hash: string;
 }
 
-/**
- * The canonical JSON of the entry: keys sorted, `at` as an ISO-8601 UTC string with milliseconds,
- * the payload's own canonical text in place. Equal to `canonicalJson` of the parsed entry.
- */
-export function entryText(entry: ChainEntry): string {
-  return (
-    `{"actor":${JSON.stringify(entry.actor)}` +
-    `,"at":${JSON.stringify(entry.at.toISOString())}` +
-    `,"kind":${JSON.stringify(entry.kind)}` +
-    `,"payload":${entry.payload}` +
-    `,"projectId":${entry.projectId === null ? 'null' : JSON.stringify(entry.projectId)}` +
-    `,"seq":${entry.seq}` +
-    `,"sessionId":${entry.sessionId === null ? 'null' : JSON.stringify(entry.sessionId)}}`
-  );
-}
+/** The canonical JSON of the entry (libs/contracts' auditEntryText, shared with the offline verifier). */
+export const entryText = auditEntryText;
 
 /** hash = hex(sha256(prev_hash || canonical JSON of the entry)), both as UTF-8. */
 export function chainHash(prevHash: string, entry: ChainEntry): string {

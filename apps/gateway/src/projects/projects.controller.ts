@@ -1,5 +1,5 @@
 import { Controller, Delete, Get, HttpCode, Post } from '@nestjs/common';
-import { AddMemberRequest, CreateProjectRequest, ProjectMemberParams, ProjectParams, GatewayRoutes as R, type SetRepositoryAccessRequest } from '@lemniscate/contracts';
+import { AddMemberRequest, CreateProjectRequest, ProjectMemberParams, ProjectParams, GatewayRoutes as R, type SetRepositoryAccessRequest, type UpdateProjectRequest } from '@lemniscate/contracts';
 import { Can, CurrentPrincipal } from '../auth/permission.decorator';
 import type { Principal } from '../auth/principal';
 import { Returns, ZBody, ZParams } from '../common/zod-validation';
@@ -34,6 +34,21 @@ export class ProjectsController {
   @Returns(R.getProject.response, 'One project', R.getProject.status)
   get(@CurrentPrincipal() principal: Principal, @ZParams(R.getProject.params) params: ProjectParams) {
     return this.projects.get(principal, params.projectId);
+  }
+
+  @Post(':projectId')
+  @HttpCode(200)
+  @Can('update', 'Project')
+  @Returns(R.updateProject.response, "Change a project's repository source or default ref", R.updateProject.status)
+  update(@CurrentPrincipal() principal: Principal, @ZParams(R.updateProject.params) params: ProjectParams, @ZBody(R.updateProject.body) body: UpdateProjectRequest) {
+    return this.projects.update(principal, params.projectId, body);
+  }
+
+  @Get(':projectId/members')
+  @Can('update', 'Project')
+  @Returns(R.listMembers.response, "The project's members (its administrators)", R.listMembers.status)
+  members(@CurrentPrincipal() principal: Principal, @ZParams(R.listMembers.params) params: ProjectParams) {
+    return this.projects.members(principal, params.projectId);
   }
 
   @Post(':projectId/members')

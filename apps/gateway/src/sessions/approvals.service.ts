@@ -8,6 +8,7 @@ import { AppError, ErrorCode } from '../common/errors';
 import { ApprovalsRepository, type ApprovalWithProject } from '../db/repositories/approvals.repository';
 import { ApprovedCommandsRepository } from '../db/repositories/approved-commands.repository';
 import { SessionsRepository } from '../db/repositories/sessions.repository';
+import { UsersRepository } from '../db/repositories/users.repository';
 import { Transactions } from '../db/repositories/transactions';
 import { withDbRetry } from '../db/retry';
 import type { ApprovalRow, SessionRow } from '../db/schema';
@@ -79,6 +80,7 @@ export class ApprovalsService {
     private readonly approvals: ApprovalsRepository,
     private readonly approvedCommands: ApprovedCommandsRepository,
     private readonly sessions: SessionsRepository,
+    private readonly users: UsersRepository,
     private readonly transactions: Transactions,
     private readonly policies: PoliciesService,
     private readonly access: AccessService,
@@ -88,21 +90,30 @@ export class ApprovalsService {
   ) {}
 
   async list(principal: Principal, query: ApprovalListQuery): Promise<ApprovalView[]> {
-    const rows = await this.approvals.list({ state: query.state, sessionId: query.sessionId, projectId: query.projectId, projectIds: principal.projectIds, limit: query.limit });
+    const rows = await this.approvals.list({
+      state: query.state,
+      sessionId: query.sessionId,
+      projectId: query.projectId,
+      projectIds: principal.projectIds,
+      idPrefix: query.idPrefix,
+      limit: query.limit,
+    });
     const owners = new Map<string, string | undefined>();
-    const visible: ApprovalView[] = [];
+    const visible: typeof rows = [];
     for (const row of rows) {
       if (!owners.has(row.sessionId)) owners.set(row.sessionId, (await this.sessions.findById(row.sessionId))?.userId);
       const sessionUserId = owners.get(row.sessionId);
-      if (sessionUserId && this.access.can(principal, 'read', 'Approval', { projectId: row.projectId, sessionUserId })) visible.push(toApprovalView(row, row.projectId));
+      if (sessionUserId && this.access.can(principal, 'read', 'Approval', { projectId: row.projectId, sessionUserId })) visible.push(row);
     }
-    return visible;
+    const emails = await this.users.emailsOf(visible.flatMap((r) => (r.decidedBy ? [r.decidedBy] : [])));
+    return visible.map((row) => toApprovalView(row, row.projectId, row.decidedBy ? (emails.get(row.decidedBy) ?? null) : null));
   }
 
   async get(principal: Principal, approvalId: string): Promise<ApprovalView> {
     const { approval, session } = await this.load(approvalId);
     await this.access.require(principal, 'read', 'Approval', { projectId: session.projectId, sessionUserId: session.userId });
-    return toApprovalView(approval, session.projectId);
+    const emails = await this.users.emailsOf(approval.decidedBy ? [approval.decidedBy] : []);
+    return toApprovalView(approval, session.projectId, approval.decidedBy ? (emails.get(approval.decidedBy) ?? null) : null);
   }
 
   async answer(principal: Principal, approvalId: string, answer: Answer, input: AnswerApprovalRequest): Promise<ApprovalView> {
@@ -157,7 +168,7 @@ export class ApprovalsService {
       projectId: session.projectId,
       payload: { approvalId: approval.id, answer, by: { kind: 'user', userId: principal.userId }, ...(input.response !== undefined ? { response: input.response } : {}), ...stream.extra },
     });
-    return toApprovalView(updated, session.projectId);
+    return toApprovalView(updated, session.projectId, principal.email);
   }
 
   /**

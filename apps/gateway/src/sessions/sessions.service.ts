@@ -157,7 +157,7 @@ export class SessionsService {
   async list(principal: Principal, query: SessionListQuery): Promise<SessionView[]> {
     // Developers see their own sessions; other roles see every session of their projects.
     const mine = principal.role === 'developer' ? { userId: principal.userId } : {};
-    const rows = await this.sessions.list({ ...mine, projectIds: principal.projectIds, projectId: query.projectId, status: query.status, limit: query.limit });
+    const rows = await this.sessions.list({ ...mine, projectIds: principal.projectIds, projectId: query.projectId, idPrefix: query.idPrefix, status: query.status, limit: query.limit });
     return rows.filter((s) => this.access.can(principal, 'read', 'Session', { projectId: s.projectId, userId: s.userId })).map(toSessionView);
   }
 

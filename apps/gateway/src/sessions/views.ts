@@ -53,7 +53,8 @@ export function toToolCallView(t: ToolCallRow): ToolCallView {
   };
 }
 
-export function toApprovalView(a: ApprovalRow, projectId: string): ApprovalView {
+/** `decidedByEmail`: the email of `a.decidedBy`, looked up by the caller (null when nobody answered). */
+export function toApprovalView(a: ApprovalRow, projectId: string, decidedByEmail: string | null = null): ApprovalView {
   return {
     id: a.id,
     sessionId: a.sessionId,
@@ -65,6 +66,7 @@ export function toApprovalView(a: ApprovalRow, projectId: string): ApprovalView 
     agent: a.agent,
     state: a.state,
     decidedBy: a.decidedBy,
+    decidedByEmail: a.decidedBy === null ? null : decidedByEmail,
     decidedAt: iso(a.decidedAt),
     response: a.response,
     createdAt: a.createdAt.toISOString(),

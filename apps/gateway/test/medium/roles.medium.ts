@@ -130,6 +130,15 @@ const REQUESTS: Record<string, Build> = {
     const id = projectOf(shape, w);
     return id ? { path: `/projects/${id}`, fields: { id } } : undefined;
   },
+  'POST /projects/:projectId': (shape, w) => {
+    const id = projectOf(shape, w);
+    return id ? { path: `/projects/${id}`, body: { defaultRef: 'sneaky' }, fields: { id } } : undefined;
+  },
+  'GET /projects/:projectId/members': (shape, w) => {
+    const id = projectOf(shape, w);
+    // Members' emails are for the project's administrators: the route asks for the right to change the project.
+    return id ? { path: `/projects/${id}/members`, fields: { id } } : undefined;
+  },
   'POST /projects/:projectId/members': (shape, w, s) => {
     const id = projectOf(shape, w);
     return id ? { path: `/projects/${id}/members`, body: { userId: s.userId }, fields: { id } } : undefined;
@@ -384,6 +393,49 @@ withTestDatabases((db) => {
         expect(audit.text).not.toContain(FOREIGN_MARK);
       }
     }
+  });
+
+  it('an id prefix finds only what the caller may read: every role × membership × prefix of each planted session and approval', async () => {
+    const failures: string[] = [];
+    const planted = [
+      { kind: 'session', id: w.foreignSession, project: w.foreign, owner: w.foreignUser },
+      { kind: 'approval', id: w.foreignApproval, project: w.foreign, owner: w.foreignUser },
+      { kind: 'session', id: w.ownerSession, project: w.own, owner: w.ownerUser },
+      { kind: 'approval', id: w.ownerApproval, project: w.own, owner: w.ownerUser },
+      ...subjects
+        .filter((x) => x.session !== w.ownerSession)
+        .flatMap((x) => [
+          { kind: 'session', id: x.session, project: w.own, owner: x.userId },
+          { kind: 'approval', id: x.approval, project: w.own, owner: x.userId },
+        ]),
+    ];
+    for (const s of subjects) {
+      const ability = defineAbilitiesFor({ id: s.userId, role: s.role }, s.membership === 'member' ? [{ projectId: w.own }] : []);
+      for (const p of planted) {
+        for (const length of [4, 8, 36]) {
+          const list = p.kind === 'session' ? '/sessions' : '/approvals';
+          const res = await gw
+            .http()
+            .get(`/api/v1${list}?idPrefix=${p.id.slice(0, length)}`)
+            .set(bearer(s.token));
+          const cell = `${s.role}/${s.membership} ${list}?idPrefix=${p.id.slice(0, length)} (${p.project === w.own ? 'own' : 'foreign'} ${p.kind})`;
+          if (res.status !== 200) {
+            failures.push(`${cell}: ${res.status}`);
+            continue;
+          }
+          const found = (res.body as { id: string; projectId: string; userId?: string; sessionId?: string }[]).map((x) => x.id);
+          if (!(res.body as { id: string }[]).every((x) => x.id.startsWith(p.id.slice(0, length)))) failures.push(`${cell}: an id without the prefix came back`);
+          if (res.text.includes(FOREIGN_MARK)) failures.push(`${cell}: the foreign project's marker came back`);
+          if (s.membership !== 'member' && res.text.includes(OWN_MARK)) failures.push(`${cell}: a project the caller is not a member of came back`);
+          // Whether the caller may read the planted record: then its whole id finds it.
+          const fields = p.kind === 'session' ? { projectId: p.project, userId: p.owner } : { projectId: p.project, sessionUserId: p.owner };
+          const readable = ability.can('read', subject(p.kind === 'session' ? 'Session' : 'Approval', fields as never) as AppSubject);
+          if (length === 36 && readable && !found.includes(p.id)) failures.push(`${cell}: a record the caller may read was not found`);
+          if (!readable && found.includes(p.id)) failures.push(`${cell}: a record the caller may not read was found`);
+        }
+      }
+    }
+    expect(failures).toEqual([]);
   });
 
   it('entries that belong to no project are read by administrators only', async () => {

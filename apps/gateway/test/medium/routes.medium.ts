@@ -91,6 +91,8 @@ withTestDatabases((db) => {
     await call('listUsers', { headers: asAdmin });
     await call('getUser', { headers: asAdmin, params: { id: other.id } });
     await call('addMember', { headers: asAdmin, params: { projectId }, body: { userId: other.id } });
+    await call('listMembers', { headers: asAdmin, params: { projectId } });
+    await call('updateProject', { headers: asAdmin, params: { projectId }, body: { defaultRef: 'walked' } });
     await call('removeMember', { headers: asAdmin, params: { projectId, userId: other.id } });
     await call('revokeUser', { headers: asAdmin, params: { id: other.id } });
 

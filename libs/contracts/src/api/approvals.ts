@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Id, IsoTimestamp } from './common';
+import { IdPrefix } from './sessions';
 
 export const ApprovalKind = z.enum(['command', 'write', 'changes', 'third_party', 'extension', 'question']);
 export type ApprovalKind = z.infer<typeof ApprovalKind>;
@@ -41,6 +42,8 @@ export const ApprovalView = z.object({
   agent: z.string(),
   state: ApprovalState,
   decidedBy: Id.nullable(),
+  /** The email of the person who answered, for display; null when nobody did (or the account is gone). */
+  decidedByEmail: z.string().nullable(),
   decidedAt: IsoTimestamp.nullable(),
   /** The developer's answer when a question was answered; null otherwise. */
   response: z.string().nullable(),
@@ -53,6 +56,7 @@ export const ApprovalListQuery = z
     state: ApprovalState.optional(),
     sessionId: Id.optional(),
     projectId: Id.optional(),
+    idPrefix: IdPrefix.optional(),
     limit: z.coerce.number().int().min(1).max(500).default(100),
   })
   .strict();

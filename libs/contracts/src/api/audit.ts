@@ -61,6 +61,7 @@ export const AUDIT_KINDS = [
   'project.create',
   'project.member_add',
   'project.member_remove',
+  'project.update',
   'project.repository_access_cleared',
   'project.repository_access_set',
   'question.answered',

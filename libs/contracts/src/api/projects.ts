@@ -1,26 +1,49 @@
 import { z } from 'zod';
-import { Id, IsoTimestamp } from './common';
+import { Id, IsoTimestamp, UserRole } from './common';
 import { limitedText } from '../limits';
 import { RepositoryAccess, repositorySourceProblem } from '../repository';
 
 export const ProjectName = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, 'must be 1–63 lower-case letters, digits, ".", "-" or "_", starting with a letter or digit');
 
+const ProjectSource = z
+  .string()
+  .trim()
+  .min(1, 'must name where the repository comes from')
+  .max(2048)
+  .superRefine((source, ctx) => {
+    const problem = repositorySourceProblem(source);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  });
+const DefaultRef = z.string().trim().min(1, 'must not be empty').max(255);
+
 export const CreateProjectRequest = z
   .object({
     name: ProjectName,
-    repositorySource: z
-      .string()
-      .trim()
-      .min(1, 'must name where the repository comes from')
-      .max(2048)
-      .superRefine((source, ctx) => {
-        const problem = repositorySourceProblem(source);
-        if (problem) ctx.addIssue({ code: 'custom', message: problem });
-      }),
-    defaultRef: z.string().trim().min(1).max(255).default('main'),
+    repositorySource: ProjectSource,
+    defaultRef: DefaultRef.default('main'),
   })
   .strict();
 export type CreateProjectRequest = z.infer<typeof CreateProjectRequest>;
+
+/** What an administrator may change of a project after its creation; at least one field. */
+export const UpdateProjectRequest = z
+  .object({
+    repositorySource: ProjectSource.optional(),
+    defaultRef: DefaultRef.optional(),
+  })
+  .strict()
+  .refine((u) => u.repositorySource !== undefined || u.defaultRef !== undefined, { message: 'name at least one of repositorySource and defaultRef to change' });
+export type UpdateProjectRequest = z.infer<typeof UpdateProjectRequest>;
+
+/** A member of a project as its administrators see it. */
+export const ProjectMemberView = z.object({
+  userId: Id,
+  email: z.string(),
+  displayName: z.string(),
+  role: UserRole,
+  addedAt: IsoTimestamp,
+});
+export type ProjectMemberView = z.infer<typeof ProjectMemberView>;
 
 export const ProjectView = z.object({
   id: Id,

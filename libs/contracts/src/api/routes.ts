@@ -20,8 +20,10 @@ import {
   ProjectParams,
   RepositoryAccessView,
   SetRepositoryAccessRequest,
+  ProjectMemberView,
   ProjectView,
   PublishPolicyRequest,
+  UpdateProjectRequest,
   RollbackPolicyRequest,
 } from './projects';
 import { CreateSessionRequest, SessionListQuery, SessionView, StartSubagentRequest, StopSessionRequest, StopSessionResponse, ToolCallView } from './sessions';
@@ -94,6 +96,8 @@ export const GatewayRoutes = {
   listProjects: route('GET', api('/projects'), { response: z.array(ProjectView) }),
   createProject: route('POST', api('/projects'), { body: CreateProjectRequest, response: ProjectView }),
   getProject: route('GET', api('/projects/:projectId'), { params: ProjectParams, response: ProjectView }),
+  updateProject: route('POST', api('/projects/:projectId'), { params: ProjectParams, body: UpdateProjectRequest, response: ProjectView, status: 200 }),
+  listMembers: route('GET', api('/projects/:projectId/members'), { params: ProjectParams, response: z.array(ProjectMemberView) }),
   addMember: route('POST', api('/projects/:projectId/members'), { params: ProjectParams, body: AddMemberRequest, response: OkResponse }),
   removeMember: route('DELETE', api('/projects/:projectId/members/:userId'), { params: ProjectMemberParams, response: OkResponse }),
   // how the platform fetches the project's repository (ADR 0012), and the agents it finds there

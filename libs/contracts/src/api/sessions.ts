@@ -151,9 +151,16 @@ export const SessionView = z.object({
 });
 export type SessionView = z.infer<typeof SessionView>;
 
+/**
+ * The start of an id, as people type it (`lemni apply 8a7d`): at least four characters. A list
+ * filtered by one answers the records the caller may see whose id starts with it.
+ */
+export const IdPrefix = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{3,63}$/, 'must be the first 4 to 64 characters of an id (letters, digits, "-" or "_")');
+
 export const SessionListQuery = z
   .object({
     projectId: Id.optional(),
+    idPrefix: IdPrefix.optional(),
     status: SessionStatus.optional(),
     limit: z.coerce.number().int().min(1).max(500).default(100),
   })

@@ -140,14 +140,14 @@ describe('sessions, session show, stop', () => {
     expect(r.stdout).toContain('`lemni apply s9` applies it');
     const missing = await lemni(['session', 'show', 'zz'], { env: env() });
     expect(missing.code).toBe(1);
-    expect(missing.stderr).toBe('No session zz is visible to you (`lemni sessions` lists them).\n');
+    expect(missing.stderr).toBe('No session zz is visible to you; a short id needs at least its first 4 characters (`lemni sessions` lists them).\n');
   });
 
   it('stop stops the session and says what happened', async () => {
     gateway.sessions.set('s9', sessionView('s9'));
     const r = await lemni(['stop', 's9', '--reason', 'wrong branch'], { env: env() });
     expect(r.code).toBe(0);
-    expect(r.stdout).toBe('Session s9 is stopped: 1 pending approval(s) rejected, sandbox destroyed.\n');
+    expect(r.stdout).toBe('Session s9 is stopped: 1 pending approval rejected, sandbox destroyed.\n');
     expect(gateway.hits('POST', '/sessions/s9/stop')[0]?.body).toEqual({ reason: 'wrong branch' });
   });
 });
@@ -157,7 +157,7 @@ describe('sessions revoke', () => {
     gateway.sessions.set('s9', sessionView('s9'));
     const r = await lemni(['sessions', 'revoke', 's9', '--reason', 'left'], { env: env() });
     expect(r.code).toBe(0);
-    expect(r.stdout).toBe('Session s9 is stopped (revoked): 1 pending approval(s) rejected, sandbox destroyed.\n');
+    expect(r.stdout).toBe('Session s9 is stopped (revoked): 1 pending approval rejected, sandbox destroyed.\n');
     expect(gateway.hits('POST', '/sessions/s9/revoke')[0]?.body).toEqual({ reason: 'left' });
   });
 });
@@ -316,6 +316,7 @@ describe('lemni audit', () => {
   });
 
   it('export streams the body with the filters as query parameters', async () => {
+    gateway.sessions.set('s1', sessionView('s1'));
     const r = await lemni(['audit', 'export', '--format', 'jsonl', '--session', 's1', '--from', '2026-11-01'], { env: env() });
     const csv = await lemni(['audit', 'export', '--format', 'csv', '--user', 'u7', '--project', 'demo'], { env: env() });
     expect(csv.code).toBe(0);
@@ -323,7 +324,8 @@ describe('lemni audit', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toBe('{"seq":1}\n{"seq":2}\n');
     // The gateway's filter takes ISO timestamps; a date alone is sent as its midnight UTC.
-    expect(gateway.requests[0]?.path).toBe('/audit/export?format=jsonl&sessionId=s1&from=2026-11-01T00%3A00%3A00.000Z');
+    // The session is looked up first: an id's first characters name it too.
+    expect(gateway.requests.map((q) => q.path).slice(0, 2)).toEqual(['/sessions/s1', '/audit/export?format=jsonl&sessionId=s1&from=2026-11-01T00%3A00%3A00.000Z']);
     const bad = await lemni(['audit', 'export', '--from', 'yesterday-ish'], { env: env() });
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain('--from must be a date or time');

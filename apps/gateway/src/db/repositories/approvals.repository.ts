@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { and, desc, eq, inArray, type SQL } from 'drizzle-orm';
+import { and, desc, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../database';
 import { approvals, sessions, type ApprovalRow, type ApprovalState, type NewApproval } from '../schema';
 import { DB } from '../tokens';
@@ -10,6 +10,8 @@ export type ApprovalWithProject = ApprovalRow & { projectId: string };
 interface ApprovalFilter {
   state?: ApprovalState;
   sessionId?: string;
+  /** Approvals whose id starts with these characters (a person's short form of an id). */
+  idPrefix?: string;
   projectId?: string;
   /** Approvals of any of these projects (a non-admin's scope); an empty list matches nothing. */
   projectIds?: string[];
@@ -47,6 +49,7 @@ export class ApprovalsRepository extends Repository {
     const conditions: SQL[] = [];
     if (filter.state !== undefined) conditions.push(eq(approvals.state, filter.state));
     if (filter.sessionId !== undefined) conditions.push(eq(approvals.sessionId, filter.sessionId));
+    if (filter.idPrefix !== undefined) conditions.push(sql`starts_with(${approvals.id}, ${filter.idPrefix})`);
     if (filter.projectId !== undefined) conditions.push(eq(sessions.projectId, filter.projectId));
     if (filter.projectIds !== undefined) {
       if (filter.projectIds.length === 0) return [];

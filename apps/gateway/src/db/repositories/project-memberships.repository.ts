@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { and, asc, eq } from 'drizzle-orm';
 import type { Db } from '../database';
-import { projectMemberships, type ProjectMembershipRow } from '../schema';
+import { projectMemberships, users, type ProjectMembershipRow, type UserRow } from '../schema';
 import { DB } from '../tokens';
 import { Repository } from './repository';
 
@@ -36,6 +36,17 @@ export class ProjectMembershipsRepository extends Repository {
   async projectIdsOf(userId: string): Promise<string[]> {
     const rows = await this.db.select({ projectId: projectMemberships.projectId }).from(projectMemberships).where(eq(projectMemberships.userId, userId)).orderBy(asc(projectMemberships.projectId));
     return rows.map((r) => r.projectId);
+  }
+
+  /** A project's members with their accounts, by email. */
+  async membersOf(projectId: string): Promise<{ user: UserRow; addedAt: Date }[]> {
+    const rows = await this.db
+      .select({ user: users, addedAt: projectMemberships.createdAt })
+      .from(projectMemberships)
+      .innerJoin(users, eq(users.id, projectMemberships.userId))
+      .where(eq(projectMemberships.projectId, projectId))
+      .orderBy(asc(users.email));
+    return rows;
   }
 
   listForProject(projectId: string): Promise<ProjectMembershipRow[]> {

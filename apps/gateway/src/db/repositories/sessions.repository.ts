@@ -10,6 +10,8 @@ interface SessionFilter {
   /** Sessions of any of these projects (a non-admin's scope); an empty list matches nothing. */
   projectIds?: string[];
   userId?: string;
+  /** Sessions whose id starts with these characters (a person's short form of an id). */
+  idPrefix?: string;
   status?: SessionStatus;
   parentSessionId?: string;
   /** Keyset cursor: sessions started strictly before this instant. */
@@ -58,6 +60,7 @@ export class SessionsRepository extends Repository {
       conditions.push(inArray(sessions.projectId, filter.projectIds));
     }
     if (filter.userId !== undefined) conditions.push(eq(sessions.userId, filter.userId));
+    if (filter.idPrefix !== undefined) conditions.push(sql`starts_with(${sessions.id}, ${filter.idPrefix})`);
     if (filter.status !== undefined) conditions.push(eq(sessions.status, filter.status));
     if (filter.parentSessionId !== undefined) conditions.push(eq(sessions.parentSessionId, filter.parentSessionId));
     if (filter.startedBefore !== undefined) conditions.push(lt(sessions.startedAt, filter.startedBefore));

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { asc, count, eq, sql } from 'drizzle-orm';
+import { asc, count, eq, inArray, sql } from 'drizzle-orm';
 import type { Db } from '../database';
 import { users, type NewUser, type UserRow } from '../schema';
 import { DB } from '../tokens';
@@ -30,6 +30,14 @@ export class UsersRepository extends Repository {
       .from(users)
       .where(sql`lower(${users.email}) = lower(${email})`);
     return row;
+  }
+
+  /** The emails of these users, by id, for display ("approved by alice@…"); ids of deleted users are absent. */
+  async emailsOf(ids: Iterable<string>): Promise<Map<string, string>> {
+    const wanted = [...new Set(ids)];
+    if (wanted.length === 0) return new Map();
+    const rows = await this.db.select({ id: users.id, email: users.email }).from(users).where(inArray(users.id, wanted));
+    return new Map(rows.map((r) => [r.id, r.email]));
   }
 
   list(): Promise<UserRow[]> {
