@@ -39,10 +39,10 @@ async function verifyFile(ctx: CliContext, file: string, anchor: { seq: number; 
   if (json) ctx.stdout(`${JSON.stringify(r)}\n`);
   else if (!r.ok) ctx.stdout(`The export ${file} does not verify: ${r.problem}\n`);
   else {
-    const range = r.firstSeq === r.lastSeq ? `entry ${r.firstSeq}` : `entries ${r.firstSeq} to ${r.lastSeq}`;
     const gaps = r.gaps === 0 ? 'every link between them followed' : `links followed except across ${r.gaps} gap${r.gaps === 1 ? '' : 's'} where the export was filtered`;
+    const what = r.entries === 1 ? `1 entry (entry ${r.firstSeq}), its hash recomputed` : `${r.entries} entries (entries ${r.firstSeq} to ${r.lastSeq}), each hash recomputed, ${gaps}`;
     const anchored = r.anchorChecked ? `, and entry ${anchor?.seq} is the anchor's` : '';
-    ctx.stdout(`The export ${file} is intact: ${r.entries} ${r.entries === 1 ? 'entry' : 'entries'} (${range}), each hash recomputed, ${gaps}${anchored}.\n`);
+    ctx.stdout(`The export ${file} is intact: ${what}${anchored}.\n`);
     if (!anchor)
       ctx.stderr(
         `Without an anchor this proves the file is self-consistent, not that it is the platform's log: pass --anchor SEQ:HASH from a \`lemni audit verify\` run. Head of this file: ${r.lastSeq}:${r.lastHash}\n`,
