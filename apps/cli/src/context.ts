@@ -19,6 +19,22 @@ export interface CliContext {
   /** The interactive prompts, loaded only when needed. */
   prompter(): Promise<Prompter>;
   fetch: typeof fetch;
+  /** The terminal's height in lines, when standard output is one. */
+  rows?: number;
+  /** Runs a pager command (`$PAGER`) with `text` on its input; false when it could not be started. */
+  runPager?(command: string, text: string): Promise<boolean>;
+}
+
+/**
+ * Long output (a diff) through the person's pager: `$PAGER` (default `less -FRX`), only at a terminal
+ * and only when the text is taller than it; `LEMNISCATE_PAGER=` (empty) or `--no-pager` turns it off.
+ * Anything else — a pipe, CI, a pager that cannot start — gets the text on standard output.
+ */
+export async function page(ctx: CliContext, text: string, enabled = true): Promise<void> {
+  const command = ctx.env.LEMNISCATE_PAGER ?? ctx.env.PAGER ?? 'less -FRX';
+  const tall = text.split('\n').length > (ctx.rows ?? 24) - 1;
+  if (enabled && ctx.isTTY && tall && command.trim() !== '' && ctx.runPager && (await ctx.runPager(command, text))) return;
+  ctx.stdout(text);
 }
 
 export function configFile(ctx: CliContext): string {

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Command, CommanderError } from 'commander';
@@ -156,6 +157,16 @@ export function processContext(): CliContext {
     },
     prompter: () => Promise.resolve(terminalPrompter(write(process.stdout))),
     fetch: globalThis.fetch,
+    rows: process.stdout.rows,
+    runPager: (command, text) =>
+      new Promise((resolve) => {
+        const pager = spawn('sh', ['-c', command], { stdio: ['pipe', 'inherit', 'inherit'], env: { LESS: 'FRX', ...process.env } });
+        pager.on('error', () => resolve(false));
+        // A pager quit before reading everything closes its input: not an error.
+        pager.stdin.on('error', () => undefined);
+        pager.on('close', (code) => resolve(code !== 127));
+        pager.stdin.end(text);
+      }),
   };
 }
 

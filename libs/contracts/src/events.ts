@@ -77,7 +77,8 @@ const base = {
 
 /** Who took a decision or answered an approval: a person, or the automated process when headless. */
 export const Actor = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('user'), userId: z.string().min(1) }),
+  /** `email`: who the user is, for display (absent in events recorded before it was carried). */
+  z.object({ kind: z.literal('user'), userId: z.string().min(1), email: z.string().optional() }),
   z.object({ kind: z.literal('process'), description: z.string().min(1) }),
   z.object({ kind: z.literal('policy') }),
 ]);

@@ -1,6 +1,6 @@
 import type { ApprovalView } from '@lemniscate/contracts';
 import { Command } from 'commander';
-import { connect, globalFlags, type CliContext } from '../context';
+import { connect, globalFlags, page, type CliContext } from '../context';
 import { EXIT_OK } from '../errors';
 import { colourDiff } from '../output/render';
 import { shortId, shorten, table, TABLE_WIDTH } from '../output/table';
@@ -67,13 +67,14 @@ export function registerApprovals(program: Command, ctx: CliContext, done: Done)
     );
   approvals
     .command('show <id>')
-    .description('show one approval with the exact command or the coloured diff')
+    .description('show one approval with the exact command or the coloured diff (a long diff through $PAGER at a terminal)')
+    .option('--no-pager', 'print a long diff straight to the terminal')
     .addHelpText('after', '\nExample:\n  $ lemni approvals show 01JD3X0B2C')
-    .action((id: string, _opts: unknown, cmd: Command) =>
+    .action((id: string, opts: { pager: boolean }, cmd: Command) =>
       done(
         (async () => {
           const { client } = connect(ctx, globalFlags(cmd.optsWithGlobals()));
-          ctx.stdout(showApproval(await client.getApproval(id)));
+          await page(ctx, showApproval(await client.getApproval(id)), opts.pager);
           return EXIT_OK;
         })(),
       ),

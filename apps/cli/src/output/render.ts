@@ -35,6 +35,31 @@ export function colourDiff(diff: string, thirdParty: ReadonlySet<string> = new S
     .join('\n');
 }
 
+function lastLines(text: string, n: number): string {
+  return text.trim().split('\n').slice(-n).join('\n');
+}
+
+/** Lines that mark where a test run or a build says what failed. */
+const FAILURE_LINE = /(^|\s)(FAIL|FAILED|ERROR|Error:|error:|error\[|✕|✗|×|●|not ok|AssertionError|Traceback|panic:|Expected|expected)/;
+
+/**
+ * What a failed command said about its failure: from the first line that reads like one (a failing
+ * test's name, an error), up to 15 lines; otherwise the end of its error output. The last three lines
+ * of a test run are its summary ("Tests: 1 failed"), which says that it failed, not why.
+ */
+export function failureExcerpt(stdout: string, stderr: string, max = 15): string {
+  for (const text of [stderr, stdout]) {
+    const lines = text.replace(/\r/g, '').split('\n');
+    const first = lines.findIndex((l) => FAILURE_LINE.test(l));
+    if (first >= 0) {
+      const shown = lines.slice(first, first + max);
+      while (shown.length > 0 && (shown.at(-1) as string).trim() === '') shown.pop();
+      return shown.join('\n') + (lines.length > first + max && lines.slice(first + max).some((l) => l.trim() !== '') ? '\n…' : '');
+    }
+  }
+  return lastLines(stderr || stdout, 10);
+}
+
 /**
  * One line describing an event for a person, or null for events that need no line. `calls` and
  * `subagents` are the follower's memory of the stream: proposed calls and subagent names, learnt here.
@@ -65,13 +90,13 @@ export function describeEvent(event: SessionEvent, calls: Map<string, string>, s
     case 'approval_answered':
       if (event.class === 'approval_refused_headless') return pc.yellow(`  refused: nobody can approve in a headless run (approval ${event.approvalId}).`);
       return event.answer === 'approved'
-        ? pc.green(`  approved${event.by.kind === 'user' ? ` by ${event.by.userId}` : ''}`)
-        : pc.red(`  rejected${event.by.kind === 'user' ? ` by ${event.by.userId}` : ''}`);
+        ? pc.green(`  approved${event.by.kind === 'user' ? ` by ${event.by.email ?? event.by.userId}` : ''}`)
+        : pc.red(`  rejected${event.by.kind === 'user' ? ` by ${event.by.email ?? event.by.userId}` : ''}`);
     case 'tool_result': {
       const status = event.exitCode === 0 ? pc.green('ok') : event.exitCode === null ? pc.yellow('no exit code') : pc.red(`exit ${event.exitCode}`);
       const cls = event.class ? pc.red(` [${event.class}]`) : '';
-      const tail = (event.stderr || event.stdout).trim().split('\n').slice(-3).join('\n    ');
-      return `  ${status}${cls} ${pc.dim(`${event.durationMs} ms`)}${tail ? `\n    ${pc.dim(tail)}` : ''}`;
+      const shown = event.exitCode === 0 ? pc.dim(lastLines(event.stderr || event.stdout, 3)) : failureExcerpt(event.stdout, event.stderr);
+      return `  ${status}${cls} ${pc.dim(`${event.durationMs} ms`)}${shown ? `\n    ${shown.split('\n').join('\n    ')}` : ''}`;
     }
     case 'changes_detected':
       return `  changed: ${event.files.map((f) => `${f.path} (${f.change}${f.thirdParty ? ', third-party' : ''})`).join(', ')}`;

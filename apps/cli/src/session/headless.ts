@@ -96,7 +96,8 @@ export async function runHeadless(api: SessionRunApi, options: HeadlessOptions, 
   const request = await buildStartRequest(options, checkout, inProjectCheckout, io, headlessMode(options));
   const session = await api.startSession(request);
   const agent = session.agent;
-  io.stderr(`Session ${session.id} started on project ${options.project.name}.\n`);
+  // In text and json the session_started event says it (with the agent, model and base); stream-json prints events on stdout only.
+  if (options.outputFormat === 'stream-json') io.stderr(`Session ${session.id} started on project ${options.project.name}.\n`);
   const collector = new ResultCollector(session.id);
   const calls = new Map<string, string>();
   const subagents = new Map<string, string>();

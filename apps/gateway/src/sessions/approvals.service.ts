@@ -166,7 +166,13 @@ export class ApprovalsService {
       type: 'approval_answered',
       sessionId: stream.sessionId,
       projectId: session.projectId,
-      payload: { approvalId: approval.id, answer, by: { kind: 'user', userId: principal.userId }, ...(input.response !== undefined ? { response: input.response } : {}), ...stream.extra },
+      payload: {
+        approvalId: approval.id,
+        answer,
+        by: { kind: 'user', userId: principal.userId, email: principal.email },
+        ...(input.response !== undefined ? { response: input.response } : {}),
+        ...stream.extra,
+      },
     });
     return toApprovalView(updated, session.projectId, principal.email);
   }

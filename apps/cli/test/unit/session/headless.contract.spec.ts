@@ -63,6 +63,16 @@ describe('lemni -p (headless, through the real bin)', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toBe('All green.\n');
     expect(r.stderr).toContain('Bash npm test');
+    // The session's start is said once, by its session_started line (agent, model, base).
+    expect(r.stderr.match(/^Session \S+ started/gm)).toHaveLength(1);
+  });
+
+  it('a failing command shows its failure, not the summary lines at its end', async () => {
+    const output = ['FAIL test/average.test.js', '  ● average of [1, 2, 3]', '    Expected: 2', '    Received: 1.5', '', 'Tests: 1 failed, 3 passed', 'Time: 0.3 s'].join('\n');
+    gateway.scenario = { events: [started(), ...bashCall('c1', 'npm test'), result('c1', output, 1), completed('Still red.')], final: {} };
+    const r = await lemni(['-p', 'go', '--project', 'demo'], { env: env() });
+    expect(r.stderr).toContain('exit 1');
+    expect(r.stderr).toContain('    FAIL test/average.test.js\n      ● average of [1, 2, 3]\n        Expected: 2\n        Received: 1.5');
   });
 
   it.each([
