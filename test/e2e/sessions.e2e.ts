@@ -456,6 +456,22 @@ describe('the audit log outside the platform (T2, T3)', () => {
     const anchor = `${JSON.parse(head.stdout).lastSeq}:${JSON.parse(head.stdout).lastHash}`;
     const exported = await stack.cli(['audit', 'export', '-o', file], security);
     expect(exported.code).toBe(0);
+    // The cursor printed is the last entry written; an incremental export from it holds only newer ones.
+    const cursor = Number(/--after-seq (\d+)\.\n$/.exec(exported.stderr)?.[1]);
+    const written = readFileSync(file, 'utf8').split('\n').filter(Boolean);
+    expect(cursor).toBe(JSON.parse(written.at(-1)!).seq);
+    const newer = await stack.cli(['audit', 'export', '--after-seq', String(cursor)], security);
+    const newerSeqs = newer.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l).seq as number);
+    expect(newerSeqs.length).toBeGreaterThan(0);
+    expect(newerSeqs.every((seq) => seq > cursor)).toBe(true);
+    const csv = await stack.cli(['audit', 'export', '--format', 'csv', '--kind', 'audit.export'], security);
+    expect(csv.stdout.split('\r\n')[0]).toBe(
+      'seq,at,actor,actor_email,actor_name,kind,project_id,session_id,tool,command,path,decision,rule,reason,approval_id,answer,exit_code,details,prev_hash,hash',
+    );
+    expect(csv.stdout).toContain(',admin@');
     const intact = await stack.cli(['audit', 'verify', '--file', file, '--anchor', anchor], security);
     expect(intact.stderr).toBe('');
     expect(intact.stdout).toMatch(

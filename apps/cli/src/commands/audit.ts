@@ -3,6 +3,7 @@ import { createWriteStream, existsSync, readFileSync, writeFileSync, type WriteS
 import { verifyExportFile } from '../audit/verify-export';
 import { connect, globalFlags, type CliContext } from '../context';
 import { CliError, EXIT_FAILURE, EXIT_OK } from '../errors';
+import { count } from '../output/table';
 
 type Done = (code: Promise<number>) => void;
 
@@ -14,6 +15,7 @@ interface ExportFlags {
   kind?: string;
   from?: string;
   to?: string;
+  afterSeq?: string;
   output?: string;
 }
 
@@ -30,6 +32,34 @@ function parseAnchor(value: string, where: string): { seq: number; hash: string 
   const m = /^(\d+):([0-9a-f]{64})$/.exec(value);
   if (!m) throw new CliError(`${where} must be an entry number and its SHA-256 hash as printed by \`lemni audit verify\`, such as 4182:${'0'.repeat(64)}, not "${value.slice(0, 80)}".`, 'usage');
   return { seq: Number(m[1]), hash: m[2]! };
+}
+
+/** Counts the entries of an export as it streams and keeps the last entry number (JSONL `{"seq":N`, CSV `N,`). */
+class ExportCursor {
+  entries = 0;
+  last: number | undefined;
+  private partial = '';
+  private header: boolean;
+
+  constructor(format: 'jsonl' | 'csv') {
+    this.header = format === 'csv';
+  }
+
+  push(text: string): void {
+    const lines = (this.partial + text).split('\n');
+    this.partial = lines.pop() ?? '';
+    for (const line of lines) {
+      if (this.header) {
+        this.header = false;
+        continue;
+      }
+      // An entry starts with its number then its time; a CSV field's own line breaks never do.
+      const seq = /^(?:\{"seq":(\d+),"at":"|(\d+),\d{4}-\d\d-\d\dT)/.exec(line);
+      if (!seq) continue;
+      this.entries += 1;
+      this.last = Number(seq[1] ?? seq[2]);
+    }
+  }
 }
 
 /** `audit verify --file`: the export checked offline; the anchor file, if any, is only read. */
@@ -119,11 +149,20 @@ export function registerAudit(program: Command, ctx: CliContext, done: Done): vo
     .option('--kind <kind>', 'only this kind of entry')
     .option('--from <time>', 'entries at or after this time')
     .option('--to <time>', 'entries before this time')
+    .option('--after-seq <n>', 'only entries after this entry number: the cursor of an incremental export (printed after each export)')
     .option('-o, --output <file>', 'write to this file instead of standard output')
-    .addHelpText('after', '\nExamples:\n  $ lemni audit export --format csv --from 2026-11-01 -o november.csv\n  $ lemni audit export --session 01JD3W7Q8Z')
+    .addHelpText(
+      'after',
+      '\nCSV has one column per field a SIEM filters on (tool, command, path, decision, rule, reason, approval, answer, exit code) and the rest of each entry in "details"; JSON lines keep every entry exactly as hashed, for `lemni audit verify --file`.\n\nExamples:\n  $ lemni audit export --format csv --from 2026-11-01 -o november.csv\n  $ lemni audit export --after-seq 4182 -o since-4182.jsonl\n  $ lemni audit export --session 01JD3W7Q8Z',
+    )
     .action((opts: ExportFlags, cmd: Command) =>
       done(
         (async () => {
+          let afterSeq: number | undefined;
+          if (opts.afterSeq !== undefined) {
+            afterSeq = Number(opts.afterSeq);
+            if (!/^\d+$/.test(opts.afterSeq) || !Number.isSafeInteger(afterSeq)) throw new CliError(`--after-seq must be an entry number such as 4182, not "${opts.afterSeq}".`, 'usage');
+          }
           const from = checkTime(opts.from, '--from');
           const to = checkTime(opts.to, '--to');
           const global = cmd.optsWithGlobals();
@@ -134,16 +173,27 @@ export function registerAudit(program: Command, ctx: CliContext, done: Done): vo
           if (opts.output) file = createWriteStream(opts.output, { mode: 0o600 });
           // Chunks can split a multi-byte character; the decoder carries it over to the next chunk.
           const decoder = new TextDecoder();
+          // The last entry number written, for the next incremental export: read from each line's start.
+          const cursor = new ExportCursor(opts.format);
           try {
             await client.auditExport(
-              { format: opts.format, project: projectId, user: opts.user, session: opts.session === undefined ? undefined : await client.sessionId(opts.session), kind: opts.kind, from, to },
-              (chunk) => (file ? file.write(chunk) : ctx.stdout(decoder.decode(chunk, { stream: true }))),
+              { format: opts.format, project: projectId, user: opts.user, session: opts.session === undefined ? undefined : await client.sessionId(opts.session), kind: opts.kind, from, to, afterSeq },
+              (chunk) => {
+                const text = decoder.decode(chunk, { stream: true });
+                cursor.push(text);
+                if (file) file.write(chunk);
+                else ctx.stdout(text);
+              },
             );
-            if (!file) ctx.stdout(decoder.decode());
+            const rest = decoder.decode();
+            cursor.push(rest);
+            if (!file) ctx.stdout(rest);
           } finally {
             if (file) await new Promise<void>((resolve) => file.end(resolve));
           }
-          if (opts.output) ctx.stderr(`Audit log written to ${opts.output}.\n`);
+          const next = cursor.last ?? afterSeq;
+          const where = opts.output ? `Audit log written to ${opts.output}` : 'Audit log exported';
+          ctx.stderr(`${where}: ${count(cursor.entries, 'entry', 'entries')}${next !== undefined ? `; the next incremental export starts with --after-seq ${next}` : ''}.\n`);
           return EXIT_OK;
         })(),
       ),

@@ -64,6 +64,7 @@ export interface AuditExportQuery {
   kind?: string | undefined;
   from?: string | undefined;
   to?: string | undefined;
+  afterSeq?: number | undefined;
 }
 
 type FetchLike = typeof fetch;
@@ -470,9 +471,9 @@ export class GatewayClient {
 
   /** Streams the export body as it arrives; the export can be far larger than memory. */
   async auditExport(query: AuditExportQuery, write: (chunk: Uint8Array) => void): Promise<void> {
-    const { format, project, user, session, kind, from, to } = query;
+    const { format, project, user, session, kind, from, to, afterSeq } = query;
     // Named as the audit service's filter (AuditFilter); a user is an actor `user:ID`.
-    const params = { format, projectId: project, actor: user === undefined ? undefined : `user:${user}`, sessionId: session, kind, from, to };
+    const params = { format, projectId: project, actor: user === undefined ? undefined : `user:${user}`, sessionId: session, kind, from, to, afterSeq };
     const route = GatewayRoutes.auditExport;
     const path = this.pathOf(route);
     const response = await this.raw(route.method, path, { query: params, headers: { accept: query.format === 'csv' ? 'text/csv' : 'application/x-ndjson' } });

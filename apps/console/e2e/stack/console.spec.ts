@@ -163,7 +163,9 @@ test('a security officer filters the audit log, sees it verified and exports it'
   expect(lines.length).toBeGreaterThan(0);
   expect(lines.every((l) => typeof l.hash === 'string' && typeof l.prevHash === 'string')).toBe(true);
   const [csv] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export CSV' }).click()]);
-  expect(fs.readFileSync(await csv.path(), 'utf8').split('\r\n')[0]).toBe('seq,at,actor,kind,project_id,session_id,payload,prev_hash,hash,actor_email,actor_name');
+  expect(fs.readFileSync(await csv.path(), 'utf8').split('\r\n')[0]).toBe(
+    'seq,at,actor,actor_email,actor_name,kind,project_id,session_id,tool,command,path,decision,rule,reason,approval_id,answer,exit_code,details,prev_hash,hash',
+  );
 });
 
 test('a developer reads the policy but is offered no editor, and the API refuses a publish too', async ({ page }) => {

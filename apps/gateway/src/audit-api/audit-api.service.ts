@@ -52,7 +52,7 @@ export class AuditApiService {
     await this.audit.append({ actor: actorOf(principal), kind: 'audit.export', projectId: query.projectId ?? null, payload: { format: query.format, filter: query } });
     const csv = query.format === 'csv';
     return new StreamableFile(
-      this.audit.exportStream(filter, query.format, (actors) => this.identities(actors)),
+      this.audit.exportStream(filter, query.format, (actors) => this.identities(actors), query.afterSeq),
       {
         type: csv ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8',
         disposition: `attachment; filename="lemniscate-audit.${query.format}"`,

@@ -347,12 +347,12 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
    * The matching entries, oldest first, as chunks of text: read a page at a time, so exporting the
    * whole log holds one page in memory. The header (CSV) comes first even when nothing matches.
    */
-  async *export(filter: AuditFilter, format: AuditExportFormat, identify: IdentityResolver = async () => new Map()): AsyncGenerator<string> {
+  async *export(filter: AuditFilter, format: AuditExportFormat, identify: IdentityResolver = async () => new Map(), afterSeq?: number): AsyncGenerator<string> {
     checkFilter(filter);
     const line = format === 'csv' ? csvLine : format === 'jsonl' ? jsonlLine : undefined;
     if (!line) throw new AppError(ErrorCode.ValidationFailed, `The export format "${String(format)}" is not one of jsonl, csv.`, { field: 'format' });
     if (format === 'csv') yield CSV_HEADER;
-    let after: number | undefined;
+    let after: number | undefined = afterSeq === 0 ? undefined : afterSeq;
     for (;;) {
       const rows = await this.log.list(filter, { order: 'asc', after, limit: EXPORT_PAGE });
       if (rows.length === 0) return;
@@ -364,8 +364,8 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
   }
 
   /** `export` as a Node stream, with back-pressure: pipe it into an HTTP response. */
-  exportStream(filter: AuditFilter, format: AuditExportFormat, identify?: IdentityResolver): Readable {
-    return Readable.from(this.export(filter, format, identify), { objectMode: false });
+  exportStream(filter: AuditFilter, format: AuditExportFormat, identify?: IdentityResolver, afterSeq?: number): Readable {
+    return Readable.from(this.export(filter, format, identify, afterSeq), { objectMode: false });
   }
 }
 

@@ -86,7 +86,7 @@ withTestDatabases((db) => {
       .http()
       .get(`/api/v1/audit/export?projectId=${project}&actor=${encodeURIComponent(ADMIN_EMAIL)}&format=csv`)
       .set(bearer(officer));
-    expect(csv.text.split('\r\n')[0]).toBe('seq,at,actor,kind,project_id,session_id,payload,prev_hash,hash,actor_email,actor_name');
+    expect(csv.text.split('\r\n')[0]).toBe('seq,at,actor,actor_email,actor_name,kind,project_id,session_id,tool,command,path,decision,rule,reason,approval_id,answer,exit_code,details,prev_hash,hash');
     expect(csv.text.split('\r\n')[1]).toContain(`,${ADMIN_EMAIL},`);
     const nobody = await gw.http().get(`/api/v1/audit?projectId=${project}&actor=nobody@example.test`).set(bearer(officer));
     expect([nobody.status, nobody.body]).toEqual([200, []]);

@@ -3,7 +3,7 @@ import { openDatabase, type Database } from '../../src/db/database';
 import { AuditLogRepository } from '../../src/db/repositories/audit-log.repository';
 import { freshDatabase, withTestDatabases, type TestDatabase } from '../support/db';
 import { canonicalJson, chainHash, GENESIS_HASH } from '../../src/audit/audit-chain';
-import { CSV_HEADER } from '../../src/audit/audit-export';
+import { CSV_HEADER, flattenPayload } from '../../src/audit/audit-export';
 import { AuditService, MAX_PAYLOAD_BYTES, type AuditEntry } from '../../src/audit/audit.service';
 import { rewriteEndToEnd, tamper } from '../support/audit';
 
@@ -361,9 +361,18 @@ withTestDatabases((database) => {
       expect(records.slice(1).map((r) => Number(r[0]))).toEqual(wanted.map((e) => e.seq));
       for (const [i, record] of records.slice(1).entries()) {
         const e = wanted[i] as AuditEntry;
-        expect(record).toEqual([String(e.seq), e.at, e.actor, e.kind, e.projectId ?? '', e.sessionId ?? '', canonicalJson(e.payload), e.prevHash, e.hash, '', '']);
+        const flat = Object.values(flattenPayload(canonicalJson(e.payload))).map((v) => (v === null ? '' : String(v)).replace(/^([=+\-@\t\r])/, "'$1"));
+        expect(record).toEqual([String(e.seq), e.at, e.actor, '', '', e.kind, e.projectId ?? '', e.sessionId ?? '', ...flat, e.prevHash, e.hash]);
       }
-      expect(text).toContain('comma, \\""quote\\""');
+      expect(text).toContain('text=comma, ""quote""');
+    });
+
+    it('from a cursor: only the entries after it, in order, whatever the page size', async () => {
+      for (const cut of [0, 1, Math.floor(all.length / 2), all.length - 1, all.length]) {
+        const cursor = cut === 0 ? 0 : (all[cut - 1] as AuditEntry).seq;
+        const lines = (await collect(audit().export({}, 'jsonl', undefined, cursor))).split('\n').filter(Boolean);
+        expect(lines.map((l) => (JSON.parse(l) as AuditEntry).seq)).toEqual(all.filter((e) => e.seq > cursor).map((e) => e.seq));
+      }
     });
 
     it('as CSV with no match: the header alone', async () => {

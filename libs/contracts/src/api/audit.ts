@@ -110,7 +110,11 @@ export const AuditListQuery = AuditFilterQuery.extend({
 }).strict();
 export type AuditListQuery = z.infer<typeof AuditListQuery>;
 
-export const AuditExportQuery = AuditFilterQuery.extend({ format: z.enum(['jsonl', 'csv']).default('jsonl') }).strict();
+export const AuditExportQuery = AuditFilterQuery.extend({
+  format: z.enum(['jsonl', 'csv']).default('jsonl'),
+  /** An incremental export (a SIEM's cursor): only entries after this seq, the last one the reader has. */
+  afterSeq: z.coerce.number().int().nonnegative().optional(),
+}).strict();
 export type AuditExportQuery = z.infer<typeof AuditExportQuery>;
 
 /** An anchor kept outside the database (a previous `lastSeq`/`lastHash`) also catches a rewritten tail. */

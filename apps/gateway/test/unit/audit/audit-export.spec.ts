@@ -1,5 +1,5 @@
 import { canonicalJson, chainHash, GENESIS_HASH, type StoredEntry } from '../../../src/audit/audit-chain';
-import { csvField, csvLine, CSV_HEADER, jsonlLine } from '../../../src/audit/audit-export';
+import { csvField, csvLine, CSV_HEADER, flattenPayload, jsonlLine } from '../../../src/audit/audit-export';
 
 function entry(overrides: Partial<StoredEntry> = {}): StoredEntry {
   const base = {
@@ -40,13 +40,39 @@ describe('csvField', () => {
 });
 
 describe('csvLine', () => {
-  it('writes one CRLF-terminated record matching the header', () => {
-    const line = csvLine(entry({ payload: canonicalJson({ cmd: 'echo "a,b"\nls' }) }));
-    expect(CSV_HEADER.split(',')).toHaveLength(11);
-    expect(line).toBe(
-      `1,2026-03-04T05:06:07.089Z,u1,session.instruction,p1,,"{""cmd"":""echo \\""a,b\\""\\nls""}",${GENESIS_HASH},${entry({ payload: canonicalJson({ cmd: 'echo "a,b"\nls' }) }).hash},,\r\n`,
-    );
-    expect(csvLine(entry({}), { email: 'ana@example.com', displayName: 'Ana' }).trimEnd().split(',').slice(-2)).toEqual(['ana@example.com', 'Ana']);
+  it('writes one CRLF-terminated record matching the header, the payload flattened', () => {
+    const payload = canonicalJson({ cmd: 'echo "a,b"\nls' });
+    const line = csvLine(entry({ payload }));
+    expect(CSV_HEADER).toBe('seq,at,actor,actor_email,actor_name,kind,project_id,session_id,tool,command,path,decision,rule,reason,approval_id,answer,exit_code,details,prev_hash,hash\r\n');
+    expect(line).toBe(`1,2026-03-04T05:06:07.089Z,u1,,,session.instruction,p1,,,,,,,,,,,"cmd=echo \""a,b\""\nls",${GENESIS_HASH},${entry({ payload }).hash}\r\n`);
+    expect(csvLine(entry({}), { email: 'ana@example.com', displayName: 'Ana' }).split(',').slice(3, 5)).toEqual(['ana@example.com', 'Ana']);
+  });
+});
+
+describe('flattenPayload', () => {
+  const empty = { tool: null, command: null, path: null, decision: null, rule: null, reason: null, approval_id: null, answer: null, exit_code: null, details: null };
+  it.each([
+    [
+      'a proposed Bash call',
+      { callId: 'c1', seq: 3, name: 'Bash', arguments: { command: 'npm test', timeout_ms: 1000 } },
+      { tool: 'Bash', command: 'npm test', details: 'arguments.timeout_ms=1000; callId=c1; seq=3' },
+    ],
+    ['a proposed Write', { callId: 'c2', name: 'Write', arguments: { path: 'src/a.ts', content: 'x' } }, { tool: 'Write', path: 'src/a.ts', details: 'arguments.content=x; callId=c2' }],
+    [
+      'a policy decision',
+      { callId: 'c1', effect: 'deny', rule: 'commands.forbidden[0]', reason: 'no network', thirdParty: [] },
+      { decision: 'deny', rule: 'commands.forbidden[0]', reason: 'no network', details: 'callId=c1; thirdParty=[]' },
+    ],
+    [
+      'an approval answer',
+      { approvalId: 'a1', kind: 'command', answer: 'rejected', reason: 'touches CI', rememberCommand: false },
+      { approval_id: 'a1', answer: 'rejected', reason: 'touches CI', details: 'kind=command; rememberCommand=false' },
+    ],
+    ['a result', { callId: 'c1', exitCode: 1, stdoutBytes: 10, stdoutSha256: 'ab' }, { exit_code: 1, details: 'callId=c1; stdoutBytes=10; stdoutSha256=ab' }],
+    ['an empty payload', {}, {}],
+    ['a name that is not a string is left in details', { name: { first: 'A' } }, { details: 'name.first=A' }],
+  ])('%s', (_what, payload, expected) => {
+    expect(flattenPayload(canonicalJson(payload))).toEqual({ ...empty, ...expected });
   });
 });
 
