@@ -56,7 +56,7 @@ export function registerSessions(program: Command, ctx: CliContext, done: Done):
     .option('--wide', 'whole instructions, however wide the table')
     .addHelpText(
       'after',
-      '\nLines are cut at 100 columns (--wide: whole instructions). Any command taking a session id accepts its first 8 characters.\n\nExamples:\n  $ lemni sessions\n  $ lemni sessions --project demo --status running --json',
+      '\nInstructions are cut so that lines fit 100 columns (--wide: whole, with the year). Any command taking a session id accepts its first 8 characters.\n\nExamples:\n  $ lemni sessions\n  $ lemni sessions --project demo --status running --json',
     )
     .action((opts: { json?: boolean; status?: SessionStatus; limit: string; wide?: boolean }, cmd: Command) =>
       done(
@@ -79,7 +79,7 @@ export function registerSessions(program: Command, ctx: CliContext, done: Done):
                   s.mode,
                   s.agent,
                   String(s.actionsUsed),
-                  s.startedAt.slice(0, 16).replace('T', ' '),
+                  opts.wide ? s.startedAt.slice(0, 16).replace('T', ' ') : s.startedAt.slice(5, 16).replace('T', ' '),
                   opts.wide ? s.instruction.replace(/\s+/g, ' ').trim() : shorten(s.instruction, 60),
                 ]),
                 opts.wide ? undefined : TABLE_WIDTH,

@@ -3,17 +3,18 @@ export const TABLE_WIDTH = 100;
 
 /**
  * A plain aligned table: readable in a terminal, stable enough to grep. With `maxWidth`, the last
- * column (free text: an instruction, a command) is cut with "…" so that no line is longer.
+ * column (free text: an instruction, a command) is cut with "…" so that lines fit; the other columns
+ * (ids, states) are never cut, and the last keeps at least 12 characters.
  */
 export function table(header: string[], rows: string[][], maxWidth?: number): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) => {
-    const text = cells
-      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+  const before = widths.slice(0, -1).reduce((sum, w) => sum + w + 2, 0);
+  const room = maxWidth === undefined ? Infinity : Math.max(12, maxWidth - before);
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? (c.length > room ? `${c.slice(0, room - 1)}…` : c) : c.padEnd(widths[i] ?? 0)))
       .join('  ')
       .trimEnd();
-    return maxWidth !== undefined && text.length > maxWidth ? `${text.slice(0, maxWidth - 1)}…` : text;
-  };
   return `${[line(header), ...rows.map(line)].join('\n')}\n`;
 }
 

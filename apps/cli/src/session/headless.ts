@@ -134,6 +134,8 @@ export async function runHeadless(api: SessionRunApi, options: HeadlessOptions, 
         io.stderr(
           `Refused: ${event.agent} needs a person to approve ${event.kind === 'command' ? `\`${event.subject}\`` : APPROVAL_OBJECT[event.kind]}, and nobody can approve in a headless run; the gateway records the refusal and the run goes on.\n`,
         );
+      } else if (event?.type === 'approval_answered' && event.class === 'approval_refused_headless') {
+        // Already said, with what was refused, when the approval was requested (just above).
       } else if (event && options.outputFormat !== 'stream-json') {
         const line = describeEvent(event, calls, subagents);
         if (line !== null) io.stderr(`${line}\n`);

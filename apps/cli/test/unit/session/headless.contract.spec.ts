@@ -108,6 +108,8 @@ describe('lemni -p (headless, through the real bin)', () => {
     const r = await lemni(['-p', 'go', '--project', 'demo', '--output-format', 'json'], { env: env() });
     expect(r.code).toBe(0);
     expect(r.stderr).toContain('Refused: general needs a person to approve `npm install left-pad`');
+    // Said once: the gateway's answer that follows adds nothing to that sentence.
+    expect(r.stderr.match(/nobody can approve in a headless run/g)).toHaveLength(1);
     const out = JSON.parse(r.stdout) as { refusals: unknown[]; classes: string[]; tool_calls: { approval: unknown }[] };
     expect(out.refusals).toEqual([{ approval_id: 'ap1', kind: 'command', subject: 'npm install left-pad', class: 'approval_refused_headless' }]);
     expect(out.classes).toContain('approval_refused_headless');
