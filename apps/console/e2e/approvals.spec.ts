@@ -10,6 +10,30 @@ test.describe('Approvals inbox', () => {
     await expect(page.locator('.command-view')).toContainText('npm install --save-dev jest@30 && rm -rf node_modules/.cache && echo "$(date)" > build.log');
   });
 
+  for (const width of [1440, 390]) {
+    test(`the whole command is on screen at ${width} px: wrapped, never behind a scroll bar`, async ({ page }) => {
+      await page.setViewportSize({ width, height: 900 });
+      await openView(page, { view: 'approvals', role: 'developer' });
+      const pre = page.locator('.command-view pre');
+      await expect(pre).toContainText('> build.log');
+      const { scroll, client, right } = await pre.evaluate((el) => ({ scroll: el.scrollWidth, client: el.clientWidth, right: el.getBoundingClientRect().right }));
+      expect(scroll).toBeLessThanOrEqual(client);
+      expect(right).toBeLessThanOrEqual(width);
+      // The command's last characters are inside the viewport, not clipped.
+      const tail = await page.evaluate(() => {
+        const code = document.querySelector('.command-view code') as HTMLElement;
+        const range = document.createRange();
+        const walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+        let last: Text | null = null;
+        for (let n = walker.nextNode(); n; n = walker.nextNode()) if ((n.textContent ?? '').trim() !== '') last = n as Text;
+        range.setStart(last as Text, Math.max(0, (last?.length ?? 1) - 1));
+        range.setEnd(last as Text, last?.length ?? 1);
+        return range.getBoundingClientRect().right;
+      });
+      expect(tail).toBeLessThanOrEqual(width);
+    });
+  }
+
   test('j / k move through the inbox, a approves and r rejects the selected request', async ({ page }) => {
     await openView(page, { view: 'approvals', role: 'developer' });
     const list = page.getByRole('list', { name: 'Pending approvals' });
