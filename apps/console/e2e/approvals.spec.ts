@@ -83,6 +83,26 @@ test.describe('Approvals inbox', () => {
     ]);
   });
 
+  test('a reject reason typed for a request goes with its rejection, by button or key r, and stays with that request', async ({ page }) => {
+    await openView(page, { view: 'approvals', role: 'developer' });
+    const reason = page.getByLabel('Reason, if you reject (told to the agent, kept in the audit log)');
+    await reason.fill('no new dependencies in this change');
+    // Moving away and back keeps what was typed for the first request only.
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('j');
+    await expect(reason).toHaveValue('');
+    await page.keyboard.press('k');
+    await expect(reason).toHaveValue('no new dependencies in this change');
+    await page.getByRole('button', { name: /^Reject/ }).click();
+    await expect(page.getByRole('list', { name: 'Pending approvals' }).getByRole('listitem')).toHaveCount(2);
+    await page.keyboard.press('r');
+    expect((await calls(page, 'answer')).map((c) => c.args)).toEqual([
+      ['apr_1', 'reject', { rememberCommand: false, reason: 'no new dependencies in this change' }],
+      ['apr_2', 'reject', { rememberCommand: false, reason: '' }],
+    ]);
+    await expectAccessible(page);
+  });
+
   test('P3: key i approves the command with its identical repeats; Approve alone does not', async ({ page }) => {
     await openView(page, { view: 'approvals', role: 'developer' });
     await page.keyboard.press('i');

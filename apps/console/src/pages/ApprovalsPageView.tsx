@@ -103,6 +103,9 @@ function Inbox({ list, selectedId, onSelect, onAnswer, busyId, answerError: erro
   const selected = pending.find((a) => a.id === selectedId) ?? pending[0] ?? null;
   const answerError = answerErrorId === undefined || answerErrorId === selected?.id ? error : null;
   const [drafts, setDrafts] = useState<Record<string, Draft>>({});
+  /** The reason typed for rejecting each request, kept per request while the person moves around. */
+  const [reasons, setReasons] = useState<Record<string, string>>({});
+  const reasonOf = (id: string) => reasons[id] ?? '';
   const answerForm = useRef<HTMLFormElement>(null);
   const question = selected ? questionOf(selected) : null;
 
@@ -117,13 +120,13 @@ function Inbox({ list, selectedId, onSelect, onAnswer, busyId, answerError: erro
       else if (e.key === 'a' && question) focusAnswer(answerForm.current);
       else if (e.key === 'a' && busyId === null) onAnswer(selected.id, 'approve', { rememberCommand: false });
       else if (e.key === 'i' && offersIdentical(selected) && busyId === null) onAnswer(selected.id, 'approve', { rememberCommand: true });
-      else if ((e.key === 'r' || (e.key === 'Escape' && question)) && busyId === null) onAnswer(selected.id, 'reject', { rememberCommand: false });
+      else if ((e.key === 'r' || (e.key === 'Escape' && question)) && busyId === null) onAnswer(selected.id, 'reject', { rememberCommand: false, reason: reasonOf(selected.id) });
       else return;
       e.preventDefault();
     };
     window.addEventListener('keydown', onKey);
     return () => window.removeEventListener('keydown', onKey);
-  }, [pending, selected, question, onSelect, onAnswer, busyId]);
+  }, [pending, selected, question, onSelect, onAnswer, busyId, reasons]);
 
   if (pending.length === 0) return <Empty>No request is waiting for you. New ones appear here as sessions ask.</Empty>;
 
@@ -196,8 +199,18 @@ function Inbox({ list, selectedId, onSelect, onAnswer, busyId, answerError: erro
                 </p>
               )}
               <InlineError error={answerError} />
+              <div className="field reject-reason">
+                <label htmlFor={`${selected.id}-reason`}>Reason, if you reject (told to the agent, kept in the audit log)</label>
+                <input
+                  id={`${selected.id}-reason`}
+                  value={reasonOf(selected.id)}
+                  maxLength={1000}
+                  placeholder="e.g. no changes to the CI configuration"
+                  onChange={(e) => setReasons((all) => ({ ...all, [selected.id]: e.target.value }))}
+                />
+              </div>
               <div className="actions">
-                <button type="button" className="danger" disabled={busyId !== null} onClick={() => onAnswer(selected.id, 'reject', { rememberCommand: false })}>
+                <button type="button" className="danger" disabled={busyId !== null} onClick={() => onAnswer(selected.id, 'reject', { rememberCommand: false, reason: reasonOf(selected.id) })}>
                   Reject <kbd aria-hidden="true">r</kbd>
                 </button>
                 {offersIdentical(selected) && (

@@ -156,7 +156,7 @@ export class DbSessionRecorder implements SessionRecorder {
       } else if (row.state === 'refused_headless') {
         settle({ state: 'refused_headless', approvalId });
       } else {
-        settle({ state: row.state === 'expired' ? 'expired' : 'rejected', approvalId, decidedBy: row.decidedBy ?? null });
+        settle({ state: row.state === 'expired' ? 'expired' : 'rejected', approvalId, decidedBy: row.decidedBy ?? null, reason: row.state === 'rejected' ? row.reason : null });
       }
     };
     const unsubscribe = this.deps.events.subscribe((event) => {

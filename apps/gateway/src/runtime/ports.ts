@@ -16,7 +16,8 @@ export interface ApprovalDraft {
 
 export type ApprovalOutcome =
   | { state: 'approved'; approvalId: string; decidedBy: string; /** A question's answer. */ response?: string | null }
-  | { state: 'rejected' | 'expired'; approvalId: string; decidedBy: string | null }
+  /** `reason`: what the person said when rejecting (told to the agent); null when nothing was said. */
+  | { state: 'rejected' | 'expired'; approvalId: string; decidedBy: string | null; reason?: string | null }
   /** Headless: nobody can answer; refused at once and recorded as the automated process's refusal. */
   | { state: 'refused_headless'; approvalId: string };
 

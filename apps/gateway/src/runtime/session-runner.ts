@@ -463,18 +463,18 @@ export class SessionRunner {
     const str = (k: string) => (typeof args[k] === 'string' ? (args[k] as string) : '');
     switch (call.name) {
       case 'Read': {
-        if (decision.effect === 'ask' && !(await this.approveCommand(callId, `Read ${str('path')}`, decision))) return refusedByPerson('Read', this.lastApprovalState);
+        if (decision.effect === 'ask' && !(await this.approveCommand(callId, `Read ${str('path')}`, decision))) return refusedByPerson('Read', this.lastApprovalState, this.lastRejectReason);
         const r = await this.deps.execHost.read(sandboxId, { path: str('path'), offset: num(args.offset), limit: num(args.limit) }, signal);
         return data(`Read ${r.path}: lines ${r.offset + 1}–${r.offset + r.lines} of ${r.totalLines}${r.truncated ? ' (truncated)' : ''}.`, `file ${r.path}`, r.content);
       }
       case 'List': {
-        if (decision.effect === 'ask' && !(await this.approveCommand(callId, `List ${str('path')}`, decision))) return refusedByPerson('List', this.lastApprovalState);
+        if (decision.effect === 'ask' && !(await this.approveCommand(callId, `List ${str('path')}`, decision))) return refusedByPerson('List', this.lastApprovalState, this.lastRejectReason);
         const r = await this.deps.execHost.list(sandboxId, { path: str('path') || '.' }, signal);
         const listing = r.entries.map((e) => `${e.type === 'directory' ? `${e.name}/` : e.name}${e.type === 'file' ? `  (${e.size} bytes)` : ''}`).join('\n');
         return data(`List ${r.path}: ${r.entries.length} entries${r.truncated ? ' (truncated)' : ''}.`, `listing ${r.path}`, listing);
       }
       case 'Search': {
-        if (decision.effect === 'ask' && !(await this.approveCommand(callId, `Search ${str('pattern')}`, decision))) return refusedByPerson('Search', this.lastApprovalState);
+        if (decision.effect === 'ask' && !(await this.approveCommand(callId, `Search ${str('pattern')}`, decision))) return refusedByPerson('Search', this.lastApprovalState, this.lastRejectReason);
         const r = await this.deps.execHost.search(sandboxId, { pattern: str('pattern'), path: typeof args.path === 'string' ? args.path : undefined }, signal);
         const lines = r.matches.map((m) => `${m.path}:${m.line}: ${m.text}`).join('\n');
         return data(`Search: ${r.matches.length} matches in ${r.filesScanned} files${r.truncated ? ` (stopped by ${r.stoppedBy})` : ''}.`, 'search results', lines);
@@ -519,7 +519,7 @@ export class SessionRunner {
       'diff',
       proposal.diff,
     );
-    if (answer.state !== 'approved') return refusedByPerson(`${call.name} of ${proposal.path}`, answer.state);
+    if (answer.state !== 'approved') return refusedByPerson(`${call.name} of ${proposal.path}`, answer.state, answer.state === 'rejected' ? answer.reason : null);
     await this.deps.recorder.keepingChange();
     await this.deps.execHost.apply(sandboxId, proposal.diff, this.deps.signal);
     await this.snapshotPatch();
@@ -528,7 +528,8 @@ export class SessionRunner {
 
   private async runCommand(call: ToolCall, callId: string, decision: Decision, policy: Policy): Promise<ExecutedCall> {
     const command = typeof call.arguments.command === 'string' ? call.arguments.command : '';
-    if (decision.effect === 'ask' && !(await this.approveCommand(callId, command, decision, policy))) return refusedByPerson(`the command \`${command}\``, this.lastApprovalState);
+    if (decision.effect === 'ask' && !(await this.approveCommand(callId, command, decision, policy)))
+      return refusedByPerson(`the command \`${command}\``, this.lastApprovalState, this.lastRejectReason);
     const timeoutMs = num(call.arguments.timeout_ms);
     let stdout = '';
     let stderr = '';
@@ -656,7 +657,7 @@ export class SessionRunner {
           'rejected',
         );
         notes.push(
-          `The changes to ${reviewable.map((f) => f.path).join(', ')} were ${answer.state === 'refused_headless' ? 'refused (nobody can approve in a headless run)' : 'rejected'} and reverted.`,
+          `The changes to ${reviewable.map((f) => f.path).join(', ')} were ${answer.state === 'refused_headless' ? 'refused (nobody can approve in a headless run)' : 'rejected'} and reverted${answer.state === 'rejected' && answer.reason ? `; the developer said: "${bound(answer.reason.trim(), 1000)}"` : ''}.`,
         );
       }
     }
@@ -675,7 +676,8 @@ export class SessionRunner {
 
   private async delegate(call: ToolCall, callId: string, decision: Decision): Promise<ExecutedCall> {
     if (!this.deps.subagents) return { control: 'Refused: delegation is not available in this session; do the work yourself.', isError: true };
-    if (decision.effect === 'ask' && !(await this.approveCommand(callId, `${call.name} ${JSON.stringify(call.arguments)}`, decision))) return refusedByPerson('the delegation', this.lastApprovalState);
+    if (decision.effect === 'ask' && !(await this.approveCommand(callId, `${call.name} ${JSON.stringify(call.arguments)}`, decision)))
+      return refusedByPerson('the delegation', this.lastApprovalState, this.lastRejectReason);
     const ctx: DelegationContext = {
       sessionId: this.input.sessionId,
       depth: this.input.depth,
@@ -758,6 +760,7 @@ export class SessionRunner {
     const answer = await this.deps.recorder.requestApproval({ ...draft, agent: this.input.agent.name, toolCallId: callId }, this.deps.signal, waitMs);
     this.throwIfAborted();
     this.lastApprovalState = answer.state;
+    this.lastRejectReason = answer.state === 'rejected' ? (answer.reason ?? null) : null;
     const options = 'question' in draft.payload ? { options: draft.payload.options } : {};
     const exempt = draft.flags.reapprovalExempt === true ? { reapprovalExempt: true } : {};
     await this.emit({
@@ -928,6 +931,7 @@ export class SessionRunner {
 
   /** The state of the last approval answered, for the sentence the model gets. */
   private lastApprovalState: ApprovalOutcome['state'] = 'rejected';
+  private lastRejectReason: string | null = null;
 
   /** What is left of the sandbox's lifetime, less a safety margin; unbounded before there is one. */
   private sandboxMsLeft(): number {
@@ -987,9 +991,10 @@ function data(control: string, source: string, content: string): ExecutedCall {
   return { control, data: { source, content: bound(content, MAX_RESULT_CHARS) }, isError: false };
 }
 
-function refusedByPerson(what: string, state: ApprovalOutcome['state'] = 'rejected'): ExecutedCall {
+function refusedByPerson(what: string, state: ApprovalOutcome['state'] = 'rejected', reason: string | null = null): ExecutedCall {
+  const said = reason !== null && reason.trim() !== '' ? `, saying: "${bound(reason.trim(), 1000)}"` : '';
   const why =
-    state === 'refused_headless' ? 'it needs a person’s approval and nobody can approve in a headless run' : state === 'expired' ? 'the approval request expired' : 'the developer rejected it';
+    state === 'refused_headless' ? 'it needs a person’s approval and nobody can approve in a headless run' : state === 'expired' ? 'the approval request expired' : `the developer rejected it${said}`;
   return { control: `Not done: ${what} was not carried out because ${why}. Continue without it or explain what you need.`, isError: true };
 }
 

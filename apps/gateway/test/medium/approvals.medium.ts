@@ -184,6 +184,19 @@ withTestDatabases((db) => {
       expect(late.status).toBe(409);
     });
 
+    it("a rejection through the API carries the person's reason to the waiting session", async () => {
+      const id = await newSession();
+      const waiting = recorderFor(id).requestApproval(draft, new AbortController().signal, 10_000);
+      let pending;
+      for (let i = 0; i < 100 && !pending; i++) {
+        pending = (await gw.app.get(ApprovalsRepository).list({ sessionId: id, state: 'pending' }))[0];
+        if (!pending) await new Promise((r) => setTimeout(r, 20));
+      }
+      const no = await gw.http().post(`/api/v1/approvals/${pending!.id}/reject`).set(bearer(dev.token)).send({ reason: 'deploys go through the release train' });
+      expect(no.status).toBe(200);
+      await expect(waiting).resolves.toMatchObject({ state: 'rejected', decidedBy: dev.userId, reason: 'deploys go through the release train' });
+    });
+
     it('a person who answers before the deadline wins; nothing is expired nor audited as such', async () => {
       const id = await newSession();
       const waiting = recorderFor(id).requestApproval(draft, new AbortController().signal, 2_000);

@@ -185,7 +185,11 @@ export class RecordingRecorder implements SessionRecorder {
    * `'approved_identical'` approves a command with its identical repeats (P3); `'pending'` leaves it
    * unanswered, so it expires when the loop's wait runs out (or the signal aborts).
    */
-  constructor(private readonly answer: (draft: ApprovalDraft) => ApprovalOutcome['state'] | 'approved_identical' | 'pending' | { state: 'approved'; response: string } = () => 'refused_headless') {}
+  constructor(
+    private readonly answer: (
+      draft: ApprovalDraft,
+    ) => ApprovalOutcome['state'] | 'approved_identical' | 'pending' | { state: 'approved'; response: string } | { state: 'rejected'; reason: string } = () => 'refused_headless',
+  ) {}
 
   async emit(event: EventDraft) {
     this.events.push(event);
@@ -225,9 +229,9 @@ export class RecordingRecorder implements SessionRecorder {
       return { state: 'approved', approvalId, decidedBy: 'usr_dev' };
     }
     const state = typeof decided === 'string' ? decided : decided.state;
-    if (state === 'approved') return { state, approvalId, decidedBy: 'usr_dev', ...(typeof decided === 'string' ? {} : { response: decided.response }) };
+    if (state === 'approved') return { state, approvalId, decidedBy: 'usr_dev', ...(typeof decided === 'object' && 'response' in decided ? { response: decided.response } : {}) };
     if (state === 'refused_headless') return { state, approvalId };
-    return { state, approvalId, decidedBy: 'usr_dev' };
+    return { state, approvalId, decidedBy: 'usr_dev', ...(typeof decided === 'object' && 'reason' in decided ? { reason: decided.reason } : {}) };
   }
   async approvedCommands() {
     return this.remembered;

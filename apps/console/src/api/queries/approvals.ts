@@ -15,13 +15,16 @@ export interface AnswerOptions {
   rememberCommand: boolean;
   /** Only when answering (approving) a question; the gateway refuses it anywhere else. */
   response?: string;
+  /** Why a request was rejected: told to the agent and recorded in the audit log. */
+  reason?: string;
 }
 
 /**
  * Approves or rejects a request. A question is answered with `response` alone; a rejection never
  * carries text, since rejecting a question declines it and the gateway refuses an answer with that.
  */
-export const answerApproval = (id: string, answer: ApprovalAnswer, { rememberCommand, response }: AnswerOptions) => {
-  const body: Partial<AnswerApprovalRequest> = answer === 'approve' && response !== undefined ? { response } : { rememberCommand: answer === 'approve' && rememberCommand };
+export const answerApproval = (id: string, answer: ApprovalAnswer, { rememberCommand, response, reason }: AnswerOptions) => {
+  const why = answer === 'reject' && reason !== undefined && reason.trim() !== '' ? { reason: reason.trim() } : {};
+  const body: Partial<AnswerApprovalRequest> = answer === 'approve' && response !== undefined ? { response } : { rememberCommand: answer === 'approve' && rememberCommand, ...why };
   return api.call(answer === 'approve' ? R.approve : R.reject, { params: { id }, body });
 };

@@ -299,6 +299,32 @@ describe('SessionRunner', () => {
   });
 });
 
+describe('a rejection with a reason', () => {
+  const toolMessages = (model: Spy) => model.requests.at(-1)!.messages.filter((m): m is Extract<ChatMessage, { role: 'tool' }> => m.role === 'tool');
+  it.each([
+    ['a command', { tool_calls: [{ name: 'Bash', arguments: { command: 'npm install left-pad' } }] }, 'the command `npm install left-pad` was not carried out'],
+    ['a write', { tool_calls: [{ name: 'Write', arguments: { path: 'src/pad.js', content: 'x' } }] }, 'Write of src/pad.js was not carried out'],
+  ])('%s: the agent is told what the person said', async (_what, turn, done) => {
+    const { runner, model } = setup({
+      headless: false,
+      answer: () => ({ state: 'rejected', reason: 'no new dependencies; use String.prototype.padStart' }),
+      turns: [turn, { text: 'Used padStart.' }],
+    });
+    const r = await runner.run();
+    expect(r.outcome.status).toBe('completed');
+    const told = toolMessages(model).at(-1)!.content;
+    expect(told).toContain(done);
+    expect(told).toContain('the developer rejected it, saying: "no new dependencies; use String.prototype.padStart"');
+  });
+
+  it('without a reason, the sentence says only that it was rejected', async () => {
+    const { runner, model } = setup({ headless: false, answer: () => 'rejected', turns: [{ tool_calls: [{ name: 'Bash', arguments: { command: 'npm install left-pad' } }] }, { text: 'ok' }] });
+    await runner.run();
+    const told = toolMessages(model).at(-1)!.content;
+    expect(told).toContain('because the developer rejected it. Continue');
+  });
+});
+
 describe('the Question tool (AG5)', () => {
   const ask = { tool_calls: [{ name: 'Question', arguments: { question: 'Keep the old API or break it?', options: ['keep it', 'break it'] } }] };
   const toolMessages = (model: Spy) => model.requests.at(-1)!.messages.filter((m): m is Extract<ChatMessage, { role: 'tool' }> => m.role === 'tool');
