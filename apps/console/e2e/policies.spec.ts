@@ -2,13 +2,38 @@ import { expect, test } from '@playwright/test';
 import { calls, expectAccessible, openView } from './helpers';
 
 test.describe('policy editor', () => {
-  test('a valid document can be published with a comment', async ({ page }) => {
+  test('a valid document can be published with a comment, after a confirmation that shows it changes nothing', async ({ page }) => {
     await openView(page, { view: 'policies' });
     await expect(page.getByText('The document is valid.')).toBeVisible();
     await page.getByLabel('What changed, and why').fill('Allow the linter');
-    await page.getByRole('button', { name: 'Publish' }).click();
-    expect((await calls(page, 'publish'))[0]!.args).toEqual(['Allow the linter']);
+    await page.getByRole('button', { name: 'Publish…' }).click();
+    const confirm = page.getByRole('region', { name: /Publish version 4, replacing version 3 in force/ });
+    await expect(confirm).toContainText('The draft is the same as version 3 in force');
+    await expect(confirm).toContainText('Allow the linter');
+    expect(await calls(page, 'publish')).toEqual([]);
     await expectAccessible(page);
+    await confirm.getByRole('button', { name: 'Publish version 4' }).click();
+    expect((await calls(page, 'publish'))[0]!.args).toEqual(['Allow the linter']);
+  });
+
+  test('the confirmation shows the draft against the version in force; keeping on editing sends nothing', async ({ page }) => {
+    await openView(page, { view: 'policies' });
+    const free = page.getByLabel('Free commands (one per line)');
+    await free.fill(`${await free.inputValue()}\nmake check`);
+    await free.blur();
+    await page.getByRole('button', { name: 'Publish…' }).click();
+    const changes = page.getByRole('region', { name: 'Changes against version 3' });
+    await expect(changes).toContainText('make check');
+    await expect(changes.locator('.add-count').first()).toHaveText('+1');
+    await page.getByRole('button', { name: 'Keep editing' }).click();
+    await expect(changes).toHaveCount(0);
+    expect(await calls(page, 'publish')).toEqual([]);
+  });
+
+  test('the history says who published each version', async ({ page }) => {
+    await openView(page, { view: 'policies', tab: 'history' });
+    await expect(page.getByRole('columnheader', { name: 'Published by' })).toBeVisible();
+    await expect(page.getByRole('row', { name: /Make tests and lint free/ })).toContainText('ada@example.com');
   });
 
   test('schema errors are listed with line and path, underlined in the editor, and block publishing', async ({ page }) => {

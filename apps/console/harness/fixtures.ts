@@ -309,9 +309,9 @@ export const closedApprovalEvents: GatewayEvent[] = [
 ];
 
 export const versions: PolicyVersionSummary[] = [
-  { id: 'pv_1', projectId: 'prj_demo', version: 1, authorId: 'usr_ada', comment: 'Initial policy: everything asks', createdAt: t(60 * 24 * 20) },
-  { id: 'pv_2', projectId: 'prj_demo', version: 2, authorId: 'usr_ada', comment: 'Make tests and lint free', createdAt: t(60 * 24 * 7) },
-  { id: 'pv_3', projectId: 'prj_demo', version: 3, authorId: 'usr_ada', comment: 'Disable Task; approve third-party changes', createdAt: t(60 * 5) },
+  { id: 'pv_1', projectId: 'prj_demo', version: 1, authorId: 'usr_ada', authorEmail: 'ada@example.com', comment: 'Initial policy: everything asks', createdAt: t(60 * 24 * 20) },
+  { id: 'pv_2', projectId: 'prj_demo', version: 2, authorId: 'usr_ada', authorEmail: 'ada@example.com', comment: 'Make tests and lint free', createdAt: t(60 * 24 * 7) },
+  { id: 'pv_3', projectId: 'prj_demo', version: 3, authorId: 'usr_ada', authorEmail: 'ada@example.com', comment: 'Disable Task; approve third-party changes', createdAt: t(60 * 5) },
 ];
 
 /** The sample policy's change from v2 to v3 (the one in force), line by line: ' ' both, '-' v2 only, '+' v3 only. */

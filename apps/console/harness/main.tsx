@@ -137,6 +137,7 @@ function Policies() {
         diagnose={diagnose}
         fields={fields}
         onPublish={record('publish')}
+        inForce={{ version: 3, text: f.policyText }}
         publishing={false}
         publishError={variant === 'publish-error' ? serverError : null}
         notice={null}

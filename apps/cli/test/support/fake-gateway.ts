@@ -639,7 +639,17 @@ export class FakeGateway {
       const projectId = m[1] as string;
       const version = (this.policies.get(projectId)?.version ?? 1) + 1;
       const b = body as { sourceText: string; comment?: string };
-      const published = { id: `pv${version}`, projectId, version, document: {}, sourceText: b.sourceText, authorId: 'u1', comment: b.comment ?? '', createdAt: now() };
+      const published = {
+        id: `pv${version}`,
+        projectId,
+        version,
+        document: {},
+        sourceText: b.sourceText,
+        authorId: 'u1',
+        authorEmail: 'alice@example.org',
+        comment: b.comment ?? '',
+        createdAt: now(),
+      };
       this.policies.set(projectId, published);
       return this.send(res, 201, published);
     }

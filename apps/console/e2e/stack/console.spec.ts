@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { expect, test } from '@playwright/test';
-import { apiAs, demoProjectId, ROOT, shot, signIn } from './stack';
+import { apiAs, credentials, demoProjectId, ROOT, shot, signIn } from './stack';
 
 /*
  * The console against the whole stack (npm start): gateway, exec-host, sandbox and the scripted
@@ -28,11 +28,15 @@ test('an administrator publishes a policy from the console', async ({ page }) =>
     await free.blur();
   }
   await page.getByLabel('What changed, and why').fill(marker);
-  await page.getByRole('button', { name: 'Publish' }).click();
+  await page.getByRole('button', { name: 'Publish…' }).click();
+  const confirm = page.getByRole('region', { name: /^Publish version \d+/ });
+  await shot(page, 'policy-publish-confirm');
+  await confirm.getByRole('button', { name: /^Publish version \d+$/ }).click();
   await expect(page.getByRole('status').filter({ hasText: /Published version \d+/ })).toBeVisible();
   await shot(page, 'policies-admin');
   await page.getByRole('tab', { name: 'History' }).click();
   await expect(page.getByRole('row', { name: new RegExp(`${marker}.*`) })).toContainText('in force');
+  await expect(page.getByRole('row', { name: new RegExp(`${marker}.*`) })).toContainText(credentials('admin').email);
   await shot(page, 'policy-history');
 
   const projectId = await demoProjectId(page);

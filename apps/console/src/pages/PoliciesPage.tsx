@@ -56,6 +56,18 @@ function PoliciesForProjects({ projects }: { projects: { id: string; name: strin
     else if (versions.isSuccess && latest === null) setDraft(STARTER);
   }, [draft, current.data, versions.isSuccess, latest]);
 
+  // A draft that differs from what is in force is not lost without a word: leaving or reloading asks.
+  const unsaved = draft !== null && draft !== (current.data ? textOf(current.data) : STARTER);
+  useEffect(() => {
+    if (!unsaved) return;
+    const warn = (e: BeforeUnloadEvent) => {
+      e.preventDefault();
+      e.returnValue = '';
+    };
+    window.addEventListener('beforeunload', warn);
+    return () => window.removeEventListener('beforeunload', warn);
+  }, [unsaved]);
+
   const sorted = useMemo(() => [...(versions.data ?? [])].sort((a, b) => b.version - a.version), [versions.data]);
   const effectiveCompare = compare ?? (sorted.length > 1 ? { from: sorted[1]!.version, to: sorted[0]!.version } : null);
   const diff = useQuery({ ...policyDiffQuery(projectId, effectiveCompare?.from ?? 0, effectiveCompare?.to ?? 0), enabled: !!effectiveCompare && effectiveCompare.from !== effectiveCompare.to });
@@ -105,6 +117,7 @@ function PoliciesForProjects({ projects }: { projects: { id: string; name: strin
       projects={projects}
       projectId={projectId}
       onProjectChange={(id) => {
+        if (unsaved && !window.confirm('Your draft of this policy is not published. Switch project and discard it?')) return;
         setProjectId(id);
         setDraft(null);
         setCompare(null);
@@ -121,6 +134,7 @@ function PoliciesForProjects({ projects }: { projects: { id: string; name: strin
       diagnose={diagnose}
       fields={fields}
       onPublish={(comment) => publish.mutate(comment)}
+      inForce={current.data ? { version: current.data.version, text: textOf(current.data) } : null}
       publishing={publish.isPending}
       publishError={publish.error}
       notice={notice}

@@ -1,4 +1,5 @@
 import { useMemo, useState } from 'react';
+import { createTwoFilesPatch } from 'diff';
 import type { PolicyDiffResponse, PolicyVersionSummary, ProjectView } from '@lemniscate/contracts';
 import type { DryRunResponse } from '../api/console-contracts';
 import { DiffViewer } from '../components/diff/DiffViewer';
@@ -24,6 +25,8 @@ interface PoliciesPageViewProps {
   diagnose: (text: string) => PolicyDiagnostic[];
   fields: FieldSpec[];
   onPublish: (comment: string) => void;
+  /** The version in force and its text, which a publish replaces (null: none published yet). */
+  inForce: { version: number; text: string } | null;
   publishing: boolean;
   publishError: unknown;
   notice: string | null;
@@ -100,9 +103,18 @@ function onTabKey(e: React.KeyboardEvent, tabs: [PolicyTab, string][], p: Polici
   document.getElementById(`tab-${next}`)?.focus();
 }
 
-function EditTab({ draft, onDraftChange, diagnose, fields, onPublish, publishing, publishError, notice }: PoliciesPageViewProps) {
+function EditTab({ draft, onDraftChange, diagnose, fields, onPublish, inForce, publishing, publishError, notice }: PoliciesPageViewProps) {
   const [comment, setComment] = useState('');
+  const [confirming, setConfirming] = useState(false);
   const problems = useMemo(() => diagnose(draft), [draft, diagnose]);
+  const withNewline = (t: string) => (t.endsWith('\n') ? t : `${t}\n`);
+  // What publishing changes, against the version in force: shown before anything is sent.
+  const patch = useMemo(
+    () => (confirming ? createTwoFilesPatch(inForce ? `policy v${inForce.version}` : 'no policy (built-in default)', 'draft', inForce ? withNewline(inForce.text) : '', withNewline(draft)) : ''),
+    [confirming, inForce, draft],
+  );
+  const unchanged = inForce !== null && withNewline(inForce.text) === withNewline(draft);
+  const next = (inForce?.version ?? 0) + 1;
   return (
     <div className="grid policy-edit">
       <section className="card" aria-labelledby="common-title">
@@ -135,17 +147,56 @@ function EditTab({ draft, onDraftChange, diagnose, fields, onPublish, publishing
           className="publish"
           onSubmit={(e) => {
             e.preventDefault();
-            onPublish(comment);
+            setConfirming(true);
           }}
         >
           <div className="field grow">
             <label htmlFor="publish-comment">What changed, and why (kept in the history)</label>
             <input id="publish-comment" value={comment} onChange={(e) => setComment(e.target.value)} maxLength={1000} />
           </div>
-          <button type="submit" className="primary" disabled={publishing || problems.length > 0} aria-describedby={problems.length ? 'publish-blocked' : undefined}>
-            {publishing ? 'Publishing…' : 'Publish'}
+          <button type="submit" className="primary" disabled={publishing || confirming || problems.length > 0} aria-describedby={problems.length ? 'publish-blocked' : undefined}>
+            Publish…
           </button>
         </form>
+        {confirming && problems.length === 0 && (
+          <section className="publish-confirm" role="region" aria-labelledby="confirm-title">
+            <h3 id="confirm-title">
+              Publish version {next}
+              {inForce ? `, replacing version ${inForce.version} in force?` : '? Until now the built-in default applied.'}
+            </h3>
+            <p className="muted small">
+              It applies from the next action of every session of this project.{' '}
+              {comment.trim() ? (
+                <>
+                  Recorded with your comment: <q>{comment.trim()}</q>
+                </>
+              ) : (
+                'No comment: the history will say only who published it and when.'
+              )}
+            </p>
+            {unchanged ? (
+              <p role="note">The draft is the same as version {inForce?.version} in force: publishing records a new version with the same content.</p>
+            ) : (
+              <DiffViewer patch={patch} initialMode="unified" label={`Changes against ${inForce ? `version ${inForce.version}` : 'no policy'}`} language="yaml" oneDocument />
+            )}
+            <div className="actions">
+              <button type="button" onClick={() => setConfirming(false)} disabled={publishing}>
+                Keep editing
+              </button>
+              <button
+                type="button"
+                className="primary"
+                disabled={publishing}
+                onClick={() => {
+                  onPublish(comment);
+                  setConfirming(false);
+                }}
+              >
+                {publishing ? 'Publishing…' : `Publish version ${next}`}
+              </button>
+            </div>
+          </section>
+        )}
         {problems.length > 0 && (
           <p id="publish-blocked" className="muted small">
             Fix the problems above to publish.
@@ -292,6 +343,7 @@ function versionColumns(
       ),
     },
     { header: 'Comment', cell: (v) => v.comment || <span className="muted">no comment</span> },
+    { header: 'Published by', cell: (v) => v.authorEmail ?? <span className="muted">{v.authorId ? 'a removed account' : 'the system'}</span> },
     { header: 'Published', cell: (v) => <When at={v.createdAt} /> },
     {
       header: <span className="visually-hidden">Actions</span>,

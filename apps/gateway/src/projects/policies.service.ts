@@ -12,6 +12,7 @@ import { ProjectsRepository } from '../db/repositories/projects.repository';
 import type { PolicyVersionRow, ProjectRow } from '../db/schema';
 import { EventsService } from '../events/events.service';
 import { toPolicySummary, toPolicyView } from './views';
+import { UsersRepository } from '../db/repositories/users.repository';
 
 interface PolicyInForce {
   policy: Policy;
@@ -33,7 +34,14 @@ export class PoliciesService {
     private readonly access: AccessService,
     private readonly audit: AuditService,
     private readonly events: EventsService,
+    private readonly users: UsersRepository,
   ) {}
+
+  /** Each version's author by email, for display (one lookup for the lot). */
+  private async withAuthors<T>(rows: PolicyVersionRow[], view: (row: PolicyVersionRow, email: string | null) => T): Promise<T[]> {
+    const emails = await this.users.emailsOf(rows.flatMap((r) => (r.authorId ? [r.authorId] : [])));
+    return rows.map((r) => view(r, r.authorId ? (emails.get(r.authorId) ?? null) : null));
+  }
 
   async inForce(projectId: string): Promise<PolicyInForce> {
     // Which version is in force is read every time; its document only when this gateway has not parsed it yet.
@@ -66,17 +74,17 @@ export class PoliciesService {
     const project = await this.readable(principal, projectId);
     const row = await this.versions.current(project.id);
     if (!row) throw new AppError(ErrorCode.NotFound, `Project "${project.name}" has no published policy; the built-in default applies.`);
-    return toPolicyView(row);
+    return (await this.withAuthors([row], toPolicyView))[0] as PolicyVersionView;
   }
 
   async list(principal: Principal, projectId: string): Promise<PolicyVersionSummary[]> {
     const project = await this.readable(principal, projectId);
-    return (await this.versions.list(project.id)).map(toPolicySummary);
+    return this.withAuthors(await this.versions.list(project.id), toPolicySummary);
   }
 
   async show(principal: Principal, projectId: string, version: number): Promise<PolicyVersionView> {
     const project = await this.readable(principal, projectId);
-    return toPolicyView(await this.version(project, version));
+    return (await this.withAuthors([await this.version(project, version)], toPolicyView))[0] as PolicyVersionView;
   }
 
   async diff(principal: Principal, projectId: string, from: number, to: number): Promise<PolicyDiffResponse> {
@@ -128,7 +136,7 @@ export class PoliciesService {
       },
     });
     await this.events.publish({ type: 'policy_published', projectId: project.id, payload: { version: row.version, authorId: principal.userId, comment } });
-    return toPolicyView(row);
+    return toPolicyView(row, principal.email);
   }
 
   private async readable(principal: Principal, projectId: string): Promise<ProjectRow> {

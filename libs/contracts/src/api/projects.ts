@@ -135,6 +135,8 @@ export const PolicyVersionView = z.object({
   document: z.unknown(),
   sourceText: z.string().nullable(),
   authorId: Id.nullable(),
+  /** Who published it, for display; null for the system or a removed account. */
+  authorEmail: z.string().nullable(),
   comment: z.string(),
   createdAt: IsoTimestamp,
 });
