@@ -36,7 +36,7 @@ function setup(options: {
   policy?: Policy;
   headless?: boolean;
   execution?: Partial<ExecutionConfig>;
-  answer?: (d: ApprovalDraft) => ApprovalOutcome['state'] | 'pending' | { state: 'approved'; response: string };
+  answer?: (d: ApprovalDraft) => ApprovalOutcome['state'] | 'pending' | { state: 'approved'; response: string } | { state: 'rejected'; reason: string };
   files?: Record<string, string>;
   agent?: SessionRunInput['agent'];
   clock?: Clock;
