@@ -191,9 +191,12 @@ export function registerAudit(program: Command, ctx: CliContext, done: Done): vo
           } finally {
             if (file) await new Promise<void>((resolve) => file.end(resolve));
           }
-          const next = cursor.last ?? afterSeq;
-          const where = opts.output ? `Audit log written to ${opts.output}` : 'Audit log exported';
-          ctx.stderr(`${where}: ${count(cursor.entries, 'entry', 'entries')}${next !== undefined ? `; the next incremental export starts with --after-seq ${next}` : ''}.\n`);
+          // Said when writing to a file or exporting incrementally; a plain export to stdout stays silent.
+          if (opts.output || afterSeq !== undefined) {
+            const next = cursor.last ?? afterSeq;
+            const where = opts.output ? `Audit log written to ${opts.output}` : 'Audit log exported';
+            ctx.stderr(`${where}: ${count(cursor.entries, 'entry', 'entries')}${next !== undefined ? `; the next incremental export starts with --after-seq ${next}` : ''}.\n`);
+          }
           return EXIT_OK;
         })(),
       ),

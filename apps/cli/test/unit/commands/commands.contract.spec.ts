@@ -323,14 +323,17 @@ describe('lemni audit', () => {
     expect(gateway.requests.at(-1)?.path).toBe('/audit/export?format=csv&projectId=p1&actor=user%3Au7');
     expect(r.code).toBe(0);
     expect(r.stdout).toBe('{"seq":1}\n{"seq":2}\n');
+    // To standard output without a cursor, nothing but the export.
+    expect(r.stderr).toBe('');
     // The fake's lines are not entries as exported (no time): nothing counted, no cursor made up.
-    expect(r.stderr).toBe('Audit log exported: 0 entries.\n');
+    const counted = await lemni(['audit', 'export', '--after-seq', '0'], { env: env() });
+    expect(counted.stderr).toBe('Audit log exported: 0 entries; the next incremental export starts with --after-seq 0.\n');
     gateway.auditExport = '{"seq":7,"at":"2026-11-01T10:00:00.000Z","actor":"system"}\n{"seq":9,"at":"2026-11-01T10:00:01.000Z","actor":"system"}\n';
     const incremental = await lemni(['audit', 'export', '--after-seq', '6'], { env: env() });
     expect(gateway.requests.at(-1)?.path).toBe('/audit/export?format=jsonl&afterSeq=6');
     expect(incremental.stderr).toBe('Audit log exported: 2 entries; the next incremental export starts with --after-seq 9.\n');
     gateway.auditExport = 'seq,at,actor\r\n12,2026-11-01T10:00:00.000Z,"a\n13,2026-11-01"\r\n';
-    const csvCursor = await lemni(['audit', 'export', '--format', 'csv'], { env: env() });
+    const csvCursor = await lemni(['audit', 'export', '--format', 'csv', '--after-seq', '11'], { env: env() });
     expect(csvCursor.stderr).toBe('Audit log exported: 1 entry; the next incremental export starts with --after-seq 12.\n');
     for (const bad of ['-1', 'x', '1.5']) {
       const refused = await lemni(['audit', 'export', `--after-seq=${bad}`], { env: env() });
