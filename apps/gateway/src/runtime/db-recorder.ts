@@ -36,6 +36,8 @@ export class DbRecorders implements DbRecorderDeps {
     readonly events: EventsService,
   ) {}
 
+  private readonly logger = new Logger('SessionWrites');
+
   /**
    * The recorder of one session. The sessions of a tree share `writes`, so the events of a subagent
    * and of its parent keep the order they were emitted in on the root's stream.
@@ -46,7 +48,9 @@ export class DbRecorders implements DbRecorderDeps {
 
   /** The queue of a new session tree's writes that its loop does not wait for. */
   writes(): SessionWrites {
-    return new SessionWrites(this.events);
+    return new SessionWrites(this.events, (what, work) =>
+      withDbRetry(work, { onRetry: ({ attempt, reason, delayMs }) => this.logger.warn({ what, attempt, reason, delayMs }, 'session writes: the database is unreachable; retrying') }),
+    );
   }
 }
 
@@ -83,7 +87,7 @@ export class DbSessionRecorder implements SessionRecorder {
   constructor(
     private readonly deps: DbRecorderDeps,
     private readonly session: { id: string; projectId: string; rootId: string; agent: string },
-    private readonly writes: SessionWrites = new SessionWrites(deps.events),
+    private readonly writes: SessionWrites = new SessionWrites(deps.events, (what, work) => withDbRetry(work)),
   ) {}
 
   async emit(event: EventDraft): Promise<void> {

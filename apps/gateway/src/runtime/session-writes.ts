@@ -14,15 +14,21 @@ const MAX_EVENT_BATCH = 200;
  * awaited by the loop itself).
  *
  * Whatever must come after them waits for `flush`: an approval request (its events follow the
- * loop's), the session's ending, the end of the run. A write that fails, once its database retries
- * are spent, is thrown at the next write or flush, so the loop still ends on it; it is thrown once.
+ * loop's), the session's ending, the end of the run. Each write rides out a short database outage
+ * (`retry`, the recorder's database retries); a write that still fails stays at the head of the
+ * queue, with everything after it, and is tried again at the next flush (the ending's comes once the
+ * database is back), so an event is never dropped while the audit entry of the same call is kept.
+ * The failure is thrown once, at the next write or flush, so the loop still ends on it.
  */
 export class SessionWrites {
   private readonly queue: Write[] = [];
   private draining: Promise<void> | undefined;
   private failure: { error: unknown } | undefined;
 
-  constructor(private readonly events: EventsService) {}
+  constructor(
+    private readonly events: EventsService,
+    private readonly retry: <T>(what: string, work: () => Promise<T>) => Promise<T> = (_what, work) => work(),
+  ) {}
 
   event(event: NewEvent): void {
     this.raise();
@@ -38,6 +44,9 @@ export class SessionWrites {
 
   /** Resolves once everything queued so far is written; throws a failure not yet reported. */
   async flush(): Promise<void> {
+    this.raise();
+    // What a failure left queued is tried again now.
+    if (this.queue.length > 0) this.draining ??= this.drain();
     while (this.draining) await this.draining;
     this.raise();
   }
@@ -55,16 +64,19 @@ export class SessionWrites {
         const head = this.queue[0] as Write;
         try {
           if (head.kind === 'op') {
-            this.queue.shift();
             await head.run();
+            this.queue.shift();
           } else {
             let n = 1;
             while (n < this.queue.length && n < MAX_EVENT_BATCH && this.queue[n]?.kind === 'event') n++;
-            const batch = this.queue.splice(0, n).map((w) => (w as { event: NewEvent }).event);
-            await this.events.publishMany(batch);
+            const batch = this.queue.slice(0, n).map((w) => (w as { event: NewEvent }).event);
+            await this.retry('events', () => this.events.publishMany(batch));
+            this.queue.splice(0, n);
           }
         } catch (error) {
+          // Kept, in order, for the next flush: nothing after it is written before it.
           this.failure ??= { error };
+          return;
         }
       }
     } finally {

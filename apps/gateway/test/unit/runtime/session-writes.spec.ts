@@ -1,0 +1,78 @@
+import { SessionWrites } from '../../../src/runtime/session-writes';
+import type { EventsService } from '../../../src/events/events.service';
+
+/** An events service whose writes fail while `down` is set, recording what it stored. */
+function events() {
+  const stored: string[] = [];
+  const state = { down: false };
+  const service = {
+    publishMany: async (batch: { type: string }[]) => {
+      if (state.down) throw new Error('connection refused');
+      stored.push(...batch.map((e) => e.type));
+    },
+  } as unknown as EventsService;
+  return { service, stored, state };
+}
+
+const ev = (type: string) => ({ type, sessionId: 's1', projectId: 'p1', payload: {} }) as never;
+
+describe('SessionWrites', () => {
+  it('a batch that fails is kept, in order with what follows it, and written at the next flush once the database is back', async () => {
+    const e = events();
+    const writes = new SessionWrites(e.service);
+    const order: string[] = [];
+    e.state.down = true;
+    writes.event(ev('tool_call_proposed'));
+    writes.event(ev('decision'));
+    // The failure is thrown once, at the next flush (or write), so the loop ends on it.
+    await expect(writes.flush()).rejects.toThrow('connection refused');
+    expect(e.stored).toEqual([]);
+    writes.op(async () => void order.push('result row'));
+    await expect(writes.flush()).rejects.toThrow('connection refused');
+    expect(order).toEqual([]);
+    e.state.down = false;
+    writes.event(ev('session_failed'));
+    await writes.flush();
+    expect(e.stored).toEqual(['tool_call_proposed', 'decision', 'session_failed']);
+    expect(order).toEqual(['result row']);
+  });
+
+  it('an outage the retry rides out loses nothing and throws nothing', async () => {
+    const e = events();
+    let attempts = 0;
+    const writes = new SessionWrites(e.service, async (_what, work) => {
+      for (;;) {
+        attempts++;
+        try {
+          return await work();
+        } catch (error) {
+          if (attempts >= 3) throw error;
+          if (attempts === 2) e.state.down = false;
+        }
+      }
+    });
+    e.state.down = true;
+    writes.event(ev('tool_call_proposed'));
+    await writes.flush();
+    expect(e.stored).toEqual(['tool_call_proposed']);
+    expect(attempts).toBe(3);
+  });
+
+  it('an op that fails stays ahead of the events queued after it', async () => {
+    const e = events();
+    const writes = new SessionWrites(e.service);
+    let fail = true;
+    const done: string[] = [];
+    writes.op(async () => {
+      if (fail) throw new Error('deadlock');
+      done.push('op');
+    });
+    writes.event(ev('after'));
+    await expect(writes.flush()).rejects.toThrow('deadlock');
+    expect(e.stored).toEqual([]);
+    fail = false;
+    await writes.flush();
+    expect(done).toEqual(['op']);
+    expect(e.stored).toEqual(['after']);
+  });
+});
