@@ -1,3 +1,4 @@
+import { DatabaseUnavailableError, transientReason } from '../db/errors';
 import type { EventsService } from '../events/events.service';
 
 type NewEvent = Parameters<EventsService['publish']>[0];
@@ -62,21 +63,22 @@ export class SessionWrites {
     try {
       while (this.queue.length > 0) {
         const head = this.queue[0] as Write;
+        // An op alone; events queued together in one statement.
+        let n = 1;
+        if (head.kind === 'event') while (n < this.queue.length && n < MAX_EVENT_BATCH && this.queue[n]?.kind === 'event') n++;
         try {
-          if (head.kind === 'op') {
-            await head.run();
-            this.queue.shift();
-          } else {
-            let n = 1;
-            while (n < this.queue.length && n < MAX_EVENT_BATCH && this.queue[n]?.kind === 'event') n++;
+          if (head.kind === 'op') await head.run();
+          else {
             const batch = this.queue.slice(0, n).map((w) => (w as { event: NewEvent }).event);
             await this.retry('events', () => this.events.publishMany(batch));
-            this.queue.splice(0, n);
           }
+          this.queue.splice(0, n);
         } catch (error) {
-          // Kept, in order, for the next flush: nothing after it is written before it.
           this.failure ??= { error };
-          return;
+          // The database away: kept, in order, for the next flush (nothing after it is written before
+          // it). Any other failure would only fail again: that write is dropped and the rest go on.
+          if (error instanceof DatabaseUnavailableError || transientReason(error) !== undefined) return;
+          this.queue.splice(0, n);
         }
       }
     } finally {

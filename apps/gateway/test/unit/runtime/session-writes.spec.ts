@@ -7,7 +7,7 @@ function events() {
   const state = { down: false };
   const service = {
     publishMany: async (batch: { type: string }[]) => {
-      if (state.down) throw new Error('connection refused');
+      if (state.down) throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
       stored.push(...batch.map((e) => e.type));
     },
   } as unknown as EventsService;
@@ -25,10 +25,10 @@ describe('SessionWrites', () => {
     writes.event(ev('tool_call_proposed'));
     writes.event(ev('decision'));
     // The failure is thrown once, at the next flush (or write), so the loop ends on it.
-    await expect(writes.flush()).rejects.toThrow('connection refused');
+    await expect(writes.flush()).rejects.toThrow('ECONNREFUSED');
     expect(e.stored).toEqual([]);
     writes.op(async () => void order.push('result row'));
-    await expect(writes.flush()).rejects.toThrow('connection refused');
+    await expect(writes.flush()).rejects.toThrow('ECONNREFUSED');
     expect(order).toEqual([]);
     e.state.down = false;
     writes.event(ev('session_failed'));
@@ -58,17 +58,29 @@ describe('SessionWrites', () => {
     expect(attempts).toBe(3);
   });
 
-  it('an op that fails stays ahead of the events queued after it', async () => {
+  it('a write that fails for a reason other than the database being away is dropped once reported; the rest go on', async () => {
+    const e = events();
+    const writes = new SessionWrites(e.service);
+    writes.op(async () => {
+      throw Object.assign(new Error('value too long for type character varying(64)'), { code: '22001', severity: 'ERROR' });
+    });
+    writes.event(ev('after'));
+    await expect(writes.flush()).rejects.toThrow('value too long');
+    expect(e.stored).toEqual(['after']);
+    await writes.flush();
+  });
+
+  it('an op that fails while the database is away stays ahead of the events queued after it', async () => {
     const e = events();
     const writes = new SessionWrites(e.service);
     let fail = true;
     const done: string[] = [];
     writes.op(async () => {
-      if (fail) throw new Error('deadlock');
+      if (fail) throw Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01', severity: 'FATAL' });
       done.push('op');
     });
     writes.event(ev('after'));
-    await expect(writes.flush()).rejects.toThrow('deadlock');
+    await expect(writes.flush()).rejects.toThrow('administrator command');
     expect(e.stored).toEqual([]);
     fail = false;
     await writes.flush();
