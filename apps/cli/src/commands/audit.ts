@@ -69,7 +69,7 @@ async function verifyFile(ctx: CliContext, file: string, anchor: { seq: number; 
   if (json) ctx.stdout(`${JSON.stringify(r)}\n`);
   else if (!r.ok) ctx.stdout(`The export ${file} does not verify: ${r.problem}\n`);
   else {
-    const gaps = r.gaps === 0 ? 'every link between them followed' : `links followed except across ${r.gaps} gap${r.gaps === 1 ? '' : 's'} where the export was filtered`;
+    const gaps = r.gaps === 0 ? 'every link between them followed' : `links followed except across ${count(r.gaps, 'gap')} where the export was filtered`;
     const what = r.entries === 1 ? `1 entry (entry ${r.firstSeq}), its hash recomputed` : `${r.entries} entries (entries ${r.firstSeq} to ${r.lastSeq}), each hash recomputed, ${gaps}`;
     const anchored = r.anchorChecked ? `, and entry ${anchor?.seq} is the anchor's` : '';
     ctx.stdout(`The export ${file} is intact: ${what}${anchored}.\n`);

@@ -4,7 +4,7 @@ import { Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { connectToProject, type CliContext } from '../context';
 import { CliError, EXIT_OK } from '../errors';
-import { shorten, table } from '../output/table';
+import { count, shorten, table } from '../output/table';
 
 type Done = (code: Promise<number>) => void;
 
@@ -100,7 +100,7 @@ export async function dryRunPolicy(ctx: CliContext, file: string, opts: DryRunOp
  * the draft lets through before what it tightens.
  */
 export function renderDryRun(file: string, project: string, r: PolicyDryRunResponse): string {
-  const head = `Replayed ${r.toolCallsReplayed} tool call${r.toolCallsReplayed === 1 ? '' : 's'} from ${r.sessionsReplayed} session${r.sessionsReplayed === 1 ? '' : 's'} of ${project} under ${file}: `;
+  const head = `Replayed ${count(r.toolCallsReplayed, 'tool call')} from ${count(r.sessionsReplayed, 'session')} of ${project} under ${file}: `;
   if (r.changes.length === 0) return `${head}no decision would change.\n`;
   const groups = new Map<string, PolicyDryRunChange[]>();
   for (const c of r.changes) {
@@ -114,7 +114,7 @@ export function renderDryRun(file: string, project: string, r: PolicyDryRunRespo
     return looseness[sample.after.effect] - looseness[sample.before.effect];
   };
   const keys = [...groups.keys()].sort((a, b) => loosening(a) - loosening(b) || a.localeCompare(b));
-  const out = [`${head}${r.changes.length} decision${r.changes.length === 1 ? '' : 's'} would change.\n`];
+  const out = [`${head}${count(r.changes.length, 'decision')} would change.\n`];
   for (const key of keys) {
     const changes = groups.get(key) as PolicyDryRunChange[];
     const bySubject = new Map<string, { change: PolicyDryRunChange; count: number; sessions: Set<string> }>();

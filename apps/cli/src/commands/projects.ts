@@ -6,7 +6,7 @@ import { parseDocument } from 'yaml';
 import { connect, globalFlags, type CliContext } from '../context';
 import { CliError, EXIT_OK, isCliError } from '../errors';
 import type { GatewayClient } from '../gateway/gateway-client';
-import { table } from '../output/table';
+import { count, table } from '../output/table';
 
 type Done = (code: Promise<number>) => void;
 type Runtime = 'runc' | 'runsc';
@@ -138,10 +138,7 @@ export function registerProjects(program: Command, ctx: CliContext, done: Done):
           const version = opts.runtime && opts.runtime !== 'runc' ? await publishRuntime(client, project, opts.runtime) : null;
           if (opts.json || cmd.parent?.opts().json) ctx.stdout(`${JSON.stringify(project)}\n`);
           else {
-            const extra = [
-              members.length > 0 ? `${members.length} member${members.length === 1 ? '' : 's'} added` : '',
-              version !== null ? `runtime ${opts.runtime} (policy version ${version})` : '',
-            ].filter(Boolean);
+            const extra = [members.length > 0 ? `${count(members.length, 'member')} added` : '', version !== null ? `runtime ${opts.runtime} (policy version ${version})` : ''].filter(Boolean);
             ctx.stdout(
               `Created project ${project.name} (${project.id}) from ${project.repositorySource} at ${project.defaultRef}${extra.length > 0 ? `; ${extra.join(', ')}` : ''}. Until a policy is published, the built-in default applies: nothing runs without approval.\n`,
             );

@@ -1,6 +1,7 @@
 import type { ProjectAgentsView, RepositoryAccessView } from '@lemniscate/contracts';
 import { X509Certificate } from 'node:crypto';
 import { ago, clock } from './exec-hosts';
+import { count as countOf } from './table';
 
 /** The hosts of a known_hosts text and how many keys it holds ("@cert-authority" lines included, comments not). */
 export function knownHostsSummary(text: string | null): string {
@@ -16,7 +17,7 @@ export function knownHostsSummary(text: string | null): string {
     // A hashed entry (`ssh-keygen -H`) does not say its host: it is counted, not named.
     for (const host of field.split(',')) hosts.add(host.startsWith('|') ? 'a hashed host' : host);
   }
-  const keys = `${lines.length} host key${lines.length === 1 ? '' : 's'}`;
+  const keys = countOf(lines.length, 'host key');
   return hosts.size === 0 ? keys : `${keys} for ${[...hosts].join(', ')}`;
 }
 
@@ -34,7 +35,7 @@ export function caSummary(pem: string | null): string {
       return 'not readable here';
     }
   });
-  const count = `${blocks.length} certificate${blocks.length === 1 ? '' : 's'}`;
+  const count = countOf(blocks.length, 'certificate');
   return described.length === 0 ? 'given' : `given: ${count} (${described.join('; ')})`;
 }
 
