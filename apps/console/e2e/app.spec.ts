@@ -112,7 +112,7 @@ test('an error from the gateway shows its sentence and request id on the page', 
       route.fulfill({ status: 503, json: { code: 'exec_host_unavailable', message: 'No exec-host is answering; sessions cannot be listed right now.', requestId: 'req_503' } }),
   });
   await gw.signIn();
-  await page.getByRole('link', { name: 'Sessions' }).click();
+  await page.getByRole('link', { name: 'Sessions', exact: true }).click();
   const alert = page.getByRole('alert');
   await expect(alert).toContainText('No exec-host is answering');
   await expect(alert).toContainText('req_503');
@@ -128,8 +128,95 @@ test('the dashboard shows the figures the gateway serves for the projects of the
   });
   await gw.signIn();
   await expect(page.locator('.big-number')).toHaveText(String(f.stats.pendingApprovals));
-  await expect(page.getByRole('img', { name: /Sessions per day/ })).toBeVisible();
+  await expect(page.getByRole('group', { name: /Sessions per day/ })).toBeVisible();
   expect(asked.length).toBeGreaterThan(0);
+});
+
+/** A gateway whose sessions list records each query it is asked. */
+async function sessionsGateway(page: Page, role: 'admin' | 'developer') {
+  const asked: URLSearchParams[] = [];
+  const gw = await gateway(page, role, {
+    'GET /sessions': (route, url) => {
+      asked.push(url.searchParams);
+      return route.fulfill({ json: f.sessions });
+    },
+    'GET /stats/dashboard': (route) => route.fulfill({ json: f.stats }),
+  });
+  const last = () => Object.fromEntries(asked.at(-1) ?? []);
+  return { ...gw, asked, last };
+}
+
+test.describe('dashboard figures drill down to their sessions', () => {
+  test('a project, a person, a day and the waiting sessions each open the sessions list filtered to them', async ({ page }) => {
+    const gw = await sessionsGateway(page, 'admin');
+    await gw.signIn();
+    const byProject = page.getByRole('list', { name: 'Sessions by project' });
+    await expect(byProject.getByRole('listitem')).toHaveCount(2);
+    await byProject.getByRole('link', { name: 'payments' }).click();
+    await expect(page).toHaveURL(/\/sessions\?projectId=prj_payments&from=/);
+    await expect(page.getByRole('heading', { name: 'Sessions', level: 1 })).toBeVisible();
+    await expect.poll(() => gw.last()).toMatchObject({ projectId: 'prj_payments' });
+    await expect(page.getByText(/Showing sessions started from .*, in payments\./)).toBeVisible();
+    await expect(page.getByLabel('Project')).toHaveValue('prj_payments');
+
+    await page.getByRole('link', { name: 'Dashboard' }).click();
+    await page.getByRole('list', { name: 'Sessions by person' }).getByRole('link', { name: 'dev@example.org' }).click();
+    await expect.poll(() => gw.last()).toMatchObject({ userId: 'usr_dev' });
+    await expect(page.getByLabel('Owner')).toHaveValue('usr_dev');
+    await expect(page.getByText(/by dev@example\.org\./)).toBeVisible();
+
+    await page.getByRole('link', { name: 'Dashboard' }).click();
+    const day = f.stats.sessionsPerDay[3]!;
+    await page.getByRole('link', { name: `${day.day}: ${day.count} sessions` }).click();
+    await expect.poll(() => gw.last()).toMatchObject({ from: `${day.day}T00:00:00.000Z` });
+    const to = gw.last().to!;
+    expect(Date.parse(to) - Date.parse(`${day.day}T00:00:00Z`)).toBe(86_400_000);
+    await expect(page.getByText(/Showing sessions started on /)).toBeVisible();
+
+    await page.getByRole('link', { name: 'Dashboard' }).click();
+    await page.getByRole('link', { name: 'Sessions waiting' }).click();
+    await expect.poll(() => gw.last()).toMatchObject({ waiting: 'true' });
+    await expect(page.getByLabel('Waiting for a person')).toBeChecked();
+  });
+});
+
+test.describe('the sessions list filters on the server and keeps its filters in the address', () => {
+  test('status, project, owner and waiting travel to the gateway; the address reopens the same list; Clear filters empties it', async ({ page }) => {
+    const gw = await sessionsGateway(page, 'admin');
+    await gw.signIn();
+    await page.getByRole('link', { name: 'Sessions', exact: true }).click();
+    await expect(page.getByRole('columnheader', { name: 'Owner' })).toBeVisible();
+    await page.getByLabel('Status').selectOption('running');
+    await page.getByLabel('Project').selectOption('prj_demo');
+    await page.getByLabel('Owner').selectOption({ label: 'Me' });
+    await page.getByLabel('Waiting for a person').check();
+    await expect.poll(() => gw.last()).toEqual({ status: 'running', projectId: 'prj_demo', userId: 'usr_ada', waiting: 'true' });
+    const address = page.url();
+    expect(new URL(address).searchParams.get('waiting')).toBe('1');
+    await page.goto(address);
+    await expect(page.getByLabel('Status')).toHaveValue('running');
+    await expect(page.getByLabel('Waiting for a person')).toBeChecked();
+    await expect.poll(() => gw.last()).toEqual({ status: 'running', projectId: 'prj_demo', userId: 'usr_ada', waiting: 'true' });
+    await page.getByRole('button', { name: 'Clear filters' }).click();
+    await expect.poll(() => gw.last()).toEqual({});
+    await expect(page.getByRole('button', { name: 'Clear filters' })).toHaveCount(0);
+  });
+
+  test('a date in the address that does not parse is dropped, not sent', async ({ page }) => {
+    const gw = await sessionsGateway(page, 'admin');
+    await gw.signIn();
+    await page.goto('/sessions?from=yesterday&status=bogus&projectId=prj_demo');
+    await expect.poll(() => gw.last()).toEqual({ projectId: 'prj_demo' });
+  });
+
+  test('a developer, who only sees their own sessions, is offered no owner column or filter', async ({ page }) => {
+    const gw = await sessionsGateway(page, 'developer');
+    await gw.signIn();
+    await page.getByRole('link', { name: 'Sessions', exact: true }).click();
+    await expect(page.getByRole('columnheader', { name: 'Project' })).toBeVisible();
+    await expect(page.getByRole('columnheader', { name: 'Owner' })).toHaveCount(0);
+    await expect(page.getByLabel('Owner')).toHaveCount(0);
+  });
 });
 
 test('the approvals inbox follows the live stream', async ({ page }) => {

@@ -88,7 +88,12 @@ test.describe('sign-in', () => {
 test.describe('dashboard', () => {
   test('draws the charts with text alternatives', async ({ page }) => {
     await openView(page, { view: 'dashboard' });
-    await expect(page.getByRole('img', { name: /Sessions per day: 74 in total over 14 days/ })).toBeVisible();
+    await expect(page.getByRole('group', { name: /Sessions per day: 74 in total over 14 days/ })).toBeVisible();
+    // Every day's column is a link to that day's sessions, named for a screen reader.
+    await expect(page.getByRole('link', { name: /^2026-11-\d\d: \d+ sessions$/ })).toHaveCount(14);
+    await expect(page.getByRole('link', { name: '2026-11-19: 8 sessions' })).toHaveAttribute('href', /from=2026-11-19T00%3A00%3A00\.000Z&to=2026-11-20T00%3A00%3A00\.000Z/);
+    await expect(page.getByRole('list', { name: 'Sessions by project' }).getByRole('listitem').first()).toContainText('demo61');
+    await expect(page.getByRole('list', { name: 'Sessions by person' }).getByRole('link', { name: 'dev@example.org' })).toHaveAttribute('href', /userId=usr_dev/);
     await expect(page.getByRole('img', { name: /412 allow, 96 ask, 23 deny/ })).toBeVisible();
     await expect(page.getByRole('list', { name: 'Most denied commands' }).getByRole('listitem').first()).toContainText('curl https://example.com/install.sh');
     await expect(page.locator('.big-number')).toHaveText('3');
@@ -102,6 +107,41 @@ test.describe('sessions', () => {
     await expect(rows).toHaveCount(6);
     await expect(rows.nth(3)).toContainText('stopped: loop');
     await expect(page.getByRole('link', { name: 'Make the failing test' })).toHaveAttribute('href', /id=ses_fix_sum/);
+  });
+
+  test('each row says the project, the owner, how long it ran or has been running, and whether it waits for a person', async ({ page }) => {
+    await openView(page, { view: 'sessions' });
+    const table = page.getByRole('table', { name: 'Sessions' });
+    const headers = await table.getByRole('columnheader').allTextContents();
+    expect(headers).toEqual(['Instruction', 'Project', 'Owner', 'Status', 'Mode', 'Actions', 'Started', 'Duration']);
+    const running = table.getByRole('row').filter({ hasText: 'Make the failing test' });
+    await expect(running).toContainText('demo');
+    await expect(running).toContainText('dev@example.org');
+    await expect(running).toContainText('2 answers awaited');
+    await expect(running).toContainText(/so far/);
+    const limit = table.getByRole('row').filter({ hasText: 'Rewrite the payment module' });
+    await expect(limit).toContainText('payments');
+    await expect(limit).toContainText('40 min');
+    await expect(limit).not.toContainText('awaited');
+    await expectAccessible(page);
+  });
+
+  test('at 390 px the filters wrap and the table scrolls inside its card, not the page', async ({ page }) => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await openView(page, { view: 'sessions' });
+    await expect(page.getByLabel('Waiting for a person')).toBeVisible();
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    expect(overflow, 'the page scrolls sideways').toBeLessThanOrEqual(0);
+    await expectAccessible(page);
+  });
+
+  test('no session at all, and no session matching the filters, say different things', async ({ page }) => {
+    await openView(page, { view: 'sessions', variant: 'empty' });
+    await expect(page.getByText('No session yet.')).toBeVisible();
+    await openView(page, { view: 'sessions', variant: 'empty', status: 'failed' });
+    await expect(page.getByText('No session matches these filters.')).toBeVisible();
+    await page.getByRole('button', { name: 'Clear filters' }).click();
+    expect(await calls(page, 'filter')).toEqual([{ name: 'filter', args: [{}] }]);
   });
 
   test('an administrator can stop and revoke a running session, with a reason', async ({ page }) => {

@@ -7,6 +7,7 @@ import type {
   GatewayEvent,
   PolicyVersionSummary,
   ProjectView,
+  SessionListItem,
   SessionView,
   TokenView,
   UserView,
@@ -58,6 +59,14 @@ export const stats: DashboardStats = {
     { command: 'make', count: 7 },
   ],
   pendingApprovals: 3,
+  sessionsByProject: [
+    { id: 'prj_demo', label: 'demo', count: 61 },
+    { id: 'prj_payments', label: 'payments', count: 13 },
+  ],
+  sessionsByUser: [
+    { id: 'usr_dev', label: 'dev@example.org', count: 52 },
+    { id: 'usr_ada', label: 'ada@example.org', count: 22 },
+  ],
 };
 
 export const sourcePatch = `diff --git a/src/sum.ts b/src/sum.ts
@@ -210,7 +219,7 @@ const baseSession: SessionView = {
   summary: null,
 };
 
-export const sessions: SessionView[] = [
+const sessionViews: SessionView[] = [
   baseSession,
   {
     ...baseSession,
@@ -255,7 +264,15 @@ export const sessions: SessionView[] = [
   { ...baseSession, id: 'ses_crash', instruction: 'Add a health check endpoint', status: 'failed', stopReason: 'crash', actionsUsed: 2, startedAt: t(1500), endedAt: t(1499) },
 ];
 
-export const completedSession = sessions[1]!;
+/** The sessions list's rows: who started each, and how many answers each waits for. */
+export const sessions: SessionListItem[] = sessionViews.map((v, i) => ({
+  ...v,
+  userId: i === 2 ? 'usr_ada' : 'usr_dev',
+  ownerEmail: i === 2 ? 'ada@example.org' : 'dev@example.org',
+  pendingApprovals: v.status === 'running' ? 2 : 0,
+}));
+
+export const completedSession = sessionViews[1]!;
 
 let seq = 0;
 const ev = (type: string, minutesAgo: number, fields: Record<string, unknown>): GatewayEvent => ({ seq: ++seq, type, sessionId: 'ses_fix_sum', projectId: 'prj_demo', at: t(minutesAgo), ...fields });

@@ -21,7 +21,7 @@ import { ExecHostsPageView } from '../src/pages/ExecHostsPageView';
 import { actorName, drainConsequence } from '../src/exec-hosts/view-model';
 import { PoliciesPageView, type PolicyTab } from '../src/pages/PoliciesPageView';
 import { SessionPageView } from '../src/pages/SessionPageView';
-import { SessionsPageView } from '../src/pages/SessionsPageView';
+import { filterFromSearch, searchFromFilter, SessionsPageView } from '../src/pages/SessionsPageView';
 import { SignInPageView } from '../src/pages/SignInPageView';
 import { UsersPageView } from '../src/pages/UsersPageView';
 import * as f from './fixtures';
@@ -304,7 +304,13 @@ function Harness() {
     case 'dashboard':
       return (
         <Shell page="dashboard">
-          <DashboardPageView stats={q(f.stats)} days={14} onDaysChange={record('days')} approvalsHref={role === 'security_officer' ? undefined : '?view=approvals'} />
+          <DashboardPageView
+            stats={q(f.stats)}
+            days={14}
+            onDaysChange={record('days')}
+            approvalsHref={role === 'security_officer' ? undefined : '?view=approvals'}
+            sessionsHref={(filter) => `?view=sessions&role=${role}&${searchFromFilter(filter).toString()}`}
+          />
         </Shell>
       );
     case 'approvals':
@@ -313,9 +319,13 @@ function Harness() {
       return (
         <Shell page="sessions">
           <SessionsPageView
-            sessions={q(f.sessions)}
-            status=""
-            onStatusChange={record('status')}
+            sessions={q(variant === 'empty' ? [] : f.sessions)}
+            filter={filterFromSearch(params)}
+            onFilter={record('filter')}
+            projects={f.projects}
+            me={role === 'admin' ? { id: 'usr_ada', email: 'ada@example.org' } : { id: 'usr_dev', email: 'dev@example.org' }}
+            seesOthers={role !== 'developer'}
+            now={Date.parse('2026-11-29T14:00:00Z')}
             live={true}
             renderSessionLink={(id, children) => <a href={`?view=session&id=${id}&role=${role}`}>{children}</a>}
           />

@@ -6,6 +6,8 @@
 interface Point {
   label: string;
   value: number;
+  /** Where the item drills down to (the sessions behind a bar). */
+  href?: string;
 }
 
 function niceMax(max: number): number {
@@ -48,9 +50,11 @@ export function ColumnChart({ title, data, valueLabel = 'Count', height = 180 }:
   const ticks = [0, max / 2, max];
   const total = data.reduce((s, d) => s + d.value, 0);
   const every = Math.ceil(data.length / 7);
+  const linked = data.some((d) => d.href);
   return (
     <figure className="chart">
-      <svg viewBox={`0 0 ${width} ${height}`} role="img" aria-label={`${title}: ${total} in total over ${data.length} days`} preserveAspectRatio="xMidYMid meet">
+      {/* With links the chart is a group of them (each named), not one image whose parts a reader skips. */}
+      <svg viewBox={`0 0 ${width} ${height}`} role={linked ? 'group' : 'img'} aria-label={`${title}: ${total} in total over ${data.length} days`} preserveAspectRatio="xMidYMid meet">
         {ticks.map((t) => {
           const y = pad.top + innerH - (t / max) * innerH;
           return (
@@ -67,9 +71,17 @@ export function ColumnChart({ title, data, valueLabel = 'Count', height = 180 }:
           const x = pad.left + i * band + band * 0.18;
           return (
             <g key={d.label}>
-              <rect x={x} y={pad.top + innerH - h} width={band * 0.64} height={Math.max(h, d.value > 0 ? 1 : 0)} rx={3} className="bar">
-                <title>{`${d.label}: ${d.value}`}</title>
-              </rect>
+              {d.href ? (
+                <a href={d.href} aria-label={`${d.label}: ${d.value} ${valueLabel.toLowerCase()}`} className="bar-link">
+                  {/* The whole column's height is the target, so a day with few sessions is still easy to hit. */}
+                  <rect x={pad.left + i * band} y={pad.top} width={band} height={innerH} className="bar-hit" />
+                  <rect x={x} y={pad.top + innerH - h} width={band * 0.64} height={Math.max(h, d.value > 0 ? 1 : 0)} rx={3} className="bar" />
+                </a>
+              ) : (
+                <rect x={x} y={pad.top + innerH - h} width={band * 0.64} height={Math.max(h, d.value > 0 ? 1 : 0)} rx={3} className="bar">
+                  <title>{`${d.label}: ${d.value}`}</title>
+                </rect>
+              )}
               {i % every === 0 && (
                 <text x={x + band * 0.32} y={height - 8} className="tick" textAnchor="middle">
                   {d.label.slice(5)}
@@ -92,9 +104,15 @@ export function RankedBars({ title, data, tone = 'neutral', emptyText }: { title
       <ol className={`ranked ${tone}`} aria-label={title}>
         {data.map((d) => (
           <li key={d.label}>
-            <code className="ranked-label" title={d.label}>
-              {d.label}
-            </code>
+            {d.href ? (
+              <a className="ranked-label" href={d.href} title={d.label}>
+                {d.label}
+              </a>
+            ) : (
+              <code className="ranked-label" title={d.label}>
+                {d.label}
+              </code>
+            )}
             <span className="ranked-track" aria-hidden="true">
               <span className="ranked-fill" style={{ width: `${(d.value / max) * 100}%` }} />
             </span>

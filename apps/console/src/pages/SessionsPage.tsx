@@ -1,21 +1,24 @@
-import { useCallback, useState } from 'react';
-import { Link } from 'react-router';
+import { useCallback } from 'react';
+import { Link, useSearchParams } from 'react-router';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
-import type { SessionStatus } from '@lemniscate/contracts';
 import { useLiveEvents } from '../api/events';
+import { projectsQuery } from '../api/queries/projects';
 import { sessionsQuery } from '../api/queries/sessions';
 import { useAuth } from '../auth/AuthContext';
 import { fromQuery } from '../components/Query';
-import { SessionsPageView } from './SessionsPageView';
+import { filterFromSearch, searchFromFilter, SessionsPageView } from './SessionsPageView';
 
 export function SessionsPage() {
   const { me } = useAuth();
   const qc = useQueryClient();
-  const [status, setStatus] = useState<SessionStatus | ''>('');
-  const sessions = useQuery(sessionsQuery(status ? { status } : {}));
+  const [search, setSearch] = useSearchParams();
+  const filter = filterFromSearch(search);
+  const sessions = useQuery(sessionsQuery(filter));
+  const projects = useQuery(projectsQuery());
   const onEvent = useCallback(
     (e: { type: string }) => {
-      if (e.type.startsWith('session_')) void qc.invalidateQueries({ queryKey: ['sessions'] });
+      // A new approval or an answer changes the "waiting for a person" column too.
+      if (e.type.startsWith('session_') || e.type.startsWith('approval_')) void qc.invalidateQueries({ queryKey: ['sessions'] });
     },
     [qc],
   );
@@ -28,8 +31,11 @@ export function SessionsPage() {
   return (
     <SessionsPageView
       sessions={fromQuery(sessions)}
-      status={status}
-      onStatusChange={setStatus}
+      filter={filter}
+      onFilter={(next) => setSearch(searchFromFilter(next))}
+      projects={projects.data ?? []}
+      me={{ id: me.user.id, email: me.user.email }}
+      seesOthers={me.user.role !== 'developer'}
       live={live.connected}
       renderSessionLink={(id, children) => <Link to={`/sessions/${encodeURIComponent(id)}`}>{children}</Link>}
     />

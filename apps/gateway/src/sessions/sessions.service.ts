@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { createHash } from 'node:crypto';
-import { refusesApprovals, type CreateSessionRequest, type PolicyDecision, type SessionListQuery, type SessionView, type ToolCallView } from '@lemniscate/contracts';
+import { refusesApprovals, type CreateSessionRequest, type PolicyDecision, type SessionListItem, type SessionListQuery, type SessionView, type ToolCallView } from '@lemniscate/contracts';
 import { AuditService } from '../audit/audit.service';
 import { AccessService } from '../auth/access.service';
 import { actorOf, type Principal } from '../auth/principal';
@@ -9,6 +9,7 @@ import { describeFailure } from '../db/errors';
 import { ProjectsRepository } from '../db/repositories/projects.repository';
 import { SessionsRepository } from '../db/repositories/sessions.repository';
 import { ToolCallsRepository } from '../db/repositories/tool-calls.repository';
+import { UsersRepository } from '../db/repositories/users.repository';
 import type { SessionRow, ToolCallRow } from '../db/schema';
 import { withDbRetry } from '../db/retry';
 import { EventsService } from '../events/events.service';
@@ -68,6 +69,7 @@ export class SessionsService {
     private readonly access: AccessService,
     private readonly audit: AuditService,
     private readonly events: EventsService,
+    private readonly users: UsersRepository,
   ) {}
 
   async create(principal: Principal, input: CreateSessionRequest): Promise<SessionView> {
@@ -154,11 +156,23 @@ export class SessionsService {
     }
   }
 
-  async list(principal: Principal, query: SessionListQuery): Promise<SessionView[]> {
-    // Developers see their own sessions; other roles see every session of their projects.
-    const mine = principal.role === 'developer' ? { userId: principal.userId } : {};
-    const rows = await this.sessions.list({ ...mine, projectIds: principal.projectIds, projectId: query.projectId, idPrefix: query.idPrefix, status: query.status, limit: query.limit });
-    return rows.filter((s) => this.access.can(principal, 'read', 'Session', { projectId: s.projectId, userId: s.userId })).map(toSessionView);
+  async list(principal: Principal, query: SessionListQuery): Promise<SessionListItem[]> {
+    // Developers see their own sessions, whoever they ask for; other roles see every session of their projects.
+    const userId = principal.role === 'developer' ? principal.userId : query.userId;
+    const rows = await this.sessions.list({
+      userId,
+      projectIds: principal.projectIds,
+      projectId: query.projectId,
+      idPrefix: query.idPrefix,
+      status: query.status,
+      waiting: query.waiting === 'true' ? true : undefined,
+      startedFrom: query.from ? new Date(query.from) : undefined,
+      startedBefore: query.to ? new Date(query.to) : undefined,
+      limit: query.limit,
+    });
+    const visible = rows.filter((s) => this.access.can(principal, 'read', 'Session', { projectId: s.projectId, userId: s.userId }));
+    const [emails, pending] = await Promise.all([this.users.emailsOf(visible.map((s) => s.userId)), this.sessions.pendingApprovals(visible.map((s) => s.id))]);
+    return visible.map((s) => ({ ...toSessionView(s), ownerEmail: emails.get(s.userId) ?? null, pendingApprovals: pending.get(s.id) ?? 0 }));
   }
 
   async get(principal: Principal, sessionId: string): Promise<SessionView> {

@@ -2,8 +2,10 @@ import { Injectable } from '@nestjs/common';
 import { summariseDashboard, type DashboardQuery, type DashboardStats } from '@lemniscate/contracts';
 import { AccessService } from '../auth/access.service';
 import type { Principal } from '../auth/principal';
+import { ProjectsRepository } from '../db/repositories/projects.repository';
 import { SessionsRepository } from '../db/repositories/sessions.repository';
 import { ToolCallsRepository } from '../db/repositories/tool-calls.repository';
+import { UsersRepository } from '../db/repositories/users.repository';
 import { ApprovalsService } from '../sessions/approvals.service';
 import { toSessionView, toToolCallView } from '../sessions/views';
 
@@ -22,6 +24,8 @@ export class StatsService {
     private readonly toolCalls: ToolCallsRepository,
     private readonly approvals: ApprovalsService,
     private readonly access: AccessService,
+    private readonly projects: ProjectsRepository,
+    private readonly users: UsersRepository,
   ) {}
 
   async dashboard(principal: Principal, query: DashboardQuery): Promise<DashboardStats> {
@@ -34,6 +38,16 @@ export class StatsService {
     const toolCalls = [];
     for (const s of rows) toolCalls.push(...(await this.toolCalls.listForSession(s.id)).map(toToolCallView));
     const pending = principal.ability.can('read', 'Approval') ? await this.approvals.list(principal, { state: 'pending', limit: 500 }) : [];
-    return summariseDashboard({ sessions: rows.map(toSessionView), toolCalls, pending, days: query.days, now });
+    const [userEmails, projectNames] = await Promise.all([this.users.emailsOf(rows.map((s) => s.userId)), this.projectNames(rows.map((s) => s.projectId))]);
+    return summariseDashboard({ sessions: rows.map(toSessionView), toolCalls, pending, days: query.days, now, projectNames, userEmails });
+  }
+
+  private async projectNames(ids: string[]): Promise<Map<string, string>> {
+    const names = new Map<string, string>();
+    for (const id of new Set(ids)) {
+      const project = await this.projects.findById(id);
+      if (project) names.set(id, project.name);
+    }
+    return names;
   }
 }

@@ -69,6 +69,19 @@ withTestDatabases((db) => {
     expect(typeof res.body.message).toBe('string');
   });
 
+  it.each([
+    ['waiting=maybe', 'query.waiting'],
+    ['from=yesterday', 'query.from'],
+    ['to=2026-13-45', 'query.to'],
+    ['userId=', 'query.userId'],
+    ['owner=me', 'query: unknown field "owner"'],
+  ])('the sessions list refuses %s with a sentence naming the field', async (query, field) => {
+    const res = await gw.http().get(`/api/v1/sessions?${query}`).set(bearer(admin));
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe('validation_failed');
+    expect(res.body.message).toContain(field);
+  });
+
   it('refuses NUL in the fields people type, with otherwise valid bodies, and stores nothing', async () => {
     const before = (await gw.http().get('/api/v1/sessions').set(bearer(admin))).body.length as number;
     const cases: [string, string, object][] = [

@@ -4,6 +4,7 @@ import { CONTROLLERS } from '../../src/app.module';
 import { AuditService } from '../../src/audit/audit.service';
 import type { RouteInfo } from '../../src/openapi/routes';
 import { listRoutes } from '../../src/openapi/routes';
+import { ApprovalsRepository } from '../../src/db/repositories/approvals.repository';
 import { ToolCallsRepository } from '../../src/db/repositories/tool-calls.repository';
 import { withTestDatabases } from '../support/db';
 import { ApprovalsService } from '../../src/sessions/approvals.service';
@@ -434,6 +435,56 @@ withTestDatabases((db) => {
           if (!readable && found.includes(p.id)) failures.push(`${cell}: a record the caller may not read was found`);
         }
       }
+    }
+    expect(failures).toEqual([]);
+  });
+
+  it("the sessions list's owner, waiting and time filters never widen what a caller sees: every role × membership × query", async () => {
+    const failures: string[] = [];
+    // Earlier cells may have answered the planted approvals: the owner's session gets one that waits, whatever its state.
+    const repo = gw.app.get(ApprovalsRepository);
+    for (const a of await repo.list({ sessionId: w.ownerSession, state: 'pending' })) await repo.answer(a.id, { state: 'rejected', decidedBy: null, reason: 'reset' });
+    await repo.create({ sessionId: w.ownerSession, kind: 'command', payload: { command: `echo ${OWN_MARK}-waiting` }, agent: 'general' });
+    const queries = (self: string) => [
+      `userId=${w.foreignUser}`,
+      `userId=${w.ownerUser}`,
+      `userId=${self}`,
+      'waiting=true',
+      'waiting=false',
+      'from=2000-01-01T00:00:00.000Z',
+      'from=2000-01-01T00:00:00.000Z&to=2100-01-01T00:00:00.000Z',
+      `waiting=true&userId=${w.foreignUser}`,
+      `projectId=${w.foreign}&userId=${w.foreignUser}&waiting=true`,
+      `projectId=${w.own}&userId=${w.ownerUser}&waiting=true`,
+    ];
+    for (const s of subjects) {
+      const ability = defineAbilitiesFor({ id: s.userId, role: s.role }, s.membership === 'member' ? [{ projectId: w.own }] : []);
+      for (const q of queries(s.userId)) {
+        const res = await gw.http().get(`/api/v1/sessions?${q}`).set(bearer(s.token));
+        const cell = `${s.role}/${s.membership} /sessions?${q}`;
+        if (res.status !== 200) {
+          // Only a filter on a project outside the caller's may be refused outright.
+          if (!q.includes(w.foreign) && !(s.membership !== 'member' && q.includes(w.own))) failures.push(`${cell}: ${res.status}`);
+          continue;
+        }
+        const rows = res.body as { id: string; projectId: string; userId: string; ownerEmail: string | null; pendingApprovals: number }[];
+        if (res.text.includes(FOREIGN_MARK) || res.text.includes('foreign@example.test')) failures.push(`${cell}: the foreign project or its developer came back`);
+        for (const r of rows) {
+          if (!ability.can('read', subject('Session', { projectId: r.projectId, userId: r.userId } as never) as AppSubject)) failures.push(`${cell}: ${r.id} came back unreadable`);
+          if (q.includes('userId=') && s.role !== 'developer' && !q.includes(`userId=${r.userId}`)) failures.push(`${cell}: ${r.id} belongs to someone else`);
+          if (q.startsWith('waiting=true') && r.pendingApprovals < 1) failures.push(`${cell}: ${r.id} waits for nobody`);
+        }
+        // What a member who may read the planted owner's session must find with the filters that select it.
+        const readsOwner = ability.can('read', subject('Session', { projectId: w.own, userId: w.ownerUser } as never) as AppSubject);
+        if (readsOwner && (q === 'waiting=true' || q === `userId=${w.ownerUser}` || q.startsWith('from=') || q === `projectId=${w.own}&userId=${w.ownerUser}&waiting=true`)) {
+          const owner = rows.find((r) => r.id === w.ownerSession);
+          if (!owner) failures.push(`${cell}: the planted session it may read was not found`);
+          else if (owner.ownerEmail !== 'owner@example.test' || owner.pendingApprovals !== 1) failures.push(`${cell}: owner ${owner.ownerEmail}, ${owner.pendingApprovals} waiting`);
+        }
+      }
+      // A window that ends before anything started finds nothing, whoever asks.
+      const before = await gw.http().get('/api/v1/sessions?to=2000-01-01T00:00:00.000Z').set(bearer(s.token));
+      if (before.status !== 200 || (before.body as unknown[]).length !== 0) failures.push(`${s.role}/${s.membership} /sessions?to=2000: ${before.status} ${(before.body as unknown[]).length}`);
     }
     expect(failures).toEqual([]);
   });

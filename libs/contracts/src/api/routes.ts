@@ -26,7 +26,7 @@ import {
   UpdateProjectRequest,
   RollbackPolicyRequest,
 } from './projects';
-import { CreateSessionRequest, SessionListQuery, SessionView, StartSubagentRequest, StopSessionRequest, StopSessionResponse, ToolCallView } from './sessions';
+import { CreateSessionRequest, SessionListItem, SessionListQuery, SessionView, StartSubagentRequest, StopSessionRequest, StopSessionResponse, ToolCallView } from './sessions';
 import { DashboardQuery, DashboardStats } from './stats';
 import { EnvironmentLog, EnvironmentStatus } from '../environment';
 import { DrainExecHostRequest, ExecHostHeartbeat, ExecHostHeartbeatResponse, ExecHostParams, ExecHostView } from '../exec-host-pool';
@@ -122,7 +122,7 @@ export const GatewayRoutes = {
   // sessions
   createSession: route('POST', api('/sessions'), { body: CreateSessionRequest, response: SessionView }),
   startSubagent: route('POST', api('/sessions/:id/subagents'), { params: IdParams, body: StartSubagentRequest, response: SessionView }),
-  listSessions: route('GET', api('/sessions'), { query: SessionListQuery, response: z.array(SessionView) }),
+  listSessions: route('GET', api('/sessions'), { query: SessionListQuery, response: z.array(SessionListItem) }),
   getSession: route('GET', api('/sessions/:id'), { params: IdParams, response: SessionView }),
   sessionToolCalls: route('GET', api('/sessions/:id/tool-calls'), { params: IdParams, response: z.array(ToolCallView) }),
   stopSession: route('POST', api('/sessions/:id/stop'), { params: IdParams, body: StopSessionRequest.default({}), response: StopSessionResponse, status: 200 }),

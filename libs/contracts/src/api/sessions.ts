@@ -162,10 +162,27 @@ export const SessionListQuery = z
     projectId: Id.optional(),
     idPrefix: IdPrefix.optional(),
     status: SessionStatus.optional(),
+    /** One person's sessions (a developer only ever sees their own, whatever this says). */
+    userId: Id.optional(),
+    /** `true`: only sessions with an approval or question waiting for a person. */
+    waiting: z.enum(['true', 'false']).optional(),
+    /** Sessions started at or after `from` and before `to`. */
+    from: IsoTimestamp.optional(),
+    to: IsoTimestamp.optional(),
     limit: z.coerce.number().int().min(1).max(500).default(100),
   })
   .strict();
 export type SessionListQuery = z.infer<typeof SessionListQuery>;
+
+/**
+ * A row of the sessions list: the session, who started it and how many of its approvals wait for a
+ * person. The two additions default so that a list read from an older gateway still parses.
+ */
+export const SessionListItem = SessionView.extend({
+  ownerEmail: z.string().nullable().default(null),
+  pendingApprovals: z.number().int().nonnegative().default(0),
+});
+export type SessionListItem = z.infer<typeof SessionListItem>;
 
 export const PolicyDecision = z.object({
   effect: z.enum(['allow', 'ask', 'deny']),

@@ -12,6 +12,9 @@ export const DashboardStats = z.object({
   mostDenied: z.array(z.object({ command: z.string(), count: z.number().int().nonnegative() })),
   mostAsked: z.array(z.object({ command: z.string(), count: z.number().int().nonnegative() })),
   pendingApprovals: z.number().int().nonnegative(),
+  /** Sessions started in the period by project and by person, most first (at most eight each). */
+  sessionsByProject: z.array(z.object({ id: z.string(), label: z.string(), count: z.number().int().nonnegative() })).default([]),
+  sessionsByUser: z.array(z.object({ id: z.string(), label: z.string(), count: z.number().int().nonnegative() })).default([]),
 });
 export type DashboardStats = z.infer<typeof DashboardStats>;
 
@@ -35,7 +38,16 @@ function top(counts: Map<string, number>, n: number): { command: string; count: 
  * may read. Days are UTC calendar days, oldest first. The gateway computes them; the function lives
  * here so its shape and rules are defined once.
  */
-export function summariseDashboard(input: { sessions: SessionView[]; toolCalls: ToolCallView[]; pending: ApprovalView[]; days: number; now: Date }): DashboardStats {
+export function summariseDashboard(input: {
+  sessions: SessionView[];
+  toolCalls: ToolCallView[];
+  pending: ApprovalView[];
+  days: number;
+  now: Date;
+  /** What to call a project and a person (its name, their email); an id stands for itself otherwise. */
+  projectNames?: ReadonlyMap<string, string>;
+  userEmails?: ReadonlyMap<string, string>;
+}): DashboardStats {
   const { sessions, toolCalls, pending, days, now } = input;
   const dayKeys: string[] = [];
   const today = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
@@ -47,6 +59,14 @@ export function summariseDashboard(input: { sessions: SessionView[]; toolCalls: 
     if (count !== undefined) perDay.set(d, count + 1);
   }
   const first = dayKeys[0] ?? '';
+  const byProject = new Map<string, number>();
+  const byUser = new Map<string, number>();
+  for (const s of sessions) {
+    if (s.startedAt.slice(0, 10) < first) continue;
+    byProject.set(s.projectId, (byProject.get(s.projectId) ?? 0) + 1);
+    byUser.set(s.userId, (byUser.get(s.userId) ?? 0) + 1);
+  }
+  const named = (counts: Map<string, number>, names: ReadonlyMap<string, string> | undefined) => top(counts, 8).map(({ command: id, count }) => ({ id, label: names?.get(id) ?? id, count }));
   const decisions = { allow: 0, ask: 0, deny: 0 };
   const denied = new Map<string, number>();
   const asked = new Map<string, number>();
@@ -62,5 +82,7 @@ export function summariseDashboard(input: { sessions: SessionView[]; toolCalls: 
     mostDenied: top(denied, 5),
     mostAsked: top(asked, 5),
     pendingApprovals: pending.filter((a) => a.state === 'pending').length,
+    sessionsByProject: named(byProject, input.projectNames),
+    sessionsByUser: named(byUser, input.userEmails),
   };
 }

@@ -1,11 +1,12 @@
 import { queryOptions } from '@tanstack/react-query';
-import { type SessionStatus, GatewayRoutes as R } from '@lemniscate/contracts';
+import { GatewayRoutes as R } from '@lemniscate/contracts';
 import { api } from '../client';
+import type { SessionsFilter } from '../../pages/SessionsPageView';
 
-export const sessionsQuery = (filter: { projectId?: string; status?: SessionStatus } = {}) =>
+export const sessionsQuery = ({ waiting, ...filter }: SessionsFilter = {}) =>
   queryOptions({
-    queryKey: ['sessions', filter],
-    queryFn: ({ signal }) => api.call(R.listSessions, { signal, query: filter }),
+    queryKey: ['sessions', 'list', filter, waiting === true],
+    queryFn: ({ signal }) => api.call(R.listSessions, { signal, query: waiting ? { ...filter, waiting: 'true' } : filter }),
   });
 
 export const sessionQuery = (id: string) =>

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { and, desc, eq, inArray, isNotNull, isNull, lt, sql, type SQL } from 'drizzle-orm';
+import { and, count, desc, eq, exists, gte, inArray, isNotNull, isNull, lt, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../database';
-import { sessions, type NewSession, type SessionRow, type SessionStatus } from '../schema';
+import { approvals, sessions, type NewSession, type SessionRow, type SessionStatus } from '../schema';
 import { DB } from '../tokens';
 import { pageSize, Repository } from './repository';
 
@@ -13,9 +13,13 @@ interface SessionFilter {
   /** Sessions whose id starts with these characters (a person's short form of an id). */
   idPrefix?: string;
   status?: SessionStatus;
+  /** Only sessions with an approval (or question) waiting for a person. */
+  waiting?: boolean;
   parentSessionId?: string;
   /** Keyset cursor: sessions started strictly before this instant. */
   startedBefore?: Date;
+  /** Sessions started at or after this instant. */
+  startedFrom?: Date;
   limit?: number;
 }
 
@@ -62,14 +66,35 @@ export class SessionsRepository extends Repository {
     if (filter.userId !== undefined) conditions.push(eq(sessions.userId, filter.userId));
     if (filter.idPrefix !== undefined) conditions.push(sql`starts_with(${sessions.id}, ${filter.idPrefix})`);
     if (filter.status !== undefined) conditions.push(eq(sessions.status, filter.status));
+    if (filter.waiting === true)
+      conditions.push(
+        exists(
+          this.db
+            .select({ one: sql`1` })
+            .from(approvals)
+            .where(and(eq(approvals.sessionId, sessions.id), eq(approvals.state, 'pending'))),
+        ),
+      );
     if (filter.parentSessionId !== undefined) conditions.push(eq(sessions.parentSessionId, filter.parentSessionId));
     if (filter.startedBefore !== undefined) conditions.push(lt(sessions.startedAt, filter.startedBefore));
+    if (filter.startedFrom !== undefined) conditions.push(gte(sessions.startedAt, filter.startedFrom));
     return this.db
       .select()
       .from(sessions)
       .where(and(...conditions))
       .orderBy(desc(sessions.startedAt), desc(sessions.id))
       .limit(pageSize(filter.limit));
+  }
+
+  /** How many approvals of each of these sessions wait for a person (sessions without any are absent). */
+  async pendingApprovals(ids: readonly string[]): Promise<Map<string, number>> {
+    if (ids.length === 0) return new Map();
+    const rows = await this.db
+      .select({ sessionId: approvals.sessionId, n: count() })
+      .from(approvals)
+      .where(and(eq(approvals.state, 'pending'), inArray(approvals.sessionId, [...ids])))
+      .groupBy(approvals.sessionId);
+    return new Map(rows.map((r) => [r.sessionId, Number(r.n)]));
   }
 
   listRunningForUser(userId: string): Promise<SessionRow[]> {

@@ -47,4 +47,29 @@ describe('summariseDashboard (GET /stats/dashboard)', () => {
     ]);
     expect(s.mostAsked.map((c) => c.command)).toEqual(['npm install', 'Write package.json']); // ties in alphabetical order
   });
+
+  it("ranks the period's sessions by project and by person, named where a name is known, older sessions left out", () => {
+    const at = (id: string, projectId: string, userId: string, startedAt = '2026-11-29T10:00:00.000Z') => ({ id, projectId, userId, startedAt }) as SessionView;
+    const s = summarise({
+      sessions: [at('a', 'p1', 'u1'), at('b', 'p1', 'u2'), at('c', 'p2', 'u2'), at('d', 'p2', 'u2'), at('e', 'p2', 'u3'), at('old', 'p3', 'u3', '2026-10-01T00:00:00.000Z')],
+      toolCalls: [],
+      pending: [],
+      days: 7,
+      now,
+      projectNames: new Map([
+        ['p1', 'web'],
+        ['p2', 'api'],
+      ]),
+      userEmails: new Map([['u2', 'bo@example.org']]),
+    });
+    expect(s.sessionsByProject).toEqual([
+      { id: 'p2', label: 'api', count: 3 },
+      { id: 'p1', label: 'web', count: 2 },
+    ]);
+    expect(s.sessionsByUser).toEqual([
+      { id: 'u2', label: 'bo@example.org', count: 3 },
+      { id: 'u1', label: 'u1', count: 1 },
+      { id: 'u3', label: 'u3', count: 1 },
+    ]);
+  });
 });
