@@ -260,3 +260,42 @@ test('the approvals inbox reads the list again once the live stream is subscribe
   ack!();
   await expect(items).toHaveCount(3);
 });
+
+test('the audit page reads 50 entries a page by keyset, counts what matches, and starts again from the newest when the filter changes', async ({ page }) => {
+  const all = Array.from({ length: 120 }, (_, i) => ({ ...f.auditEntries[1]!, seq: 120 - i, hash: `h${120 - i}`, prevHash: `h${119 - i}` }));
+  const asked: Record<string, string>[] = [];
+  const counted: Record<string, string>[] = [];
+  const gw = await gateway(page, 'security_officer', {
+    'GET /audit': (route, url) => {
+      const q = Object.fromEntries(url.searchParams);
+      asked.push(q);
+      const after = q.after ? Number(q.after) : Infinity;
+      return route.fulfill({ json: all.filter((e) => e.seq < after).slice(0, Number(q.limit)) });
+    },
+    'GET /audit/count': (route, url) => {
+      counted.push(Object.fromEntries(url.searchParams));
+      return route.fulfill({ json: { count: all.length } });
+    },
+    'GET /audit/kinds': (route) => route.fulfill({ json: { kinds: ['policy.decision', 'session.instruction'] } }),
+    'GET /audit/verify': (route) => route.fulfill({ json: f.verified }),
+  });
+  await gw.signIn();
+  await page.getByRole('link', { name: 'Audit' }).click();
+  const position = page.getByRole('status').filter({ hasText: /^Entries \d/ });
+  await expect(position).toHaveText('Entries 1–50 of 120');
+  expect(asked.at(-1)).toEqual({ limit: '51' });
+  const older = page.getByRole('button', { name: 'Older →' });
+  await older.click();
+  await expect(position).toHaveText('Entries 51–100 of 120');
+  expect(asked.at(-1)).toEqual({ limit: '51', after: '71' });
+  await older.click();
+  await expect(position).toHaveText('Entries 101–120 of 120');
+  await expect(older).toBeDisabled();
+  await page.getByRole('button', { name: '← Newer' }).click();
+  await expect(position).toHaveText('Entries 51–100 of 120');
+  await page.getByLabel('Kind').selectOption('policy.decision');
+  await page.getByRole('button', { name: 'Apply filters' }).click();
+  await expect(position).toHaveText('Entries 1–50 of 120');
+  expect(asked.at(-1)).toEqual({ limit: '51', kind: 'policy.decision' });
+  expect(counted.at(-1)).toEqual({ kind: 'policy.decision' });
+});

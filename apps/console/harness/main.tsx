@@ -252,6 +252,11 @@ function Audit() {
         exportError={null}
         verifiedAt="2026-11-29T13:59:00.000Z"
         kinds={AUDIT_KINDS}
+        total={variant === 'paged' ? 1234 : f.auditEntries.length}
+        paging={variant === 'paged' ? { offset: 50, pageSize: 50, newer: true, older: true } : { offset: 0, pageSize: 50, newer: false, older: false }}
+        onOlder={record('older')}
+        onNewer={record('newer')}
+        onNewest={record('newest')}
       />
     </Shell>
   );

@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import type { ProjectView } from '@lemniscate/contracts';
 import type { AuditEntry, AuditQuery, AuditVerification } from '../api/console-contracts';
-import { DataTable, When, type Column } from '../components/DataTable';
+import { When } from '../components/DataTable';
 import { Query, type QueryState } from '../components/Query';
 import { Empty, InlineError } from '../components/States';
 
@@ -19,26 +19,99 @@ interface AuditPageViewProps {
   verifiedAt: string | null;
   /** The kinds of entry the gateway records (GET /audit/kinds): the only values its filter accepts. */
   kinds: readonly string[];
+  /** How many entries the filter matches (GET /audit/count); null while unknown. */
+  total: number | null;
+  /** Where this page is: its first entry's position (0 for the newest) and whether more lie either side. */
+  paging: { offset: number; pageSize: number; newer: boolean; older: boolean };
+  onOlder: () => void;
+  onNewer: () => void;
+  onNewest: () => void;
 }
 
-const COLUMNS: Column<AuditEntry>[] = [
-  { header: '#', num: true, cell: (e) => e.seq },
-  { header: 'When', cell: (e) => <When at={e.at} /> },
-  {
-    header: 'Who',
-    cell: (e) =>
-      e.actorIdentity ? (
-        <span title={e.actor}>
-          {e.actorIdentity.displayName} <span className="muted">{e.actorIdentity.email}</span>
-        </span>
-      ) : (
-        e.actor
-      ),
-  },
-  { header: 'Kind', cell: (e) => <span className="badge">{e.kind}</span> },
-  { header: 'Session', cell: (e) => (e.sessionId ? <code>{e.sessionId}</code> : '—') },
-  { header: 'Details', className: 'truncate', cell: (e) => <code title={JSON.stringify(e.payload)}>{JSON.stringify(e.payload)}</code> },
-];
+/** The payload's telling fields in one line; the whole payload is in the row's details. */
+export function summarise(payload: unknown): string {
+  if (payload === null || typeof payload !== 'object') return payload === undefined ? '' : JSON.stringify(payload);
+  const p = payload as Record<string, unknown>;
+  const first = ['command', 'path', 'text', 'tool', 'effect', 'rule', 'answer', 'reason', 'status', 'message'];
+  const picked = first.filter((k) => p[k] !== undefined && p[k] !== null && typeof p[k] !== 'object').map((k) => `${k}: ${String(p[k])}`);
+  const rest = Object.keys(p).filter((k) => !first.includes(k));
+  return [...picked, ...rest.map((k) => `${k}: ${typeof p[k] === 'object' ? JSON.stringify(p[k]) : String(p[k])}`)].join(' · ');
+}
+
+function Who({ entry }: { entry: AuditEntry }) {
+  return entry.actorIdentity ? (
+    <>
+      {entry.actorIdentity.displayName} <span className="muted">{entry.actorIdentity.email}</span>
+    </>
+  ) : (
+    <>{entry.actor}</>
+  );
+}
+
+function AuditRow({ entry, projects }: { entry: AuditEntry; projects: ProjectView[] }) {
+  const [open, setOpen] = useState(false);
+  const detailsId = `audit-entry-${entry.seq}`;
+  const project = entry.projectId ? (projects.find((p) => p.id === entry.projectId)?.name ?? entry.projectId) : null;
+  return (
+    <>
+      <tr className={open ? 'expanded' : undefined}>
+        <td className="num">{entry.seq}</td>
+        <td>
+          <When at={entry.at} />
+        </td>
+        <td>
+          <Who entry={entry} />
+        </td>
+        <td>
+          <span className="badge">{entry.kind}</span>
+        </td>
+        <td>{entry.sessionId ? <code>{entry.sessionId}</code> : '—'}</td>
+        <td className="truncate">
+          <code>{summarise(entry.payload)}</code>
+        </td>
+        <td className="row-actions">
+          <button type="button" className="ghost small" aria-expanded={open} aria-controls={detailsId} onClick={() => setOpen(!open)}>
+            <span aria-hidden="true">{open ? '▾ ' : '▸ '}</span>
+            Details<span className="visually-hidden"> of entry {entry.seq}</span>
+          </button>
+        </td>
+      </tr>
+      {open && (
+        <tr className="audit-details" id={detailsId}>
+          <td colSpan={7}>
+            <dl className="facts">
+              <dt>Actor</dt>
+              <dd>
+                <code>{entry.actor}</code>
+                {entry.actorIdentity && (
+                  <>
+                    {' '}
+                    — <Who entry={entry} />
+                  </>
+                )}
+              </dd>
+              <dt>Project</dt>
+              <dd>{project ?? 'none (an entry about people or the platform)'}</dd>
+              <dt>Session</dt>
+              <dd>{entry.sessionId ? <code>{entry.sessionId}</code> : 'none'}</dd>
+              <dt>Hash</dt>
+              <dd>
+                <code className="hash">{entry.hash}</code>
+              </dd>
+              <dt>Previous hash</dt>
+              <dd>
+                <code className="hash">{entry.prevHash}</code>
+              </dd>
+            </dl>
+            <pre className="payload" aria-label={`Payload of entry ${entry.seq}`}>
+              {JSON.stringify(entry.payload, null, 2)}
+            </pre>
+          </td>
+        </tr>
+      )}
+    </>
+  );
+}
 
 /** `datetime-local` shows and returns local time without a zone; the filter travels as UTC. */
 function toLocalInput(iso?: string): string {
@@ -47,7 +120,24 @@ function toLocalInput(iso?: string): string {
   return new Date(d.getTime() - d.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
 }
 
-export function AuditPageView({ projects, filter, onFilter, entries, verification, onVerify, onExport, exporting, exportError, verifiedAt, kinds }: AuditPageViewProps) {
+export function AuditPageView({
+  projects,
+  filter,
+  onFilter,
+  entries,
+  verification,
+  onVerify,
+  onExport,
+  exporting,
+  exportError,
+  verifiedAt,
+  kinds,
+  total,
+  paging,
+  onOlder,
+  onNewer,
+  onNewest,
+}: AuditPageViewProps) {
   const [draft, setDraft] = useState<AuditQuery>(filter);
   const set = (k: keyof AuditQuery, v: string) => setDraft({ ...draft, [k]: v || undefined });
   return (
@@ -85,8 +175,8 @@ export function AuditPageView({ projects, filter, onFilter, entries, verificatio
           </select>
         </div>
         <div className="field">
-          <label htmlFor="af-actor">Actor</label>
-          <input id="af-actor" placeholder="an email, or user:…" value={draft.actor ?? ''} onChange={(e) => set('actor', e.target.value.trim())} />
+          <label htmlFor="af-actor">Person or actor</label>
+          <input id="af-actor" type="text" inputMode="email" placeholder="ana@example.org, policy, system…" value={draft.actor ?? ''} onChange={(e) => set('actor', e.target.value.trim())} />
         </div>
         <div className="field">
           <label htmlFor="af-session">Session id</label>
@@ -130,16 +220,62 @@ export function AuditPageView({ projects, filter, onFilter, entries, verificatio
       <Query state={entries} what="the audit log">
         {(list) =>
           list.length === 0 ? (
-            <Empty>No entry matches these filters.</Empty>
+            <Empty>{paging.offset > 0 ? 'No older entry matches these filters.' : 'No entry matches these filters.'}</Empty>
           ) : (
-            <div className="card flush">
-              <DataTable caption="Audit entries, newest first" className="audit" columns={COLUMNS} rows={list} rowKey={(e) => e.seq} />
-            </div>
+            <>
+              <p className="muted audit-count" role="status">
+                {pageLabel(paging.offset, list.length, total)}
+              </p>
+              <div className="card flush scroll-x">
+                <table className="data audit">
+                  <caption className="visually-hidden">Audit entries, newest first</caption>
+                  <thead>
+                    <tr>
+                      <th scope="col" className="num">
+                        #
+                      </th>
+                      <th scope="col">When</th>
+                      <th scope="col">Who</th>
+                      <th scope="col">Kind</th>
+                      <th scope="col">Session</th>
+                      <th scope="col">Details</th>
+                      <th scope="col">
+                        <span className="visually-hidden">Expand</span>
+                      </th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {list.map((e) => (
+                      <AuditRow key={e.seq} entry={e} projects={projects} />
+                    ))}
+                  </tbody>
+                </table>
+              </div>
+            </>
           )
         }
       </Query>
+      <nav className="pager" aria-label="Audit pages">
+        <button type="button" onClick={onNewest} disabled={!paging.newer}>
+          Newest
+        </button>
+        <button type="button" onClick={onNewer} disabled={!paging.newer}>
+          ← Newer
+        </button>
+        <button type="button" onClick={onOlder} disabled={!paging.older}>
+          Older →
+        </button>
+      </nav>
     </div>
   );
+}
+
+/** "Entries 51–100 of 1,234", or without a total while it is counted. */
+export function pageLabel(offset: number, shown: number, total: number | null): string {
+  const range = `${(offset + 1).toLocaleString('en')}–${(offset + shown).toLocaleString('en')}`;
+  if (total === 1 && shown === 1) return 'One entry matches';
+  if (total === null || total < offset + shown) return `Entries ${range}`;
+  return `Entries ${range} of ${total.toLocaleString('en')}`;
 }
 
 function VerificationBanner({ state, onVerify, verifiedAt }: { state: QueryState<AuditVerification>; onVerify: () => void; verifiedAt: string | null }) {

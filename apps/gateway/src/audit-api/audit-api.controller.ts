@@ -1,5 +1,5 @@
 import { Controller, Get } from '@nestjs/common';
-import { AuditExportQuery, AuditListQuery, AuditVerifyQuery, GatewayRoutes as R } from '@lemniscate/contracts';
+import { AuditExportQuery, AuditFilterQuery, AuditListQuery, AuditVerifyQuery, GatewayRoutes as R } from '@lemniscate/contracts';
 import { Can, CurrentPrincipal } from '../auth/permission.decorator';
 import type { Principal } from '../auth/principal';
 import { Returns, ZQuery } from '../common/zod-validation';
@@ -21,6 +21,13 @@ export class AuditApiController {
   @Returns(R.auditKinds.response, 'The kinds of entry the gateway records: the only values the kind filter accepts', R.auditKinds.status)
   kinds() {
     return this.audit.kinds();
+  }
+
+  @Get('count')
+  @Can('read', 'Audit')
+  @Returns(R.auditCount.response, 'How many entries match a filter, within the projects the reader may read', R.auditCount.status)
+  count(@CurrentPrincipal() principal: Principal, @ZQuery(R.auditCount.query) query: AuditFilterQuery) {
+    return this.audit.count(principal, query);
   }
 
   @Get('verify')

@@ -1,5 +1,5 @@
 import { Injectable, StreamableFile } from '@nestjs/common';
-import { AUDIT_KINDS, type AuditKindsView } from '@lemniscate/contracts';
+import { AUDIT_KINDS, type AuditCountView, type AuditKindsView } from '@lemniscate/contracts';
 import type { AuditEntryView, AuditExportQuery, AuditFilterQuery, AuditListQuery, AuditVerificationView, AuditVerifyQuery } from '@lemniscate/contracts';
 import { AuditService, type AuditEntry, type AuditFilter } from '../audit/audit.service';
 import { AccessService } from '../auth/access.service';
@@ -30,6 +30,10 @@ export class AuditApiService {
     const filter = await this.filter(principal, 'read', query);
     const entries = await this.audit.list(filter, { order: query.order, after: query.after, limit: query.limit });
     return this.withIdentities(entries);
+  }
+
+  async count(principal: Principal, query: AuditFilterQuery): Promise<AuditCountView> {
+    return { count: await this.audit.count(await this.filter(principal, 'read', query)) };
   }
 
   kinds(): AuditKindsView {

@@ -337,6 +337,11 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
     return { ok: true, checked: verifier.checked, lastSeq: verifier.lastSeq, lastHash: verifier.lastHash };
   }
 
+  count(filter: AuditFilter = {}): Promise<number> {
+    checkFilter(filter);
+    return this.log.count(filter);
+  }
+
   async list(filter: AuditFilter = {}, page: AuditPageRequest = {}): Promise<AuditEntry[]> {
     checkFilter(filter);
     const rows = await this.log.list(filter, page);

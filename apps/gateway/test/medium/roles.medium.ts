@@ -194,6 +194,7 @@ const REQUESTS: Record<string, Build> = {
   'POST /approvals/:id/reject': approvalRoute('/reject', {}),
   'GET /audit': listBy('/audit?limit=1000'),
   'GET /audit/kinds': noneOnly('/audit/kinds'),
+  'GET /audit/count': listBy('/audit/count'),
   'GET /audit/verify': noneOnly('/audit/verify'),
   'GET /audit/export': listBy('/audit/export?format=jsonl'),
   'GET /stats/dashboard': noneOnly('/stats/dashboard?days=30'),
@@ -485,6 +486,31 @@ withTestDatabases((db) => {
       // A window that ends before anything started finds nothing, whoever asks.
       const before = await gw.http().get('/api/v1/sessions?to=2000-01-01T00:00:00.000Z').set(bearer(s.token));
       if (before.status !== 200 || (before.body as unknown[]).length !== 0) failures.push(`${s.role}/${s.membership} /sessions?to=2000: ${before.status} ${(before.body as unknown[]).length}`);
+    }
+    expect(failures).toEqual([]);
+  });
+
+  it('the audit count agrees with the list for every role × membership × filter, and counts nothing the list would not show', async () => {
+    const failures: string[] = [];
+    const filters = [
+      '',
+      `projectId=${w.own}`,
+      `projectId=${w.foreign}`,
+      'actor=foreign@example.test',
+      'actor=owner@example.test',
+      'kind=test.marker',
+      `sessionId=${w.foreignSession}`,
+      `sessionId=${w.ownerSession}`,
+      'from=2000-01-01T00:00:00.000Z',
+      'kind=test.marker,session.instruction&from=2000-01-01T00:00:00.000Z',
+    ];
+    for (const s of subjects) {
+      for (const f of filters) {
+        const [list, count] = await Promise.all([gw.http().get(`/api/v1/audit?limit=1000&${f}`).set(bearer(s.token)), gw.http().get(`/api/v1/audit/count?${f}`).set(bearer(s.token))]);
+        const cell = `${s.role}/${s.membership} ?${f}`;
+        if (list.status !== count.status) failures.push(`${cell}: the list answered ${list.status}, the count ${count.status}`);
+        else if (list.status === 200 && (list.body as unknown[]).length !== count.body.count) failures.push(`${cell}: ${(list.body as unknown[]).length} listed, ${count.body.count} counted`);
+      }
     }
     expect(failures).toEqual([]);
   });

@@ -139,6 +139,7 @@ withTestDatabases((db) => {
     // Audit and dashboard.
     await call('listAudit', { headers: asAdmin, query: { projectId } });
     await call('auditKinds', { headers: asAdmin });
+    await call('auditCount', { headers: asAdmin, query: { projectId } });
     await call('auditVerify', { headers: asAdmin });
     const exported = await call('auditExport', { headers: asAdmin, query: { projectId, format: 'jsonl' } });
     expect(exported.text.trim().split('\n').length).toBeGreaterThan(0);

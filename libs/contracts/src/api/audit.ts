@@ -84,6 +84,10 @@ export const AUDIT_KINDS = [
 ] as const;
 
 export const AuditKindsView = z.object({ kinds: z.array(z.string()) });
+
+/** How many entries a filter matches, within what the reader may read (the list's page holds at most 1,000). */
+export const AuditCountView = z.object({ count: z.number().int().nonnegative() });
+export type AuditCountView = z.infer<typeof AuditCountView>;
 export type AuditKindsView = z.infer<typeof AuditKindsView>;
 
 /** T3 filters: project, user (actor `user:<id>`, or a person's email), session, kind (comma-separated), time range. */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AnswerApprovalRequest, ApprovalListQuery, ApprovalView } from './approvals';
-import { AuditEntryView, AuditExportQuery, AuditKindsView, AuditListQuery, AuditVerificationView, AuditVerifyQuery } from './audit';
+import { AuditCountView, AuditEntryView, AuditExportQuery, AuditFilterQuery, AuditKindsView, AuditListQuery, AuditVerificationView, AuditVerifyQuery } from './audit';
 import { ChangePasswordRequest, CreatedToken, CreateTokenRequest, LoginRequest, LoginResponse, MeResponse, TokenView, UserView } from './auth';
 import { IdParams, OkResponse } from './common';
 import { GatewayHealth, GatewayReadiness } from './health';
@@ -137,6 +137,7 @@ export const GatewayRoutes = {
   // audit
   listAudit: route('GET', api('/audit'), { query: AuditListQuery, response: z.array(AuditEntryView) }),
   auditKinds: route('GET', api('/audit/kinds'), { response: AuditKindsView }),
+  auditCount: route('GET', api('/audit/count'), { query: AuditFilterQuery, response: AuditCountView }),
   auditVerify: route('GET', api('/audit/verify'), { query: AuditVerifyQuery, response: AuditVerificationView }),
   auditExport: route('GET', api('/audit/export'), { query: AuditExportQuery }),
 

@@ -4,10 +4,16 @@ import { api } from '../client';
 import { routes } from '../routes';
 import { type AuditQuery } from '../console-contracts';
 
-export const auditQuery = (filter: AuditQuery) =>
+export const auditQuery = (filter: AuditQuery & { after?: number }) =>
   queryOptions({
-    queryKey: ['audit', filter],
+    queryKey: ['audit', 'list', filter],
     queryFn: ({ signal }) => api.call(R.listAudit, { signal, query: filter }),
+  });
+
+export const auditCountQuery = ({ limit: _limit, ...filter }: AuditQuery) =>
+  queryOptions({
+    queryKey: ['audit', 'count', filter],
+    queryFn: ({ signal }) => api.call(R.auditCount, { signal, query: filter }),
   });
 
 /** The server owns the list of kinds; it changes only with the gateway, so it is fetched once. */

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { and, asc, desc, eq, gt, gte, inArray, isNull, lt, lte, or, sql, type SQL } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, gte, inArray, isNull, lt, lte, or, sql, type SQL } from 'drizzle-orm';
 import type { PGlite } from '@electric-sql/pglite';
 import { Client, Pool, type QueryResult } from 'pg';
 import type { Db } from '../database';
@@ -369,6 +369,16 @@ export class AuditLogRepository extends Repository {
       .orderBy(asc(auditLog.seq))
       .limit(1);
     return row?.seq;
+  }
+
+  async count(filter: AuditFilter): Promise<number> {
+    const conditions = filterConditions(filter);
+    if (!conditions) return 0;
+    const [row] = await this.db
+      .select({ n: count() })
+      .from(auditLog)
+      .where(and(...conditions));
+    return Number(row?.n ?? 0);
   }
 
   list(filter: AuditFilter, page: AuditPageRequest = {}): Promise<AuditLogRow[]> {
