@@ -21,6 +21,8 @@ function showApproval(a: ApprovalView): string {
   const by = a.decidedByEmail ?? a.decidedBy;
   const decided = by !== null && a.state !== 'pending' ? ` by ${by}${a.decidedAt ? ` at ${a.decidedAt.slice(0, 19).replace('T', ' ')}` : ''}` : '';
   const lines = [`Approval ${a.id} (${a.kind}) from ${a.agent} in session ${a.sessionId}: ${a.state}${decided}`];
+  if (a.instruction) lines.push(`Instruction: ${a.instruction}`);
+  if (a.flags.policy) lines.push(`Why it asks: ${a.flags.policy.reason} (rule ${a.flags.policy.rule})`);
   if ('command' in p) lines.push(`$ ${p.command}`);
   else if ('diff' in p) lines.push(colourDiff(p.diff, new Set(third.map((t) => t.path))));
   else if ('question' in p) {
@@ -30,6 +32,7 @@ function showApproval(a: ApprovalView): string {
     else if (a.state === 'pending') lines.push(`Answer with \`lemni approvals approve ${a.id} --answer TEXT\` (an option's number picks it); \`reject\` declines.`);
   } else lines.push(`Extension: +${p.amount} ${p.extension}`);
   if (third.length > 0) lines.push(`THIRD-PARTY FILES: ${third.map((t) => `${t.path} (${t.class})`).join(', ')}`);
+  for (const r of a.flags.reverted ?? []) lines.push(`Not offered, already reverted: ${r.path}: ${r.reason}`);
   return `${lines.join('\n')}\n`;
 }
 

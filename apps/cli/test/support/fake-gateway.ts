@@ -107,6 +107,7 @@ export function approvalView(id: string, over: Partial<ApprovalView> = {}): Appr
     payload: { command: 'npm install left-pad' },
     flags: { thirdParty: [] },
     agent: 'general',
+    instruction: 'fix the failing test',
     state: 'pending',
     decidedBy: null,
     decidedByEmail: null,

@@ -161,6 +161,7 @@ function Inbox({ list, selectedId, onSelect, onAnswer, busyId, answerError: erro
               {question ? 'asked' : 'proposed'} by <strong>{selected.agent}</strong> in session <code>{selected.sessionId}</code>
             </span>
           </header>
+          <RequestContext approval={selected} />
           {isThirdParty(selected) && (
             <div className="third-party-banner" role="note">
               <strong>Third-party files.</strong> CI configuration, build scripts, hooks, manifests and lock files are run or trusted by other tools and people. This is a separate approval: read every
@@ -332,6 +333,46 @@ function QuestionForm({ formRef, approval, question, draft, onDraft, busy, sendi
         {response === null ? 'Pick an option or write an answer to send one.' : <>Will send: “{response.length > 200 ? `${response.slice(0, 200)}…` : response}”</>}
       </p>
     </form>
+  );
+}
+
+/** What the request is for and why it asks: the session's instruction, the policy's sentence, what was already taken out. */
+function RequestContext({ approval }: { approval: ApprovalView }) {
+  const { policy, reverted } = approval.flags;
+  return (
+    <>
+      <dl className="facts request-context">
+        {approval.instruction && (
+          <>
+            <dt>The session's instruction</dt>
+            <dd className="instruction">{approval.instruction}</dd>
+          </>
+        )}
+        {policy && (
+          <>
+            <dt>Why it asks</dt>
+            <dd>
+              {policy.reason} <span className="muted small">(rule <code>{policy.rule}</code>)</span>
+            </dd>
+          </>
+        )}
+      </dl>
+      {reverted && reverted.length > 0 && (
+        <div className="reverted-banner" role="note">
+          <strong>
+            {reverted.length === 1 ? 'One more changed file was' : `${reverted.length} more changed files were`} not offered: the policy forbids {reverted.length === 1 ? 'it' : 'them'}, and{' '}
+            {reverted.length === 1 ? 'it was' : 'they were'} reverted in the sandbox.
+          </strong>
+          <ul>
+            {reverted.map((r) => (
+              <li key={r.path}>
+                <code>{r.path}</code> — {r.reason}
+              </li>
+            ))}
+          </ul>
+        </div>
+      )}
+    </>
   );
 }
 

@@ -514,7 +514,7 @@ export class SessionRunner {
       {
         kind: flagged.length ? 'third_party' : 'write',
         payload: { diff: proposal.diff, files: [proposal.path] },
-        flags: { thirdParty: flagged },
+        flags: { thirdParty: flagged, policy: askedBy(decision, bySize) },
       },
       'diff',
       proposal.diff,
@@ -610,6 +610,8 @@ export class SessionRunner {
       files: files.map((f) => ({ path: f.path, change: f.status === 'added' || f.status === 'deleted' ? f.status : 'modified', thirdParty: thirdPartyPaths.has(f.path) })),
     });
     const notes: string[] = [];
+    // What the person reviewing the rest is told was already taken out, and why.
+    const reverted = [...forbiddenLinks.map((l) => ({ path: l.file.path, reason: l.reason })), ...forbidden.map((f) => ({ path: f.path, reason: classifyChanges([facts(f)], policy).reason }))];
     if (forbiddenLinks.length) {
       // G01: a link out of the working copy is never offered as an ordinary change, and never kept.
       for (const { reason } of forbiddenLinks) {
@@ -637,7 +639,11 @@ export class SessionRunner {
         {
           kind: d.thirdParty?.length ? 'third_party' : 'changes',
           payload: { diff, files: reviewable.map((f) => f.path) },
-          flags: { thirdParty: d.thirdParty ?? [] },
+          flags: {
+            thirdParty: d.thirdParty ?? [],
+            policy: { rule: d.rule, reason: d.reason },
+            ...(reverted.length ? { reverted } : {}),
+          },
         },
         'changes',
         diff,
@@ -738,7 +744,7 @@ export class SessionRunner {
     const shell = policy !== undefined;
     const offer = shell && decision.reapprovalExempt === true && policy.commands.reapproval === 'exempt' && !this.input.headless;
     const payload = shell ? { command, workingDirectory: WORKING_DIRECTORY } : { command };
-    const flags = { thirdParty: decision.thirdParty ?? [], ...(offer ? { reapprovalExempt: true } : {}) };
+    const flags = { thirdParty: decision.thirdParty ?? [], ...(offer ? { reapprovalExempt: true } : {}), policy: { rule: decision.rule, reason: decision.reason } };
     const answer = await this.approval(callId, { kind: 'command', payload, flags }, 'command', command);
     return answer.state === 'approved';
   }
@@ -1006,6 +1012,12 @@ function denyClass(d: Decision): 'policy_denied' | 'tool_disabled' | 'tool_not_i
   if (d.rule.startsWith('scope')) return 'outside_project';
   if ((d.thirdParty?.length ?? 0) > 0) return 'third_party_forbidden';
   return 'policy_denied';
+}
+
+/** The rule a person is shown for a proposed write: a third-party finding on the real diff first, then the tool's own. */
+function askedBy(tool: Decision, byDiff: Decision): { rule: string; reason: string } {
+  const d = byDiff.effect === 'ask' && (byDiff.thirdParty?.length ?? 0) > 0 ? byDiff : tool.effect === 'ask' || byDiff.effect !== 'ask' ? tool : byDiff;
+  return { rule: d.rule, reason: d.reason };
 }
 
 function mergeThirdParty(a: Decision, b: Decision): { path: string; class: string }[] {

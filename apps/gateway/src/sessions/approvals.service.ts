@@ -98,22 +98,22 @@ export class ApprovalsService {
       idPrefix: query.idPrefix,
       limit: query.limit,
     });
-    const owners = new Map<string, string | undefined>();
-    const visible: typeof rows = [];
+    const owners = new Map<string, SessionRow | undefined>();
+    const visible: { row: (typeof rows)[number]; session: SessionRow }[] = [];
     for (const row of rows) {
-      if (!owners.has(row.sessionId)) owners.set(row.sessionId, (await this.sessions.findById(row.sessionId))?.userId);
-      const sessionUserId = owners.get(row.sessionId);
-      if (sessionUserId && this.access.can(principal, 'read', 'Approval', { projectId: row.projectId, sessionUserId })) visible.push(row);
+      if (!owners.has(row.sessionId)) owners.set(row.sessionId, await this.sessions.findById(row.sessionId));
+      const session = owners.get(row.sessionId);
+      if (session && this.access.can(principal, 'read', 'Approval', { projectId: row.projectId, sessionUserId: session.userId })) visible.push({ row, session });
     }
-    const emails = await this.users.emailsOf(visible.flatMap((r) => (r.decidedBy ? [r.decidedBy] : [])));
-    return visible.map((row) => toApprovalView(row, row.projectId, row.decidedBy ? (emails.get(row.decidedBy) ?? null) : null));
+    const emails = await this.users.emailsOf(visible.flatMap(({ row }) => (row.decidedBy ? [row.decidedBy] : [])));
+    return visible.map(({ row, session }) => toApprovalView(row, session, row.decidedBy ? (emails.get(row.decidedBy) ?? null) : null));
   }
 
   async get(principal: Principal, approvalId: string): Promise<ApprovalView> {
     const { approval, session } = await this.load(approvalId);
     await this.access.require(principal, 'read', 'Approval', { projectId: session.projectId, sessionUserId: session.userId });
     const emails = await this.users.emailsOf(approval.decidedBy ? [approval.decidedBy] : []);
-    return toApprovalView(approval, session.projectId, approval.decidedBy ? (emails.get(approval.decidedBy) ?? null) : null);
+    return toApprovalView(approval, session, approval.decidedBy ? (emails.get(approval.decidedBy) ?? null) : null);
   }
 
   async answer(principal: Principal, approvalId: string, answer: Answer, input: AnswerApprovalRequest): Promise<ApprovalView> {
@@ -174,7 +174,7 @@ export class ApprovalsService {
         ...stream.extra,
       },
     });
-    return toApprovalView(updated, session.projectId, principal.email);
+    return toApprovalView(updated, session, principal.email);
   }
 
   /**
@@ -265,7 +265,7 @@ export class ApprovalsService {
         payload: { ...stream.extra, approvalId: row.id, answer: 'rejected', by: { kind: 'process', description: 'headless session' }, class: 'approval_refused_headless' },
       });
     }
-    return toApprovalView(row, session.projectId);
+    return toApprovalView(row, session);
   }
 
   /**

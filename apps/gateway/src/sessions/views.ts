@@ -54,11 +54,12 @@ export function toToolCallView(t: ToolCallRow): ToolCallView {
 }
 
 /** `decidedByEmail`: the email of `a.decidedBy`, looked up by the caller (null when nobody answered). */
-export function toApprovalView(a: ApprovalRow, projectId: string, decidedByEmail: string | null = null): ApprovalView {
+export function toApprovalView(a: ApprovalRow, session: Pick<SessionRow, 'projectId' | 'instruction'>, decidedByEmail: string | null = null): ApprovalView {
   return {
     id: a.id,
     sessionId: a.sessionId,
-    projectId,
+    projectId: session.projectId,
+    instruction: session.instruction,
     toolCallId: a.toolCallId,
     kind: a.kind,
     payload: ApprovalPayload.parse(a.payload),

@@ -72,6 +72,23 @@ withTestDatabases((db) => {
     await expect(sessions.recordToolResult('missing', { exitCode: 0, stdout: '', stderr: '', truncated: false, durationMs: 0, idleMs: 0 })).rejects.toThrow('There is no tool call missing.');
   });
 
+  it("every view of a request carries its session's instruction and the flags the runner set (the policy's reason, files reverted)", async () => {
+    const sessionId = await newSession();
+    const flags = {
+      thirdParty: [],
+      policy: { rule: 'commands.default', reason: 'No rule names this command; the default is to ask.' },
+      reverted: [{ path: '.git/hooks/pre-push', reason: 'Git hooks may not be changed.' }],
+    };
+    const approval = await gw.app.get(ApprovalsService).request({ sessionId, kind: 'command', payload: { command: 'npm ci' }, agent: 'general', flags });
+    expect(approval).toMatchObject({ instruction: 'make the build green', flags });
+    const listed = await gw.http().get(`/api/v1/approvals?sessionId=${sessionId}`).set(bearer(dev.token));
+    expect(listed.body).toEqual([expect.objectContaining({ id: approval.id, instruction: 'make the build green', flags })]);
+    const one = await gw.http().get(`/api/v1/approvals/${approval.id}`).set(bearer(dev.token));
+    expect(one.body).toMatchObject({ instruction: 'make the build green', flags });
+    const answered = await gw.http().post(`/api/v1/approvals/${approval.id}/reject`).set(bearer(dev.token)).send({ reason: 'not now' });
+    expect(answered.body).toMatchObject({ state: 'rejected', instruction: 'make the build green', flags });
+  });
+
   it("is answered by the session's developer once; a second answer is a 409 with a sentence", async () => {
     const approval = await ask(await newSession());
     const ok = await gw.http().post(`/api/v1/approvals/${approval.id}/approve`).set(bearer(dev.token)).send({});

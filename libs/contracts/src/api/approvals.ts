@@ -28,6 +28,13 @@ export const ApprovalFlags = z.object({
    * `commands.reapproval: exempt`, and none of the classes the policy asks every time).
    */
   reapprovalExempt: z.boolean().optional(),
+  /** Why the policy asks: the rule that matched and its sentence, shown beside the request. */
+  policy: z.object({ rule: z.string(), reason: z.string() }).optional(),
+  /**
+   * Changed files the same command left that were not offered, because the policy forbids them:
+   * already reverted in the sandbox, each with the policy's sentence.
+   */
+  reverted: z.array(z.object({ path: z.string(), reason: z.string() })).optional(),
 });
 export type ApprovalFlags = z.infer<typeof ApprovalFlags>;
 
@@ -40,6 +47,8 @@ export const ApprovalView = z.object({
   payload: ApprovalPayload,
   flags: ApprovalFlags,
   agent: z.string(),
+  /** The instruction of the session that asks, so the person judges the request against its purpose. */
+  instruction: z.string().default(''),
   state: ApprovalState,
   decidedBy: Id.nullable(),
   /** The email of the person who answered, for display; null when nobody did (or the account is gone). */

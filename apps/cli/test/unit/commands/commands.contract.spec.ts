@@ -169,7 +169,11 @@ describe('approvals', () => {
       approvalView('a2', {
         kind: 'third_party',
         payload: { diff: 'diff --git a/.github/ci.yml b/.github/ci.yml\n+x\n', files: ['.github/ci.yml'] },
-        flags: { thirdParty: [{ path: '.github/ci.yml', class: 'ci' }] },
+        flags: {
+          thirdParty: [{ path: '.github/ci.yml', class: 'ci' }],
+          policy: { rule: 'thirdPartyFiles', reason: 'CI configuration is a third-party file: a person approves it separately.' },
+          reverted: [{ path: '.git/hooks/pre-commit', reason: 'Git hooks are third-party files the policy forbids changing.' }],
+        },
       }),
     ];
   });
@@ -197,6 +201,18 @@ describe('approvals', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('THIRD-PARTY FILE');
     expect(r.stdout).toContain('THIRD-PARTY FILES: .github/ci.yml (ci)');
+  });
+
+  it('show says what the session was asked, why the policy asks, and which forbidden files were already reverted', async () => {
+    const r = await lemni(['approvals', 'show', 'a2', '--no-pager'], { env: env() });
+    expect(r.code).toBe(0);
+    const lines = r.stdout.split('\n');
+    expect(lines[1]).toBe('Instruction: fix the failing test');
+    expect(lines[2]).toBe('Why it asks: CI configuration is a third-party file: a person approves it separately. (rule thirdPartyFiles)');
+    expect(r.stdout).toContain('Not offered, already reverted: .git/hooks/pre-commit: Git hooks are third-party files the policy forbids changing.\n');
+    // A request from an older gateway, without them, shows neither line.
+    const bare = await lemni(['approvals', 'show', 'a1'], { env: env() });
+    expect(bare.stdout).not.toContain('Why it asks');
   });
 
   describe("an agent's question", () => {
