@@ -352,7 +352,10 @@ function RequestContext({ approval }: { approval: ApprovalView }) {
           <>
             <dt>Why it asks</dt>
             <dd>
-              {policy.reason} <span className="muted small">(rule <code>{policy.rule}</code>)</span>
+              {policy.reason}{' '}
+              <span className="muted small">
+                (rule <code>{policy.rule}</code>)
+              </span>
             </dd>
           </>
         )}
