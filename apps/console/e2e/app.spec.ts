@@ -104,6 +104,39 @@ test('a sign-in that expires brings the sign-in page back', async ({ page }) => 
     dispatchEvent(new PopStateEvent('popstate'));
   });
   await expect(page.getByRole('button', { name: 'Sign in' })).toBeVisible();
+  await expect(page.getByRole('alert')).toHaveText('You were signed out. Your sign-in has expired.');
+});
+
+test('a person whose account an administrator revoked is told so on the sign-in page; a first visit is told nothing', async ({ page }) => {
+  let revoked = false;
+  const revokedSentence = 'This account has been revoked by an administrator; ask one of them if you think it should not have been.';
+  await gateway(page, 'developer', {
+    'GET /approvals': (route) => (revoked ? route.fulfill({ status: 401, json: { code: 'unauthenticated', message: revokedSentence, requestId: 'r9' } }) : route.fulfill({ json: f.approvals })),
+    'GET /auth/me': (route) =>
+      revoked
+        ? route.fulfill({ status: 401, json: { code: 'unauthenticated', message: revokedSentence, requestId: 'r10' } })
+        : route.fulfill({ json: { user: f.users[1], csrfToken: 'csrf-1', via: 'cookie' } }),
+  });
+  await page.goto('/approvals');
+  await expect(page.getByRole('banner')).toContainText('Dana Developer');
+  revoked = true;
+  await page.evaluate(() => {
+    history.pushState({}, '', '/sessions');
+    dispatchEvent(new PopStateEvent('popstate'));
+  });
+  await page.evaluate(() => {
+    history.pushState({}, '', '/approvals');
+    dispatchEvent(new PopStateEvent('popstate'));
+  });
+  await expect(page.getByRole('button', { name: 'Sign in' })).toBeVisible();
+  await expect(page.getByRole('alert')).toHaveText(`You were signed out. ${revokedSentence}`);
+
+  // A first visit: the gateway's "You need to sign in" is not repeated as news.
+  const fresh = await page.context().newPage();
+  await gateway(fresh, 'developer');
+  await fresh.goto('/');
+  await expect(fresh.getByRole('button', { name: 'Sign in' })).toBeVisible();
+  await expect(fresh.getByRole('alert')).toHaveCount(0);
 });
 
 test('an error from the gateway shows its sentence and request id on the page', async ({ page }) => {

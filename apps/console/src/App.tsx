@@ -10,6 +10,7 @@ import { ErrorPanel, Loading } from './components/States';
 import { Layout } from './layout/Layout';
 import { DashboardPage } from './pages/DashboardPage';
 import { SignInPage } from './pages/SignInPage';
+import { signedOutNotice } from './pages/SignInPageView';
 
 // Pages load on first visit: the policy editor (CodeMirror, the schema validator) and the diff
 // viewer (highlight.js) stay out of the first download.
@@ -28,7 +29,7 @@ export function App() {
   const me = useQuery(meQuery());
   if (me.isPending) return <Loading what="your session" />;
   if (me.isError) {
-    if (isApiError(me.error) && me.error.status === 401) return <SignInPage />;
+    if (isApiError(me.error) && me.error.status === 401) return <SignInPage notice={signedOutNotice(me.error)} />;
     return (
       <main id="main" className="page">
         <ErrorPanel title="The console cannot reach the gateway" error={me.error} onRetry={() => void me.refetch()} />

@@ -6,9 +6,21 @@ interface SignInPageViewProps {
   onSubmit: (credentials: LoginRequest) => void;
   pending: boolean;
   error: unknown;
+  /** Why the person is on this page when the gateway said (an account revoked, a console session ended). */
+  notice?: string | null;
 }
 
-export function SignInPageView({ onSubmit, pending, error }: SignInPageViewProps) {
+/**
+ * The gateway's sentence for a 401, when it says more than "sign in": a first visit is asked nothing
+ * special, a person signed out by an administrator is told so.
+ */
+export function signedOutNotice(error: { message: string } | null | undefined): string | null {
+  const message = error?.message ?? '';
+  if (!message || /^You need to sign in/.test(message)) return null;
+  return message;
+}
+
+export function SignInPageView({ onSubmit, pending, error, notice = null }: SignInPageViewProps) {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
   const [problems, setProblems] = useState<Partial<Record<'email' | 'password', string>>>({});
@@ -41,6 +53,11 @@ export function SignInPageView({ onSubmit, pending, error }: SignInPageViewProps
         </div>
         <h1 id="signin-title">Sign in</h1>
         <p className="muted">Agents run in sandboxes; nothing is kept without a person saying yes.</p>
+        {notice && !error && (
+          <div className="signed-out-notice" role="alert">
+            <strong>You were signed out.</strong> {notice}
+          </div>
+        )}
         <div className="field">
           <label htmlFor="email">E-mail</label>
           <input

@@ -161,7 +161,12 @@ export class AuthService {
       throw new AppError(ErrorCode.Unauthenticated, sentence);
     };
     if (!token) return reject('unknown', 'This API token is not valid.');
-    if (token.revokedAt) return reject('revoked', 'This API token has been revoked.');
+    if (token.revokedAt) {
+      // Revoking a person revokes their tokens: the CLI then says why, not only that the token is dead.
+      const owner = await this.users.findById(token.userId);
+      if (owner?.revokedAt) return reject('user_revoked', 'This API token was revoked with its account: an administrator revoked the account.');
+      return reject('revoked', 'This API token has been revoked.');
+    }
     if (!token.expiresAt || token.expiresAt.getTime() <= Date.now()) return reject('expired', `This API token expired on ${(token.expiresAt ?? new Date(0)).toISOString()}.`);
     const user = await this.users.findById(token.userId);
     if (!user) return reject('no_user', 'This API token belongs to an account that no longer exists.');
@@ -174,6 +179,9 @@ export class AuthService {
     const id = hashSecret(credentials.sessionCookie ?? '');
     const session = await this.webSessions.findById(id);
     if (!session || session.revokedAt || session.expiresAt.getTime() <= Date.now()) {
+      // A person whose account was revoked or disabled is told so, not merely asked to sign in again.
+      const owner = session ? await this.users.findById(session.userId) : undefined;
+      if (owner) this.refuseInactive(owner);
       throw new AppError(ErrorCode.Unauthenticated, 'Your console session has ended; sign in again.');
     }
     const user = await this.users.findById(session.userId);
@@ -188,8 +196,8 @@ export class AuthService {
   }
 
   private refuseInactive(user: UserRow): void {
-    if (user.revokedAt) throw new AppError(ErrorCode.Unauthenticated, 'This account has been revoked by an administrator.');
-    if (user.disabledAt) throw new AppError(ErrorCode.Unauthenticated, 'This account is disabled.');
+    if (user.revokedAt) throw new AppError(ErrorCode.Unauthenticated, 'This account has been revoked by an administrator; ask one of them if you think it should not have been.');
+    if (user.disabledAt) throw new AppError(ErrorCode.Unauthenticated, 'This account is disabled; ask an administrator to enable it again.');
   }
 
   private async principalFor(user: UserRow, how: Pick<Principal, 'via' | 'tokenId' | 'webSessionId' | 'csrfToken'>): Promise<Principal> {

@@ -1,5 +1,5 @@
-import { Controller, Get, Post } from '@nestjs/common';
-import { CreateUserRequest, IdParams, GatewayRoutes as R } from '@lemniscate/contracts';
+import { Controller, Get, HttpCode, Post } from '@nestjs/common';
+import { CreateUserRequest, IdParams, GatewayRoutes as R, UpdateUserRequest } from '@lemniscate/contracts';
 import { Can, CurrentPrincipal } from '../auth/permission.decorator';
 import type { Principal } from '../auth/principal';
 import { Returns, ZBody, ZParams } from '../common/zod-validation';
@@ -32,6 +32,21 @@ export class UsersController {
   @Returns(R.getUser.response, 'One user', R.getUser.status)
   get(@CurrentPrincipal() principal: Principal, @ZParams(R.getUser.params) params: IdParams) {
     return this.users.get(principal, params.id);
+  }
+
+  @Post(':id')
+  @HttpCode(200)
+  @Can('update', 'User')
+  @Returns(R.updateUser.response, "Change a person's role or display name (administrators; never their own role, never the last administrator's)", R.updateUser.status)
+  update(@CurrentPrincipal() principal: Principal, @ZParams(R.updateUser.params) params: IdParams, @ZBody(R.updateUser.body) body: UpdateUserRequest) {
+    return this.users.update(principal, params.id, body);
+  }
+
+  @Get(':id/tokens')
+  @Can('manage', 'User')
+  @Returns(R.listUserTokens.response, "A person's API tokens, for an administrator to review and revoke (never the secrets)", R.listUserTokens.status)
+  tokens(@CurrentPrincipal() principal: Principal, @ZParams(R.listUserTokens.params) params: IdParams) {
+    return this.users.tokensOf(principal, params.id);
   }
 
   @Post(':id/revoke')

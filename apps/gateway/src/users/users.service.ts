@@ -1,13 +1,14 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
-import type { CreateUserRequest, UserView } from '@lemniscate/contracts';
+import type { CreateUserRequest, TokenView, UpdateUserRequest, UserView } from '@lemniscate/contracts';
 import { AuditService } from '../audit/audit.service';
 import { AccessService } from '../auth/access.service';
 import { generatePassword, hashPassword } from '../auth/password';
 import { actorOf, type Principal } from '../auth/principal';
-import { toUserView } from '../auth/views';
+import { toTokenView, toUserView } from '../auth/views';
 import { isUniqueViolation } from '../common/db-errors';
 import { AppError, ErrorCode } from '../common/errors';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config/config';
+import { ApiTokensRepository } from '../db/repositories/api-tokens.repository';
 import { ProjectMembershipsRepository } from '../db/repositories/project-memberships.repository';
 import { ProjectsRepository } from '../db/repositories/projects.repository';
 import { Transactions } from '../db/repositories/transactions';
@@ -33,6 +34,7 @@ export class UsersService implements OnApplicationBootstrap {
     private readonly transactions: Transactions,
     private readonly access: AccessService,
     private readonly audit: AuditService,
+    private readonly tokens: ApiTokensRepository,
   ) {}
 
   /**
@@ -80,6 +82,38 @@ export class UsersService implements OnApplicationBootstrap {
     const user = await this.users.findById(userId);
     if (!user) throw new AppError(ErrorCode.NotFound, `There is no user ${userId}.`);
     return toUserView(user, await this.memberships.projectIdsOf(user.id));
+  }
+
+  /**
+   * A new role takes effect at the person's next request (abilities are computed per request). An
+   * administrator never changes their own role, and the last active administrator stays one, so the
+   * platform always keeps someone who can manage it.
+   */
+  async update(principal: Principal, userId: string, input: UpdateUserRequest): Promise<UserView> {
+    await this.access.require(principal, 'update', 'User', { id: userId });
+    const user = await this.users.findById(userId);
+    if (!user) throw new AppError(ErrorCode.NotFound, `There is no user ${userId}.`);
+    if (user.revokedAt) throw new AppError(ErrorCode.Conflict, `${user.email} was revoked; a revoked account cannot be changed.`);
+    const roleChanges = input.role !== undefined && input.role !== user.role;
+    if (roleChanges && user.id === principal.userId) throw new AppError(ErrorCode.Conflict, 'You cannot change your own role; another administrator can.');
+    const patch = { ...(roleChanges ? { role: input.role } : {}), ...(input.displayName !== undefined && input.displayName !== user.displayName ? { displayName: input.displayName } : {}) };
+    const projectIds = await this.memberships.projectIdsOf(user.id);
+    if (Object.keys(patch).length === 0) return toUserView(user, projectIds);
+    const result = await this.users.updateKeepingAnAdmin(user.id, patch);
+    if (result === 'last_admin') throw new AppError(ErrorCode.Conflict, `${user.email} is the last active administrator; make someone else an administrator first.`);
+    const updated = result ?? user;
+    await this.audit.append({
+      actor: actorOf(principal),
+      kind: 'user.update',
+      payload: { userId: user.id, email: user.email, before: { role: user.role, displayName: user.displayName }, after: { role: updated.role, displayName: updated.displayName } },
+    });
+    return toUserView(updated, projectIds);
+  }
+
+  async tokensOf(principal: Principal, userId: string): Promise<TokenView[]> {
+    await this.access.require(principal, 'manage', 'User', { id: userId });
+    if (!(await this.users.findById(userId))) throw new AppError(ErrorCode.NotFound, `There is no user ${userId}.`);
+    return (await this.tokens.listForUser(userId)).map(toTokenView);
   }
 
   async create(principal: Principal, input: CreateUserRequest): Promise<UserView> {

@@ -361,12 +361,16 @@ withTestDatabases((db) => {
     expect([...res.body.sessionsRevoked].sort()).toEqual([s1, s2].sort());
     expect(run.signal.aborted).toBe(true);
 
+    // Each way back in is refused with the reason, not only "sign in again".
     const tokenAfter = await gw.http().get('/api/v1/auth/me').set(bearer(victim.token));
     expect(tokenAfter.status).toBe(401);
-    expect((await gw.http().get('/api/v1/auth/me').set('cookie', cookie.cookie)).status).toBe(401);
+    expect(tokenAfter.body.message).toBe('This API token was revoked with its account: an administrator revoked the account.');
+    const cookieAfter = await gw.http().get('/api/v1/auth/me').set('cookie', cookie.cookie);
+    expect(cookieAfter.status).toBe(401);
+    expect(cookieAfter.body.message).toBe('This account has been revoked by an administrator; ask one of them if you think it should not have been.');
     const relogin = await gw.http().post('/api/v1/auth/login').send({ email: 'leaver@example.test', password: PASSWORD });
     expect(relogin.status).toBe(401);
-    expect(relogin.body.message).toBe('This account has been revoked by an administrator.');
+    expect(relogin.body.message).toBe('This account has been revoked by an administrator; ask one of them if you think it should not have been.');
     expect((await gw.http().get(`/api/v1/approvals/${pending.id}`).set(bearer(admin))).body.state).toBe('rejected');
     expect((await gw.http().get(`/api/v1/sessions/${s1}`).set(bearer(admin))).body.stopReason).toBe('revoked');
     expect((await auditKinds(gw, ['user.revoke'])).at(-1)).toMatchObject({ payload: { userId: victim.userId, tokensRevoked: 1 } });

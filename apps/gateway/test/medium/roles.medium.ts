@@ -125,6 +125,11 @@ const REQUESTS: Record<string, Build> = {
   'POST /users': noneOnly('/users', { email: `intruder-${randomUUID()}@example.test`, displayName: 'I', role: 'admin', password: 'a long enough password' }),
   'GET /users/:id': userRoute(''),
   'POST /users/:id/revoke': userRoute('/revoke'),
+  'POST /users/:id': (shape, w) => {
+    const t = userRoute('')(shape, w);
+    return t && { ...t, body: { role: 'admin' } };
+  },
+  'GET /users/:id/tokens': userRoute('/tokens'),
   'GET /projects': noneOnly('/projects'),
   'POST /projects': noneOnly('/projects', { name: 'sneaky', repositorySource: '/x' }),
   'GET /projects/:projectId': (shape, w) => {

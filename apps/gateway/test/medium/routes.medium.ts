@@ -90,6 +90,8 @@ withTestDatabases((db) => {
     };
     await call('listUsers', { headers: asAdmin });
     await call('getUser', { headers: asAdmin, params: { id: other.id } });
+    await call('updateUser', { headers: asAdmin, params: { id: other.id }, body: { role: 'security_officer' } });
+    await call('listUserTokens', { headers: asAdmin, params: { id: other.id } });
     await call('addMember', { headers: asAdmin, params: { projectId }, body: { userId: other.id } });
     await call('listMembers', { headers: asAdmin, params: { projectId } });
     await call('updateProject', { headers: asAdmin, params: { projectId }, body: { defaultRef: 'walked' } });

@@ -81,6 +81,7 @@ export const AUDIT_KINDS = [
   'user.bootstrap_admin',
   'user.create',
   'user.revoke',
+  'user.update',
 ] as const;
 
 export const AuditKindsView = z.object({ kinds: z.array(z.string()) });

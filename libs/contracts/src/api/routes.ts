@@ -30,7 +30,7 @@ import { CreateSessionRequest, SessionListItem, SessionListQuery, SessionView, S
 import { DashboardQuery, DashboardStats } from './stats';
 import { EnvironmentLog, EnvironmentStatus } from '../environment';
 import { DrainExecHostRequest, ExecHostHeartbeat, ExecHostHeartbeatResponse, ExecHostParams, ExecHostView } from '../exec-host-pool';
-import { AddMemberRequest, CreateUserRequest, RevokeUserResponse } from './users';
+import { AddMemberRequest, CreateUserRequest, RevokeUserResponse, UpdateUserRequest } from './users';
 
 /** REST routes live under this prefix; probes, metrics and the API description do not. */
 export const GATEWAY_API_PREFIX = '/api/v1';
@@ -91,6 +91,8 @@ export const GatewayRoutes = {
   createUser: route('POST', api('/users'), { body: CreateUserRequest, response: UserView }),
   getUser: route('GET', api('/users/:id'), { params: IdParams, response: UserView }),
   revokeUser: route('POST', api('/users/:id/revoke'), { params: IdParams, response: RevokeUserResponse }),
+  updateUser: route('POST', api('/users/:id'), { params: IdParams, body: UpdateUserRequest, response: UserView, status: 200 }),
+  listUserTokens: route('GET', api('/users/:id/tokens'), { params: IdParams, response: z.array(TokenView) }),
 
   // projects
   listProjects: route('GET', api('/projects'), { response: z.array(ProjectView) }),

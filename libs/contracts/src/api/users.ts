@@ -12,6 +12,16 @@ export const CreateUserRequest = z
   .strict();
 export type CreateUserRequest = z.infer<typeof CreateUserRequest>;
 
+/** An administrator changes a person's role or the name shown for them; at least one of the two. */
+export const UpdateUserRequest = z
+  .object({
+    role: UserRole.optional(),
+    displayName: z.string().trim().min(1, 'must not be empty').max(200).optional(),
+  })
+  .strict()
+  .refine((u) => u.role !== undefined || u.displayName !== undefined, { message: 'give "role", "displayName" or both' });
+export type UpdateUserRequest = z.infer<typeof UpdateUserRequest>;
+
 export const AddMemberRequest = z.object({ userId: Id }).strict();
 export type AddMemberRequest = z.infer<typeof AddMemberRequest>;
 

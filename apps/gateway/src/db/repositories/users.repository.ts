@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { asc, count, eq, inArray, sql } from 'drizzle-orm';
+import { and, asc, count, eq, inArray, isNull, sql } from 'drizzle-orm';
 import type { Db } from '../database';
 import { users, type NewUser, type UserRow } from '../schema';
 import { DB } from '../tokens';
@@ -42,6 +42,24 @@ export class UsersRepository extends Repository {
 
   list(): Promise<UserRow[]> {
     return this.db.select().from(users).orderBy(asc(users.createdAt), asc(users.id));
+  }
+
+  /**
+   * Applies a change unless it would leave no active administrator. The active administrators' rows
+   * are locked first, so two administrators demoting each other at once cannot both succeed.
+   */
+  async updateKeepingAnAdmin(id: string, patch: UserPatch): Promise<UserRow | 'last_admin' | undefined> {
+    return this.db.transaction(async (tx) => {
+      const admins = await tx
+        .select({ id: users.id })
+        .from(users)
+        .where(and(eq(users.role, 'admin'), isNull(users.revokedAt), isNull(users.disabledAt)))
+        .for('update');
+      const demotes = patch.role !== undefined && patch.role !== 'admin' && admins.some((a) => a.id === id);
+      if (demotes && admins.length <= 1) return 'last_admin';
+      const [row] = await tx.update(users).set(patch).where(eq(users.id, id)).returning();
+      return row;
+    });
   }
 
   async count(): Promise<number> {
