@@ -125,8 +125,8 @@ const REQUESTS: Record<string, Build> = {
   'POST /users': noneOnly('/users', { email: `intruder-${randomUUID()}@example.test`, displayName: 'I', role: 'admin', password: 'a long enough password' }),
   'GET /users/:id': userRoute(''),
   'POST /users/:id/revoke': userRoute('/revoke'),
-  'POST /users/:id': (shape, w) => {
-    const t = userRoute('')(shape, w);
+  'POST /users/:id': (shape, w, s) => {
+    const t = userRoute('')(shape, w, s);
     return t && { ...t, body: { role: 'admin' } };
   },
   'GET /users/:id/tokens': userRoute('/tokens'),
