@@ -180,6 +180,38 @@ test.describe('users', () => {
     await expect(page.getByRole('row', { name: /Sam Security/ })).toContainText('demo, payments');
   });
 
+  test("an administrator changes another person's role, sees their tokens with last use and expiry, and revokes one", async ({ page }) => {
+    await openView(page, { view: 'users', selected: 'usr_dev' });
+    const detail = page.getByRole('region', { name: 'Dana Developer' });
+    await expect(detail.getByLabel('Role')).toHaveValue('developer');
+    await expect(detail.getByRole('button', { name: 'Change role' })).toBeDisabled();
+    await detail.getByLabel('Role').selectOption('security_officer');
+    await detail.getByRole('button', { name: 'Change role' }).click();
+    await expect(detail.getByText(/Takes effect at Dana Developer's next request/)).toBeVisible();
+    const list = detail.locator('ul.tokens');
+    await expect(list.getByRole('listitem').first()).toContainText('CI pipeline');
+    await expect(list.getByRole('listitem').first()).toContainText('last used');
+    await expect(list.getByRole('listitem').nth(1)).toContainText('never used');
+    await expect(list.getByRole('listitem').nth(1)).toContainText('revoked');
+    await list.getByRole('button', { name: 'Revoke token CI pipeline' }).click();
+    // Only the owner creates tokens.
+    await expect(detail.getByRole('button', { name: 'Create token' })).toHaveCount(0);
+    expect((await calls(page)).map((c) => [c.name, ...c.args])).toEqual([
+      ['changeRole', 'usr_dev', 'security_officer'],
+      ['revokeToken', 'tok_ci'],
+    ]);
+    await expectAccessible(page);
+  });
+
+  test('an administrator is not offered a change of their own role, nor of a revoked account', async ({ page }) => {
+    await openView(page, { view: 'users', selected: 'usr_ada' });
+    await expect(page.getByText('You cannot change your own role; another administrator can.')).toBeVisible();
+    await expect(page.getByLabel('Role')).toHaveCount(0);
+    await page.getByRole('button', { name: 'Olga Former' }).click();
+    await expect(page.getByText(/A revoked account keeps the role it had/)).toBeVisible();
+    await expect(page.getByLabel('Role')).toHaveCount(0);
+  });
+
   test('refuses an incomplete new user with sentences, then sends a valid one', async ({ page }) => {
     await openView(page, { view: 'users' });
     await page.getByRole('button', { name: 'Add person' }).click();

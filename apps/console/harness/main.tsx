@@ -215,7 +215,8 @@ function Users() {
         myUserId="usr_ada"
         selectedUserId={selected}
         onSelectUser={(id) => setSelected((c) => (c === id ? null : id))}
-        myTokens={ready(f.tokens)}
+        tokens={ready(f.tokens)}
+        onChangeRole={record('changeRole')}
         onCreateUser={record('createUser')}
         creating={false}
         onRevokeUser={record('revokeUser')}

@@ -2,7 +2,9 @@ import { useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import type { CreateUserRequest } from '@lemniscate/contracts';
 import { addMember, projectsQuery, removeMember } from '../api/queries/projects';
-import { createToken, createUser, myTokensQuery, revokeToken, revokeUser, usersQuery } from '../api/queries/users';
+import { createToken, createUser, myTokensQuery, revokeToken, revokeUser, updateUser, userTokensQuery, usersQuery } from '../api/queries/users';
+import { ROLE_LABELS } from '../auth/access';
+import type { UserRole } from '@lemniscate/contracts';
 import { useAuth } from '../auth/AuthContext';
 import { fromQuery } from '../components/Query';
 import { UsersPageView } from './UsersPageView';
@@ -14,7 +16,9 @@ export function UsersPage() {
   const [selected, setSelected] = useState<string | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const { me } = useAuth();
-  const tokens = useQuery({ ...myTokensQuery(), enabled: selected === me.user.id });
+  const mine = useQuery({ ...myTokensQuery(), enabled: selected === me.user.id });
+  const theirs = useQuery({ ...userTokensQuery(selected ?? ''), enabled: selected !== null && selected !== me.user.id });
+  const tokens = selected === me.user.id ? mine : theirs;
   const refresh = () => qc.invalidateQueries({ queryKey: ['users'] });
 
   const create = useMutation({
@@ -35,6 +39,14 @@ export function UsersPage() {
     mutationFn: ({ userId, projectId, member }: { userId: string; projectId: string; member: boolean }) => (member ? addMember(projectId, userId) : removeMember(projectId, userId)),
     onSuccess: refresh,
   });
+  const role = useMutation({
+    mutationFn: ({ userId, role }: { userId: string; role: UserRole }) => updateUser(userId, { role }),
+    onSuccess: async (u) => {
+      const label = ROLE_LABELS[u.role].toLowerCase();
+      setNotice(`${u.displayName} is now ${/^[aeiou]/.test(label) ? 'an' : 'a'} ${label}.`);
+      await refresh();
+    },
+  });
   const token = useMutation({ mutationFn: revokeToken, onSuccess: () => qc.invalidateQueries({ queryKey: ['tokens'] }) });
   const newToken = useMutation({
     mutationFn: ({ name, expiresInDays }: { name: string; expiresInDays: number }) => createToken({ name, expiresInDays }),
@@ -48,7 +60,8 @@ export function UsersPage() {
       myUserId={me.user.id}
       selectedUserId={selected}
       onSelectUser={(id) => setSelected((cur) => (cur === id ? null : id))}
-      myTokens={fromQuery(tokens)}
+      tokens={fromQuery(tokens)}
+      onChangeRole={(userId, r) => role.mutate({ userId, role: r })}
       onCreateUser={(b) => create.mutate(b)}
       creating={create.isPending}
       onRevokeUser={(id) => revoke.mutate(id)}
@@ -56,7 +69,7 @@ export function UsersPage() {
       onRevokeToken={(id) => token.mutate(id)}
       onCreateToken={(name, expiresInDays) => newToken.mutate({ name, expiresInDays })}
       createdToken={newToken.data?.token ?? null}
-      actionError={create.error ?? revoke.error ?? membership.error ?? token.error ?? newToken.error ?? projects.error}
+      actionError={create.error ?? role.error ?? revoke.error ?? membership.error ?? token.error ?? newToken.error ?? projects.error}
       notice={notice}
     />
   );

@@ -8,11 +8,13 @@ import { InlineError, Notice } from '../components/States';
 interface UsersPageViewProps {
   users: QueryState<UserView[]>;
   projects: ProjectView[];
-  /** The signed-in administrator: only their own tokens can be listed. */
+  /** The signed-in administrator: they create tokens only for themselves, and never change their own role. */
   myUserId: string;
   selectedUserId: string | null;
   onSelectUser: (id: string | null) => void;
-  myTokens: QueryState<TokenView[]>;
+  /** The selected person's API tokens (an administrator reads anyone's, never the secrets). */
+  tokens: QueryState<TokenView[]>;
+  onChangeRole: (userId: string, role: UserRole) => void;
   onCreateUser: (body: CreateUserRequest) => void;
   creating: boolean;
   onRevokeUser: (id: string) => void;
@@ -90,12 +92,44 @@ export function UsersPageView(p: UsersPageViewProps) {
   );
 }
 
-function UserDetail({ user, projects, myUserId, myTokens, onRevokeUser, onSetMembership, onRevokeToken, onCreateToken, createdToken }: UsersPageViewProps & { user: UserView }) {
+function RoleForm({ user, self, onChangeRole }: { user: UserView; self: boolean; onChangeRole: UsersPageViewProps['onChangeRole'] }) {
+  const [role, setRole] = useState<UserRole>(user.role);
+  if (self) return <p className="muted small">You cannot change your own role; another administrator can.</p>;
+  if (user.revokedAt) return <p className="muted small">A revoked account keeps the role it had: {ROLE_LABELS[user.role]}.</p>;
+  return (
+    <form
+      className="role-form"
+      onSubmit={(e) => {
+        e.preventDefault();
+        if (role !== user.role) onChangeRole(user.id, role);
+      }}
+    >
+      <div className="field inline">
+        <label htmlFor={`role-${user.id}`}>Role</label>
+        <select id={`role-${user.id}`} value={role} onChange={(e) => setRole(e.target.value as UserRole)}>
+          {(Object.keys(ROLE_LABELS) as UserRole[]).map((r) => (
+            <option key={r} value={r}>
+              {ROLE_LABELS[r]}
+            </option>
+          ))}
+        </select>
+        <button type="submit" disabled={role === user.role}>
+          Change role
+        </button>
+      </div>
+      <p className="help">Takes effect at {user.displayName}'s next request, in the console and the CLI alike; recorded in the audit log.</p>
+    </form>
+  );
+}
+
+function UserDetail({ user, projects, myUserId, tokens, onRevokeUser, onSetMembership, onRevokeToken, onCreateToken, createdToken, onChangeRole }: UsersPageViewProps & { user: UserView }) {
   const self = user.id === myUserId;
   const [confirm, setConfirm] = useState(false);
   return (
     <section className="card" aria-labelledby="user-title">
       <h2 id="user-title">{user.displayName}</h2>
+      <p className="muted small">{user.email}</p>
+      <RoleForm key={`${user.id}-${user.role}`} user={user} self={self} onChangeRole={onChangeRole} />
       <fieldset className="field">
         <legend>Project memberships</legend>
         <div className="checks">
@@ -108,9 +142,9 @@ function UserDetail({ user, projects, myUserId, myTokens, onRevokeUser, onSetMem
         </div>
       </fieldset>
       <h3>API tokens</h3>
-      {!self && <p className="muted small">Tokens are personal: only their owner sees them. Revoking this user revokes every one of them.</p>}
-      {self && (
-        <Query state={myTokens} what="your tokens">
+      {!self && <p className="muted small">Only their owner creates tokens and sees their secrets. Revoking this user revokes every one of them.</p>}
+      {
+        <Query state={tokens} what={self ? 'your tokens' : `the tokens of ${user.displayName}`}>
           {(list) =>
             list.length === 0 ? (
               <p className="muted">No token.</p>
@@ -120,7 +154,10 @@ function UserDetail({ user, projects, myUserId, myTokens, onRevokeUser, onSetMem
                   <li key={t.id}>
                     <span>
                       <strong>{t.name}</strong> <code>{t.prefix}…</code>
-                      <span className="muted small"> expires {new Date(t.expiresAt).toLocaleDateString()}</span>
+                      <span className="muted small">
+                        {' '}
+                        {t.lastUsedAt ? `last used ${new Date(t.lastUsedAt).toLocaleString()}` : 'never used'} · expires {new Date(t.expiresAt).toLocaleDateString()}
+                      </span>
                     </span>
                     {t.revokedAt ? (
                       <span className="badge bad">revoked</span>
@@ -135,7 +172,7 @@ function UserDetail({ user, projects, myUserId, myTokens, onRevokeUser, onSetMem
             )
           }
         </Query>
-      )}
+      }
       {self && <NewToken onCreate={onCreateToken} created={createdToken} />}
       <h3>Revoke access</h3>
       {self ? (

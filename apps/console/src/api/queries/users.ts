@@ -1,5 +1,5 @@
 import { queryOptions } from '@tanstack/react-query';
-import { type CreateTokenRequest, type CreateUserRequest, GatewayRoutes as R } from '@lemniscate/contracts';
+import { type CreateTokenRequest, type CreateUserRequest, GatewayRoutes as R, type UpdateUserRequest } from '@lemniscate/contracts';
 import { api } from '../client';
 
 export const usersQuery = () =>
@@ -8,13 +8,21 @@ export const usersQuery = () =>
     queryFn: ({ signal }) => api.call(R.listUsers, { signal }),
   });
 
-/** The signed-in person's own tokens: the gateway lists no one else's (revoking a user revokes theirs). */
+/** The signed-in person's own tokens. */
 export const myTokensQuery = () =>
   queryOptions({
     queryKey: ['tokens'],
     queryFn: ({ signal }) => api.call(R.listTokens, { signal }),
   });
 
+/** Anyone's tokens, for an administrator (GET /users/:id/tokens). */
+export const userTokensQuery = (userId: string) =>
+  queryOptions({
+    queryKey: ['tokens', userId],
+    queryFn: ({ signal }) => api.call(R.listUserTokens, { params: { id: userId }, signal }),
+  });
+
+export const updateUser = (id: string, body: UpdateUserRequest) => api.call(R.updateUser, { params: { id }, body });
 export const createUser = (body: CreateUserRequest) => api.call(R.createUser, { body });
 export const revokeUser = (id: string) => api.call(R.revokeUser, { params: { id } });
 export const createToken = (body: CreateTokenRequest) => api.call(R.createToken, { body });
