@@ -332,3 +332,42 @@ test('the audit page reads 50 entries a page by keyset, counts what matches, and
   expect(asked.at(-1)).toEqual({ limit: '51', kind: 'policy.decision' });
   expect(counted.at(-1)).toEqual({ kind: 'policy.decision' });
 });
+
+test('an administrator creates a project with its members from the Projects page, then configures it', async ({ page }) => {
+  const created = { id: 'prj_new', name: 'billing', repositorySource: '/srv/git/billing.git', defaultRef: 'main', createdAt: new Date().toISOString() };
+  let list = [...f.projects];
+  const gw = await gateway(page, 'admin', {
+    'GET /projects': (route) => route.fulfill({ json: list }),
+    'POST /projects': (route) => {
+      list = [...list, created];
+      return route.fulfill({ status: 201, json: created });
+    },
+    'POST /projects/prj_new/members': (route) => route.fulfill({ status: 201, json: { ok: true } }),
+    'GET /projects/prj_new/members': (route) =>
+      route.fulfill({ json: [{ userId: 'usr_dev', email: 'dev@example.org', displayName: 'Dana Developer', role: 'developer', addedAt: created.createdAt }] }),
+    'POST /projects/prj_new': (route) => route.fulfill({ json: { ...created, defaultRef: 'release' } }),
+    'GET /users': (route) => route.fulfill({ json: f.users }),
+  });
+  await gw.signIn();
+  await page.getByRole('link', { name: 'Projects' }).click();
+  const form = page.getByRole('region', { name: 'New project' });
+  await form.getByLabel('Name').fill('billing');
+  await form.getByLabel('Repository').fill('/srv/git/billing.git');
+  await form
+    .getByRole('group', { name: 'Members' })
+    .getByLabel(/Dana Developer/)
+    .check();
+  await form.getByRole('button', { name: 'Create project' }).click();
+  await expect(page.getByRole('status').filter({ hasText: 'Project billing was created with one member' })).toBeVisible();
+  // The new project opens for configuration, its members read from the gateway.
+  const detail = page.getByRole('region', { name: 'billing' });
+  await expect(detail).toContainText('Dana Developer');
+  await detail.getByLabel('Default ref').fill('release');
+  await detail.getByRole('button', { name: 'Save changes' }).click();
+  await expect(page.getByRole('status').filter({ hasText: 'Saved: billing starts sessions from /srv/git/billing.git at release.' })).toBeVisible();
+  expect(gw.writes.filter((w) => w.path.startsWith('/projects')).map((w) => [w.method, w.path, w.body])).toEqual([
+    ['POST', '/projects', { name: 'billing', repositorySource: '/srv/git/billing.git', defaultRef: 'main' }],
+    ['POST', '/projects/prj_new/members', { userId: 'usr_dev' }],
+    ['POST', '/projects/prj_new', { defaultRef: 'release' }],
+  ]);
+});

@@ -1,7 +1,7 @@
 import { expect, test } from '@playwright/test';
 import { calls, expectAccessible, openView } from './helpers';
 
-const VIEWS = ['dashboard', 'approvals', 'sessions', 'session', 'policies', 'environment', 'users', 'audit'] as const;
+const VIEWS = ['dashboard', 'approvals', 'sessions', 'session', 'policies', 'environment', 'projects', 'users', 'audit'] as const;
 
 test.describe('every page has loading, error and ready states, all accessible', () => {
   for (const view of VIEWS) {
@@ -40,7 +40,7 @@ test.describe('header and navigation', () => {
   });
 
   const offered = {
-    admin: ['Dashboard', 'Approvals', 'Sessions', 'Policies', 'Environment', 'Users', 'Audit', 'Exec-hosts'],
+    admin: ['Dashboard', 'Approvals', 'Sessions', 'Policies', 'Environment', 'Projects', 'Users', 'Audit', 'Exec-hosts'],
     developer: ['Dashboard', 'Approvals', 'Sessions', 'Policies', 'Environment'],
     security_officer: ['Dashboard', 'Sessions', 'Policies', 'Environment', 'Audit', 'Exec-hosts'],
   };
@@ -354,6 +354,55 @@ test.describe('audit', () => {
   test('a broken chain names the first break', async ({ page }) => {
     await openView(page, { view: 'audit', variant: 'broken' });
     await expect(page.getByRole('alert')).toContainText('The chain is broken at entry #1039 (altered): Entry 1039 does not match its hash');
+    await expectAccessible(page);
+  });
+});
+
+test.describe('projects', () => {
+  test('creating a project checks its fields with the contract, then sends it with the members picked', async ({ page }) => {
+    await openView(page, { view: 'projects' });
+    await expect(page.getByRole('table', { name: 'Projects' }).getByRole('row')).toHaveCount(3);
+    const form = page.getByRole('region', { name: 'New project' });
+    await form.getByLabel('Name').fill('has spaces');
+    await form.getByRole('button', { name: 'Create project' }).click();
+    await expect(form.locator('#np-name-err')).toBeVisible();
+    await expect(form.locator('#np-source-err')).toBeVisible();
+    expect(await calls(page, 'create')).toEqual([]);
+    await form.getByLabel('Name').fill('billing');
+    await form.getByLabel('Repository').fill('https://git.example.org/billing.git');
+    await form.getByLabel('Default ref').fill('trunk');
+    await form
+      .getByRole('group', { name: 'Members' })
+      .getByLabel(/Dana Developer/)
+      .check();
+    await form.getByRole('button', { name: 'Create project' }).click();
+    expect(await calls(page, 'create')).toEqual([{ name: 'create', args: [{ name: 'billing', repositorySource: 'https://git.example.org/billing.git', defaultRef: 'trunk' }, ['usr_dev']] }]);
+    await expectAccessible(page);
+  });
+
+  test('a project is configured in place: source and ref saved only when changed, members added and removed, the policy one link away', async ({ page }) => {
+    await openView(page, { view: 'projects', selected: 'prj_demo' });
+    const detail = page.getByRole('region', { name: 'demo' });
+    await expect(detail.getByRole('button', { name: 'Save changes' })).toBeDisabled();
+    await detail.getByLabel('Default ref').fill('release');
+    await detail.getByRole('button', { name: 'Save changes' }).click();
+    await expect(detail.getByRole('link', { name: 'edit it on the Policies page' })).toHaveAttribute('href', /project=prj_demo/);
+    await detail.getByRole('button', { name: 'Remove Dana Developer' }).click();
+    await detail.getByLabel('Add a member').selectOption({ label: 'Ada Admin (ada@example.org)' });
+    await detail.getByRole('button', { name: 'Add', exact: true }).click();
+    expect((await calls(page)).map((c) => [c.name, ...c.args])).toEqual([
+      ['update', 'prj_demo', { defaultRef: 'release' }],
+      ['removeMember', 'prj_demo', 'usr_dev'],
+      ['addMember', 'prj_demo', 'usr_ada'],
+    ]);
+    await expectAccessible(page);
+  });
+
+  test('at 390 px the projects page does not scroll sideways', async ({ page }) => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await openView(page, { view: 'projects', selected: 'prj_demo' });
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    expect(overflow, 'the page scrolls sideways').toBeLessThanOrEqual(0);
     await expectAccessible(page);
   });
 });

@@ -6,6 +6,7 @@ import type {
   ExecHostView,
   GatewayEvent,
   PolicyVersionSummary,
+  ProjectMemberView,
   ProjectView,
   SessionListItem,
   SessionView,
@@ -20,6 +21,11 @@ const t = (minutesAgo: number) => new Date(Date.UTC(2026, 10, 29, 14, 0) - minut
 export const projects: ProjectView[] = [
   { id: 'prj_demo', name: 'demo', repositorySource: '/srv/git/demo.git', defaultRef: 'main', createdAt: t(60 * 24 * 30) },
   { id: 'prj_payments', name: 'payments', repositorySource: '/srv/git/payments.git', defaultRef: 'main', createdAt: t(60 * 24 * 20) },
+];
+
+export const members: ProjectMemberView[] = [
+  { userId: 'usr_dev', email: 'dev@example.org', displayName: 'Dana Developer', role: 'developer', addedAt: t(60 * 24 * 29) },
+  { userId: 'usr_sec', email: 'sec@example.org', displayName: 'Sam Security', role: 'security_officer', addedAt: t(60 * 24 * 29) },
 ];
 
 export const users: UserView[] = [

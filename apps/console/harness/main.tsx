@@ -20,6 +20,7 @@ import { EnvironmentPageView, type LogView } from '../src/pages/EnvironmentPageV
 import { ExecHostsPageView } from '../src/pages/ExecHostsPageView';
 import { actorName, drainConsequence } from '../src/exec-hosts/view-model';
 import { PoliciesPageView, type PolicyTab } from '../src/pages/PoliciesPageView';
+import { ProjectsPageView } from '../src/pages/ProjectsPageView';
 import { SessionPageView } from '../src/pages/SessionPageView';
 import { filterFromSearch, searchFromFilter, SessionsPageView } from '../src/pages/SessionsPageView';
 import { SignInPageView } from '../src/pages/SignInPageView';
@@ -234,6 +235,29 @@ function Users() {
   );
 }
 
+function Projects() {
+  const [selected, setSelected] = useState<string | null>(params.get('selected'));
+  return (
+    <Shell page="projects">
+      <ProjectsPageView
+        projects={q(f.projects)}
+        selectedId={selected}
+        onSelect={setSelected}
+        members={ready(f.members)}
+        users={f.users}
+        onCreate={record('create')}
+        onUpdate={record('update')}
+        onAddMember={record('addMember')}
+        onRemoveMember={record('removeMember')}
+        policyHref={(id) => `?view=policies&project=${id}`}
+        busy={false}
+        actionError={null}
+        notice={null}
+      />
+    </Shell>
+  );
+}
+
 function Audit() {
   const [filter, setFilter] = useState({});
   return (
@@ -361,6 +385,8 @@ function Harness() {
       return <Environment />;
     case 'users':
       return <Users />;
+    case 'projects':
+      return <Projects />;
     case 'audit':
       return <Audit />;
     case 'exec-hosts':

@@ -22,6 +22,7 @@ const EnvironmentIndexPage = lazy(() => import('./pages/EnvironmentPage').then((
 const PoliciesPage = lazy(() => import('./pages/PoliciesPage').then((m) => ({ default: m.PoliciesPage })));
 const SessionPage = lazy(() => import('./pages/SessionPage').then((m) => ({ default: m.SessionPage })));
 const SessionsPage = lazy(() => import('./pages/SessionsPage').then((m) => ({ default: m.SessionsPage })));
+const ProjectsPage = lazy(() => import('./pages/ProjectsPage').then((m) => ({ default: m.ProjectsPage })));
 const UsersPage = lazy(() => import('./pages/UsersPage').then((m) => ({ default: m.UsersPage })));
 
 export function App() {
@@ -90,6 +91,7 @@ function Shell() {
         <Route path="/policies" element={<Guard page="policies">{<PoliciesPage />}</Guard>} />
         <Route path="/environment" element={<Guard page="environment">{<EnvironmentIndexPage />}</Guard>} />
         <Route path="/projects/:projectId/environment" element={<Guard page="environment">{<EnvironmentPage />}</Guard>} />
+        <Route path="/projects" element={<Guard page="projects">{<ProjectsPage />}</Guard>} />
         <Route path="/users" element={<Guard page="users">{<UsersPage />}</Guard>} />
         <Route path="/audit" element={<Guard page="audit">{<AuditPage />}</Guard>} />
         <Route path="/admin/exec-hosts" element={<Guard page="execHosts">{<ExecHostsPage />}</Guard>} />

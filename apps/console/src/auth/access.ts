@@ -5,7 +5,7 @@ import type { UserRole } from '@lemniscate/contracts';
  * project); this table only keeps the console from offering what would be refused. access.spec.ts
  * checks it against the gateway's abilities from libs/policy, so the two cannot drift apart.
  */
-export type PageKey = 'dashboard' | 'approvals' | 'sessions' | 'policies' | 'environment' | 'users' | 'audit' | 'execHosts';
+export type PageKey = 'dashboard' | 'approvals' | 'sessions' | 'policies' | 'environment' | 'projects' | 'users' | 'audit' | 'execHosts';
 
 interface PageInfo {
   key: PageKey;
@@ -22,6 +22,7 @@ export const PAGES: readonly PageInfo[] = [
   { key: 'sessions', path: '/sessions', label: 'Sessions', roles: ['admin', 'developer', 'security_officer'] },
   { key: 'policies', path: '/policies', label: 'Policies', roles: ['admin', 'developer', 'security_officer'] },
   { key: 'environment', path: '/environment', label: 'Environment', roles: ['admin', 'developer', 'security_officer'], also: /^\/projects\/[^/]+\/environment\/?$/ },
+  { key: 'projects', path: '/projects', label: 'Projects', roles: ['admin'] },
   { key: 'users', path: '/users', label: 'Users', roles: ['admin'] },
   { key: 'audit', path: '/audit', label: 'Audit', roles: ['admin', 'security_officer'] },
   { key: 'execHosts', path: '/admin/exec-hosts', label: 'Exec-hosts', roles: ['admin', 'security_officer'] },

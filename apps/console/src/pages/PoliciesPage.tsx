@@ -27,7 +27,7 @@ export function PoliciesPage() {
   const projects = useQuery(projectsQuery());
   return (
     <Query state={fromQuery(projects)} what="the projects">
-      {(list) => (list.length === 0 ? <Empty>No project yet. Create one with the CLI or the API first.</Empty> : <PoliciesForProjects projects={list} />)}
+      {(list) => (list.length === 0 ? <Empty>No project yet. Create one on the Projects page or with lemni projects create.</Empty> : <PoliciesForProjects projects={list} />)}
     </Query>
   );
 }
@@ -35,7 +35,9 @@ export function PoliciesPage() {
 function PoliciesForProjects({ projects }: { projects: { id: string; name: string; repositorySource: string; defaultRef: string; createdAt: string }[] }) {
   const qc = useQueryClient();
   const { me } = useAuth();
-  const [projectId, setProjectId] = useState(projects[0]!.id);
+  // `/policies?project=ID` opens that project's policy (the Projects page links here).
+  const asked = new URLSearchParams(window.location.search).get('project');
+  const [projectId, setProjectId] = useState(projects.find((p) => p.id === asked)?.id ?? projects[0]!.id);
   const [tab, setTab] = useState<PolicyTab>('edit');
   const [draft, setDraft] = useState<string | null>(null);
   const [notice, setNotice] = useState<string | null>(null);

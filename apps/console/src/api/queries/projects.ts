@@ -1,5 +1,5 @@
 import { queryOptions } from '@tanstack/react-query';
-import { GatewayRoutes as R } from '@lemniscate/contracts';
+import { type CreateProjectRequest, GatewayRoutes as R, type UpdateProjectRequest } from '@lemniscate/contracts';
 import { api } from '../client';
 
 export const projectsQuery = () =>
@@ -9,5 +9,13 @@ export const projectsQuery = () =>
     staleTime: 60_000,
   });
 
+export const membersQuery = (projectId: string) =>
+  queryOptions({
+    queryKey: ['projects', 'members', projectId],
+    queryFn: ({ signal }) => api.call(R.listMembers, { params: { projectId }, signal }),
+  });
+
+export const createProject = (body: CreateProjectRequest) => api.call(R.createProject, { body });
+export const updateProject = (projectId: string, body: UpdateProjectRequest) => api.call(R.updateProject, { params: { projectId }, body });
 export const addMember = (projectId: string, userId: string) => api.call(R.addMember, { params: { projectId }, body: { userId } });
 export const removeMember = (projectId: string, userId: string) => api.call(R.removeMember, { params: { projectId, userId } });

@@ -11,6 +11,7 @@ const pageNeeds: Record<PageKey, [AppAction, AppSubjectName, Record<string, stri
   sessions: ['read', 'Session', { projectId: PROJECT, userId: ME }],
   policies: ['read', 'Policy', { projectId: PROJECT }],
   environment: ['read', 'Project', { id: PROJECT }],
+  projects: ['create', 'Project', {}],
   users: ['manage', 'User', { id: 'someone-else' }],
   audit: ['read', 'Audit', { projectId: PROJECT }],
   execHosts: ['read', 'ExecHost', { id: 'exec-host-1' }],
