@@ -51,4 +51,52 @@ test.describe('DiffViewer', () => {
     await page.getByRole('button', { name: 'Side by side' }).click();
     await expectAccessible(page);
   });
+
+  test('the chosen layout is remembered for the next diff, on this browser', async ({ page }) => {
+    await page.getByRole('button', { name: 'Side by side' }).click();
+    await openView(page, { view: 'diff' });
+    await expect(page.getByRole('button', { name: 'Side by side' })).toHaveAttribute('aria-pressed', 'true');
+    await expect(page.locator('table.diff-table.split').first()).toBeVisible();
+    await page.getByRole('button', { name: 'Unified' }).click();
+    await openView(page, { view: 'diff' });
+    await expect(page.getByRole('button', { name: 'Unified' })).toHaveAttribute('aria-pressed', 'true');
+  });
+
+  test('a file folds and unfolds; marking it viewed folds it and counts it', async ({ page }) => {
+    const file = page.getByRole('article', { name: 'src/sum.ts' });
+    const fold = file.getByRole('button', { name: 'Hide src/sum.ts' });
+    await expect(fold).toHaveAttribute('aria-expanded', 'true');
+    await fold.click();
+    await expect(file.locator('table.diff-table')).toBeHidden();
+    await file.getByRole('button', { name: 'Show src/sum.ts' }).click();
+    await expect(file.locator('table.diff-table').first()).toBeVisible();
+    await file.getByLabel('Viewed src/sum.ts').check();
+    await expect(file.locator('table.diff-table')).toBeHidden();
+    await expect(page.getByText('4 files, +10 −3, 1 of 4 viewed')).toBeVisible();
+    await expect(page.getByRole('navigation', { name: 'Files in this change' }).getByRole('button', { name: /src\/sum\.ts.*viewed/ })).toBeVisible();
+    await expectAccessible(page);
+  });
+});
+
+test.describe('DiffViewer with a large change', () => {
+  test('draws the first 400 lines of a huge file, the rest on request, and the page stays as tall as its scroll box', async ({ page }) => {
+    await openView(page, { view: 'diff', variant: 'large' });
+    const rows = page.locator('table.diff-table tr.line');
+    await expect(rows).toHaveCount(400);
+    // The screen-reader labels of hidden rows stay inside the scroll box instead of stretching the page.
+    const height = await page.evaluate(() => document.documentElement.scrollHeight);
+    expect(height).toBeLessThan(1600);
+    await page.getByRole('button', { name: /^Show the other 1,400 lines of big\.txt$/ }).click();
+    await expect(rows).toHaveCount(1800);
+    expect(await page.evaluate(() => document.documentElement.scrollHeight)).toBeLessThan(1600);
+  });
+
+  test('at 390 px the layout is unified, with no choice offered', async ({ page }) => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await openView(page, { view: 'diff' });
+    await expect(page.getByText('Unified layout on a narrow screen.')).toBeVisible();
+    await expect(page.getByRole('button', { name: 'Side by side' })).toHaveCount(0);
+    await expect(page.locator('table.diff-table.unified').first()).toBeVisible();
+    await expectAccessible(page);
+  });
 });

@@ -607,3 +607,12 @@ export const fixedExecHost: ExecHostView = {
   lastHeartbeatAt: null,
   stateChangedAt: null,
 };
+
+/** One file of 1,800 added lines: the viewer draws the first 400 until asked for the rest. */
+export const largePatch = `diff --git a/big.txt b/big.txt
+new file mode 100644
+--- /dev/null
++++ b/big.txt
+@@ -0,0 +1,1800 @@
+${Array.from({ length: 1800 }, (_, i) => `+line ${i + 1} of a generated file`).join('\n')}
+`;

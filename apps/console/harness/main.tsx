@@ -396,7 +396,7 @@ function Harness() {
         <main id="main" className="page">
           <h1>Diff viewer</h1>
           <DiffViewer
-            patch={variant === 'third-party' ? f.thirdPartyPatch : f.sourcePatch + f.thirdPartyPatch}
+            patch={variant === 'third-party' ? f.thirdPartyPatch : variant === 'large' ? f.largePatch : f.sourcePatch + f.thirdPartyPatch}
             thirdParty={[
               { path: 'package.json', class: 'dependencies' },
               { path: '.github/workflows/ci.yml', class: 'ci' },

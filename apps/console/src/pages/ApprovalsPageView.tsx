@@ -82,7 +82,7 @@ function typingIn(target: EventTarget | null): boolean {
 export function ApprovalsPageView(props: ApprovalsPageViewProps) {
   const { approvals, live } = props;
   return (
-    <div className="page">
+    <div className="page full-width">
       <div className="page-header">
         <h1>Approvals</h1>
         <LiveStatus live={live} on="Live: new requests appear here" off="Not live: reload to see new requests" />

@@ -1,4 +1,4 @@
-import { useMemo, useRef, useState } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
 import { parseUnifiedDiff, toSplitRows, type DiffFile, type DiffLine } from './diff-model';
 
 interface ThirdPartyFlag {
@@ -21,6 +21,34 @@ interface DiffViewerProps {
 
 const CHANGE_LABEL: Record<DiffFile['change'], string> = { added: 'added', deleted: 'deleted', modified: 'modified', renamed: 'renamed' };
 
+/** The layout a person last chose, on this browser, for every diff. */
+const LAYOUT_KEY = 'lemniscate.diff.layout';
+/** Lines of one file drawn at first; the rest on request, so a huge diff does not stall the page. */
+export const FIRST_LINES = 400;
+/** Narrower than this, side by side is unreadable: the layout is unified. */
+const NARROW = '(max-width: 700px)';
+
+function storedLayout(): 'unified' | 'split' | null {
+  try {
+    const v = window.localStorage.getItem(LAYOUT_KEY);
+    return v === 'unified' || v === 'split' ? v : null;
+  } catch {
+    return null;
+  }
+}
+
+function useNarrow(): boolean {
+  const query = typeof window !== 'undefined' && typeof window.matchMedia === 'function' ? window.matchMedia(NARROW) : null;
+  const [narrow, setNarrow] = useState(query?.matches ?? false);
+  useEffect(() => {
+    if (!query) return;
+    const on = () => setNarrow(query.matches);
+    query.addEventListener('change', on);
+    return () => query.removeEventListener('change', on);
+  }, [query]);
+  return narrow;
+}
+
 export function DiffViewer({ patch, thirdParty = [], initialMode = 'unified', label = 'Proposed changes', language, oneDocument = false }: DiffViewerProps) {
   const parsed = useMemo(() => {
     try {
@@ -30,8 +58,28 @@ export function DiffViewer({ patch, thirdParty = [], initialMode = 'unified', la
     }
   }, [patch, language, oneDocument]);
   const files = parsed.files;
-  const [mode, setMode] = useState(initialMode);
+  const [chosen, setChosen] = useState<'unified' | 'split'>(() => storedLayout() ?? initialMode);
+  const narrow = useNarrow();
+  const mode = narrow ? 'unified' : chosen;
+  const setMode = (m: 'unified' | 'split') => {
+    setChosen(m);
+    try {
+      window.localStorage.setItem(LAYOUT_KEY, m);
+    } catch {
+      // A browser that keeps nothing still switches; it only forgets the choice.
+    }
+  };
   const [current, setCurrent] = useState(0);
+  // Per file: folded away, and marked viewed (which folds it), as in a pull request's review.
+  const [collapsed, setCollapsed] = useState<ReadonlySet<string>>(new Set());
+  const [viewed, setViewed] = useState<ReadonlySet<string>>(new Set());
+  const [shownAll, setShownAll] = useState<ReadonlySet<string>>(new Set());
+  const toggle = (set: ReadonlySet<string>, key: string, on: boolean) => {
+    const next = new Set(set);
+    if (on) next.add(key);
+    else next.delete(key);
+    return next;
+  };
   const fileRefs = useRef<(HTMLElement | null)[]>([]);
   const flagFor = (path: string) => thirdParty.find((t) => t.path === path);
 
@@ -57,17 +105,22 @@ export function DiffViewer({ patch, thirdParty = [], initialMode = 'unified', la
   return (
     <section className="diff" aria-label={label}>
       <div className="diff-toolbar">
-        <div className="segmented" role="group" aria-label="Diff layout">
-          <button type="button" aria-pressed={mode === 'unified'} onClick={() => setMode('unified')}>
-            Unified
-          </button>
-          <button type="button" aria-pressed={mode === 'split'} onClick={() => setMode('split')}>
-            Side by side
-          </button>
-        </div>
+        {narrow ? (
+          <span className="muted small">Unified layout on a narrow screen.</span>
+        ) : (
+          <div className="segmented" role="group" aria-label="Diff layout">
+            <button type="button" aria-pressed={mode === 'unified'} onClick={() => setMode('unified')}>
+              Unified
+            </button>
+            <button type="button" aria-pressed={mode === 'split'} onClick={() => setMode('split')}>
+              Side by side
+            </button>
+          </div>
+        )}
         <span className="muted diff-summary">
           {files.length} {files.length === 1 ? 'file' : 'files'}, <span className="add-count">+{files.reduce((s, f) => s + f.additions, 0)}</span>{' '}
           <span className="del-count">−{files.reduce((s, f) => s + f.deletions, 0)}</span>
+          {files.length > 1 && `, ${files.filter((f) => viewed.has(f.path)).length} of ${files.length} viewed`}
         </span>
         {files.length > 1 && (
           <div className="diff-filenav">
@@ -93,6 +146,7 @@ export function DiffViewer({ patch, thirdParty = [], initialMode = 'unified', la
                       <span className={`change-dot ${f.change}`} aria-hidden="true" />
                       <span className="path">{f.path}</span>
                       {flag && <span className="badge danger">third-party</span>}
+                      {viewed.has(f.path) && <span className="badge good">viewed</span>}
                     </button>
                   </li>
                 );
@@ -103,6 +157,19 @@ export function DiffViewer({ patch, thirdParty = [], initialMode = 'unified', la
         <div className="diff-files-content">
           {files.map((f, i) => {
             const flag = flagFor(f.path);
+            const folded = collapsed.has(f.path) || viewed.has(f.path);
+            const bodyId = `diff-file-${i}-body`;
+            // The hunks drawn: all of them, or the first FIRST_LINES lines until the person asks for the rest.
+            const total = f.hunks.reduce((s, h) => s + h.lines.length, 0);
+            let budget = shownAll.has(f.path) ? Infinity : FIRST_LINES;
+            const hunks = f.hunks
+              .map((h) => {
+                const lines = h.lines.slice(0, Math.max(0, budget));
+                budget -= lines.length;
+                return { ...h, lines };
+              })
+              .filter((h) => h.lines.length > 0);
+            const hidden = total - hunks.reduce((s, h) => s + h.lines.length, 0);
             return (
               <article
                 key={f.path}
@@ -114,74 +181,104 @@ export function DiffViewer({ patch, thirdParty = [], initialMode = 'unified', la
                 aria-labelledby={`diff-file-${i}`}
               >
                 <header className="diff-file-header">
+                  <button
+                    type="button"
+                    className="ghost small fold"
+                    aria-expanded={!folded}
+                    aria-controls={bodyId}
+                    onClick={() => {
+                      if (folded) {
+                        setCollapsed(toggle(collapsed, f.path, false));
+                        setViewed(toggle(viewed, f.path, false));
+                      } else setCollapsed(toggle(collapsed, f.path, true));
+                    }}
+                  >
+                    <span aria-hidden="true">{folded ? '▸' : '▾'}</span>
+                    <span className="visually-hidden">
+                      {folded ? 'Show' : 'Hide'} {f.path}
+                    </span>
+                  </button>
                   <h3 id={`diff-file-${i}`}>{f.change === 'renamed' ? `${f.oldPath} → ${f.newPath}` : f.path}</h3>
                   <span className={`badge ${f.change}`}>{CHANGE_LABEL[f.change]}</span>
                   <span className="add-count">+{f.additions}</span>
                   <span className="del-count">−{f.deletions}</span>
+                  <label className="checkbox viewed">
+                    <input type="checkbox" checked={viewed.has(f.path)} onChange={(e) => setViewed(toggle(viewed, f.path, e.target.checked))} />
+                    Viewed<span className="visually-hidden"> {f.path}</span>
+                  </label>
                 </header>
                 {flag && (
                   <p className="third-party-note" role="note">
                     <strong>Third-party file ({flag.class}).</strong> Tools and people other than the agent run or trust this file. Approving it is a separate decision.
                   </p>
                 )}
-                {f.binary ? (
-                  <p className="muted pad">Binary file: its content cannot be shown as text.</p>
-                ) : (
-                  f.hunks.map((h, hi) => (
-                    <table key={hi} className={`diff-table ${mode}`}>
-                      <caption className="visually-hidden">
-                        {f.path}, lines {h.header}
-                      </caption>
-                      {mode === 'unified' ? (
-                        <colgroup>
-                          <col className="col-ln" />
-                          <col className="col-ln" />
-                          <col className="col-sign" />
-                          <col />
-                        </colgroup>
-                      ) : (
-                        <colgroup>
-                          <col className="col-ln" />
-                          <col />
-                          <col className="col-ln" />
-                          <col />
-                        </colgroup>
-                      )}
-                      <thead className="visually-hidden">
-                        <tr>
-                          {mode === 'unified' ? (
-                            <>
-                              <th scope="col">Old line</th>
-                              <th scope="col">New line</th>
-                              <th scope="col">Change</th>
-                              <th scope="col">Code</th>
-                            </>
-                          ) : (
-                            <>
-                              <th scope="col">Old line</th>
-                              <th scope="col">Old code</th>
-                              <th scope="col">New line</th>
-                              <th scope="col">New code</th>
-                            </>
-                          )}
-                        </tr>
-                      </thead>
-                      <tbody>
-                        <tr className="hunk-header">
-                          <td colSpan={4}>{h.header}</td>
-                        </tr>
-                        {mode === 'unified'
-                          ? h.lines.map((l, li) => <UnifiedRow key={li} line={l} />)
-                          : toSplitRows(h.lines).map((r, ri) => (
-                              <tr key={ri}>
-                                <SplitCell line={r.left} side="old" />
-                                <SplitCell line={r.right} side="new" />
-                              </tr>
-                            ))}
-                      </tbody>
-                    </table>
-                  ))
-                )}
+                <div id={bodyId} hidden={folded}>
+                  {f.binary ? (
+                    <p className="muted pad">Binary file: its content cannot be shown as text.</p>
+                  ) : (
+                    hunks.map((h, hi) => (
+                      <table key={hi} className={`diff-table ${mode}`}>
+                        <caption className="visually-hidden">
+                          {f.path}, lines {h.header}
+                        </caption>
+                        {mode === 'unified' ? (
+                          <colgroup>
+                            <col className="col-ln" />
+                            <col className="col-ln" />
+                            <col className="col-sign" />
+                            <col />
+                          </colgroup>
+                        ) : (
+                          <colgroup>
+                            <col className="col-ln" />
+                            <col />
+                            <col className="col-ln" />
+                            <col />
+                          </colgroup>
+                        )}
+                        <thead className="visually-hidden">
+                          <tr>
+                            {mode === 'unified' ? (
+                              <>
+                                <th scope="col">Old line</th>
+                                <th scope="col">New line</th>
+                                <th scope="col">Change</th>
+                                <th scope="col">Code</th>
+                              </>
+                            ) : (
+                              <>
+                                <th scope="col">Old line</th>
+                                <th scope="col">Old code</th>
+                                <th scope="col">New line</th>
+                                <th scope="col">New code</th>
+                              </>
+                            )}
+                          </tr>
+                        </thead>
+                        <tbody>
+                          <tr className="hunk-header">
+                            <td colSpan={4}>{h.header}</td>
+                          </tr>
+                          {mode === 'unified'
+                            ? h.lines.map((l, li) => <UnifiedRow key={li} line={l} />)
+                            : toSplitRows(h.lines).map((r, ri) => (
+                                <tr key={ri}>
+                                  <SplitCell line={r.left} side="old" />
+                                  <SplitCell line={r.right} side="new" />
+                                </tr>
+                              ))}
+                        </tbody>
+                      </table>
+                    ))
+                  )}
+                  {hidden > 0 && (
+                    <p className="pad diff-more">
+                      <button type="button" onClick={() => setShownAll(toggle(shownAll, f.path, true))}>
+                        Show the other {hidden.toLocaleString('en')} lines of {f.path}
+                      </button>
+                    </p>
+                  )}
+                </div>
               </article>
             );
           })}
