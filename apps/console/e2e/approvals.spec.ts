@@ -160,6 +160,32 @@ test.describe('Approvals inbox', () => {
     await expectAccessible(page);
   });
 
+  test('line comments on a diff go back to the agent with a rejection, after the typed reason', async ({ page }) => {
+    await openView(page, { view: 'approvals', role: 'developer', selected: 'apr_2' });
+    await page.getByRole('button', { name: 'Comment on line 2 of src/sum.ts' }).click();
+    await page.getByLabel('Comment on line 2 of src/sum.ts (sent to the agent if you reject)').fill('keep the subtraction for negative inputs');
+    await page.getByRole('button', { name: 'Add comment' }).click();
+    await expect(page.locator('tr.line-comment')).toContainText('Your comment on line 2: keep the subtraction for negative inputs');
+    await expect(page.getByRole('status').filter({ hasText: 'line comment' })).toHaveText('One line comment goes to the agent with a rejection.');
+    await page.getByLabel(/Reason, if you reject/).fill('not this way');
+    await page.getByRole('button', { name: /^Reject/ }).click();
+    const [answer] = await calls(page, 'answer');
+    expect(answer!.args).toEqual(['apr_2', 'reject', { rememberCommand: false, reason: 'not this way\nsrc/sum.ts:2: keep the subtraction for negative inputs' }]);
+    await expectAccessible(page);
+  });
+
+  test('a deleted line comment is not sent; comments belong to their own request', async ({ page }) => {
+    await openView(page, { view: 'approvals', role: 'developer', selected: 'apr_2' });
+    await page.getByRole('button', { name: 'Comment on line 2 of src/sum.ts' }).click();
+    await page.getByLabel('Comment on line 2 of src/sum.ts (sent to the agent if you reject)').fill('drop me');
+    await page.getByRole('button', { name: 'Add comment' }).click();
+    await page.getByRole('button', { name: 'Delete the comment on line 2' }).click();
+    await expect(page.locator('tr.line-comment')).toHaveCount(0);
+    await page.getByRole('button', { name: /^Reject/ }).click();
+    const [answer] = await calls(page, 'answer');
+    expect(answer!.args).toEqual(['apr_2', 'reject', { rememberCommand: false, reason: '' }]);
+  });
+
   test('says so when nothing is waiting', async ({ page }) => {
     await openView(page, { view: 'approvals', role: 'developer', variant: 'empty' });
     await expect(page.getByText('No request is waiting for you.')).toBeVisible();

@@ -2,7 +2,7 @@ import { useEffect, useId, useRef, useState, type KeyboardEvent as ReactKeyboard
 import type { ApprovalView } from '@lemniscate/contracts';
 import type { AnswerOptions, ApprovalAnswer } from '../api/queries/approvals';
 import { CommandView } from '../components/CommandView';
-import { DiffViewer } from '../components/diff/DiffViewer';
+import { commentsAsReason, DiffViewer, type LineComment } from '../components/diff/DiffViewer';
 import { LiveStatus } from '../components/PageHeader';
 import { Query, type QueryState } from '../components/Query';
 import { Empty, InlineError } from '../components/States';
@@ -105,7 +105,11 @@ function Inbox({ list, selectedId, onSelect, onAnswer, busyId, answerError: erro
   const [drafts, setDrafts] = useState<Record<string, Draft>>({});
   /** The reason typed for rejecting each request, kept per request while the person moves around. */
   const [reasons, setReasons] = useState<Record<string, string>>({});
+  /** Line comments on a diff, per request: they travel back to the agent as (part of) the reject reason. */
+  const [comments, setComments] = useState<Record<string, LineComment[]>>({});
   const reasonOf = (id: string) => reasons[id] ?? '';
+  /** What a rejection sends: the typed reason, then each line comment as `path:line: text`. */
+  const rejectReason = (id: string) => [reasonOf(id).trim(), commentsAsReason(comments[id] ?? [])].filter(Boolean).join('\n');
   const answerForm = useRef<HTMLFormElement>(null);
   const question = selected ? questionOf(selected) : null;
 
@@ -120,7 +124,7 @@ function Inbox({ list, selectedId, onSelect, onAnswer, busyId, answerError: erro
       else if (e.key === 'a' && question) focusAnswer(answerForm.current);
       else if (e.key === 'a' && busyId === null) onAnswer(selected.id, 'approve', { rememberCommand: false });
       else if (e.key === 'i' && offersIdentical(selected) && busyId === null) onAnswer(selected.id, 'approve', { rememberCommand: true });
-      else if ((e.key === 'r' || (e.key === 'Escape' && question)) && busyId === null) onAnswer(selected.id, 'reject', { rememberCommand: false, reason: reasonOf(selected.id) });
+      else if ((e.key === 'r' || (e.key === 'Escape' && question)) && busyId === null) onAnswer(selected.id, 'reject', { rememberCommand: false, reason: rejectReason(selected.id) });
       else return;
       e.preventDefault();
     };
@@ -191,7 +195,13 @@ function Inbox({ list, selectedId, onSelect, onAnswer, busyId, answerError: erro
             />
           ) : (
             <>
-              <ApprovalSubject approval={selected} />
+              <ApprovalSubject approval={selected} comments={comments[selected.id] ?? []} onComments={(list) => setComments((all) => ({ ...all, [selected.id]: list }))} />
+              {(comments[selected.id]?.length ?? 0) > 0 && (
+                <p className="muted small" role="status">
+                  {comments[selected.id]!.length === 1 ? 'One line comment goes' : `${comments[selected.id]!.length} line comments go`} to the agent with a rejection.
+                  {rejectReason(selected.id).length > 1000 && <strong> Together with the reason they pass 1,000 characters: shorten them to reject.</strong>}
+                </p>
+              )}
               {selected.kind === 'command' && (
                 <p className="muted small" id={`${selected.id}-identical`}>
                   {offersIdentical(selected)
@@ -211,7 +221,12 @@ function Inbox({ list, selectedId, onSelect, onAnswer, busyId, answerError: erro
                 />
               </div>
               <div className="actions">
-                <button type="button" className="danger" disabled={busyId !== null} onClick={() => onAnswer(selected.id, 'reject', { rememberCommand: false, reason: reasonOf(selected.id) })}>
+                <button
+                  type="button"
+                  className="danger"
+                  disabled={busyId !== null || rejectReason(selected.id).length > 1000}
+                  onClick={() => onAnswer(selected.id, 'reject', { rememberCommand: false, reason: rejectReason(selected.id) })}
+                >
                   Reject <kbd aria-hidden="true">r</kbd>
                 </button>
                 {offersIdentical(selected) && (
@@ -379,11 +394,11 @@ function RequestContext({ approval }: { approval: ApprovalView }) {
   );
 }
 
-function ApprovalSubject({ approval }: { approval: ApprovalView }) {
+function ApprovalSubject({ approval, comments, onComments }: { approval: ApprovalView; comments: readonly LineComment[]; onComments: (list: LineComment[]) => void }) {
   const p = approval.payload;
   if ('question' in p) return <p className="question-text">{p.question}</p>;
   if ('command' in p) return <CommandView command={p.command} label="The exact command" />;
-  if ('diff' in p) return <DiffViewer patch={p.diff} thirdParty={approval.flags.thirdParty} />;
+  if ('diff' in p) return <DiffViewer patch={p.diff} thirdParty={approval.flags.thirdParty} comments={comments} onComments={onComments} />;
   return (
     <p>
       The session reached a limit and asks for{' '}

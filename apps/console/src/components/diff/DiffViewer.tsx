@@ -17,6 +17,25 @@ interface DiffViewerProps {
   oneDocument?: boolean;
   /** Labels the region for screen readers when several viewers share a page. */
   label?: string;
+  /**
+   * Line comments, as a review's: with `onComments` a line's number is a button that opens a comment
+   * on it (unified layout). The approvals inbox sends them back to the agent as the reject reason.
+   */
+  comments?: readonly LineComment[];
+  onComments?: (comments: LineComment[]) => void;
+}
+
+export interface LineComment {
+  path: string;
+  /** The line's number in the new file, or in the old one for a removed line (`side`). */
+  line: number;
+  side: 'old' | 'new';
+  text: string;
+}
+
+/** The comments as one reason: `path:line: text`, one per line, in the order they were written. */
+export function commentsAsReason(comments: readonly LineComment[]): string {
+  return comments.map((c) => `${c.path}:${c.side === 'old' ? `${c.line} (old)` : c.line}: ${c.text}`).join('\n');
 }
 
 const CHANGE_LABEL: Record<DiffFile['change'], string> = { added: 'added', deleted: 'deleted', modified: 'modified', renamed: 'renamed' };
@@ -49,7 +68,8 @@ function useNarrow(): boolean {
   return narrow;
 }
 
-export function DiffViewer({ patch, thirdParty = [], initialMode = 'unified', label = 'Proposed changes', language, oneDocument = false }: DiffViewerProps) {
+export function DiffViewer({ patch, thirdParty = [], initialMode = 'unified', label = 'Proposed changes', language, oneDocument = false, comments = [], onComments }: DiffViewerProps) {
+  const [drafting, setDrafting] = useState<{ path: string; line: number; side: 'old' | 'new' } | null>(null);
   const parsed = useMemo(() => {
     try {
       return { files: parseUnifiedDiff(patch, { language, oneDocument }), error: null };
@@ -260,7 +280,27 @@ export function DiffViewer({ patch, thirdParty = [], initialMode = 'unified', la
                             <td colSpan={4}>{h.header}</td>
                           </tr>
                           {mode === 'unified'
-                            ? h.lines.map((l, li) => <UnifiedRow key={li} line={l} />)
+                            ? h.lines.map((l, li) => {
+                                const side = l.kind === 'del' ? 'old' : 'new';
+                                const no = side === 'old' ? l.oldNo : l.newNo;
+                                const here = (c: { path: string; line: number; side: string }) => c.path === f.path && c.line === no && c.side === side;
+                                return (
+                                  <UnifiedRow
+                                    key={li}
+                                    line={l}
+                                    path={f.path}
+                                    onComment={onComments && typeof no === 'number' ? () => setDrafting({ path: f.path, line: no, side }) : undefined}
+                                    comments={comments.filter(here)}
+                                    drafting={drafting !== null && here(drafting)}
+                                    onSave={(text) => {
+                                      if (onComments && typeof no === 'number' && text.trim()) onComments([...comments, { path: f.path, line: no, side, text: text.trim() }]);
+                                      setDrafting(null);
+                                    }}
+                                    onCancel={() => setDrafting(null)}
+                                    onDelete={(c) => onComments?.(comments.filter((x) => x !== c))}
+                                  />
+                                );
+                              })
                             : toSplitRows(h.lines).map((r, ri) => (
                                 <tr key={ri}>
                                   <SplitCell line={r.left} side="old" />
@@ -291,18 +331,86 @@ export function DiffViewer({ patch, thirdParty = [], initialMode = 'unified', la
 const SIGN: Record<DiffLine['kind'], string> = { add: '+', del: '−', context: ' ' };
 const SR: Record<DiffLine['kind'], string> = { add: 'added', del: 'removed', context: 'unchanged' };
 
-function UnifiedRow({ line }: { line: DiffLine }) {
+interface UnifiedRowProps {
+  line: DiffLine;
+  path: string;
+  onComment?: () => void;
+  comments: readonly LineComment[];
+  drafting: boolean;
+  onSave: (text: string) => void;
+  onCancel: () => void;
+  onDelete: (c: LineComment) => void;
+}
+
+function UnifiedRow({ line, path, onComment, comments, drafting, onSave, onCancel, onDelete }: UnifiedRowProps) {
+  const no = line.kind === 'del' ? line.oldNo : line.newNo;
+  const number = (value: number | null | undefined, mine: boolean) =>
+    mine && onComment ? (
+      <button type="button" className="ln-button" onClick={onComment} aria-label={`Comment on line ${value} of ${path}`}>
+        {value}
+      </button>
+    ) : (
+      (value ?? '')
+    );
   return (
-    <tr className={`line ${line.kind}`}>
-      <td className="ln">{line.oldNo ?? ''}</td>
-      <td className="ln">{line.newNo ?? ''}</td>
-      <td className="sign">
-        <span aria-hidden="true">{SIGN[line.kind]}</span>
-        <span className="visually-hidden">{SR[line.kind]}</span>
-      </td>
-      {/* highlight.js escapes the code it is given; the markup is only its colour spans. */}
-      <td className="code" dangerouslySetInnerHTML={{ __html: line.html || ' ' }} />
-    </tr>
+    <>
+      <tr className={`line ${line.kind}`}>
+        <td className="ln">{number(line.oldNo, line.kind === 'del')}</td>
+        <td className="ln">{number(line.newNo, line.kind !== 'del')}</td>
+        <td className="sign">
+          <span aria-hidden="true">{SIGN[line.kind]}</span>
+          <span className="visually-hidden">{SR[line.kind]}</span>
+        </td>
+        {/* highlight.js escapes the code it is given; the markup is only its colour spans. */}
+        <td className="code" dangerouslySetInnerHTML={{ __html: line.html || ' ' }} />
+      </tr>
+      {comments.map((c, i) => (
+        <tr key={`c${i}`} className="line-comment">
+          <td colSpan={4}>
+            <span className="comment-text">
+              <strong>Your comment on line {no}:</strong> {c.text}
+            </span>
+            <button type="button" className="ghost small" onClick={() => onDelete(c)}>
+              Delete<span className="visually-hidden"> the comment on line {no}</span>
+            </button>
+          </td>
+        </tr>
+      ))}
+      {drafting && (
+        <tr className="line-comment">
+          <td colSpan={4}>
+            <CommentForm line={no ?? 0} path={path} onSave={onSave} onCancel={onCancel} />
+          </td>
+        </tr>
+      )}
+    </>
+  );
+}
+
+function CommentForm({ line, path, onSave, onCancel }: { line: number; path: string; onSave: (text: string) => void; onCancel: () => void }) {
+  const [text, setText] = useState('');
+  const id = `comment-${path}-${line}`.replace(/[^A-Za-z0-9_-]/g, '-');
+  return (
+    <form
+      className="comment-form"
+      onSubmit={(e) => {
+        e.preventDefault();
+        onSave(text);
+      }}
+    >
+      <label htmlFor={id}>
+        Comment on line {line} of {path} (sent to the agent if you reject)
+      </label>
+      <textarea id={id} rows={2} maxLength={500} value={text} autoFocus onChange={(e) => setText(e.target.value)} />
+      <div className="actions">
+        <button type="button" className="ghost" onClick={onCancel}>
+          Cancel
+        </button>
+        <button type="submit" className="primary" disabled={!text.trim()}>
+          Add comment
+        </button>
+      </div>
+    </form>
   );
 }
 
