@@ -371,3 +371,41 @@ test('an administrator creates a project with its members from the Projects page
     ['POST', '/projects/prj_new', { defaultRef: 'release' }],
   ]);
 });
+
+test('an unpublished draft is not lost without a word: switching project asks, and keeping it keeps it; leaving the page asks too', async ({ page }) => {
+  const gw = await gateway(page, 'admin', {
+    'GET /projects/[^/]+/policy/versions': (route) => route.fulfill({ json: f.versions }),
+    'GET /projects/[^/]+/policy/versions/\\d+': (route) => route.fulfill({ json: { ...f.versions[0], sourceText: f.policyText, document: {} } }),
+    'GET /projects/[^/]+/policy': (route) => route.fulfill({ json: { ...f.versions[0], sourceText: f.policyText, document: {} } }),
+  });
+  await gw.signIn();
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Policies' }).click();
+  const free = page.getByLabel('Free commands (one per line)');
+  await free.fill(`${await free.inputValue()}\nmake check`);
+  await free.press('Tab');
+  // Leaving the page while the draft is unpublished asks (the browser's own question).
+  const leaving = () =>
+    page.evaluate(() => {
+      const e = new Event('beforeunload', { cancelable: true });
+      window.dispatchEvent(e);
+      return e.defaultPrevented;
+    });
+  await expect.poll(leaving).toBe(true);
+  const asked: string[] = [];
+  page.once('dialog', (d) => {
+    asked.push(d.message());
+    void d.dismiss();
+  });
+  await page.getByLabel('Project').selectOption('prj_payments');
+  await expect.poll(() => asked).toEqual(['Your draft of this policy is not published. Switch project and discard it?']);
+  // Dismissed: the same project and the draft stay.
+  await expect(page.getByLabel('Project')).toHaveValue('prj_demo');
+  await expect(free).toHaveValue(/make check/);
+  expect(await leaving()).toBe(true);
+  // Accepted: the project changes and the draft is gone.
+  page.once('dialog', (d) => void d.accept());
+  await page.getByLabel('Project').selectOption('prj_payments');
+  await expect(page.getByLabel('Project')).toHaveValue('prj_payments');
+  await expect(free).not.toHaveValue(/make check/);
+  expect(await leaving()).toBe(false);
+});

@@ -186,6 +186,25 @@ test.describe('Approvals inbox', () => {
     expect(answer!.args).toEqual(['apr_2', 'reject', { rememberCommand: false, reason: '' }]);
   });
 
+  test('on a phone, picking a request brings its detail into view, and the header takes two short rows', async ({ page }) => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await openView(page, { view: 'approvals', role: 'developer' });
+    const header = page.getByRole('banner');
+    const headerHeight = await header.evaluate((el) => el.getBoundingClientRect().height);
+    expect(headerHeight, 'the header stays compact').toBeLessThan(120);
+    // Who is signed in is still said to a screen reader, and the role is shown.
+    await expect(header).toContainText('Dana Developer');
+    await expect(header.getByTitle('Your role')).toBeVisible();
+    await page
+      .getByRole('list', { name: 'Pending approvals' })
+      .getByRole('button', { name: /Third-party files/ })
+      .click();
+    const top = await page.locator('.approval-detail').evaluate((el) => el.getBoundingClientRect().top);
+    expect(Math.abs(top), 'the detail is scrolled to the top of the screen').toBeLessThan(40);
+    expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBeLessThanOrEqual(0);
+    await expectAccessible(page);
+  });
+
   test('says so when nothing is waiting', async ({ page }) => {
     await openView(page, { view: 'approvals', role: 'developer', variant: 'empty' });
     await expect(page.getByText('No request is waiting for you.')).toBeVisible();

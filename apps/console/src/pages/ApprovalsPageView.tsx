@@ -112,6 +112,18 @@ function Inbox({ list, selectedId, onSelect, onAnswer, busyId, answerError: erro
   const rejectReason = (id: string) => [reasonOf(id).trim(), commentsAsReason(comments[id] ?? [])].filter(Boolean).join('\n');
   const answerForm = useRef<HTMLFormElement>(null);
   const question = selected ? questionOf(selected) : null;
+  // Where the list and the detail are stacked (a phone), picking a request brings its detail into view.
+  const detail = useRef<HTMLElement>(null);
+  const picked = useRef(false);
+  const pick = (id: string) => {
+    picked.current = true;
+    onSelect(id);
+  };
+  useEffect(() => {
+    if (!picked.current) return;
+    picked.current = false;
+    if (typeof window.matchMedia === 'function' && window.matchMedia('(max-width: 1000px)').matches) detail.current?.scrollIntoView?.({ block: 'start' });
+  }, [selected?.id]);
 
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
@@ -143,7 +155,7 @@ function Inbox({ list, selectedId, onSelect, onAnswer, busyId, answerError: erro
               type="button"
               className={`inbox-item${a.id === selected?.id ? ' selected' : ''}${isThirdParty(a) ? ' third-party' : ''}`}
               aria-current={a.id === selected?.id ? 'true' : undefined}
-              onClick={() => onSelect(a.id)}
+              onClick={() => pick(a.id)}
             >
               <span className="inbox-kind">
                 {KIND_LABEL[a.kind]}
@@ -158,7 +170,7 @@ function Inbox({ list, selectedId, onSelect, onAnswer, busyId, answerError: erro
         ))}
       </ul>
       {selected && (
-        <section className="card approval-detail" aria-labelledby="approval-title">
+        <section className="card approval-detail" aria-labelledby="approval-title" ref={detail}>
           <header className="approval-header">
             <h2 id="approval-title">{KIND_LABEL[selected.kind]}</h2>
             <span className="muted small">
