@@ -34,7 +34,9 @@ export function parseMention(text: string): { agent: string; instruction: string
   return { agent: m[1], instruction: m[2].trim() };
 }
 
-type DeskAnswer = ApprovalAnswer | QuestionAnswer | 'grant' | 'decline' | null;
+/** A rejection with the words the person gave for the agent (possibly none). */
+type Rejection = { reject: string };
+type DeskAnswer = Exclude<ApprovalAnswer, 'reject'> | Rejection | QuestionAnswer | 'grant' | 'decline' | null;
 
 interface PendingApproval {
   question: ApprovalQuestion;
@@ -83,6 +85,14 @@ export class ApprovalDesk {
     if (i >= 0) this.queue.splice(i, 1)[0]?.resolve(null);
   }
 
+  /** A rejection asks, while the terminal is still the desk's, what to tell the agent (Enter: nothing). */
+  private async rejectWithReason(answer: ApprovalAnswer | null, signal: AbortSignal): Promise<Exclude<ApprovalAnswer, 'reject'> | Rejection | null> {
+    if (answer !== 'reject') return answer;
+    if (signal.aborted) return null;
+    const reason = await this.prompter.text('Reason for the agent (Enter for none)', { default: '' });
+    return { reject: reason.trim().slice(0, 1000) };
+  }
+
   private async pump(): Promise<void> {
     if (this.current) return;
     const next = this.queue.shift();
@@ -98,7 +108,7 @@ export class ApprovalDesk {
           ? await this.prompter.extension(q.shown, next.abort.signal)
           : q.kind === 'question'
             ? await this.prompter.question({ approvalId: q.approvalId, agent: q.agent, question: q.shown, options: q.options ?? [] }, next.abort.signal)
-            : await this.prompter.approval(q, next.abort.signal);
+            : await this.rejectWithReason(await this.prompter.approval(q, next.abort.signal), next.abort.signal);
       next.resolve(next.abort.signal.aborted ? null : answer);
     } catch {
       next.resolve(null);
@@ -154,6 +164,12 @@ async function followInteractive(api: SessionRunApi, sessionId: string, desk: Ap
           if (answer === 'stop') {
             write(pc.yellow('Stopping the session…'));
             await api.stopSession(sessionId, 'stopped from the terminal').catch((e: unknown) => write(pc.red(`Could not stop: ${(e as Error).message}`)));
+            return;
+          }
+          if (typeof answer === 'object' && 'reject' in answer) {
+            await api
+              .answerApproval(event.approvalId, 'reject', { rememberCommand: false, ...(answer.reject ? { reason: answer.reject } : {}) })
+              .catch((e: unknown) => write(pc.red(`Could not answer approval ${event.approvalId}: ${(e as Error).message}`)));
             return;
           }
           if (typeof answer === 'object') {

@@ -104,8 +104,12 @@ class ScriptedPrompter implements Prompter {
     this.asked.push(q);
     return this.replies.shift() ?? 'decline';
   }
-  async text(): Promise<string> {
-    return '';
+  /** What the person types at each text prompt (a reject reason), in order; '' once used up. */
+  texts: string[] = [];
+  prompts: string[] = [];
+  async text(message: string): Promise<string> {
+    this.prompts.push(message);
+    return this.texts.shift() ?? '';
   }
   async confirm(): Promise<boolean> {
     return false;
@@ -182,6 +186,34 @@ describe('interactive sessions', () => {
     expect(q.shown).toContain('THIRD-PARTY FILE');
     expect(q.shown).toContain('.github/workflows/ci.yml (ci)');
     expect(api.answers).toEqual([{ id: 'a2', answer: 'reject', body: { rememberCommand: false } }]);
+    expect(prompter.prompts).toEqual(['Reason for the agent (Enter for none)']);
+  });
+
+  it('a rejection at the terminal asks what to tell the agent and sends it as the reason', async () => {
+    const api = new MemoryApi();
+    api.onStart = (id) => {
+      api.push(id, started());
+      api.push(id, { type: 'approval_requested', approvalId: 'a3', callId: 'c3', agent: 'general', kind: 'command', thirdParty: false, subject: 'npm publish' });
+    };
+    api.afterAnswer = () => [completed('Did not publish.')];
+    const prompter = new ScriptedPrompter(['publish it', null], ['reject']);
+    prompter.texts = ['  never publish from a session  '];
+    await runInteractive(api, prompter, { project, includeUncommitted: false, cwd }, io().io);
+    expect(prompter.prompts).toEqual(['Reason for the agent (Enter for none)']);
+    expect(api.answers).toEqual([{ id: 'a3', answer: 'reject', body: { rememberCommand: false, reason: 'never publish from a session' } }]);
+  });
+
+  it('approving asks nothing more', async () => {
+    const api = new MemoryApi();
+    api.onStart = (id) => {
+      api.push(id, started());
+      api.push(id, { type: 'approval_requested', approvalId: 'a4', callId: 'c4', agent: 'general', kind: 'command', thirdParty: false, subject: 'npm test' });
+    };
+    api.afterAnswer = () => [completed('Tested.')];
+    const prompter = new ScriptedPrompter(['test it', null], ['approve']);
+    await runInteractive(api, prompter, { project, includeUncommitted: false, cwd }, io().io);
+    expect(prompter.prompts).toEqual([]);
+    expect(api.answers).toEqual([{ id: 'a4', answer: 'approve', body: { rememberCommand: false } }]);
   });
 
   it('Ctrl-C during a session stops it (A3) and goes back to the prompt', async () => {
