@@ -52,13 +52,15 @@ export function registerSessions(program: Command, ctx: CliContext, done: Done):
     .description('list recent sessions you can see, newest first')
     .option('--json', 'print the sessions as a JSON array')
     .addOption(new Option('--status <status>', 'only sessions in this state').choices(SessionStatus.options))
+    .option('--waiting', 'only sessions with an approval or question waiting for a person')
+    .option('--mine', 'only the sessions you started (a developer only ever sees their own)')
     .option('--limit <n>', 'at most this many (1-500)', '30')
     .option('--wide', 'whole instructions, however wide the table')
     .addHelpText(
       'after',
-      '\nInstructions are cut so that lines fit 100 columns (--wide: whole, with the year). Any command taking a session id accepts its first 8 characters.\n\nExamples:\n  $ lemni sessions\n  $ lemni sessions --project demo --status running --json',
+      '\nInstructions are cut so that lines fit 100 columns (--wide: whole, with the year). A session waiting for a person says how many answers it awaits. Any command taking a session id accepts its first 8 characters.\n\nExamples:\n  $ lemni sessions\n  $ lemni sessions --waiting\n  $ lemni sessions --project demo --status running --mine --json',
     )
-    .action((opts: { json?: boolean; status?: SessionStatus; limit: string; wide?: boolean }, cmd: Command) =>
+    .action((opts: { json?: boolean; status?: SessionStatus; waiting?: boolean; mine?: boolean; limit: string; wide?: boolean }, cmd: Command) =>
       done(
         (async () => {
           const limit = Number(opts.limit);
@@ -66,16 +68,17 @@ export function registerSessions(program: Command, ctx: CliContext, done: Done):
           const { client, connection } = connect(ctx, globalFlags(cmd.optsWithGlobals()));
           const flags = cmd.optsWithGlobals() as { project?: string };
           const projectId = flags.project ? (await client.projectByName(connection.project ?? flags.project)).id : undefined;
-          const sessions = await client.listSessions({ projectId, status: opts.status, limit });
+          const userId = opts.mine ? (await client.me()).user.id : undefined;
+          const sessions = await client.listSessions({ projectId, status: opts.status, userId, waiting: opts.waiting ? 'true' : undefined, limit });
           if (opts.json) ctx.stdout(`${JSON.stringify(sessions)}\n`);
-          else if (sessions.length === 0) ctx.stdout('No sessions.\n');
+          else if (sessions.length === 0) ctx.stdout(opts.waiting ? 'No session is waiting for a person.\n' : 'No sessions.\n');
           else
             ctx.stdout(
               table(
                 ['ID', 'STATUS', 'MODE', 'AGENT', 'ACTIONS', 'STARTED', 'INSTRUCTION'],
                 sessions.map((s) => [
                   s.id,
-                  statusOf(s),
+                  s.pendingApprovals > 0 ? `${statusOf(s)}, ${s.pendingApprovals} waiting` : statusOf(s),
                   s.mode,
                   s.agent,
                   String(s.actionsUsed),

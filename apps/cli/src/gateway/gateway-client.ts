@@ -6,6 +6,7 @@ import {
   IdPrefix,
   type ApprovalState,
   type ApprovalView,
+  type SessionListItem,
   type AuditVerificationView,
   type CreatedToken,
   type EnvironmentLog,
@@ -362,7 +363,9 @@ export class GatewayClient {
     return this.request(GatewayRoutes.createSession, { body: request });
   }
 
-  listSessions(query: { projectId?: string | undefined; status?: SessionStatus | undefined; limit?: number | undefined } = {}): Promise<SessionView[]> {
+  listSessions(
+    query: { projectId?: string | undefined; status?: SessionStatus | undefined; userId?: string | undefined; waiting?: 'true' | undefined; limit?: number | undefined } = {},
+  ): Promise<SessionListItem[]> {
     return this.request(GatewayRoutes.listSessions, { query });
   }
 

@@ -699,8 +699,16 @@ export class FakeGateway {
       return this.send(res, 201, s);
     }
     if (route === 'GET /sessions') {
-      const prefix = url.searchParams.get('idPrefix');
-      return this.send(res, 200, [...this.sessions.values()].filter((x) => prefix === null || x.id.startsWith(prefix)).slice(0, Number(url.searchParams.get('limit') ?? '100')));
+      const q = url.searchParams;
+      const prefix = q.get('idPrefix');
+      const waitingFor = (id: string) => this.approvals.filter((a) => a.sessionId === id && a.state === 'pending').length;
+      const rows = [...this.sessions.values()]
+        .filter((x) => prefix === null || x.id.startsWith(prefix))
+        .filter((x) => q.get('status') === null || x.status === q.get('status'))
+        .filter((x) => q.get('userId') === null || x.userId === q.get('userId'))
+        .filter((x) => q.get('waiting') !== 'true' || waitingFor(x.id) > 0)
+        .map((x) => ({ ...x, ownerEmail: null, pendingApprovals: waitingFor(x.id) }));
+      return this.send(res, 200, rows.slice(0, Number(q.get('limit') ?? '100')));
     }
     m = /^\/sessions\/([^/]+)\/subagents$/.exec(path);
     if (m && req.method === 'POST') {

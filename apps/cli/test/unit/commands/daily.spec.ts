@@ -185,6 +185,46 @@ describe('lemni projects create|show|update', () => {
   });
 });
 
+describe('lemni sessions --waiting and --mine', () => {
+  const lastList = () =>
+    Object.fromEntries(
+      new URLSearchParams(
+        gateway.requests
+          .filter((r) => r.method === 'GET' && r.path.startsWith('/sessions?'))
+          .at(-1)
+          ?.path.split('?')[1] ?? '',
+      ),
+    );
+  beforeEach(() => {
+    gateway.sessions.set('s-wait', sessionView('s-wait', { instruction: 'needs an answer', status: 'running' }));
+    gateway.sessions.set('s-other', sessionView('s-other', { instruction: 'someone else', userId: 'u2', status: 'running' }));
+    gateway.sessions.set('s-done', sessionView('s-done', { instruction: 'finished', status: 'completed', endedAt: new Date().toISOString() }));
+    gateway.approvals = [approvalView('ap-1', { sessionId: 's-wait' }), approvalView('ap-2', { sessionId: 's-wait', state: 'approved' })];
+  });
+
+  it('--waiting lists only the sessions waiting for a person, each saying how many answers it awaits', async () => {
+    const r = await lemni(['sessions', '--waiting'], { env: env() });
+    expect(r.code).toBe(0);
+    expect(lastList()).toMatchObject({ waiting: 'true' });
+    const rows = r.stdout.trim().split('\n').slice(1);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatch(/^s-wait\s+running, 1 waiting\s/);
+  });
+
+  it('--waiting with nothing waiting says so', async () => {
+    gateway.approvals = [];
+    const r = await lemni(['sessions', '--waiting'], { env: env() });
+    expect(r.stdout).toBe('No session is waiting for a person.\n');
+  });
+
+  it('--mine asks for the sessions of the person signed in', async () => {
+    const r = await lemni(['sessions', '--mine'], { env: env() });
+    expect(lastList()).toMatchObject({ userId: 'u1' });
+    expect(r.stdout).toContain('s-wait');
+    expect(r.stdout).not.toContain('s-other');
+  });
+});
+
 describe('ids by their first characters', () => {
   const S1 = '8a7d1c2e-0000-4000-8000-000000000001';
   const S2 = '8a7d9f00-0000-4000-8000-000000000002';
