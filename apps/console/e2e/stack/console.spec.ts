@@ -17,7 +17,7 @@ const marker = `console-e2e-${Date.now()}`;
 test('an administrator publishes a policy from the console', async ({ page }) => {
   await signIn(page, 'admin');
   await shot(page, 'dashboard-admin');
-  await page.getByRole('link', { name: 'Policies' }).click();
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Policies' }).click();
   await page.getByLabel('Project').selectOption({ label: 'demo' });
   await expect(page.getByText('The document is valid.')).toBeVisible();
   // `sleep` becomes free so the revocation test below has a long command to interrupt.
@@ -132,7 +132,7 @@ test('an administrator revokes a running session and the CLI exits 3 within a se
   const exited = new Promise<{ code: number | null; at: number }>((resolve) => cli.on('exit', (code) => resolve({ code, at: Date.now() })));
 
   await signIn(page, 'admin');
-  await page.getByRole('link', { name: 'Sessions' }).click();
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Sessions' }).click();
   const link = page.getByRole('link', { name: new RegExp(`sleep for a while \\(${marker}\\)`) });
   await link.click();
   await expect(page.getByRole('region', { name: 'Session events' })).toContainText('sleep 120', { timeout: 30_000 });
@@ -151,7 +151,7 @@ test('an administrator revokes a running session and the CLI exits 3 within a se
 
 test('a security officer filters the audit log, sees it verified and exports it', async ({ page }) => {
   await signIn(page, 'security');
-  await page.getByRole('link', { name: 'Audit' }).click();
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Audit' }).click();
   await expect(page.getByRole('status').filter({ hasText: /Chain verified: \d+ entries/ })).toBeVisible();
   await page.getByLabel('Project').selectOption({ label: 'demo' });
   await page.getByRole('button', { name: 'Apply filters' }).click();
