@@ -109,7 +109,7 @@ export function SessionsPageView({ sessions, filter, onFilter, projects, me, see
   const described = describeFilter(filter, projects, ownerEmail);
   const filtered = Object.values(filter).some((v) => v !== undefined && v !== false);
   return (
-    <div className="page">
+    <div className="page full-width">
       <div className="page-header">
         <h1>Sessions</h1>
         <LiveStatus live={live} on="Live" off="Not live" />
