@@ -593,7 +593,7 @@ export class SessionRunner {
     const sandboxId = this.sandbox!.sandboxId;
     const { files } = await changes;
     if (files.length === 0) return null;
-    const forbidden: FileChange[] = [];
+    const forbidden: { file: FileChange; reason: string }[] = [];
     const forbiddenLinks: { file: FileChange; reason: string }[] = [];
     const reviewable: FileChange[] = [];
     const thirdPartyPaths = new Set<string>();
@@ -601,7 +601,8 @@ export class SessionRunner {
     for (const f of files) {
       const d = classifyChanges([facts(f)], policy);
       if (d.effect === 'deny' && d.rule === 'thirdPartyFiles.symlinksOutside') forbiddenLinks.push({ file: f, reason: d.reason });
-      else (d.effect === 'deny' ? forbidden : reviewable).push(f);
+      else if (d.effect === 'deny') forbidden.push({ file: f, reason: d.reason });
+      else reviewable.push(f);
       if ((d.thirdParty?.length ?? 0) > 0) thirdPartyPaths.add(f.path);
     }
     await this.emit({
@@ -611,7 +612,7 @@ export class SessionRunner {
     });
     const notes: string[] = [];
     // What the person reviewing the rest is told was already taken out, and why.
-    const reverted = [...forbiddenLinks.map((l) => ({ path: l.file.path, reason: l.reason })), ...forbidden.map((f) => ({ path: f.path, reason: classifyChanges([facts(f)], policy).reason }))];
+    const reverted = [...forbiddenLinks, ...forbidden].map((x) => ({ path: x.file.path, reason: x.reason }));
     if (forbiddenLinks.length) {
       // G01: a link out of the working copy is never offered as an ordinary change, and never kept.
       for (const { reason } of forbiddenLinks) {
@@ -626,10 +627,10 @@ export class SessionRunner {
     }
     if (forbidden.length) {
       await this.revert(
-        forbidden.map((f) => f.path),
+        forbidden.map((x) => x.file.path),
         'forbidden',
       );
-      notes.push(`Reverted at once, third-party files the policy forbids changing: ${forbidden.map((f) => f.path).join(', ')}.`);
+      notes.push(`Reverted at once, third-party files the policy forbids changing: ${forbidden.map((x) => x.file.path).join(', ')}.`);
     }
     if (reviewable.length) {
       const d = classifyChanges(reviewable.map(facts), policy);

@@ -42,12 +42,9 @@ export class StatsService {
     return summariseDashboard({ sessions: rows.map(toSessionView), toolCalls, pending, days: query.days, now, projectNames, userEmails });
   }
 
+  /** The names of these projects, read in one query. */
   private async projectNames(ids: string[]): Promise<Map<string, string>> {
-    const names = new Map<string, string>();
-    for (const id of new Set(ids)) {
-      const project = await this.projects.findById(id);
-      if (project) names.set(id, project.name);
-    }
-    return names;
+    const wanted = new Set(ids);
+    return new Map((await this.projects.list()).filter((p) => wanted.has(p.id)).map((p) => [p.id, p.name]));
   }
 }
