@@ -156,14 +156,20 @@ describe('lemni (interactive) in a real terminal', () => {
     tmux('send-keys', '-t', 'reject', 'Enter');
     await waitForScreen('reject', /asks to run this command:[\s\S]*echo must-not-run > proof\.txt[\s\S]*n\) Reject/);
     tmux('send-keys', '-t', 'reject', 'n', 'Enter');
+    // Rejecting asks what to tell the agent, while the terminal is still the approval's.
+    await waitForScreen('reject', /Reason for the agent \(Enter for none\)/);
+    tmux('send-keys', '-t', 'reject', '-l', 'no proof files in this repository');
+    tmux('send-keys', '-t', 'reject', 'Enter');
     await waitForScreen('reject', /It was rejected\.[\s\S]*lemni ›/);
     const session = await sessionWithInstruction(instruction);
     expect(session.status).toBe('completed');
     expect(session.finalPatch ?? '').toBe('');
     const approvals = await stack.api(stack.tokens.developer, 'GET', `/approvals?sessionId=${session.id}`);
     expect(approvals.json.map((a: { state: string }) => a.state)).toEqual(['rejected']);
+    expect(approvals.json[0].reason).toBe('no proof files in this repository');
     const calls = await stack.api(stack.tokens.developer, 'GET', `/sessions/${session.id}/tool-calls`);
     expect(calls.json[0].result.ok).toBe(false);
+    expect(JSON.stringify(calls.json[0].result)).toContain('no proof files in this repository');
   });
 
   it("the agent's question is asked at the approval point: one answered with an option, one declined with Esc", async () => {
@@ -272,6 +278,9 @@ describe('lemni (interactive) in a real terminal', () => {
       // the same choice, as it too is ordinary), rejected here.
       await waitForScreen('identical', /\$ echo approved-once; echo smuggled[\s\S]*n\) Reject/);
       tmux('send-keys', '-t', 'identical', 'n', 'Enter');
+      // No reason given (Enter): the agent is told only that it was rejected.
+      await waitForScreen('identical', /Reason for the agent \(Enter for none\)/);
+      tmux('send-keys', '-t', 'identical', 'Enter');
       await waitForScreen('identical', /Ran it twice\.[\s\S]*lemni ›/);
 
       const session = await sessionWithInstruction(instruction);
@@ -282,6 +291,7 @@ describe('lemni (interactive) in a real terminal', () => {
         [same, 'approved', true],
         [changed, 'rejected', true],
       ]);
+      expect(approvals.json.map((a: { reason: string | null }) => a.reason)).toEqual([null, null]);
       const calls = await stack.api(stack.tokens.developer, 'GET', `/sessions/${session.id}/tool-calls`);
       const first = approvals.json[0].id as string;
       expect(

@@ -112,6 +112,7 @@ test('a person whose account an administrator revoked is told so on the sign-in 
   const revokedSentence = 'This account has been revoked by an administrator; ask one of them if you think it should not have been.';
   await gateway(page, 'developer', {
     'GET /approvals': (route) => (revoked ? route.fulfill({ status: 401, json: { code: 'unauthenticated', message: revokedSentence, requestId: 'r9' } }) : route.fulfill({ json: f.approvals })),
+    'GET /sessions': (route) => (revoked ? route.fulfill({ status: 401, json: { code: 'unauthenticated', message: revokedSentence, requestId: 'r11' } }) : route.fulfill({ json: f.sessions })),
     'GET /auth/me': (route) =>
       revoked
         ? route.fulfill({ status: 401, json: { code: 'unauthenticated', message: revokedSentence, requestId: 'r10' } })
@@ -120,12 +121,9 @@ test('a person whose account an administrator revoked is told so on the sign-in 
   await page.goto('/approvals');
   await expect(page.getByRole('banner')).toContainText('Dana Developer');
   revoked = true;
+  // The next page the person opens asks the gateway, which refuses the revoked account.
   await page.evaluate(() => {
     history.pushState({}, '', '/sessions');
-    dispatchEvent(new PopStateEvent('popstate'));
-  });
-  await page.evaluate(() => {
-    history.pushState({}, '', '/approvals');
     dispatchEvent(new PopStateEvent('popstate'));
   });
   await expect(page.getByRole('button', { name: 'Sign in' })).toBeVisible();

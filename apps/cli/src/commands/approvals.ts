@@ -21,6 +21,7 @@ function showApproval(a: ApprovalView): string {
   const by = a.decidedByEmail ?? a.decidedBy;
   const decided = by !== null && a.state !== 'pending' ? ` by ${by}${a.decidedAt ? ` at ${a.decidedAt.slice(0, 19).replace('T', ' ')}` : ''}` : '';
   const lines = [`Approval ${a.id} (${a.kind}) from ${a.agent} in session ${a.sessionId}: ${a.state}${decided}`];
+  if (a.reason) lines.push(`${a.state === 'expired' ? 'Expired' : 'Reason'}: ${a.reason}`);
   if (a.instruction) lines.push(`Instruction: ${a.instruction}`);
   if (a.flags.policy) lines.push(`Why it asks: ${a.flags.policy.reason} (rule ${a.flags.policy.rule})`);
   if ('command' in p) lines.push(`$ ${p.command}`);

@@ -113,6 +113,7 @@ export function approvalView(id: string, over: Partial<ApprovalView> = {}): Appr
     decidedByEmail: null,
     decidedAt: null,
     response: null,
+    reason: null,
     createdAt: now(),
     ...over,
   };
@@ -763,6 +764,8 @@ export class FakeGateway {
       a.state = m[2] === '/approve' ? 'approved' : 'rejected';
       const response = (body as { response?: string } | undefined)?.response;
       if (a.state === 'approved' && response !== undefined) a.response = response;
+      const reason = (body as { reason?: string } | undefined)?.reason;
+      if (a.state === 'rejected' && reason !== undefined) a.reason = reason;
       return this.send(res, 200, a);
     }
     if (route === 'GET /audit/verify') return this.send(res, 200, this.auditVerify);

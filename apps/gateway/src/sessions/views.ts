@@ -70,6 +70,7 @@ export function toApprovalView(a: ApprovalRow, session: Pick<SessionRow, 'projec
     decidedByEmail: a.decidedBy === null ? null : decidedByEmail,
     decidedAt: iso(a.decidedAt),
     response: a.response,
+    reason: a.state === 'approved' ? null : a.reason,
     createdAt: a.createdAt.toISOString(),
   };
 }

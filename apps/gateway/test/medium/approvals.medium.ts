@@ -211,7 +211,11 @@ withTestDatabases((db) => {
       }
       const no = await gw.http().post(`/api/v1/approvals/${pending!.id}/reject`).set(bearer(dev.token)).send({ reason: 'deploys go through the release train' });
       expect(no.status).toBe(200);
+      expect(no.body).toMatchObject({ state: 'rejected', reason: 'deploys go through the release train' });
       await expect(waiting).resolves.toMatchObject({ state: 'rejected', decidedBy: dev.userId, reason: 'deploys go through the release train' });
+      // Whoever reads the approval later sees why it was refused.
+      const read = await gw.http().get(`/api/v1/approvals/${pending!.id}`).set(bearer(dev.token));
+      expect(read.body).toMatchObject({ state: 'rejected', reason: 'deploys go through the release train' });
     });
 
     it('a person who answers before the deadline wins; nothing is expired nor audited as such', async () => {

@@ -56,6 +56,8 @@ export const ApprovalView = z.object({
   decidedAt: IsoTimestamp.nullable(),
   /** The developer's answer when a question was answered; null otherwise. */
   response: z.string().nullable(),
+  /** Why it was rejected (the person's words, sent to the agent) or why it expired; null otherwise. */
+  reason: z.string().nullable().default(null),
   createdAt: IsoTimestamp,
 });
 export type ApprovalView = z.infer<typeof ApprovalView>;

@@ -284,6 +284,17 @@ describe('ids by their first characters', () => {
     };
     const shown = await lemni(['approvals', 'show', 'a0b1ff'], { env: env() });
     expect(shown.stdout).toContain('approved by alice@example.org');
+    expect(shown.stdout).not.toContain('Reason:');
+  });
+
+  it("approvals show says why a request was rejected, in the person's words, and why one expired", async () => {
+    const r = await lemni(['approvals', 'reject', 'a0b1c2', '--reason', 'touches CI'], { env: env() });
+    expect(r.stderr).toBe('');
+    const shown = await lemni(['approvals', 'show', 'a0b1c2'], { env: env() });
+    expect(shown.stdout).toMatch(/: rejected[\s\S]*\nReason: touches CI\n/);
+    gateway.approvals[1] = { ...(gateway.approvals[1] as ReturnType<typeof approvalView>), state: 'expired', reason: 'nobody answered within 15 minutes' };
+    const expired = await lemni(['approvals', 'show', 'a0b1ff'], { env: env() });
+    expect(expired.stdout).toContain('\nExpired: nobody answered within 15 minutes\n');
   });
 
   it('--session filters take a prefix', async () => {
