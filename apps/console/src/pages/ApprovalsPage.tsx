@@ -1,7 +1,7 @@
 import { useCallback, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useLiveEvents } from '../api/events';
-import { answerApproval, approvalsQuery, type AnswerOptions, type ApprovalAnswer } from '../api/queries/approvals';
+import { answerApproval, approvalContext, approvalsQuery, type AnswerOptions, type ApprovalAnswer } from '../api/queries/approvals';
 import { useAuth } from '../auth/AuthContext';
 import { fromQuery } from '../components/Query';
 import { ApprovalsPageView } from './ApprovalsPageView';
@@ -58,6 +58,7 @@ export function ApprovalsPage() {
       answerError={answer.error}
       answerErrorId={answer.variables?.id ?? null}
       live={live.connected}
+      loadContext={approvalContext}
     />
   );
 }

@@ -2,6 +2,7 @@ import { useEffect, useId, useRef, useState, type KeyboardEvent as ReactKeyboard
 import type { ApprovalView } from '@lemniscate/contracts';
 import type { AnswerOptions, ApprovalAnswer } from '../api/queries/approvals';
 import { CommandView } from '../components/CommandView';
+import type { LoadContext } from '../components/diff/context';
 import { commentsAsReason, DiffViewer, type LineComment } from '../components/diff/DiffViewer';
 import { LiveStatus } from '../components/PageHeader';
 import { Query, type QueryState } from '../components/Query';
@@ -19,6 +20,8 @@ interface ApprovalsPageViewProps {
   /** The request the error answers: it is shown with that request only. */
   answerErrorId?: string | null;
   live: boolean;
+  /** Reads unchanged lines around a change's hunks from the session's sandbox (expanding context). */
+  loadContext?: (approvalId: string, path: string, from: number, to: number) => Promise<{ lines: string[]; totalLines: number }>;
 }
 
 const KIND_LABEL: Record<ApprovalView['kind'], string> = {
@@ -98,7 +101,7 @@ export function ApprovalsPageView(props: ApprovalsPageViewProps) {
   );
 }
 
-function Inbox({ list, selectedId, onSelect, onAnswer, busyId, answerError: error, answerErrorId }: ApprovalsPageViewProps & { list: ApprovalView[] }) {
+function Inbox({ list, selectedId, onSelect, onAnswer, busyId, answerError: error, answerErrorId, loadContext }: ApprovalsPageViewProps & { list: ApprovalView[] }) {
   const pending = list.filter((a) => a.state === 'pending');
   const selected = pending.find((a) => a.id === selectedId) ?? pending[0] ?? null;
   const answerError = answerErrorId === undefined || answerErrorId === selected?.id ? error : null;
@@ -207,7 +210,12 @@ function Inbox({ list, selectedId, onSelect, onAnswer, busyId, answerError: erro
             />
           ) : (
             <>
-              <ApprovalSubject approval={selected} comments={comments[selected.id] ?? []} onComments={(list) => setComments((all) => ({ ...all, [selected.id]: list }))} />
+              <ApprovalSubject
+                approval={selected}
+                comments={comments[selected.id] ?? []}
+                onComments={(list) => setComments((all) => ({ ...all, [selected.id]: list }))}
+                loadContext={loadContext && ((path, from, to) => loadContext(selected.id, path, from, to))}
+              />
               {(comments[selected.id]?.length ?? 0) > 0 && (
                 <p className="muted small" role="status">
                   {comments[selected.id]!.length === 1 ? 'One line comment goes' : `${comments[selected.id]!.length} line comments go`} to the agent with a rejection.
@@ -406,11 +414,18 @@ function RequestContext({ approval }: { approval: ApprovalView }) {
   );
 }
 
-function ApprovalSubject({ approval, comments, onComments }: { approval: ApprovalView; comments: readonly LineComment[]; onComments: (list: LineComment[]) => void }) {
+interface ApprovalSubjectProps {
+  approval: ApprovalView;
+  comments: readonly LineComment[];
+  onComments: (list: LineComment[]) => void;
+  loadContext?: LoadContext;
+}
+
+function ApprovalSubject({ approval, comments, onComments, loadContext }: ApprovalSubjectProps) {
   const p = approval.payload;
   if ('question' in p) return <p className="question-text">{p.question}</p>;
   if ('command' in p) return <CommandView command={p.command} label="The exact command" />;
-  if ('diff' in p) return <DiffViewer patch={p.diff} thirdParty={approval.flags.thirdParty} comments={comments} onComments={onComments} />;
+  if ('diff' in p) return <DiffViewer key={approval.id} patch={p.diff} thirdParty={approval.flags.thirdParty} comments={comments} onComments={onComments} loadContext={loadContext} />;
   return (
     <p>
       The session reached a limit and asks for{' '}

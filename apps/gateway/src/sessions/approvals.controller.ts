@@ -1,13 +1,17 @@
 import { Controller, Get, HttpCode, Post } from '@nestjs/common';
-import { AnswerApprovalRequest, ApprovalListQuery, IdParams, GatewayRoutes as R } from '@lemniscate/contracts';
+import { AnswerApprovalRequest, ApprovalContextQuery, ApprovalListQuery, IdParams, GatewayRoutes as R } from '@lemniscate/contracts';
 import { Can, CurrentPrincipal } from '../auth/permission.decorator';
 import type { Principal } from '../auth/principal';
 import { Returns, ZBody, ZParams, ZQuery } from '../common/zod-validation';
+import { ApprovalContextService } from './approval-context.service';
 import { ApprovalsService } from './approvals.service';
 
 @Controller('approvals')
 export class ApprovalsController {
-  constructor(private readonly approvals: ApprovalsService) {}
+  constructor(
+    private readonly approvals: ApprovalsService,
+    private readonly contexts: ApprovalContextService,
+  ) {}
 
   @Get()
   @Can('read', 'Approval')
@@ -21,6 +25,13 @@ export class ApprovalsController {
   @Returns(R.getApproval.response, 'One approval request, with the exact command or diff', R.getApproval.status)
   get(@CurrentPrincipal() principal: Principal, @ZParams(R.getApproval.params) params: IdParams) {
     return this.approvals.get(principal, params.id);
+  }
+
+  @Get(':id/context')
+  @Can('read', 'Approval')
+  @Returns(R.approvalContext.response, "Lines of a changed file around the change's hunks, read from the session's sandbox", R.approvalContext.status)
+  context(@CurrentPrincipal() principal: Principal, @ZParams(R.approvalContext.params) params: IdParams, @ZQuery(R.approvalContext.query) query: ApprovalContextQuery) {
+    return this.contexts.context(principal, params.id, query);
   }
 
   @Post(':id/approve')

@@ -65,6 +65,11 @@ interface Target {
   fields?: Record<string, string>;
   /** A list filtered by project: refused or empty when the filter is outside the caller's projects. */
   list?: boolean;
+  /**
+   * For a route the planted records cannot satisfy (a command's approval has no file lines): the
+   * answer an allowed caller gets once the permission check passed, as opposed to a refusal.
+   */
+  answeredBy?: { status: number; message: RegExp };
 }
 
 type Build = (shape: Shape, w: World, s: Subject) => Target | undefined;
@@ -195,6 +200,11 @@ const REQUESTS: Record<string, Build> = {
   'POST /sessions/:id/revoke': sessionRoute('/revoke', {}),
   'GET /approvals': listBy('/approvals'),
   'GET /approvals/:id': approvalRoute(''),
+  // The planted approvals are commands: an allowed reader is told so; everyone else is refused first.
+  'GET /approvals/:id/context': (shape, w, s) => {
+    const t = approvalRoute('/context?path=src%2Fa.ts&from=1&to=20')(shape, w, s);
+    return t && { ...t, answeredBy: { status: 400, message: /is a command, not a change to files/ } };
+  },
   'POST /approvals/:id/approve': approvalRoute('/approve', {}),
   'POST /approvals/:id/reject': approvalRoute('/reject', {}),
   'GET /audit': listBy('/audit?limit=1000'),
@@ -368,7 +378,10 @@ withTestDatabases((db) => {
           if (text.includes(FOREIGN_MARK)) failures.push(`${cell}: the foreign project's marker came back`);
           if (s.membership !== 'member' && text.includes(OWN_MARK)) failures.push(`${cell}: a project the caller is not a member of came back`);
           // Readiness answers 503 here by design: the test gateway has no exec-host to reach.
-          const answered = (res.status >= 200 && res.status < 300) || (r.path === '/readyz' && res.status === 503);
+          const answered =
+            (res.status >= 200 && res.status < 300) ||
+            (r.path === '/readyz' && res.status === 503) ||
+            (t.answeredBy !== undefined && res.status === t.answeredBy.status && t.answeredBy.message.test(String(res.body?.message)));
           if (expected.allowed && !answered) failures.push(`${cell}: an allowed request failed: ${res.text.slice(0, 200)}`);
           if (!expected.allowed && !expected.emptyOrRefused && res.status !== 403 && res.status !== 404) failures.push(`${cell}: expected a refusal`);
           if (expected.emptyOrRefused && res.status >= 200 && res.status < 300) {

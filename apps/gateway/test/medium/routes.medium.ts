@@ -1,5 +1,6 @@
 import { ErrorBody, fillPath, gatewayPath, GatewayRoutes, type GatewayRoute, type GatewayRouteName } from '@lemniscate/contracts';
 import { withTestDatabases } from '../support/db';
+import { SessionsRepository } from '../../src/db/repositories/sessions.repository';
 import { ApprovalsService } from '../../src/sessions/approvals.service';
 import { startExecHostDouble, type ExecHostDouble } from '../support/exec-host-double';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, bearer, createProject, createUser, login, PASSWORD, tokenFor, startGateway, type Gateway } from '../support/harness';
@@ -133,6 +134,16 @@ withTestDatabases((db) => {
     const a2 = await approvals.request({ sessionId: second.id, kind: 'command', payload: { command: 'echo two' }, agent: 'general' });
     await call('listApprovals', { headers: asDev, query: { sessionId: second.id } });
     await call('getApproval', { headers: asDev, params: { id: a1.id } });
+    // A write waiting in a sandbox whose working copy the double holds: the lines around it.
+    await gw.app.get(SessionsRepository).update(second.id, { sandboxId: 'sbx-walk' });
+    execHost.files.set('sbx-walk\0notes.txt', 'one\ntwo\nthree\nfour\nfive\n');
+    const a3 = await approvals.request({
+      sessionId: second.id,
+      kind: 'write',
+      payload: { diff: '--- a/notes.txt\n+++ b/notes.txt\n@@ -5,1 +5,1 @@\n-five\n+FIVE\n', files: ['notes.txt'] },
+      agent: 'general',
+    });
+    expect((await call('approvalContext', { headers: asDev, params: { id: a3.id }, query: { path: 'notes.txt', from: 1, to: 4 } })).body).toMatchObject({ lines: ['one', 'two', 'three', 'four'] });
     await call('approve', { headers: asDev, params: { id: a1.id }, body: {} });
     await call('reject', { headers: asDev, params: { id: a2.id }, body: { reason: 'not now' } });
     await call('stopSession', { headers: asDev, params: { id: session.id }, body: { reason: 'walked' } });

@@ -6,6 +6,7 @@ import {
   EnvironmentLogQuery,
   EnvironmentRequest,
   PrepareEnvironmentRequest,
+  ReadFileRequest,
   RepositoryDirectoryRequest,
   type EnvironmentJobView,
   type EnvironmentLog,
@@ -81,6 +82,8 @@ export interface ExecHostDouble {
   directories: Map<string, { name: string; text: string }[]>;
   /** A sentence to refuse a directory read with (repository_not_found), or null to answer it. */
   directoryRefusal: ((req: RepositoryDirectoryRequest) => string | null) | null;
+  /** Working-copy files by `${sandboxId}\0${path}`, read as the exec-host reads them (POST …/files/read). */
+  files: Map<string, string>;
   /** Forgets a job (the exec-host's cache clean-up): its log answers job_not_found. */
   forgetJob(jobId: string): void;
   /** The latest job of a project's current key. */
@@ -100,6 +103,7 @@ export async function startExecHostDouble(token = 'exec-host-test-token'): Promi
   const calls: RecordedCall[] = [];
   const creates: CreateSandboxRequestParsed[] = [];
   const invalid: RecordedCall[] = [];
+  const files = new Map<string, string>();
   const scenarios = new Map<string, EnvironmentScenario>();
   const jobs = new Map<string, DoubleJob>();
   const timers = new Set<NodeJS.Timeout>();
@@ -287,6 +291,30 @@ export async function startExecHostDouble(token = 'exec-host-test-token'): Promi
         };
         return send(201, info);
       }
+      m = /^\/v1\/sandboxes\/([^/]+)\/files\/read$/.exec(url.pathname);
+      if (req.method === 'POST' && m?.[1]) {
+        const parsed = ReadFileRequest.safeParse(body);
+        if (!parsed.success) {
+          invalid.push(call);
+          return send(400, { code: 'invalid_request', message: parsed.error.message });
+        }
+        const text = files.get(`${decodeURIComponent(m[1])}\0${parsed.data.path}`);
+        if (text === undefined) return send(404, { code: 'file_not_found', message: `${parsed.data.path} does not exist.` });
+        // As the exec-host: every line ends with a newline, whatever the file's last line did.
+        const lines = text.split('\n');
+        if (lines[lines.length - 1] === '') lines.pop();
+        const offset = parsed.data.offset ?? 0;
+        const taken = lines.slice(offset, parsed.data.limit === undefined ? undefined : offset + parsed.data.limit);
+        return send(200, {
+          path: parsed.data.path,
+          content: taken.map((l) => `${l}\n`).join(''),
+          offset,
+          lines: taken.length,
+          totalLines: lines.length,
+          size: Buffer.byteLength(text),
+          truncated: offset + taken.length < lines.length,
+        });
+      }
       m = /^\/v1\/sandboxes\/([^/]+)\/patch$/.exec(url.pathname);
       if (req.method === 'GET' && m?.[1]) return send(200, { baseCommit: HEX40, patch: '', includedUncommitted: false, sessionPatch: '', fingerprint: FINGERPRINT });
       m = /^\/v1\/sandboxes\/([^/]+)$/.exec(url.pathname);
@@ -304,6 +332,7 @@ export async function startExecHostDouble(token = 'exec-host-test-token'): Promi
     beforeCreate: null,
     directories: new Map(),
     directoryRefusal: null,
+    files,
     url: `http://127.0.0.1:${port}`,
     token,
     destroyed,

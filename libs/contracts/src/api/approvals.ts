@@ -73,6 +73,34 @@ export const ApprovalListQuery = z
   .strict();
 export type ApprovalListQuery = z.infer<typeof ApprovalListQuery>;
 
+/** Lines of a changed file read around its hunks, as a review expands context. */
+export const CONTEXT_MAX_LINES = 500;
+
+export const ApprovalContextQuery = z
+  .object({
+    /** A file the change modifies (its path in the diff). */
+    path: z.string().min(1).max(4096),
+    /** First line wanted, 1-based, numbered as in the file before the change. */
+    from: z.coerce.number().int().min(1),
+    /** Last line wanted, inclusive; at most CONTEXT_MAX_LINES lines in one request. */
+    to: z.coerce.number().int().min(1),
+  })
+  .strict()
+  .refine((q) => q.to >= q.from, { message: 'to: the last line comes at or after the first (from).', path: ['to'] })
+  .refine((q) => q.to - q.from < CONTEXT_MAX_LINES, { message: `to: at most ${CONTEXT_MAX_LINES} lines are read at once.`, path: ['to'] });
+export type ApprovalContextQuery = z.infer<typeof ApprovalContextQuery>;
+
+export const ApprovalContextView = z.object({
+  path: z.string(),
+  /** The first line returned (the `from` asked for), numbered as in the file before the change. */
+  from: z.int().min(1),
+  /** The lines from `from`, without their line ends; fewer than asked for at the file's end. */
+  lines: z.array(z.string()),
+  /** How many lines the file had before the change: expanding stops there. */
+  totalLines: z.int().nonnegative(),
+});
+export type ApprovalContextView = z.infer<typeof ApprovalContextView>;
+
 export const AnswerApprovalRequest = z
   .object({
     /**

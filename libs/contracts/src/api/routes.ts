@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AnswerApprovalRequest, ApprovalListQuery, ApprovalView } from './approvals';
+import { AnswerApprovalRequest, ApprovalContextQuery, ApprovalContextView, ApprovalListQuery, ApprovalView } from './approvals';
 import { AuditCountView, AuditEntryView, AuditExportQuery, AuditFilterQuery, AuditKindsView, AuditListQuery, AuditVerificationView, AuditVerifyQuery } from './audit';
 import { ChangePasswordRequest, CreatedToken, CreateTokenRequest, LoginRequest, LoginResponse, MeResponse, TokenView, UserView } from './auth';
 import { IdParams, OkResponse } from './common';
@@ -133,6 +133,7 @@ export const GatewayRoutes = {
   // approvals
   listApprovals: route('GET', api('/approvals'), { query: ApprovalListQuery, response: z.array(ApprovalView) }),
   getApproval: route('GET', api('/approvals/:id'), { params: IdParams, response: ApprovalView }),
+  approvalContext: route('GET', api('/approvals/:id/context'), { params: IdParams, query: ApprovalContextQuery, response: ApprovalContextView }),
   approve: route('POST', api('/approvals/:id/approve'), { params: IdParams, body: AnswerApprovalRequest.default({ rememberCommand: false }), response: ApprovalView, status: 200 }),
   reject: route('POST', api('/approvals/:id/reject'), { params: IdParams, body: AnswerApprovalRequest.default({ rememberCommand: false }), response: ApprovalView, status: 200 }),
 

@@ -28,3 +28,6 @@ export const answerApproval = (id: string, answer: ApprovalAnswer, { rememberCom
   const body: Partial<AnswerApprovalRequest> = answer === 'approve' && response !== undefined ? { response } : { rememberCommand: answer === 'approve' && rememberCommand, ...why };
   return api.call(answer === 'approve' ? R.approve : R.reject, { params: { id }, body });
 };
+
+/** Unchanged lines of a file around a change's hunks, read from the session's sandbox (old numbering). */
+export const approvalContext = (id: string, path: string, from: number, to: number) => api.call(R.approvalContext, { params: { id }, query: { path, from, to } });

@@ -1,5 +1,6 @@
-import { useEffect, useMemo, useRef, useState } from 'react';
-import { parseUnifiedDiff, toSplitRows, type DiffFile, type DiffLine } from './diff-model';
+import { useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
+import { EXPAND_MAX, EXPAND_STEP, NO_CONTEXT, viewOfGap, withLines, type FileContext, type LoadContext } from './context';
+import { gapsOf, parseUnifiedDiff, toSplitRows, type DiffFile, type DiffLine, type Gap } from './diff-model';
 
 interface ThirdPartyFlag {
   path: string;
@@ -23,6 +24,11 @@ interface DiffViewerProps {
    */
   comments?: readonly LineComment[];
   onComments?: (comments: LineComment[]) => void;
+  /**
+   * Reads unchanged lines around the hunks of a modified file (an approval's sandbox): with it, the
+   * gaps between hunks can be expanded, 20 lines at a time or all at once, as in a pull request.
+   */
+  loadContext?: LoadContext;
 }
 
 export interface LineComment {
@@ -68,8 +74,20 @@ function useNarrow(): boolean {
   return narrow;
 }
 
-export function DiffViewer({ patch, thirdParty = [], initialMode = 'unified', label = 'Proposed changes', language, oneDocument = false, comments = [], onComments }: DiffViewerProps) {
+export function DiffViewer({ patch, thirdParty = [], initialMode = 'unified', label = 'Proposed changes', language, oneDocument = false, comments = [], onComments, loadContext }: DiffViewerProps) {
   const [drafting, setDrafting] = useState<{ path: string; line: number; side: 'old' | 'new' } | null>(null);
+  // Lines read around the hunks, per file; forgotten when another change is shown.
+  const [contexts, setContexts] = useState<Readonly<Record<string, FileContext>>>({});
+  useEffect(() => setContexts({}), [patch]);
+  const expand = (f: DiffFile, gap: number, from: number, to: number) => {
+    if (!loadContext) return;
+    const update = (change: (c: FileContext) => FileContext) => setContexts((all) => ({ ...all, [f.path]: change(all[f.path] ?? NO_CONTEXT) }));
+    update((c) => ({ ...c, busyGap: gap, error: null }));
+    loadContext(f.path, from, to).then(
+      (r) => update((c) => withLines(c, from, r.lines, r.totalLines, f.language)),
+      (e: unknown) => update((c) => ({ ...c, busyGap: null, error: { gap, message: e instanceof Error ? e.message : String(e) } })),
+    );
+  };
   const parsed = useMemo(() => {
     try {
       return { files: parseUnifiedDiff(patch, { language, oneDocument }), error: null };
@@ -190,6 +208,41 @@ export function DiffViewer({ patch, thirdParty = [], initialMode = 'unified', la
               })
               .filter((h) => h.lines.length > 0);
             const hidden = total - hunks.reduce((s, h) => s + h.lines.length, 0);
+            const ctx = contexts[f.path] ?? NO_CONTEXT;
+            // Gaps around the hunks drawn (the one after the last only when every hunk is drawn).
+            const gaps = loadContext && f.change === 'modified' && !f.binary ? gapsOf(f.hunks, ctx.total).filter((g) => g.before < hunks.length || (hidden === 0 && g.before === f.hunks.length)) : [];
+            const rows = (lines: readonly DiffLine[]): ReactNode =>
+              mode === 'unified'
+                ? lines.map((l) => {
+                    const side = l.kind === 'del' ? 'old' : 'new';
+                    const no = side === 'old' ? l.oldNo : l.newNo;
+                    const here = (c: { path: string; line: number; side: string }) => c.path === f.path && c.line === no && c.side === side;
+                    return (
+                      <UnifiedRow
+                        key={`${l.kind}${l.oldNo ?? ''}:${l.newNo ?? ''}`}
+                        line={l}
+                        path={f.path}
+                        onComment={onComments && typeof no === 'number' ? () => setDrafting({ path: f.path, line: no, side }) : undefined}
+                        comments={comments.filter(here)}
+                        drafting={drafting !== null && here(drafting)}
+                        onSave={(text) => {
+                          if (onComments && typeof no === 'number' && text.trim()) onComments([...comments, { path: f.path, line: no, side, text: text.trim() }]);
+                          setDrafting(null);
+                        }}
+                        onCancel={() => setDrafting(null)}
+                        onDelete={(c) => onComments?.(comments.filter((x) => x !== c))}
+                      />
+                    );
+                  })
+                : toSplitRows([...lines]).map((r, ri) => (
+                    <tr key={ri}>
+                      <SplitCell line={r.left} side="old" />
+                      <SplitCell line={r.right} side="new" />
+                    </tr>
+                  ));
+            const gapTable = (g: Gap) => (
+              <ContextGap key={`gap-${g.before}`} gap={g} file={f} ctx={ctx} mode={mode} rows={rows} onExpand={(from, to) => expand(f, g.before, from, to)} hunkCount={f.hunks.length} />
+            );
             return (
               <article
                 key={f.path}
@@ -236,80 +289,59 @@ export function DiffViewer({ patch, thirdParty = [], initialMode = 'unified', la
                   {f.binary ? (
                     <p className="muted pad">Binary file: its content cannot be shown as text.</p>
                   ) : (
-                    hunks.map((h, hi) => (
-                      <table key={hi} className={`diff-table ${mode}`}>
-                        <caption className="visually-hidden">
-                          {f.path}, lines {h.header}
-                        </caption>
-                        {mode === 'unified' ? (
-                          <colgroup>
-                            <col className="col-ln" />
-                            <col className="col-ln" />
-                            <col className="col-sign" />
-                            <col />
-                          </colgroup>
-                        ) : (
-                          <colgroup>
-                            <col className="col-ln" />
-                            <col />
-                            <col className="col-ln" />
-                            <col />
-                          </colgroup>
-                        )}
-                        <thead className="visually-hidden">
-                          <tr>
+                    <>
+                      {hunks.map((h, hi) => (
+                        <div key={hi} className="diff-hunk">
+                          {gaps.filter((g) => g.before === hi).map(gapTable)}
+                          <table className={`diff-table ${mode}`}>
+                            <caption className="visually-hidden">
+                              {f.path}, lines {h.header}
+                            </caption>
                             {mode === 'unified' ? (
-                              <>
-                                <th scope="col">Old line</th>
-                                <th scope="col">New line</th>
-                                <th scope="col">Change</th>
-                                <th scope="col">Code</th>
-                              </>
+                              <colgroup>
+                                <col className="col-ln" />
+                                <col className="col-ln" />
+                                <col className="col-sign" />
+                                <col />
+                              </colgroup>
                             ) : (
-                              <>
-                                <th scope="col">Old line</th>
-                                <th scope="col">Old code</th>
-                                <th scope="col">New line</th>
-                                <th scope="col">New code</th>
-                              </>
+                              <colgroup>
+                                <col className="col-ln" />
+                                <col />
+                                <col className="col-ln" />
+                                <col />
+                              </colgroup>
                             )}
-                          </tr>
-                        </thead>
-                        <tbody>
-                          <tr className="hunk-header">
-                            <td colSpan={4}>{h.header}</td>
-                          </tr>
-                          {mode === 'unified'
-                            ? h.lines.map((l, li) => {
-                                const side = l.kind === 'del' ? 'old' : 'new';
-                                const no = side === 'old' ? l.oldNo : l.newNo;
-                                const here = (c: { path: string; line: number; side: string }) => c.path === f.path && c.line === no && c.side === side;
-                                return (
-                                  <UnifiedRow
-                                    key={li}
-                                    line={l}
-                                    path={f.path}
-                                    onComment={onComments && typeof no === 'number' ? () => setDrafting({ path: f.path, line: no, side }) : undefined}
-                                    comments={comments.filter(here)}
-                                    drafting={drafting !== null && here(drafting)}
-                                    onSave={(text) => {
-                                      if (onComments && typeof no === 'number' && text.trim()) onComments([...comments, { path: f.path, line: no, side, text: text.trim() }]);
-                                      setDrafting(null);
-                                    }}
-                                    onCancel={() => setDrafting(null)}
-                                    onDelete={(c) => onComments?.(comments.filter((x) => x !== c))}
-                                  />
-                                );
-                              })
-                            : toSplitRows(h.lines).map((r, ri) => (
-                                <tr key={ri}>
-                                  <SplitCell line={r.left} side="old" />
-                                  <SplitCell line={r.right} side="new" />
-                                </tr>
-                              ))}
-                        </tbody>
-                      </table>
-                    ))
+                            <thead className="visually-hidden">
+                              <tr>
+                                {mode === 'unified' ? (
+                                  <>
+                                    <th scope="col">Old line</th>
+                                    <th scope="col">New line</th>
+                                    <th scope="col">Change</th>
+                                    <th scope="col">Code</th>
+                                  </>
+                                ) : (
+                                  <>
+                                    <th scope="col">Old line</th>
+                                    <th scope="col">Old code</th>
+                                    <th scope="col">New line</th>
+                                    <th scope="col">New code</th>
+                                  </>
+                                )}
+                              </tr>
+                            </thead>
+                            <tbody>
+                              <tr className="hunk-header">
+                                <td colSpan={4}>{h.header}</td>
+                              </tr>
+                              {rows(h.lines)}
+                            </tbody>
+                          </table>
+                        </div>
+                      ))}
+                      {gaps.filter((g) => g.before === f.hunks.length).map(gapTable)}
+                    </>
                   )}
                   {hidden > 0 && (
                     <p className="pad diff-more">
@@ -325,6 +357,92 @@ export function DiffViewer({ patch, thirdParty = [], initialMode = 'unified', la
         </div>
       </div>
     </section>
+  );
+}
+
+interface ContextGapProps {
+  gap: Gap;
+  file: DiffFile;
+  ctx: FileContext;
+  mode: 'unified' | 'split';
+  rows: (lines: readonly DiffLine[]) => ReactNode;
+  onExpand: (from: number, to: number) => void;
+  hunkCount: number;
+}
+
+/** Unchanged lines between hunks: what was read of them, and the buttons that read more. */
+function ContextGap({ gap, file, ctx, mode, rows, onExpand, hunkCount }: ContextGapProps) {
+  const view = viewOfGap(gap, ctx);
+  const hidden = view.hidden;
+  const count = hidden && hidden.to !== null ? hidden.to - hidden.from + 1 : null;
+  const range = (from: number, to: number) => `lines ${from} to ${to} of ${file.path}`;
+  // The visible words stay short; the hidden part names the lines, so each button's name says what it reads.
+  const button = (key: string, from: number, to: number, words: ReactNode) => (
+    <button key={key} type="button" className="ghost small" disabled={ctx.busyGap !== null} onClick={() => onExpand(from, to)}>
+      {words}
+      <span className="visually-hidden"> ({range(from, to)})</span>
+    </button>
+  );
+  const buttons: ReactNode[] = [];
+  if (hidden) {
+    const below = gap.before > 0; // a hunk above: lines can be read downwards from it
+    const above = gap.before < hunkCount; // a hunk below: upwards from it
+    if (count !== null && count <= EXPAND_STEP) {
+      buttons.push(button('all', hidden.from, hidden.to!, `Show ${count} unchanged ${count === 1 ? 'line' : 'lines'}`));
+    } else {
+      const more = (arrow: string) => (
+        <>
+          <span aria-hidden="true">{arrow} </span>
+          {EXPAND_STEP} more lines
+        </>
+      );
+      if (below || hidden.to === null) buttons.push(button('down', hidden.from, hidden.from + EXPAND_STEP - 1, more('↓')));
+      if (above && hidden.to !== null) buttons.push(button('up', hidden.to - EXPAND_STEP + 1, hidden.to, more('↑')));
+      if (count !== null && count <= EXPAND_MAX) buttons.push(button('every', hidden.from, hidden.to!, `Show all ${count} lines`));
+    }
+  }
+  return (
+    <table className={`diff-table ${mode} diff-context`}>
+      <caption className="visually-hidden">
+        {file.path}, unchanged lines {gap.from}
+        {gap.to !== null ? ` to ${gap.to}` : ' onwards'}
+      </caption>
+      {mode === 'unified' ? (
+        <colgroup>
+          <col className="col-ln" />
+          <col className="col-ln" />
+          <col className="col-sign" />
+          <col />
+        </colgroup>
+      ) : (
+        <colgroup>
+          <col className="col-ln" />
+          <col />
+          <col className="col-ln" />
+          <col />
+        </colgroup>
+      )}
+      <tbody>
+        {rows(view.top)}
+        {hidden && (
+          <tr className="expander">
+            <td colSpan={4}>
+              <span className="muted small">
+                {count === null ? `Unchanged from line ${hidden.from}` : count === 1 ? `Line ${hidden.from} unchanged` : `Lines ${hidden.from}–${hidden.to} unchanged`}
+              </span>
+              {buttons}
+              {ctx.busyGap === gap.before && <span className="muted small">Reading…</span>}
+              {ctx.error?.gap === gap.before && (
+                <span className="inline-error small" role="alert">
+                  {ctx.error.message}
+                </span>
+              )}
+            </td>
+          </tr>
+        )}
+        {rows(view.bottom)}
+      </tbody>
+    </table>
   );
 }
 

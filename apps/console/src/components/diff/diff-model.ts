@@ -12,9 +12,16 @@ export interface DiffLine {
   text: string;
 }
 
-interface DiffHunk {
+export interface DiffHunk {
   header: string;
   lines: DiffLine[];
+  /** Where the hunk sits in each file (1-based; a side with no lines starts where they would go). */
+  oldStart: number;
+  oldLines: number;
+  newStart: number;
+  newLines: number;
+  /** The hunk reaches the end of the file: a "no newline at end of file" mark, or less trailing context than a diff gives. */
+  atEnd: boolean;
 }
 
 export interface DiffFile {
@@ -78,7 +85,10 @@ export function parseUnifiedDiff(patch: string, opts: { language?: string; oneDo
           o += 1;
           return { kind: 'context', oldNo: oldNo++, newNo: newNo++, html: newHtml[n++] ?? '', text };
         });
-        return { header: `@@ -${h.oldStart},${h.oldLines} +${h.newStart},${h.newLines} @@`, lines };
+        let trailing = 0;
+        while (trailing < lines.length && lines[lines.length - 1 - trailing]!.kind === 'context') trailing += 1;
+        const atEnd = h.lines.some((l) => l.startsWith('\\')) || (trailing < DIFF_CONTEXT && trailing < lines.length);
+        return { header: `@@ -${h.oldStart},${h.oldLines} +${h.newStart},${h.newLines} @@`, lines, oldStart: h.oldStart, oldLines: h.oldLines, newStart: h.newStart, newLines: h.newLines, atEnd };
       });
       const change: DiffFile['change'] = oldPath === null ? 'added' : newPath === null ? 'deleted' : oldPath !== newPath && !opts.oneDocument ? 'renamed' : 'modified';
       return { path, oldPath, newPath, change, additions, deletions, hunks, binary: false, language };
@@ -90,6 +100,38 @@ export function parseUnifiedDiff(patch: string, opts: { language?: string; oneDo
     else files.push({ path, oldPath: m[1] ?? null, newPath: path, change: 'modified', additions: 0, deletions: 0, hunks: [], binary: true, language: null });
   }
   return files;
+}
+
+/** Lines of context a diff gives around each change (git's and the exec-host's default). */
+const DIFF_CONTEXT = 3;
+
+/** Unchanged lines between two hunks (or before the first, after the last) that a review can expand. */
+export interface Gap {
+  /** The index of the hunk the gap comes before; the number of hunks for the gap after the last. */
+  before: number;
+  /** First and last line of the gap, numbered in the old file; `to` is null while the file's end is unknown. */
+  from: number;
+  to: number | null;
+  /** An unchanged line's number in the new file is its old number plus this. */
+  delta: number;
+}
+
+/**
+ * The gaps around a file's hunks. `totalOldLines` is the old file's length once the gateway has
+ * said it; before that, a last hunk that visibly reaches the file's end closes the last gap.
+ */
+export function gapsOf(hunks: readonly DiffHunk[], totalOldLines: number | null): Gap[] {
+  const gaps: Gap[] = [];
+  let end = 0;
+  let delta = 0;
+  hunks.forEach((h, i) => {
+    if (h.oldStart - 1 >= end + 1) gaps.push({ before: i, from: end + 1, to: h.oldStart - 1, delta: h.newStart - h.oldStart });
+    end = h.oldStart + h.oldLines - 1;
+    delta = h.newStart + h.newLines - (h.oldStart + h.oldLines);
+  });
+  const total = totalOldLines ?? (hunks.at(-1)?.atEnd ? end : null);
+  if (total === null || total > end) gaps.push({ before: hunks.length, from: end + 1, to: total, delta });
+  return gaps;
 }
 
 /** Pairs each run of deletions with the additions that follow it, as side-by-side views do. */
