@@ -170,8 +170,8 @@ withTestDatabases((db) => {
         const result = await lemni(['-p', 'go', '--project', projects[project], ...args], {
           env,
           cwd: env.HOME,
-          onStderr: (_, c) => (child = c),
-          onLine: (_, c) => (child = c),
+          // Known from the start: a run whose session waits for its sandbox prints nothing for a while.
+          onSpawn: (c) => (child = c),
         });
         return { ...result, created };
       } finally {

@@ -30,6 +30,8 @@ export interface BinOptions {
   /** Called with each complete stdout line as it arrives. */
   onLine?: (line: string, child: ChildProcess) => void;
   onStderr?: (text: string, child: ChildProcess) => void;
+  /** Called once the process is started, before it prints anything (to signal it at any moment). */
+  onSpawn?: (child: ChildProcess) => void;
 }
 
 /** Spawns the real `lemni` (asynchronously, so an in-process fake gateway can answer it). */
@@ -41,6 +43,7 @@ export function lemni(args: string[], options: BinOptions = {}): Promise<BinResu
       env: { PATH: process.env.PATH ?? '', HOME: options.env?.HOME ?? mkdtempSync(path.join(os.tmpdir(), 'lemni-home-')), NO_COLOR: '1', ...options.env },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
+    options.onSpawn?.(child);
     let stdout = '';
     let stderr = '';
     let pending = '';
