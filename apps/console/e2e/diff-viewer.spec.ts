@@ -89,6 +89,17 @@ test.describe('DiffViewer with a large change', () => {
     await page.getByRole('button', { name: /^Show the other 1,400 lines of big\.txt$/ }).click();
     await expect(rows).toHaveCount(1800);
     expect(await page.evaluate(() => document.documentElement.scrollHeight)).toBeLessThan(1600);
+    // Drawn in parts the browser lays out only near the screen (200 lines here, as an added file has no
+    // unchanged line to cut at after 100); every line is in the page.
+    const parts = page.locator('table.diff-table.diff-chunk');
+    await expect(parts).toHaveCount(9);
+    expect(await parts.evaluateAll((ts) => ts.map((t) => getComputedStyle(t).contentVisibility))).toEqual(Array(9).fill('auto'));
+    expect(await parts.nth(8).locator('tr.line').count()).toBe(200);
+    await expect(parts.nth(8).locator('tr.line').last().locator('td.ln').nth(1)).toHaveText('1800');
+    // Scrolled to the end, the last part is laid out and shows its last line.
+    await parts.nth(8).locator('tr.line').last().scrollIntoViewIfNeeded();
+    await expect(page.getByText('line 1800 of a generated file', { exact: true })).toBeVisible();
+    await expectAccessible(page);
   });
 
   test('at 390 px the layout is unified, with no choice offered', async ({ page }) => {

@@ -293,51 +293,28 @@ export function DiffViewer({ patch, thirdParty = [], initialMode = 'unified', la
                       {hunks.map((h, hi) => (
                         <div key={hi} className="diff-hunk">
                           {gaps.filter((g) => g.before === hi).map(gapTable)}
-                          <table className={`diff-table ${mode}`}>
-                            <caption className="visually-hidden">
-                              {f.path}, lines {h.header}
-                            </caption>
-                            {mode === 'unified' ? (
-                              <colgroup>
-                                <col className="col-ln" />
-                                <col className="col-ln" />
-                                <col className="col-sign" />
-                                <col />
-                              </colgroup>
-                            ) : (
-                              <colgroup>
-                                <col className="col-ln" />
-                                <col />
-                                <col className="col-ln" />
-                                <col />
-                              </colgroup>
-                            )}
-                            <thead className="visually-hidden">
-                              <tr>
-                                {mode === 'unified' ? (
-                                  <>
-                                    <th scope="col">Old line</th>
-                                    <th scope="col">New line</th>
-                                    <th scope="col">Change</th>
-                                    <th scope="col">Code</th>
-                                  </>
-                                ) : (
-                                  <>
-                                    <th scope="col">Old line</th>
-                                    <th scope="col">Old code</th>
-                                    <th scope="col">New line</th>
-                                    <th scope="col">New code</th>
-                                  </>
+                          {chunksOf(h.lines).map((part, ci, parts) => (
+                            <table
+                              key={ci}
+                              className={`diff-table ${mode}${parts.length > 1 ? ' diff-chunk' : ''}`}
+                              // Until the browser lays a chunk out, it counts as this tall (one line each).
+                              style={parts.length > 1 ? { containIntrinsicSize: `auto ${(part.length * LINE_REM).toFixed(1)}rem` } : undefined}
+                            >
+                              <caption className="visually-hidden">
+                                {f.path}, lines {h.header}
+                                {parts.length > 1 && `, part ${ci + 1} of ${parts.length}`}
+                              </caption>
+                              <DiffColumns mode={mode} />
+                              <tbody>
+                                {ci === 0 && (
+                                  <tr className="hunk-header">
+                                    <td colSpan={4}>{h.header}</td>
+                                  </tr>
                                 )}
-                              </tr>
-                            </thead>
-                            <tbody>
-                              <tr className="hunk-header">
-                                <td colSpan={4}>{h.header}</td>
-                              </tr>
-                              {rows(h.lines)}
-                            </tbody>
-                          </table>
+                                {rows(part)}
+                              </tbody>
+                            </table>
+                          ))}
                         </div>
                       ))}
                       {gaps.filter((g) => g.before === f.hunks.length).map(gapTable)}
@@ -407,21 +384,7 @@ function ContextGap({ gap, file, ctx, mode, rows, onExpand, hunkCount }: Context
         {file.path}, unchanged lines {gap.from}
         {gap.to !== null ? ` to ${gap.to}` : ' onwards'}
       </caption>
-      {mode === 'unified' ? (
-        <colgroup>
-          <col className="col-ln" />
-          <col className="col-ln" />
-          <col className="col-sign" />
-          <col />
-        </colgroup>
-      ) : (
-        <colgroup>
-          <col className="col-ln" />
-          <col />
-          <col className="col-ln" />
-          <col />
-        </colgroup>
-      )}
+      <DiffColumns mode={mode} />
       <tbody>
         {rows(view.top)}
         {hidden && (
@@ -444,6 +407,69 @@ function ContextGap({ gap, file, ctx, mode, rows, onExpand, hunkCount }: Context
       </tbody>
     </table>
   );
+}
+
+/** A diff table's columns, and their names for screen readers. */
+function DiffColumns({ mode }: { mode: 'unified' | 'split' }) {
+  return mode === 'unified' ? (
+    <>
+      <colgroup>
+        <col className="col-ln" />
+        <col className="col-ln" />
+        <col className="col-sign" />
+        <col />
+      </colgroup>
+      <thead className="visually-hidden">
+        <tr>
+          <th scope="col">Old line</th>
+          <th scope="col">New line</th>
+          <th scope="col">Change</th>
+          <th scope="col">Code</th>
+        </tr>
+      </thead>
+    </>
+  ) : (
+    <>
+      <colgroup>
+        <col className="col-ln" />
+        <col />
+        <col className="col-ln" />
+        <col />
+      </colgroup>
+      <thead className="visually-hidden">
+        <tr>
+          <th scope="col">Old line</th>
+          <th scope="col">Old code</th>
+          <th scope="col">New line</th>
+          <th scope="col">New code</th>
+        </tr>
+      </thead>
+    </>
+  );
+}
+
+/**
+ * A long hunk drawn as tables of about CHUNK_LINES lines: each is its own layout island
+ * (`content-visibility: auto`), so the browser lays out and paints only the parts near the screen
+ * while every line stays in the page for find-in-page and screen readers. A cut falls on an
+ * unchanged line when one comes soon, so a run of removals and additions stays side by side.
+ */
+export const CHUNK_LINES = 100;
+const LINE_REM = 0.8 * 1.55;
+
+export function chunksOf(lines: readonly DiffLine[]): DiffLine[][] {
+  if (lines.length <= CHUNK_LINES * 1.5) return [[...lines]];
+  const chunks: DiffLine[][] = [];
+  let current: DiffLine[] = [];
+  for (const line of lines) {
+    if (current.length >= CHUNK_LINES && (line.kind === 'context' || current.length >= CHUNK_LINES * 2)) {
+      chunks.push(current);
+      current = [];
+    }
+    current.push(line);
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
 }
 
 const SIGN: Record<DiffLine['kind'], string> = { add: '+', del: '−', context: ' ' };

@@ -1,5 +1,6 @@
 import { createTwoFilesPatch } from 'diff';
 import { NO_CONTEXT, viewOfGap, withLines } from '../../../../src/components/diff/context';
+import { chunksOf } from '../../../../src/components/diff/DiffViewer';
 import { gapsOf, parseUnifiedDiff } from '../../../../src/components/diff/diff-model';
 
 const lines = (n: number, f = (i: number) => `line ${i}`) => Array.from({ length: n }, (_, i) => f(i + 1));
@@ -124,5 +125,25 @@ describe('viewOfGap: what was read of a gap, and what is still hidden', () => {
     const tail = withLines(NO_CONTEXT, 95, ['line 95', 'line 96'], 96, null);
     expect(viewOfGap({ ...open, to: 96 }, tail)).toMatchObject({ hidden: null });
     expect(viewOfGap(open, NO_CONTEXT).hidden).toEqual({ from: 95, to: null });
+  });
+});
+
+describe('chunksOf: long hunks drawn in parts', () => {
+  const hunk = (kinds: string) =>
+    [...kinds].map((k, i) => ({ kind: (k === '+' ? 'add' : k === '-' ? 'del' : 'context') as 'add' | 'del' | 'context', oldNo: i, newNo: i, text: `${i}`, html: `${i}` }));
+
+  it('a hunk of up to 150 lines stays whole', () => {
+    expect(chunksOf(hunk(' '.repeat(150)))).toHaveLength(1);
+  });
+
+  it('cuts every 100 lines at an unchanged line, never inside a run of changes, and loses no line', () => {
+    const kinds = `${' '.repeat(95)}${'-'.repeat(10)}${'+'.repeat(10)}${' '.repeat(200)}${'+'.repeat(260)}`;
+    const lines = hunk(kinds);
+    const parts = chunksOf(lines);
+    expect(parts.flat()).toEqual(lines);
+    expect(parts.map((p) => p.length)).toEqual([115, 100, 200, 160]);
+    // The first cut waited for the removals and additions to end; a part running into 260 additions is cut at 200 lines.
+    expect(parts[0]!.at(-1)!.kind).toBe('add');
+    expect(parts[1]![0]!.kind).toBe('context');
   });
 });
