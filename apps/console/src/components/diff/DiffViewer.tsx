@@ -1,6 +1,6 @@
 import { useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
 import { EXPAND_MAX, EXPAND_STEP, NO_CONTEXT, viewOfGap, withLines, type FileContext, type LoadContext } from './context';
-import { gapsOf, parseUnifiedDiff, toSplitRows, type DiffFile, type DiffLine, type Gap } from './diff-model';
+import { chunksOf, gapsOf, parseUnifiedDiff, toSplitRows, type DiffFile, type DiffLine, type Gap } from './diff-model';
 
 interface ThirdPartyFlag {
   path: string;
@@ -448,29 +448,7 @@ function DiffColumns({ mode }: { mode: 'unified' | 'split' }) {
   );
 }
 
-/**
- * A long hunk drawn as tables of about CHUNK_LINES lines: each is its own layout island
- * (`content-visibility: auto`), so the browser lays out and paints only the parts near the screen
- * while every line stays in the page for find-in-page and screen readers. A cut falls on an
- * unchanged line when one comes soon, so a run of removals and additions stays side by side.
- */
-export const CHUNK_LINES = 100;
 const LINE_REM = 0.8 * 1.55;
-
-export function chunksOf(lines: readonly DiffLine[]): DiffLine[][] {
-  if (lines.length <= CHUNK_LINES * 1.5) return [[...lines]];
-  const chunks: DiffLine[][] = [];
-  let current: DiffLine[] = [];
-  for (const line of lines) {
-    if (current.length >= CHUNK_LINES && (line.kind === 'context' || current.length >= CHUNK_LINES * 2)) {
-      chunks.push(current);
-      current = [];
-    }
-    current.push(line);
-  }
-  if (current.length > 0) chunks.push(current);
-  return chunks;
-}
 
 const SIGN: Record<DiffLine['kind'], string> = { add: '+', del: '−', context: ' ' };
 const SR: Record<DiffLine['kind'], string> = { add: 'added', del: 'removed', context: 'unchanged' };

@@ -153,3 +153,25 @@ export function toSplitRows(lines: DiffLine[]): SplitRow[] {
   }
   return rows;
 }
+
+/**
+ * A long hunk drawn as tables of about CHUNK_LINES lines: each is its own layout island
+ * (`content-visibility: auto`), so the browser lays out and paints only the parts near the screen
+ * while every line stays in the page for find-in-page and screen readers. A cut falls on an
+ * unchanged line when one comes soon, so a run of removals and additions stays side by side.
+ */
+export const CHUNK_LINES = 100;
+export function chunksOf(lines: readonly DiffLine[]): DiffLine[][] {
+  if (lines.length <= CHUNK_LINES * 1.5) return [[...lines]];
+  const chunks: DiffLine[][] = [];
+  let current: DiffLine[] = [];
+  for (const line of lines) {
+    if (current.length >= CHUNK_LINES && (line.kind === 'context' || current.length >= CHUNK_LINES * 2)) {
+      chunks.push(current);
+      current = [];
+    }
+    current.push(line);
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
+}

@@ -1,7 +1,6 @@
 import { createTwoFilesPatch } from 'diff';
 import { NO_CONTEXT, viewOfGap, withLines } from '../../../../src/components/diff/context';
-import { chunksOf } from '../../../../src/components/diff/DiffViewer';
-import { gapsOf, parseUnifiedDiff } from '../../../../src/components/diff/diff-model';
+import { chunksOf, gapsOf, parseUnifiedDiff } from '../../../../src/components/diff/diff-model';
 
 const lines = (n: number, f = (i: number) => `line ${i}`) => Array.from({ length: n }, (_, i) => f(i + 1));
 const text = (ls: string[]) => `${ls.join('\n')}\n`;
