@@ -398,6 +398,28 @@ test.describe('projects', () => {
     await expectAccessible(page);
   });
 
+  test('the sandbox runtime is shown from the policy in force and changed by publishing only that line', async ({ page }) => {
+    await openView(page, { view: 'projects', selected: 'prj_demo' });
+    const detail = page.getByRole('region', { name: 'demo' });
+    const runtime = detail.getByRole('group', { name: /Sessions of demo run under runsc \(policy version 3\)/ });
+    await expect(runtime.getByRole('radio', { name: /runsc \(gVisor\)/ })).toBeChecked();
+    // The runtime in force is not published again.
+    await expect(detail.getByRole('button', { name: 'Publish version 4 with runsc' })).toBeDisabled();
+    await runtime.getByRole('radio', { name: /^runc/ }).check();
+    await detail.getByRole('button', { name: 'Publish version 4 with runc' }).click();
+    expect((await calls(page, 'runtime')).map((c) => c.args)).toEqual([['prj_demo', 'runc']]);
+    await expectAccessible(page);
+  });
+
+  test('a project with no policy yet runs under runc, the built-in default; choosing runsc publishes version 1', async ({ page }) => {
+    await openView(page, { view: 'projects', selected: 'prj_demo', variant: 'no-policy' });
+    const detail = page.getByRole('region', { name: 'demo' });
+    await expect(detail.getByRole('group', { name: /run under runc \(no policy published yet: the built-in default\)/ })).toBeVisible();
+    await detail.getByRole('radio', { name: /runsc/ }).check();
+    await detail.getByRole('button', { name: 'Publish version 1 with runsc' }).click();
+    expect((await calls(page, 'runtime')).map((c) => c.args)).toEqual([['prj_demo', 'runsc']]);
+  });
+
   test('at 390 px the projects page does not scroll sideways', async ({ page }) => {
     await page.setViewportSize({ width: 390, height: 844 });
     await openView(page, { view: 'projects', selected: 'prj_demo' });

@@ -264,6 +264,9 @@ function Projects() {
         onAddMember={record('addMember')}
         onRemoveMember={record('removeMember')}
         policyHref={(id) => `?view=policies&project=${id}`}
+        // `no-policy`: nothing published yet, so the built-in default (runc) applies.
+        runtime={variant === 'no-policy' ? ready({ runtime: 'runc', version: null }) : ready({ runtime: 'runsc', version: 3 })}
+        onRuntime={record('runtime')}
         busy={false}
         actionError={null}
         notice={null}

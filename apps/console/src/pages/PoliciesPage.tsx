@@ -1,6 +1,5 @@
 import { useCallback, useEffect, useMemo, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { stringify } from 'yaml';
 import { policyJsonSchema as policySchema } from '@lemniscate/policy/check';
 import { capabilitiesQuery } from '../api/queries/capabilities';
 import { projectsQuery } from '../api/queries/projects';
@@ -10,18 +9,13 @@ import { Empty, ErrorPanel, Loading } from '../components/States';
 import { useAuth } from '../auth/AuthContext';
 import { canDo } from '../auth/access';
 import { commonFields } from '../policy/form-model';
+import { STARTER, textOf } from '../policy/text';
 import { diagnosePolicy } from '../policy/validate';
 import { PoliciesPageView, type PolicyTab } from './PoliciesPageView';
 import type { DryRunResponse } from '../api/console-contracts';
-import type { PolicyVersionView } from '@lemniscate/contracts';
 
-const STARTER = '# No policy has been published yet: every command asks (P2).\nversion: 1\ncommands:\n  default: ask\n';
 const fields = commonFields(policySchema);
 const diagnose = diagnosePolicy;
-
-function textOf(v: PolicyVersionView): string {
-  return v.sourceText ?? stringify(v.document);
-}
 
 export function PoliciesPage() {
   const projects = useQuery(projectsQuery());

@@ -4,6 +4,7 @@ import { ROLE_LABELS } from '../auth/access';
 import { DataTable, When, type Column } from '../components/DataTable';
 import { Query, type QueryState } from '../components/Query';
 import { InlineError, Notice } from '../components/States';
+import { RUNTIMES, type SandboxRuntime } from '../policy/text';
 
 interface ProjectsPageViewProps {
   projects: QueryState<ProjectView[]>;
@@ -19,6 +20,10 @@ interface ProjectsPageViewProps {
   onRemoveMember: (projectId: string, userId: string) => void;
   /** Where a project's policy (runtime, commands, limits) is edited. */
   policyHref: (projectId: string) => string;
+  /** The sandbox runtime the selected project's policy in force asks for, and that version (null: no policy yet). */
+  runtime: QueryState<{ runtime: string; version: number | null }>;
+  /** Publishes a policy version that differs from the one in force only by `sandbox.runtime`. */
+  onRuntime: (projectId: string, runtime: SandboxRuntime) => void;
   busy: boolean;
   actionError: unknown;
   notice: string | null;
@@ -170,7 +175,7 @@ function NewProject({ users, onCreate, busy }: ProjectsPageViewProps) {
   );
 }
 
-function ProjectDetail({ project, members, users, onUpdate, onAddMember, onRemoveMember, policyHref, busy }: ProjectsPageViewProps & { project: ProjectView }) {
+function ProjectDetail({ project, members, users, onUpdate, onAddMember, onRemoveMember, policyHref, runtime, onRuntime, busy }: ProjectsPageViewProps & { project: ProjectView }) {
   const [form, setForm] = useState({ repositorySource: project.repositorySource, defaultRef: project.defaultRef });
   const [problems, setProblems] = useState<Problems>({});
   const [adding, setAdding] = useState('');
@@ -207,6 +212,10 @@ function ProjectDetail({ project, members, users, onUpdate, onAddMember, onRemov
           Save changes
         </button>
       </form>
+      <h3 id="pd-runtime-title">Sandbox runtime</h3>
+      <Query state={runtime} what={`the policy of ${project.name}`}>
+        {(r) => <RuntimeForm key={`${project.id}:${r.version ?? 0}`} project={project} current={r} onRuntime={onRuntime} busy={busy} />}
+      </Query>
       <p className="help">
         Runtime, commands and limits are the project's policy: <a href={policyHref(project.id)}>edit it on the Policies page</a>.
       </p>
@@ -257,5 +266,55 @@ function ProjectDetail({ project, members, users, onUpdate, onAddMember, onRemov
         )}
       </Query>
     </section>
+  );
+}
+
+const RUNTIME_WORDS: Record<SandboxRuntime, { name: string; what: string }> = {
+  runc: { name: 'runc', what: 'the standard container runtime: fastest to start' },
+  runsc: { name: 'runsc (gVisor)', what: 'a kernel in user space between the agent and the host: stronger isolation, slower commands' },
+};
+
+/** The runtime in force and a choice that publishes the one-line change to the policy. */
+function RuntimeForm({
+  project,
+  current,
+  onRuntime,
+  busy,
+}: {
+  project: ProjectView;
+  current: { runtime: string; version: number | null };
+  onRuntime: ProjectsPageViewProps['onRuntime'];
+  busy: boolean;
+}) {
+  const known = (RUNTIMES as readonly string[]).includes(current.runtime);
+  const [choice, setChoice] = useState<SandboxRuntime>(known ? (current.runtime as SandboxRuntime) : 'runc');
+  const next = (current.version ?? 0) + 1;
+  return (
+    <form
+      className="form"
+      onSubmit={(e) => {
+        e.preventDefault();
+        onRuntime(project.id, choice);
+      }}
+    >
+      <fieldset className="field">
+        <legend>
+          Sessions of {project.name} run under <strong>{current.runtime}</strong> ({current.version === null ? 'no policy published yet: the built-in default' : `policy version ${current.version}`}).
+        </legend>
+        {RUNTIMES.map((r) => (
+          <label key={r} className="checkbox">
+            <input type="radio" name={`runtime-${project.id}`} value={r} checked={choice === r} onChange={() => setChoice(r)} />
+            {RUNTIME_WORDS[r].name} <span className="muted small">— {RUNTIME_WORDS[r].what}</span>
+          </label>
+        ))}
+      </fieldset>
+      <p className="help" id="pd-runtime-help">
+        Publishing makes version {next} of the policy, the same as the one in force but for <code>sandbox.runtime</code>, and records it in the policy's history. Running sessions keep the runtime they
+        started with.
+      </p>
+      <button type="submit" disabled={busy || choice === current.runtime} aria-describedby="pd-runtime-help">
+        Publish version {next} with {choice}
+      </button>
+    </form>
   );
 }
