@@ -428,3 +428,23 @@ test.describe('projects', () => {
     await expectAccessible(page);
   });
 });
+
+test.describe('the header', () => {
+  for (const width of [1280, 1366, 1440, 1920]) {
+    test(`at ${width} px an administrator's nine pages sit on one row, and the person's block does not wrap`, async ({ page }) => {
+      await page.setViewportSize({ width, height: 700 });
+      await openView(page, { view: 'dashboard', role: 'admin' });
+      const links = page.getByRole('navigation', { name: 'Main' }).getByRole('link');
+      await expect(links).toHaveCount(9);
+      const tops = await links.evaluateAll((as) => as.map((a) => Math.round(a.getBoundingClientRect().top)));
+      expect(new Set(tops).size, `rows of links: ${tops.join(', ')}`).toBe(1);
+      const signOut = page.getByRole('button', { name: 'Sign out' });
+      expect((await signOut.boundingBox())!.height).toBeLessThan(40);
+      const name = page.locator('.who-name');
+      expect((await name.boundingBox())!.height).toBeLessThan(24);
+      // The role is said: on a badge, or under the name at a laptop's width.
+      await expect(page.getByRole('banner')).toContainText('Administrator');
+      await expectAccessible(page);
+    });
+  }
+});

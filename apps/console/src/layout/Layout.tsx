@@ -41,8 +41,13 @@ export function Layout({ user, current, onSignOut, renderLink, pendingApprovals,
         </nav>
         <div className="whoami">
           <span className="who">
-            <span className="who-name">{user.displayName}</span>
-            <span className="muted small">{user.email}</span>
+            <span className="who-name" title={user.email}>
+              {user.displayName}
+            </span>
+            <span className="muted small email">{user.email}</span>
+            <span className="muted small role-line" aria-hidden="true">
+              {ROLE_LABELS[user.role]}
+            </span>
           </span>
           <span className={`role-badge ${user.role}`} title="Your role">
             {ROLE_LABELS[user.role]}
