@@ -60,7 +60,13 @@ test('a developer approves a diff in the console and the patch carries the chang
   await page.getByRole('link', { name: 'Approvals' }).click();
   const item = page.getByRole('list', { name: 'Pending approvals' }).getByRole('button').filter({ hasText: session.id }).filter({ hasText: 'File change' });
   await item.click();
-  await expect(page.getByRole('region', { name: 'Proposed changes' })).toContainText('return total / values.length;');
+  const diff = page.getByRole('region', { name: 'Proposed changes' });
+  await expect(diff).toContainText('return total / values.length;');
+  // The lines above the hunk come from the session's sandbox, checked against the change first.
+  await diff.getByRole('button', { name: /lines 1 to 8 of src\/calc\.js/ }).click();
+  await expect(diff.locator('tr.line.context', { hasText: 'function add(a, b) {' }).locator('td.ln')).toHaveText(['4', '4']);
+  // The answer also said where the file ends (line 15, the hunk's last): no band is left below it.
+  await expect(diff.locator('tr.expander')).toHaveCount(0);
   await shot(page, 'approvals-developer');
   await page.keyboard.press('a');
   await expect(item).toHaveCount(0);
