@@ -142,6 +142,9 @@ test.describe('Approvals inbox', () => {
     await expect(context).toContainText('Why it asks');
     await expect(context).toContainText('Installing packages asks first');
     await expect(context).toContainText('commands.ask[0]');
+    // The rule is named once: the write's sentence does not end with it, so it follows in brackets.
+    await page.getByRole('list', { name: 'Pending approvals' }).getByRole('button').filter({ hasText: 'File change' }).first().click();
+    await expect(page.locator('.request-context')).toContainText('(rule files.write)');
     // The context comes before the command, so it is read first.
     const order = await page.evaluate(() => {
       const ctx = document.querySelector('.request-context');
@@ -227,6 +230,22 @@ test.describe('Approvals inbox', () => {
     await values.getByRole('button', { name: 'lines 34 to 53 of src/values.ts' }).click();
     await expect(values.getByRole('alert')).toHaveText('src/values.ts has changed in the sandbox since this change was proposed, so the lines around it cannot be shown as they were.');
     await expect(values.locator('tr.line.add')).toHaveCount(2);
+  });
+
+  test('side by side, a removed line is commented by its old number and an added one by its new number; both go with the rejection', async ({ page }) => {
+    await openView(page, { view: 'approvals', role: 'developer', selected: 'apr_2' });
+    await page.getByRole('button', { name: 'Side by side' }).click();
+    await page.getByRole('button', { name: 'Comment on line 5 (old) of src/sum.ts' }).click();
+    await page.getByLabel('Comment on line 5 of src/sum.ts (sent to the agent if you reject)').fill('this signature was fine');
+    await page.getByRole('button', { name: 'Add comment' }).click();
+    await page.getByRole('button', { name: 'Comment on line 7 of src/sum.ts', exact: true }).click();
+    await page.getByLabel('Comment on line 7 of src/sum.ts (sent to the agent if you reject)').fill('no comment needed here');
+    await page.getByRole('button', { name: 'Add comment' }).click();
+    await expect(page.locator('tr.line-comment')).toHaveText([/Your comment on line 5 \(old\): this signature was fine/, /Your comment on line 7: no comment needed here/]);
+    await page.getByRole('button', { name: /^Reject/ }).click();
+    const [answer] = await calls(page, 'answer');
+    expect(answer!.args).toEqual(['apr_2', 'reject', { rememberCommand: false, reason: 'src/sum.ts:5 (old): this signature was fine\nsrc/sum.ts:7: no comment needed here' }]);
+    await page.getByRole('button', { name: 'Unified' }).click();
   });
 
   test('a deleted line comment is not sent; comments belong to their own request', async ({ page }) => {

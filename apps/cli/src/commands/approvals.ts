@@ -23,7 +23,8 @@ function showApproval(a: ApprovalView): string {
   const lines = [`Approval ${a.id} (${a.kind}) from ${a.agent} in session ${a.sessionId}: ${a.state}${decided}`];
   if (a.reason) lines.push(`${a.state === 'expired' ? 'Expired' : 'Reason'}: ${a.reason}`);
   if (a.instruction) lines.push(`Instruction: ${a.instruction}`);
-  if (a.flags.policy) lines.push(`Why it asks: ${a.flags.policy.reason} (rule ${a.flags.policy.rule})`);
+  // The rule once: most sentences already end with it.
+  if (a.flags.policy) lines.push(`Why it asks: ${a.flags.policy.reason}${a.flags.policy.reason.includes(`(${a.flags.policy.rule})`) ? '' : ` (rule ${a.flags.policy.rule})`}`);
   if ('command' in p) lines.push(`$ ${p.command}`);
   else if ('diff' in p) lines.push(colourDiff(p.diff, new Set(third.map((t) => t.path))));
   else if ('question' in p) {

@@ -387,10 +387,16 @@ function RequestContext({ approval }: { approval: ApprovalView }) {
           <>
             <dt>Why it asks</dt>
             <dd>
-              {policy.reason}{' '}
-              <span className="muted small">
-                (rule <code>{policy.rule}</code>)
-              </span>
+              {policy.reason}
+              {/* The rule once: most sentences already end with it. */}
+              {!policy.reason.includes(`(${policy.rule})`) && (
+                <>
+                  {' '}
+                  <span className="muted small">
+                    (rule <code>{policy.rule}</code>)
+                  </span>
+                </>
+              )}
             </dd>
           </>
         )}

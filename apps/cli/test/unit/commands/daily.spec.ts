@@ -287,6 +287,15 @@ describe('ids by their first characters', () => {
     expect(shown.stdout).not.toContain('Reason:');
   });
 
+  it('approvals show names the rule once: not again after a sentence that already ends with it', async () => {
+    gateway.approvals[1] = {
+      ...(gateway.approvals[1] as ReturnType<typeof approvalView>),
+      flags: { thirdParty: [], policy: { rule: 'tools.write', reason: 'An edit to `src/calc.js` is shown to a person as a diff before it touches the working copy (tools.write).' } },
+    };
+    const shown = await lemni(['approvals', 'show', 'a0b1ff', '--no-pager'], { env: env() });
+    expect(shown.stdout).toContain('Why it asks: An edit to `src/calc.js` is shown to a person as a diff before it touches the working copy (tools.write).\n');
+  });
+
   it("approvals show says why a request was rejected, in the person's words, and why one expired", async () => {
     const r = await lemni(['approvals', 'reject', 'a0b1c2', '--reason', 'touches CI'], { env: env() });
     expect(r.stderr).toBe('');

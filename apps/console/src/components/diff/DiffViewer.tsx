@@ -1,4 +1,4 @@
-import { useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
+import { Fragment, useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
 import { EXPAND_MAX, EXPAND_STEP, NO_CONTEXT, viewOfGap, withLines, type FileContext, type LoadContext } from './context';
 import { chunksOf, gapsOf, parseUnifiedDiff, toSplitRows, type DiffFile, type DiffLine, type Gap } from './diff-model';
 
@@ -20,7 +20,8 @@ interface DiffViewerProps {
   label?: string;
   /**
    * Line comments, as a review's: with `onComments` a line's number is a button that opens a comment
-   * on it (unified layout). The approvals inbox sends them back to the agent as the reject reason.
+   * on it (in either layout; a removed line is commented by its old number). The approvals inbox
+   * sends them back to the agent as the reject reason.
    */
   comments?: readonly LineComment[];
   onComments?: (comments: LineComment[]) => void;
@@ -234,12 +235,40 @@ export function DiffViewer({ patch, thirdParty = [], initialMode = 'unified', la
                       />
                     );
                   })
-                : toSplitRows([...lines]).map((r, ri) => (
-                    <tr key={ri}>
-                      <SplitCell line={r.left} side="old" />
-                      <SplitCell line={r.right} side="new" />
-                    </tr>
-                  ));
+                : toSplitRows([...lines]).map((r, ri) => {
+                    // A removed line is commented on the left (old numbers); every other line on the right.
+                    const targets = [r.left?.kind === 'del' ? { line: r.left, side: 'old' as const } : null, r.right ? { line: r.right, side: 'new' as const } : null].flatMap((t) =>
+                      t && typeof (t.side === 'old' ? t.line.oldNo : t.line.newNo) === 'number' ? [{ side: t.side, no: (t.side === 'old' ? t.line.oldNo : t.line.newNo) as number }] : [],
+                    );
+                    const at = (t: { side: 'old' | 'new'; no: number }) => (c: { path: string; line: number; side: string }) => c.path === f.path && c.line === t.no && c.side === t.side;
+                    const open = (side: 'old' | 'new') => {
+                      const t = targets.find((x) => x.side === side);
+                      return onComments && t ? () => setDrafting({ path: f.path, line: t.no, side }) : undefined;
+                    };
+                    return (
+                      <Fragment key={ri}>
+                        <tr>
+                          <SplitCell line={r.left} side="old" path={f.path} onComment={r.left?.kind === 'del' ? open('old') : undefined} />
+                          <SplitCell line={r.right} side="new" path={f.path} onComment={open('new')} />
+                        </tr>
+                        {targets.map((t) => (
+                          <CommentRows
+                            key={t.side}
+                            no={t.no}
+                            path={f.path}
+                            comments={comments.filter(at(t))}
+                            drafting={drafting !== null && at(t)(drafting)}
+                            onSave={(text) => {
+                              if (onComments && text.trim()) onComments([...comments, { path: f.path, line: t.no, side: t.side, text: text.trim() }]);
+                              setDrafting(null);
+                            }}
+                            onCancel={() => setDrafting(null)}
+                            onDelete={(c) => onComments?.(comments.filter((x) => x !== c))}
+                          />
+                        ))}
+                      </Fragment>
+                    );
+                  });
             const gapTable = (g: Gap) => (
               <ContextGap key={`gap-${g.before}`} gap={g} file={f} ctx={ctx} mode={mode} rows={rows} onExpand={(from, to) => expand(f, g.before, from, to)} hunkCount={f.hunks.length} />
             );
@@ -486,11 +515,24 @@ function UnifiedRow({ line, path, onComment, comments, drafting, onSave, onCance
         {/* highlight.js escapes the code it is given; the markup is only its colour spans. */}
         <td className="code" dangerouslySetInnerHTML={{ __html: line.html || ' ' }} />
       </tr>
+      <CommentRows no={no} path={path} comments={comments} drafting={drafting} onSave={onSave} onCancel={onCancel} onDelete={onDelete} />
+    </>
+  );
+}
+
+/** A line's comments under it, and the form of the one being written. */
+function CommentRows({ no, path, comments, drafting, onSave, onCancel, onDelete }: Omit<UnifiedRowProps, 'line' | 'onComment'> & { no: number | null }) {
+  return (
+    <>
       {comments.map((c, i) => (
         <tr key={`c${i}`} className="line-comment">
           <td colSpan={4}>
             <span className="comment-text">
-              <strong>Your comment on line {no}:</strong> {c.text}
+              <strong>
+                Your comment on line {no}
+                {c.side === 'old' ? ' (old)' : ''}:
+              </strong>{' '}
+              {c.text}
             </span>
             <button type="button" className="ghost small" onClick={() => onDelete(c)}>
               Delete<span className="visually-hidden"> the comment on line {no}</span>
@@ -536,7 +578,7 @@ function CommentForm({ line, path, onSave, onCancel }: { line: number; path: str
   );
 }
 
-function SplitCell({ line, side }: { line: DiffLine | null; side: 'old' | 'new' }) {
+function SplitCell({ line, side, path, onComment }: { line: DiffLine | null; side: 'old' | 'new'; path?: string; onComment?: () => void }) {
   if (!line) {
     return (
       <>
@@ -548,7 +590,15 @@ function SplitCell({ line, side }: { line: DiffLine | null; side: 'old' | 'new' 
   const no = side === 'old' ? line.oldNo : line.newNo;
   return (
     <>
-      <td className={`ln ${line.kind}`}>{no ?? ''}</td>
+      <td className={`ln ${line.kind}`}>
+        {onComment && no !== null ? (
+          <button type="button" className="ln-button" onClick={onComment} aria-label={`Comment on line ${no}${side === 'old' ? ' (old)' : ''} of ${path}`}>
+            {no}
+          </button>
+        ) : (
+          (no ?? '')
+        )}
+      </td>
       <td className={`code ${line.kind}`}>
         <span className="visually-hidden">{SR[line.kind]} </span>
         <span dangerouslySetInnerHTML={{ __html: line.html || ' ' }} />
