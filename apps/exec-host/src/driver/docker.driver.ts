@@ -323,7 +323,10 @@ export class DockerSandboxDriver implements SandboxDriver {
         // few milliseconds, and without cgroup files that event is the only sign of it.
         await Promise.race([oomArrived, new Promise((r) => setTimeout(r, OOM_EVENT_GRACE_MS).unref())]);
       }
-      return { exitCode: inspected.ExitCode ?? null, containerDied: false, oomEvent: oom };
+      // The engine's events trail the kernel, by seconds on a loaded host: an oom event seen during this
+      // command may be the previous command's. Where the cgroup's own counters are read (before and
+      // after each command, by the caller), they decide; the event speaks only where it is all there is.
+      return { exitCode: inspected.ExitCode ?? null, containerDied: false, oomEvent: oom && (await this.oomOnlyFromEvents(containerId)) };
     } catch (e) {
       const st = await this.status(containerId).catch(() => null);
       if (!st || !st.running) return { exitCode: null, containerDied: true, oomEvent: oom || Boolean(st?.oomKilled) };
