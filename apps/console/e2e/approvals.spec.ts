@@ -142,9 +142,6 @@ test.describe('Approvals inbox', () => {
     await expect(context).toContainText('Why it asks');
     await expect(context).toContainText('Installing packages asks first');
     await expect(context).toContainText('commands.ask[0]');
-    // The rule is named once: the write's sentence does not end with it, so it follows in brackets.
-    await page.getByRole('list', { name: 'Pending approvals' }).getByRole('button').filter({ hasText: 'File change' }).first().click();
-    await expect(page.locator('.request-context')).toContainText('(rule files.write)');
     // The context comes before the command, so it is read first.
     const order = await page.evaluate(() => {
       const ctx = document.querySelector('.request-context');
@@ -153,6 +150,9 @@ test.describe('Approvals inbox', () => {
     });
     expect(order).toBeTruthy();
     await expect(page.locator('.reverted-banner')).toHaveCount(0);
+    // The rule is named once: the write's sentence does not end with it, so it follows in brackets.
+    await page.getByRole('list', { name: 'Pending approvals' }).getByRole('button').filter({ hasText: 'File change' }).first().click();
+    await expect(page.locator('.request-context')).toContainText('(rule files.write)');
   });
 
   test('files the policy forbade, already reverted, are named with the reason beside the changes offered', async ({ page }) => {
