@@ -1,12 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { ApprovalContextQuery, ApprovalContextView, ApprovalPayload } from '@lemniscate/contracts';
-import { AccessService } from '../auth/access.service';
 import type { Principal } from '../auth/principal';
 import { AppError, ErrorCode } from '../common/errors';
-import { ApprovalsRepository } from '../db/repositories/approvals.repository';
-import { SessionsRepository } from '../db/repositories/sessions.repository';
 import { EXEC_HOST, ExecHostCallError, type ExecHostPort } from '../exec-host/exec-host.port';
 import { changeOf, filePatchOf, linesOf, oldSideOf } from './approval-context';
+import { ApprovalsService } from './approvals.service';
 
 /**
  * The lines around a change's hunks, as a pull request's review expands them. Only the files the
@@ -17,18 +15,12 @@ import { changeOf, filePatchOf, linesOf, oldSideOf } from './approval-context';
 @Injectable()
 export class ApprovalContextService {
   constructor(
-    private readonly approvals: ApprovalsRepository,
-    private readonly sessions: SessionsRepository,
-    private readonly access: AccessService,
+    private readonly approvals: ApprovalsService,
     @Inject(EXEC_HOST) private readonly execHost: ExecHostPort,
   ) {}
 
   async context(principal: Principal, approvalId: string, query: ApprovalContextQuery): Promise<ApprovalContextView> {
-    const approval = await this.approvals.findById(approvalId);
-    if (!approval) throw new AppError(ErrorCode.NotFound, `There is no approval ${approvalId}.`);
-    const session = await this.sessions.findById(approval.sessionId);
-    if (!session) throw new AppError(ErrorCode.NotFound, `The session of approval ${approvalId} no longer exists.`);
-    await this.access.require(principal, 'read', 'Approval', { projectId: session.projectId, sessionUserId: session.userId });
+    const { approval, session } = await this.approvals.readable(principal, approvalId);
 
     const payload = approval.payload as ApprovalPayload;
     if (!('diff' in payload)) {

@@ -109,9 +109,15 @@ export class ApprovalsService {
     return visible.map(({ row, session }) => toApprovalView(row, session, row.decidedBy ? (emails.get(row.decidedBy) ?? null) : null));
   }
 
+  /** An approval and its session, once the caller is known to be allowed to read it. */
+  async readable(principal: Principal, approvalId: string): Promise<{ approval: ApprovalWithProject; session: SessionRow }> {
+    const loaded = await this.load(approvalId);
+    await this.access.require(principal, 'read', 'Approval', { projectId: loaded.session.projectId, sessionUserId: loaded.session.userId });
+    return loaded;
+  }
+
   async get(principal: Principal, approvalId: string): Promise<ApprovalView> {
-    const { approval, session } = await this.load(approvalId);
-    await this.access.require(principal, 'read', 'Approval', { projectId: session.projectId, sessionUserId: session.userId });
+    const { approval, session } = await this.readable(principal, approvalId);
     const emails = await this.users.emailsOf(approval.decidedBy ? [approval.decidedBy] : []);
     return toApprovalView(approval, session, approval.decidedBy ? (emails.get(approval.decidedBy) ?? null) : null);
   }

@@ -38,13 +38,7 @@ export class StatsService {
     const toolCalls = [];
     for (const s of rows) toolCalls.push(...(await this.toolCalls.listForSession(s.id)).map(toToolCallView));
     const pending = principal.ability.can('read', 'Approval') ? await this.approvals.list(principal, { state: 'pending', limit: 500 }) : [];
-    const [userEmails, projectNames] = await Promise.all([this.users.emailsOf(rows.map((s) => s.userId)), this.projectNames(rows.map((s) => s.projectId))]);
+    const [userEmails, projectNames] = await Promise.all([this.users.emailsOf(rows.map((s) => s.userId)), this.projects.namesOf(rows.map((s) => s.projectId))]);
     return summariseDashboard({ sessions: rows.map(toSessionView), toolCalls, pending, days: query.days, now, projectNames, userEmails });
-  }
-
-  /** The names of these projects, read in one query. */
-  private async projectNames(ids: string[]): Promise<Map<string, string>> {
-    const wanted = new Set(ids);
-    return new Map((await this.projects.list()).filter((p) => wanted.has(p.id)).map((p) => [p.id, p.name]));
   }
 }

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { asc, eq } from 'drizzle-orm';
+import { asc, eq, inArray } from 'drizzle-orm';
 import type { Db } from '../database';
 import { projectMemberships, projects, type NewProject, type ProjectRow } from '../schema';
 import { DB } from '../tokens';
@@ -21,6 +21,14 @@ export class ProjectsRepository extends Repository {
   async findById(id: string): Promise<ProjectRow | undefined> {
     const [row] = await this.db.select().from(projects).where(eq(projects.id, id));
     return row;
+  }
+
+  /** The names of these projects, read in one query (as UsersRepository.emailsOf reads emails). */
+  async namesOf(ids: Iterable<string>): Promise<Map<string, string>> {
+    const wanted = [...new Set(ids)];
+    if (wanted.length === 0) return new Map();
+    const rows = await this.db.select({ id: projects.id, name: projects.name }).from(projects).where(inArray(projects.id, wanted));
+    return new Map(rows.map((r) => [r.id, r.name]));
   }
 
   async findByName(name: string): Promise<ProjectRow | undefined> {
