@@ -19,6 +19,7 @@ import { ensureAppArmor, type AppArmorState } from './apparmor';
 import { capacityRefusal } from './capacity';
 import type { ExecHostConfig } from './config';
 import { LABEL_INSTANCE, LABEL_MANAGED, LABEL_SANDBOX, LABEL_SESSION, type SandboxDriver } from './driver/sandbox.driver';
+import { McpRelay } from './mcp/mcp-relay';
 import { ExecHostError } from './errors';
 import { OutputCapper, type Stream } from './exec/output-cap';
 import { loadSeccompProfile } from './seccomp';
@@ -62,11 +63,17 @@ const CLASS_MESSAGES: Record<ExecClass, string> = {
 
 interface ExecObserver {
   onOutput(stream: Stream, text: string): void;
+  /** What the command reads on stdin (a local MCP server's messages); otherwise stdin is not attached. */
+  stdin?: NodeJS.ReadableStream;
 }
 
 /** Sandbox lifecycle and every operation on a sandbox. One instance per exec-host. */
 export class SandboxService {
   private readonly sandboxes = new Map<string, SandboxRecord>();
+  /** Local MCP servers (AG7): each runs as a command of its sandbox, with stdin attached. */
+  readonly mcp = new McpRelay({
+    run: (sandboxId, command, timeoutMs, io, signal) => this.exec(sandboxId, { command, timeoutMs }, io, signal),
+  });
   /** Sandboxes between their first directory and their registration; the reaper leaves them alone. */
   readonly creating = new Set<string>();
   /** Creations past the capacity check and not yet finished (each holds a place under the cap). */
@@ -482,7 +489,13 @@ export class SandboxService {
       const started = Date.now();
       let outcome;
       try {
-        outcome = await this.driver.exec(rec.containerId, { command: req.command, onStdout: watch('stdout'), onStderr: watch('stderr'), signal: abort.signal });
+        outcome = await this.driver.exec(rec.containerId, {
+          command: req.command,
+          onStdout: watch('stdout'),
+          onStderr: watch('stderr'),
+          signal: abort.signal,
+          ...(observer.stdin ? { stdin: observer.stdin } : {}),
+        });
       } finally {
         clearTimeout(timer);
         signal?.removeEventListener('abort', onClientGone);

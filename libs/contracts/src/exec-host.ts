@@ -46,6 +46,9 @@ export const ExecHostRoutes = {
   acceptChanges: (id: string) => `/v1/sandboxes/${encodeURIComponent(id)}/changes/accept`,
   revertChanges: (id: string) => `/v1/sandboxes/${encodeURIComponent(id)}/changes/revert`,
   patch: (id: string) => `/v1/sandboxes/${encodeURIComponent(id)}/patch`,
+  mcp: (id: string) => `/v1/sandboxes/${encodeURIComponent(id)}/mcp`,
+  mcpProcess: (id: string, processId: string) => `/v1/sandboxes/${encodeURIComponent(id)}/mcp/${encodeURIComponent(processId)}`,
+  mcpMessages: (id: string, processId: string) => `/v1/sandboxes/${encodeURIComponent(id)}/mcp/${encodeURIComponent(processId)}/messages`,
   environmentStatus: () => '/v1/environments/status',
   prepareEnvironment: () => '/v1/environments/prepare',
   environmentLog: (jobId: string, offset = 0) => `/v1/environments/jobs/${encodeURIComponent(jobId)}/log?offset=${offset}`,
@@ -85,6 +88,7 @@ export const ExecHostErrorCode = z.enum([
   'environment_not_ready', // 409: the project's environment is not prepared (or its preparation failed) for its current inputs
   'environment_invalid', // 422: the repository's devcontainer cannot be used (unreadable, an image not on this host, a build that fails)
   'job_not_found', // 404: no environment preparation with this id
+  'mcp_process_not_found', // 404: no MCP server process with this id in this sandbox (never started, or ended and collected)
   'internal', // 500
 ]);
 export type ExecHostErrorCode = z.infer<typeof ExecHostErrorCode>;
@@ -376,6 +380,57 @@ export const ExecExit = z.object({
   message: z.string().optional(),
 });
 export type ExecExit = z.infer<typeof ExecExit>;
+
+// ───────────────────────────── local MCP servers (AG7)
+
+/** A JSON-RPC 2.0 message as MCP's stdio transport carries it, one per line; its meaning is the gateway's. */
+export const McpMessage = z.record(z.string(), z.unknown()).refine((m) => m.jsonrpc === '2.0', { message: 'a JSON-RPC 2.0 message has jsonrpc: "2.0"' });
+export type McpMessage = z.infer<typeof McpMessage>;
+
+/**
+ * Starts a local MCP server inside the sandbox, as the sandbox user in /workspace, with its stdin and
+ * stdout relayed. It is a command like any other (S1–S6: no network, the sandbox's caps, one at a
+ * time): it lives at most `timeoutMs` (never past the sandbox's command timeout) and every process of
+ * the sandbox user is killed when it ends, so nothing runs in the sandbox between the agent's actions.
+ */
+export const McpOpenRequest = z.object({
+  server: z.string().regex(/^[a-z][a-z0-9-]{0,30}$/, 'a server name is a lower-case letter followed by up to 30 lower-case letters, digits or -'),
+  command: z.array(z.string().min(1).max(4096)).min(1).max(64),
+  /** The server process's data segment cap (RLIMIT_DATA), within the sandbox's own memory cap. */
+  memoryMb: z
+    .int()
+    .min(16)
+    .max(64 * 1024),
+  timeoutMs: z.int().positive(),
+});
+export type McpOpenRequest = z.infer<typeof McpOpenRequest>;
+export const McpOpenResponse = z.object({ processId: z.string() });
+export type McpOpenResponse = z.infer<typeof McpOpenResponse>;
+
+/** How a server process ended: as a command's exit, with the end of what it wrote on stderr. */
+export const McpExit = z.object({
+  exitCode: z.int().nullable(),
+  class: ExecClass.nullable(),
+  /** The last lines the server wrote on stderr (at most 4 KiB): content of the sandbox, not of the platform. */
+  stderr: z.string(),
+  /** Lines on stdout that were not JSON-RPC messages, dropped. */
+  dropped: z.int().nonnegative(),
+  message: z.string().optional(),
+});
+export type McpExit = z.infer<typeof McpExit>;
+
+/**
+ * Writes `message` (if any) to the server's stdin, then answers what the server wrote since the last
+ * answer: at once for a notification or a response, else when the response with id `waitFor` arrives,
+ * the server asks something of the client, or it ends (bounded by its lifetime).
+ */
+export const McpMessageRequest = z.object({
+  message: McpMessage.optional(),
+  waitFor: z.union([z.string(), z.int()]).optional(),
+});
+export type McpMessageRequest = z.infer<typeof McpMessageRequest>;
+export const McpMessageResponse = z.object({ messages: z.array(McpMessage), exited: McpExit.nullable() });
+export type McpMessageResponse = z.infer<typeof McpMessageResponse>;
 
 /** One line of the NDJSON stream (content-type application/x-ndjson): output chunks, then one exit. */
 export const ExecStreamChunk = z.discriminatedUnion('type', [ExecOutputChunk, ExecExit]);

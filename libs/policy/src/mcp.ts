@@ -6,9 +6,7 @@ import type { Effect } from './schema';
 const EFFECTS = ['allow', 'ask', 'deny'] as const satisfies readonly Effect[];
 
 /**
- * MCP servers under the project policy (AG7). This section is not part of the policy document yet:
- * until sessions start and reach MCP servers, a policy naming `mcp` is refused rather than accepted
- * and ignored. The rules below are the ones those sessions will be judged by: declared by the administrator, each either local (a
+ * MCP servers under the project policy (AG7), the policy document's `mcp` section: declared by the administrator, each either local (a
  * stdio command started inside the session's sandbox, so with its network — none — and its view of
  * the files) or remote (streamable HTTP reached by the gateway only, at the URL listed here, with a
  * credential the gateway holds by name). Every tool is decided like a command: free, ask (the
@@ -131,11 +129,17 @@ export interface ListedTool {
   pin: string;
 }
 
-/** Whether the agent's list names the tool: by server (`files`), or exactly (`files/read_file`). */
+/**
+ * Whether the agent's list names the tool: by server (`files`), or exactly (`files/read_file`, or
+ * the model's name for it, as a subagent inherits it from its parent's catalogue).
+ */
 function agentLists(agentTools: readonly string[] | null, server: string, tool: string): boolean {
   if (agentTools === null) return true;
-  return agentTools.includes(server) || agentTools.includes(`${server}/${tool}`);
+  return agentTools.includes(server) || agentTools.includes(`${server}/${tool}`) || agentTools.includes(mcpToolName(server, tool));
 }
+
+/** An entry of an agent's `tools` list that names an MCP server (`files`) or one of its tools (`files/read_file`). */
+export const MCP_TOOL_REFERENCE = /^[a-z][a-z0-9-]{0,30}(\/[A-Za-z0-9_-]{1,48})?$/;
 
 /** Why a tool is not offered or not run, as a sentence; null when the scope allows it. */
 export function withheld(policy: McpPolicy, scope: McpScope, server: string, tool: string, pin: string | null): { rule: string; reason: string } | null {

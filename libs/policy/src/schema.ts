@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseDocument } from 'yaml';
+import { mcpSchema } from './mcp';
 import { READ_ONLY_PROGRAMS } from './read-only-programs';
 
 /** The tool catalogue the gateway offers a model (DESIGN.md, the scripted model's tool names). */
@@ -286,6 +287,7 @@ export const policySchema = z
     approvals: approvalsSchema.prefault({}),
     sandbox: sandboxSchema.prefault({}),
     environment: environmentSchema.prefault({}),
+    mcp: mcpSchema.prefault({}),
   })
   .superRefine((policy, ctx) => {
     const timeout = policy.approvals.timeoutSeconds;

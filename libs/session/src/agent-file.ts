@@ -11,6 +11,12 @@ import { ExecutionConfigError, isExecutionKey, readExecutionMapping, type Execut
 
 /** The tools the platform offers (DESIGN.md, scripted model). */
 export const KNOWN_TOOLS = ['Read', 'List', 'Search', 'Write', 'Edit', 'Bash', 'Task', 'TaskResult', 'Question'] as const;
+/**
+ * An MCP server (`files`) or one of its tools (`files/read_file`) in a `tools` list (AG7): whether
+ * the project's policy enables it is decided when a session starts (the policy library's
+ * MCP_TOOL_REFERENCE, which a test keeps equal to this one).
+ */
+export const MCP_REFERENCE = /^[a-z][a-z0-9-]{0,30}(\/[A-Za-z0-9_-]{1,48})?$/;
 
 /** Tools that change nothing, the only ones left in read-only (plan) mode. */
 export const READ_ONLY_TOOLS: readonly string[] = ['Read', 'List', 'Search', 'Question'];
@@ -145,8 +151,8 @@ export function parseAgentFile(fileName: string, text: string, origin: Exclude<A
   const fm = parsed.data;
   const tools = fm.tools === undefined ? null : normaliseTools(fm.tools);
   for (const tool of tools ?? []) {
-    if (!(KNOWN_TOOLS as readonly string[]).includes(tool)) {
-      warn('unknown_tool', `${location}: "${tool}" is not a tool this platform offers; it will never be available to this agent.`);
+    if (!(KNOWN_TOOLS as readonly string[]).includes(tool) && !MCP_REFERENCE.test(tool)) {
+      warn('unknown_tool', `${location}: "${tool}" is not a tool this platform offers nor an MCP server (files) or server tool (files/read_file); it will never be available to this agent.`);
     }
   }
   const mode = fm.mode ?? 'primary';

@@ -212,7 +212,13 @@ export interface ToolRights {
  */
 export function effectiveTools(parent: ToolRights, persona: Pick<AgentDefinition, 'tools' | 'readOnly'>, options: { delegated?: boolean } = {}): ToolRights {
   const readOnly = parent.readOnly || persona.readOnly;
-  const tools = parent.tools.filter((tool) => (persona.tools === null || persona.tools.includes(tool)) && (!readOnly || READ_ONLY_TOOLS.includes(tool)) && !(options.delegated && tool === 'Question'));
+  const tools = parent.tools.filter((tool) => {
+    const mcp = /^mcp__([a-z][a-z0-9-]{0,30})__([A-Za-z0-9_-]{1,48})$/.exec(tool);
+    // An MCP tool of the parent's catalogue (AG7): the persona narrows it by server or server/tool;
+    // whether a read-only agent may use it is the policy's read-only mark, judged when the child starts.
+    if (mcp) return persona.tools === null || persona.tools.includes(mcp[1]!) || persona.tools.includes(`${mcp[1]!}/${mcp[2]!}`) || persona.tools.includes(tool);
+    return (persona.tools === null || persona.tools.includes(tool)) && (!readOnly || READ_ONLY_TOOLS.includes(tool)) && !(options.delegated && tool === 'Question');
+  });
   return { tools: [...new Set(tools)], readOnly };
 }
 

@@ -1,7 +1,7 @@
 import Docker from 'dockerode';
 import { createHash } from 'node:crypto';
 import * as path from 'node:path';
-import { PassThrough, type Readable } from 'node:stream';
+import { PassThrough, type Duplex, type Readable } from 'node:stream';
 import { chooseCgroups, EngineCgroups, killAllButInit, type CgroupAccess, type CgroupLayout, type CgroupLayoutChoice, type ContainerCgroup, type EngineControl } from './cgroups';
 import { toDockerCreateOptions } from './docker-options';
 import { compileContainerOptions, compiledFilterOf, seccompProfileOf, toExecOptions } from './seccomp-launcher';
@@ -287,8 +287,12 @@ export class DockerSandboxDriver implements SandboxDriver {
     });
     try {
       const { runtime, profile, compiled, memoryBytes, processes } = await this.execContext(containerId);
-      const exec = await this.docker.getContainer(containerId).exec(toExecOptions(withCommandCaps(spec.command, runtime, { memoryBytes, processes }), runtime, profile, compiled));
-      const stream = (await exec.start({ hijack: true, stdin: false })) as unknown as Readable;
+      const exec = await this.docker
+        .getContainer(containerId)
+        .exec(toExecOptions(withCommandCaps(spec.command, runtime, { memoryBytes, processes }), runtime, profile, compiled, spec.stdin !== undefined));
+      const stream = (await exec.start({ hijack: true, stdin: spec.stdin !== undefined })) as unknown as Duplex;
+      // The end of the input half-closes the connection: the engine then closes the command's stdin.
+      if (spec.stdin) spec.stdin.pipe(stream);
       const out = new PassThrough();
       const err = new PassThrough();
       out.on('data', (b: Buffer) => spec.onStdout(b));

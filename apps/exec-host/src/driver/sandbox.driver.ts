@@ -102,6 +102,8 @@ export interface ExecSpec {
   onStderr: (chunk: Buffer) => void;
   /** Aborting kills every process of the sandbox user and resolves with what is known. */
   signal: AbortSignal;
+  /** What the command reads on its stdin (a local MCP server's messages); none: stdin is not attached. */
+  stdin?: NodeJS.ReadableStream;
 }
 
 export interface ExecOutcome {

@@ -80,7 +80,7 @@ export function seccompProfileOf(securityOpt: readonly string[] | null | undefin
  * How one command is started: as the sandbox user in the working copy, with the sandbox environment;
  * under runsc through the loader when the profile is compiled, through the launcher otherwise.
  */
-export function toExecOptions(command: string, runtime: string, seccompProfile: string | null, compiledFilter: string | null = null): Docker.ExecCreateOptions {
+export function toExecOptions(command: string, runtime: string, seccompProfile: string | null, compiledFilter: string | null = null, stdin = false): Docker.ExecCreateOptions {
   const launched = runtime === 'runsc';
   const loaded = launched && seccompProfile !== null && compiledFilter !== null;
   let env: string[] = [];
@@ -91,7 +91,7 @@ export function toExecOptions(command: string, runtime: string, seccompProfile: 
     User: `${SANDBOX_UID}:${SANDBOX_GID}`,
     WorkingDir: WORKSPACE_DIR,
     Env: [...SANDBOX_ENV, ...env],
-    AttachStdin: false,
+    AttachStdin: stdin,
     AttachStdout: true,
     AttachStderr: true,
     Tty: false,

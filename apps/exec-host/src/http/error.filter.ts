@@ -22,6 +22,7 @@ export function statusFor(code: ExecHostErrorCode): number {
     case 'file_not_found':
     case 'change_not_found':
     case 'job_not_found':
+    case 'mcp_process_not_found':
       return HttpStatus.NOT_FOUND;
     case 'sandbox_busy':
     case 'session_has_sandbox':

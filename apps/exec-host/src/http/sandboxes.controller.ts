@@ -5,6 +5,8 @@ import {
   CreateSandboxRequest,
   ExecRequest,
   ListFilesRequest,
+  McpMessageRequest,
+  McpOpenRequest,
   ProposeEditRequest,
   ProposeWriteRequest,
   ReadFileRequest,
@@ -153,6 +155,25 @@ export class SandboxesController {
   @HttpCode(200)
   revert(@Param('id') id: string, @ZBody(ChangePathsRequest) body: z.infer<typeof ChangePathsRequest>) {
     return this.sandboxes.revert(id, body.paths);
+  }
+
+  /** AG7: starts a local MCP server in the sandbox (a command with stdin; see McpRelay). */
+  @Post('sandboxes/:id/mcp')
+  @HttpCode(201)
+  mcpOpen(@Param('id') id: string, @ZBody(McpOpenRequest) body: z.infer<typeof McpOpenRequest>) {
+    return this.sandboxes.mcp.open(id, body);
+  }
+
+  @Post('sandboxes/:id/mcp/:processId/messages')
+  @HttpCode(200)
+  mcpMessages(@Param('id') id: string, @Param('processId') processId: string, @ZBody(McpMessageRequest) body: z.infer<typeof McpMessageRequest>) {
+    return this.sandboxes.mcp.exchange(id, processId, body.message, body.waitFor);
+  }
+
+  /** Closes the server's stdin, waits a moment for it to end, kills it otherwise; answers how it ended. */
+  @Delete('sandboxes/:id/mcp/:processId')
+  mcpClose(@Param('id') id: string, @Param('processId') processId: string) {
+    return this.sandboxes.mcp.close(id, processId);
   }
 
   @Get('sandboxes/:id/patch')

@@ -230,6 +230,15 @@ export class ExecHostPool implements ExecHostPort, OnApplicationBootstrap, OnApp
   revert(...[id, paths, signal]: Parameters<ExecHostPort['revert']>) {
     return this.onSandbox(id, (c, s) => c.revert(id, paths, s), signal);
   }
+  mcpOpen(...[id, request, signal]: Parameters<ExecHostPort['mcpOpen']>) {
+    return this.onSandbox(id, (c, s) => c.mcpOpen(id, request, s), signal);
+  }
+  mcpMessage(...[id, processId, request, signal]: Parameters<ExecHostPort['mcpMessage']>) {
+    return this.onSandbox(id, (c, s) => c.mcpMessage(id, processId, request, s), signal);
+  }
+  mcpClose(...[id, processId, signal]: Parameters<ExecHostPort['mcpClose']>) {
+    return this.onSandbox(id, (c, s) => c.mcpClose(id, processId, s), signal);
+  }
   patch(...[id, signal]: Parameters<ExecHostPort['patch']>) {
     return this.onSandbox(id, (c, s) => c.patch(id, s), signal);
   }

@@ -12,6 +12,11 @@ import type {
   ExecRequest,
   ListFilesRequest,
   ListFilesResponse,
+  McpExit,
+  McpMessageRequest,
+  McpMessageResponse,
+  McpOpenRequest,
+  McpOpenResponse,
   PatchResponse,
   PrepareEnvironmentRequest,
   RepositoryDirectory,
@@ -64,6 +69,12 @@ export interface ExecHostPort {
   environmentLog(jobId: string, offset: number, signal?: AbortSignal): Promise<EnvironmentLog>;
   /** One directory of the project's repository at a ref, read where the repository is reached (its agents, for a git URL). */
   readRepositoryDirectory(request: RepositoryDirectoryRequest, signal?: AbortSignal): Promise<RepositoryDirectory>;
+  /** AG7: starts a local MCP server in the sandbox, for one call or one listing (a command with stdin). */
+  mcpOpen(sandboxId: string, request: McpOpenRequest, signal?: AbortSignal): Promise<McpOpenResponse>;
+  /** Writes a message to the server and answers what it wrote (see McpMessageRequest). */
+  mcpMessage(sandboxId: string, processId: string, request: McpMessageRequest, signal?: AbortSignal): Promise<McpMessageResponse>;
+  /** Ends the server (its stdin closed, killed after a moment) and answers how it ended. */
+  mcpClose(sandboxId: string, processId: string, signal?: AbortSignal): Promise<McpExit>;
 }
 
 /**

@@ -14,6 +14,11 @@ import {
   ExecHostRoutes,
   ExecStreamChunk,
   ListFilesResponse,
+  McpExit,
+  McpMessageResponse,
+  McpOpenResponse,
+  type McpMessageRequest,
+  type McpOpenRequest,
   PatchResponse,
   ProposedChange,
   ReadFileResponse,
@@ -246,6 +251,16 @@ export class HttpExecHost implements ExecHostPort {
   }
   revert(id: string, paths: string[], signal?: AbortSignal) {
     return this.json('POST', ExecHostRoutes.revertChanges(id), ChangePathsResponse, { body: { paths }, signal, timeoutMs: this.timeouts.files });
+  }
+  mcpOpen(id: string, request: McpOpenRequest, signal?: AbortSignal) {
+    return this.json('POST', ExecHostRoutes.mcp(id), McpOpenResponse, { body: request, signal, timeoutMs: this.timeouts.files });
+  }
+  /** Waits as long as the server takes to answer, within its own lifetime (the exec-host ends it then). */
+  mcpMessage(id: string, processId: string, request: McpMessageRequest, signal?: AbortSignal) {
+    return this.json('POST', ExecHostRoutes.mcpMessages(id, processId), McpMessageResponse, { body: request, signal, timeoutMs: null });
+  }
+  mcpClose(id: string, processId: string, signal?: AbortSignal) {
+    return this.json('DELETE', ExecHostRoutes.mcpProcess(id, processId), McpExit, { signal, timeoutMs: this.timeouts.files });
   }
   patch(id: string, signal?: AbortSignal) {
     return this.json('GET', ExecHostRoutes.patch(id), PatchResponse, { signal, timeoutMs: this.timeouts.patch });

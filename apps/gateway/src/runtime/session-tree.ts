@@ -150,6 +150,9 @@ export class SandboxRecordingExecHost implements ExecHostPort {
   accept = (...args: Parameters<ExecHostPort['accept']>) => this.execHost.accept(...args);
   revert = (...args: Parameters<ExecHostPort['revert']>) => this.execHost.revert(...args);
   patch = (...args: Parameters<ExecHostPort['patch']>) => this.execHost.patch(...args);
+  mcpOpen = (...args: Parameters<ExecHostPort['mcpOpen']>) => this.execHost.mcpOpen(...args);
+  mcpMessage = (...args: Parameters<ExecHostPort['mcpMessage']>) => this.execHost.mcpMessage(...args);
+  mcpClose = (...args: Parameters<ExecHostPort['mcpClose']>) => this.execHost.mcpClose(...args);
   environmentStatus = (...args: Parameters<ExecHostPort['environmentStatus']>) => this.execHost.environmentStatus(...args);
   prepareEnvironment = (...args: Parameters<ExecHostPort['prepareEnvironment']>) => this.execHost.prepareEnvironment(...args);
   environmentLog = (...args: Parameters<ExecHostPort['environmentLog']>) => this.execHost.environmentLog(...args);

@@ -40,6 +40,17 @@ export class InMemoryExecHost implements ExecHostPort {
     return { ok: true };
   }
 
+  // Local MCP servers need a real sandbox: the loop's unit tests give the runner MCP clients of their own.
+  async mcpOpen(): Promise<never> {
+    throw new ExecHostCallError('internal', 'The in-memory exec-host runs no MCP server.', 500);
+  }
+  async mcpMessage(): Promise<never> {
+    throw new ExecHostCallError('internal', 'The in-memory exec-host runs no MCP server.', 500);
+  }
+  async mcpClose(): Promise<never> {
+    throw new ExecHostCallError('internal', 'The in-memory exec-host runs no MCP server.', 500);
+  }
+
   async create(req: { sessionId: string }): Promise<SandboxInfo> {
     return {
       sandboxId: `sbx_${req.sessionId}`,

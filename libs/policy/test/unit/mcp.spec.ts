@@ -27,8 +27,12 @@ describe('the mcp section', () => {
     expect(decideMcpCall(mcpSchema.parse({}), MAIN, 'files', 'read_file', null)).toMatchObject({ effect: 'deny', rule: 'mcp.servers' });
   });
 
-  it('is not accepted in a policy document before sessions act on it: refused, not ignored', () => {
-    expect(checkPolicy({ version: 1, mcp: { servers: {} } }).map((i) => i.path)).toEqual(['mcp']);
+  it('is part of the policy document: empty by default, checked where it is written', () => {
+    expect(checkPolicy({ version: 1, mcp: { servers: { files: { local: { command: ['node', 'tools/mcp.cjs'] } } } } })).toEqual([]);
+    expect(checkPolicy({ version: 1, mcp: { servers: { files: {} } } }).map((i) => i.path)).toEqual(['mcp.servers.files']);
+    expect(checkPolicy({ version: 1, mcp: { servers: { files: { local: { command: ['x'] }, tools: { free: ['a'], forbidden: ['a'] } } } } }).map((i) => i.path)).toEqual([
+      'mcp.servers.files.tools.free[0]',
+    ]);
   });
 
   it.each([

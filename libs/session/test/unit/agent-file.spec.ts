@@ -1,5 +1,6 @@
 import fc from 'fast-check';
-import { agentExecutionLayer, agentNameOf, AgentFileError, MAX_AGENT_FILE_CHARS, parseAgentFile } from '../../src/agent-file';
+import { MCP_TOOL_REFERENCE } from '@lemniscate/policy';
+import { agentExecutionLayer, agentNameOf, AgentFileError, MAX_AGENT_FILE_CHARS, MCP_REFERENCE, parseAgentFile } from '../../src/agent-file';
 import { resolveExecutionConfig } from '../../src/execution-config';
 
 const LOCATION = '.lemniscate/agents/revue.md';
@@ -75,7 +76,21 @@ describe('parseAgentFile', () => {
     const { agent, notices } = parse('---\nmode: subagent\ncolour: red\ntools: Read, Curl\n---\n');
     expect(agent.tools).toEqual(['Read', 'Curl']);
     expect(notices.map((n) => n.code)).toEqual(['unknown_key', 'unknown_tool', 'missing_description', 'empty_prompt']);
-    expect(notices[1]!.message).toBe(`${LOCATION}: "Curl" is not a tool this platform offers; it will never be available to this agent.`);
+    expect(notices[1]!.message).toBe(`${LOCATION}: "Curl" is not a tool this platform offers nor an MCP server (files) or server tool (files/read_file); it will never be available to this agent.`);
+  });
+
+  it('takes an MCP server or one of its tools in the tools list without a warning (AG7)', () => {
+    const { agent, notices } = parse('---\ntools: Read, files, files/read_file, git-hub/list_issues\n---\nBody');
+    expect(agent.tools).toEqual(['Read', 'files', 'files/read_file', 'git-hub/list_issues']);
+    expect(notices).toEqual([]);
+    // What is neither a tool nor an MCP reference still warns: an upper-case server, a path.
+    for (const odd of ['Files/read', 'files/', '/etc', 'files/a/b']) {
+      expect(parse(`---\ntools: [${JSON.stringify(odd)}]\n---\nBody`).notices.map((n) => n.code)).toEqual(['unknown_tool']);
+    }
+  });
+
+  it('recognises MCP references exactly as the policy library does', () => {
+    expect(MCP_REFERENCE.source).toBe(MCP_TOOL_REFERENCE.source);
   });
 
   it.each([

@@ -205,6 +205,16 @@ describe('effectiveTools', () => {
     expect(effectiveTools(all, general).tools).toContain('Question');
   });
 
+  it("narrows the parent's MCP tools by server or server/tool, and never adds one the parent lacks (AG7)", () => {
+    const parent = { tools: ['Read', 'mcp__files__read_file', 'mcp__files__write_file', 'mcp__issues__list'], readOnly: false };
+    expect(effectiveTools(parent, { tools: null, readOnly: false }).tools).toEqual(parent.tools);
+    expect(effectiveTools(parent, { tools: ['Read', 'files'], readOnly: false }).tools).toEqual(['Read', 'mcp__files__read_file', 'mcp__files__write_file']);
+    expect(effectiveTools(parent, { tools: ['files/read_file', 'issues/list', 'search'], readOnly: false }).tools).toEqual(['mcp__files__read_file', 'mcp__issues__list']);
+    expect(effectiveTools({ tools: ['Read'], readOnly: false }, { tools: ['files'], readOnly: false }).tools).toEqual([]);
+    // Read-only: kept here, judged against the policy's read-only marks when the child's catalogue is fixed.
+    expect(effectiveTools(parent, { tools: ['files'], readOnly: true })).toEqual({ tools: ['mcp__files__read_file', 'mcp__files__write_file'], readOnly: true });
+  });
+
   it('is never wider than the parent, whatever the persona (property)', () => {
     const toolSet = fc.subarray([...KNOWN_TOOLS, 'Curl', 'mcp/x']);
     fc.assert(
