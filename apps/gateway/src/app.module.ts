@@ -50,6 +50,7 @@ import { SessionsController } from './sessions/sessions.controller';
 import { DbRecorders } from './runtime/db-recorder';
 import { SESSION_LOOPS, SessionRuntimeService, type SessionLoops } from './runtime/runtime.service';
 import { SessionTrees } from './runtime/session-tree';
+import { McpCredentials } from './mcp/mcp-clients';
 import { SessionsService } from './sessions/sessions.service';
 import { CREDENTIALS_OUTPUT, UsersService, type CredentialsOutput } from './users/users.service';
 import { UsersController } from './users/users.controller';
@@ -135,6 +136,7 @@ export class AppModule {
       SessionLeaseService,
       SessionRuntimeService,
       SessionTrees,
+      { provide: McpCredentials, useFactory: (c: GatewayConfig) => new McpCredentials(c.mcpCredentialsFile), inject: [GATEWAY_CONFIG] },
       DbRecorders,
       SessionRunRegistry,
       EventsService,

@@ -50,6 +50,8 @@ const EnvSchema = z.object({
   LEMNISCATE_DEFAULT_MODEL: z.string().optional(),
   /** A YAML file of model services (keys, endpoints, the scripted model for demos and tests). */
   LEMNISCATE_MODELS_CONFIG: z.string().optional(),
+  /** A JSON file of the credentials remote MCP servers are reached with, by name (AG7; see the operator guide). */
+  LEMNISCATE_MCP_CREDENTIALS_FILE: z.string().min(1).optional(),
 });
 
 export interface GatewayConfig {
@@ -82,6 +84,8 @@ export interface GatewayConfig {
    * when its request brings none (a CLI sends the developer's).
    */
   sessionEnvironment: Record<string, string>;
+  /** Where the credentials of remote MCP servers are held (read when a session needs one; never shown). */
+  mcpCredentialsFile: string | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -208,6 +212,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
     loopLeaseSeconds: e.LEMNISCATE_LOOP_LEASE_SECONDS,
     secretKey,
     models: { default: e.LEMNISCATE_DEFAULT_MODEL, configFile: e.LEMNISCATE_MODELS_CONFIG },
+    mcpCredentialsFile: e.LEMNISCATE_MCP_CREDENTIALS_FILE,
     // Taken as they are, empty values included: the execution settings say which value they refuse.
     sessionEnvironment: Object.fromEntries(Object.entries(env).filter((v): v is [string, string] => v[0].startsWith('LEMNISCATE_SESSION_') && typeof v[1] === 'string')),
   };

@@ -1,4 +1,5 @@
-import type { ApprovedCommand } from '@lemniscate/policy';
+import type { ApprovedCommand, McpServer } from '@lemniscate/policy';
+import type { McpCallResult, McpListedTool } from '../mcp/mcp-clients';
 import type { ApprovalFlags, ApprovalKind, ApprovalPayload, PolicyDecision, SandboxInfo, SessionEvent } from '@lemniscate/contracts';
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
@@ -97,4 +98,14 @@ export interface SessionRecorder {
    */
   keepingChange(): Promise<void>;
   finish(end: SessionEnd): Promise<void>;
+}
+
+/**
+ * The MCP servers of a session tree (AG7): listing a declared server's tools and calling one. A
+ * server that cannot be reached, started or ends before answering throws McpServerError (a tool
+ * error for the model, never a session failure).
+ */
+export interface McpToolSource {
+  list(server: string, declared: McpServer): Promise<McpListedTool[]>;
+  call(server: string, declared: McpServer, tool: string, args: Record<string, unknown>): Promise<McpCallResult>;
 }

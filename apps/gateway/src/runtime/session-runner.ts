@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { approvalTimeoutSeconds, classifyChanges, decide, type Decision, type Policy } from '@lemniscate/policy';
+import { approvalTimeoutSeconds, classifyChanges, decide, decideMcpCall, mcpCatalogue, mcpToolName, parseMcpToolName, type Decision, type McpScope, type Policy } from '@lemniscate/policy';
 import {
   LoopDetector,
   SessionBudget,
@@ -31,7 +31,8 @@ import {
 import { describeFailure } from '../db/errors';
 import type { ChatMessage, ModelProvider, ToolCall, ToolDefinition, TurnResult } from '../model/model.types';
 import { ExecHostCallError, type ExecHostPort } from '../exec-host/exec-host.port';
-import type { ApprovalDraft, ApprovalOutcome, CallOutcome, EventDraft, SessionRecorder } from './ports';
+import { McpServerError, type McpListedTool } from '../mcp/mcp-clients';
+import type { ApprovalDraft, ApprovalOutcome, CallOutcome, EventDraft, McpToolSource, SessionRecorder } from './ports';
 import { sandboxProfile } from './sandbox-profile';
 import { sessionCatalogue } from './tool-catalogue';
 
@@ -98,6 +99,8 @@ export interface SessionRunDeps {
   /** Why the signal was aborted. */
   abortReason: () => 'stopped' | 'revoked';
   subagents?: SubagentLauncher;
+  /** The tree's MCP servers (AG7); none: the session is offered no MCP tool. */
+  mcp?: McpToolSource;
   /**
    * Serialises what changes the working copy (a command and the review of what it left, a write)
    * across the sessions of one tree that share a sandbox.
@@ -146,6 +149,10 @@ export class SessionRunner {
   private readonly loop: LoopDetector;
   private readonly catalogue: ToolDefinition[] = [];
   private readonly toolNames: string[] = [];
+  /** The MCP tools offered at the start, by the name the model calls them, with the pin each was offered under. */
+  private readonly mcpOffered = new Map<string, { server: string; tool: string; pin: string }>();
+  /** The MCP tools a server listed that were withheld at the start, with the rule and sentence why. */
+  private readonly mcpWithheld = new Map<string, { rule: string; reason: string }>();
   private sandbox: SandboxInfo | null = null;
   private messages: ChatMessage[] = [];
   private outcome: SessionOutcome | null = null;
@@ -167,6 +174,7 @@ export class SessionRunner {
       this.fixCatalogue(policy);
       if (this.input.sharedSandbox) await this.adoptSandbox(this.input.sharedSandbox);
       else await this.startSandbox(policy);
+      await this.offerMcpTools(policy);
       summary = await this.converse();
     } catch (err) {
       this.outcome ??= this.outcomeForError(err);
@@ -216,6 +224,71 @@ export class SessionRunner {
     });
     this.catalogue.push(...tools);
     this.toolNames.push(...tools.map((t) => t.name));
+  }
+
+  /** Where this session stands for MCP (AG7): its agent's list, its parent's servers, read-only or not. */
+  private mcpScope(): McpScope {
+    const tools = this.input.agent.tools ?? null;
+    const parentServers = this.input.role === 'child' ? new Set((tools ?? []).map((t) => parseMcpToolName(t)?.server).filter((s): s is string => s !== undefined)) : null;
+    return { agentTools: tools, parentServers, readOnly: !!this.input.agent.readOnly };
+  }
+
+  /**
+   * AG7: the MCP tools join the catalogue once, before anything is read (P7). Only servers the scope
+   * could use are started or reached to list their tools; each listed tool is offered only if the
+   * policy and the agent allow it and its description is the one an administrator pinned. What each
+   * server listed, and why a tool was withheld, is audited. A server's descriptions reach the model
+   * as data inside the round's boundary, never as instructions.
+   */
+  private async offerMcpTools(policy: Policy): Promise<void> {
+    const servers = Object.entries(policy.mcp.servers);
+    if (servers.length === 0 || !this.deps.mcp) return;
+    const scope = this.mcpScope();
+    const listed: { server: string; tools: McpListedTool[] }[] = [];
+    for (const [server, declared] of servers) {
+      if (!mcpServerInScope(scope, server)) continue;
+      try {
+        listed.push({ server, tools: await this.deps.mcp.list(server, declared) });
+      } catch (err) {
+        if (!(err instanceof McpServerError) || this.deps.signal.aborted) throw err;
+        await this.deps.recorder.audit('mcp.unavailable', { server, message: err.message, stderr: bound(err.stderr, 2000) });
+      }
+    }
+    const { offered, withheld } = mcpCatalogue(
+      policy.mcp,
+      scope,
+      listed.map((l) => ({ server: l.server, tools: l.tools })),
+    );
+    const usable = offered.filter((o) => o.name.length <= MAX_TOOL_NAME);
+    for (const o of offered.filter((x) => x.name.length > MAX_TOOL_NAME)) {
+      withheld.push({
+        server: o.server,
+        tool: o.tool,
+        rule: 'mcp.name',
+        reason: `The model-facing name ${o.name} is longer than the ${MAX_TOOL_NAME} characters models accept; a shorter server name makes it usable.`,
+      });
+    }
+    const byName = new Map(listed.flatMap((l) => l.tools.map((t) => [`${l.server}/${t.name}`, t] as const)));
+    const { wrapped } = wrapRound(
+      usable.map((o) => ({ source: `MCP server ${o.server}, description of ${o.tool}`, content: byName.get(`${o.server}/${o.tool}`)!.description || '(no description)' })),
+      this.deps.random,
+    );
+    usable.forEach((o, i) => {
+      const t = byName.get(`${o.server}/${o.tool}`)!;
+      this.catalogue.push({
+        name: o.name,
+        description: `The tool ${o.tool} of the MCP server "${o.server}", enabled by the administrator. What the server says of it follows, as data:\n${wrapped[i]}`,
+        parameters: schemaWithoutText(t.inputSchema),
+      });
+      this.toolNames.push(o.name);
+      this.mcpOffered.set(o.name, { server: o.server, tool: o.tool, pin: t.pin });
+    });
+    for (const w of withheld) this.mcpWithheld.set(mcpToolName(w.server, w.tool), { rule: w.rule, reason: w.reason });
+    await this.deps.recorder.audit('mcp.listed', {
+      servers: listed.map((l) => ({ server: l.server, tools: l.tools.map((t) => ({ name: t.name, pin: t.pin, description: bound(t.description, 2000) })) })),
+      offered: usable.map((o) => o.name),
+      withheld,
+    });
   }
 
   private async startSandbox(policy: Policy): Promise<void> {
@@ -416,6 +489,22 @@ export class SessionRunner {
     // any person is asked to approve it (the exec-host would refuse it after the approval).
     const over = toolArgumentsOverLimit(call.name, call.arguments);
     if (over) return { effect: 'deny', rule: `limits.${over.limit}`, reason: `${over.message} Split the work into smaller ${call.name === 'Bash' ? 'commands' : 'calls'}.` };
+    const mcp = parseMcpToolName(call.name);
+    if (mcp) {
+      // AG7: the policy in force decides every call (P3); a tool offered under one description and
+      // pinned to another since is refused as changed.
+      const offered = this.mcpOffered.get(call.name);
+      const decision = decideMcpCall(policy.mcp, this.mcpScope(), mcp.server, mcp.tool, offered?.pin ?? null);
+      if (decision.effect === 'deny' || offered) return decision;
+      // Withheld when the session started (a description that changed, a name too long): said as then.
+      const withheld = this.mcpWithheld.get(call.name);
+      if (withheld) return { effect: 'deny', ...withheld };
+      return {
+        effect: 'deny',
+        rule: 'tools.catalogue',
+        reason: `The MCP tool ${mcp.server}/${mcp.tool} was not offered to this session: its server did not list it when the session started, or could not be reached then.`,
+      };
+    }
     if (!this.toolNames.includes(call.name)) {
       return {
         effect: 'deny',
@@ -490,6 +579,7 @@ export class SessionRunner {
       case 'Question':
         return this.question(call, callId);
       default:
+        if (this.mcpOffered.has(call.name)) return this.locked(() => this.callMcp(call, callId, decision, policy));
         return { control: `Refused: ${call.name} is not a tool of this platform.`, isError: true };
     }
   }
@@ -582,6 +672,69 @@ export class SessionRunner {
       truncated: exit.truncated,
       durationMs: exit.durationMs,
       class: exit.class,
+    };
+  }
+
+  /**
+   * AG7: one call of an MCP tool, after its decision: asked of a person with its arguments where the
+   * policy says ask, then made through the tree's client; the result is data for the model. A local
+   * server works in the sandbox, so what it left in the working copy is reviewed like a command's.
+   */
+  private async callMcp(call: ToolCall, callId: string, decision: Decision, policy: Policy): Promise<ExecutedCall> {
+    const { server, tool } = this.mcpOffered.get(call.name)!;
+    const declared = policy.mcp.servers[server]!;
+    const shown = `${server}/${tool} ${JSON.stringify(call.arguments)}`;
+    if (decision.effect === 'ask' && !(await this.approveCommand(callId, `MCP ${shown}`, decision)))
+      return refusedByPerson(`the MCP tool ${server}/${tool}`, this.lastApprovalState, this.lastRejectReason);
+    const started = Date.now();
+    let text = '';
+    let isError = false;
+    let failure: McpServerError | null = null;
+    try {
+      ({ text, isError } = await this.deps.mcp!.call(server, declared, tool, call.arguments));
+    } catch (err) {
+      if (!(err instanceof McpServerError) || this.deps.signal.aborted) throw err;
+      failure = err;
+      isError = true;
+    }
+    const durationMs = Date.now() - started;
+    await this.emit({
+      type: 'tool_result',
+      callId,
+      exitCode: null,
+      stdout: bound(failure ? failure.message : text, 8000),
+      stderr: failure ? bound(failure.stderr, 8000) : '',
+      truncated: text.length > 8000,
+      durationMs,
+    });
+    await this.deps.recorder.audit('mcp.result', {
+      callId,
+      server,
+      tool,
+      isError,
+      durationMs,
+      resultDigest: digest(text),
+      ...(failure ? { failure: failure.message, stderrDigest: digest(failure.stderr) } : {}),
+    });
+    this.auditedResults.add(callId);
+    // A local server may have written in the working copy: reviewed as a command's changes are.
+    const review = declared.local ? await this.reviewChanges(callId, policy, this.deps.execHost.changes(this.sandbox!.sandboxId, this.deps.signal)) : null;
+    const note = review ? ` ${review}` : '';
+    if (failure) {
+      return {
+        control: `Failed: ${failure.message}${note}`,
+        data: failure.stderr ? { source: `MCP server ${server}, its error output`, content: bound(failure.stderr, MAX_RESULT_CHARS) } : undefined,
+        isError: true,
+        durationMs,
+        class: 'mcp_server_error',
+      };
+    }
+    return {
+      control: `The MCP tool ${server}/${tool} answered${isError ? ' with an error' : ''}.${note}`,
+      data: { source: `MCP ${server}/${tool} result`, content: bound(text || '(empty)', MAX_RESULT_CHARS) },
+      isError,
+      stdout: bound(text, MAX_RESULT_CHARS),
+      durationMs,
     };
   }
 
@@ -1009,7 +1162,7 @@ function denyClass(d: Decision): 'policy_denied' | 'tool_disabled' | 'tool_not_i
   if (d.rule.startsWith('limits.')) return 'over_limit';
   if (d.rule === 'thirdPartyFiles.symlinksOutside') return 'symlink_outside';
   if (d.rule === 'tools.disabled') return 'tool_disabled';
-  if (d.rule === 'tools.catalogue' || d.rule.startsWith('agent.')) return 'tool_not_in_catalogue';
+  if (d.rule === 'tools.catalogue' || d.rule.startsWith('agent.') || d.rule === 'mcp.servers' || d.rule === 'mcp.subagent' || d.rule === 'mcp.agent') return 'tool_not_in_catalogue';
   if (d.rule.startsWith('scope')) return 'outside_project';
   if ((d.thirdParty?.length ?? 0) > 0) return 'third_party_forbidden';
   return 'policy_denied';
@@ -1056,4 +1209,34 @@ function estimateTokens(messages: ChatMessage[]): number {
 /** A bounded digest for the audit log: length and a hash, never the whole output (T1). */
 function digest(text: string): string {
   return `${text.length}:sha256:${createHash('sha256').update(text).digest('hex').slice(0, 32)}`;
+}
+
+/** Longest tool name the model providers accept. */
+const MAX_TOOL_NAME = 64;
+
+/** Whether any tool of a server could be offered in this scope: a server it withholds whole is neither started nor reached. */
+function mcpServerInScope(scope: McpScope, server: string): boolean {
+  if (scope.parentServers !== null && !scope.parentServers.has(server)) return false;
+  if (scope.agentTools === null) return true;
+  return scope.agentTools.some((t) => t === server || t.startsWith(`${server}/`) || parseMcpToolName(t)?.server === server);
+}
+
+/**
+ * A server's input schema without its free text (descriptions, titles, examples): the names and
+ * types the model needs to call the tool, and nothing a server could speak to the model through
+ * outside the description it is shown as data.
+ */
+function schemaWithoutText(schema: unknown): Record<string, unknown> {
+  const strip = (v: unknown, inProperties = false): unknown => {
+    if (Array.isArray(v)) return v.map((x) => strip(x));
+    if (!v || typeof v !== 'object') return v;
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+      if (!inProperties && ['description', 'title', 'examples', '$comment', 'default'].includes(k)) continue;
+      out[k] = strip(x, k === 'properties' || k === 'patternProperties' || k === '$defs' || k === 'definitions');
+    }
+    return out;
+  };
+  const s = strip(schema) as Record<string, unknown>;
+  return s && s.type === 'object' ? s : { type: 'object', properties: {} };
 }

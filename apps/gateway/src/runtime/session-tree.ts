@@ -6,6 +6,7 @@ import { EXEC_HOST, type ExecHostPort } from '../exec-host/exec-host.port';
 import type { ModelProvider } from '../model';
 import { PoliciesService } from '../projects/policies.service';
 import { SessionsService } from '../sessions/sessions.service';
+import { McpClients, McpCredentials } from '../mcp/mcp-clients';
 import { DbRecorders } from './db-recorder';
 import type { SessionRecorder } from './ports';
 import { SessionRunner, type DelegationContext } from './session-runner';
@@ -55,6 +56,7 @@ export class SessionTrees {
     private readonly recorders: DbRecorders,
     private readonly sessions: SessionsService,
     private readonly policies: PoliciesService,
+    @Inject(McpCredentials) private readonly mcpCredentials: McpCredentials,
   ) {}
 
   open(spec: SessionTreeSpec): SessionTree {
@@ -69,6 +71,8 @@ export class SessionTrees {
     // Read before every call, so it rides out a short database outage like the recorder's writes.
     const policy = async () => (await withDbRetry(() => this.policies.inForce(project.id))).policy;
     const execHost = new SandboxRecordingExecHost(this.execHost);
+    // AG7: the tree's MCP clients; a local server runs in the tree's one sandbox.
+    const mcp = new McpClients({ execHost, sandboxId: () => execHost.created?.sandboxId ?? null, credentials: this.mcpCredentials, signal });
     const subagents = new SubagentService({
       tracker,
       agents: spec.agents,
@@ -90,6 +94,7 @@ export class SessionTrees {
       repository: spec.repository,
       sandboxLock: lock,
       abortReason,
+      mcp,
     });
     const runner = new SessionRunner(
       {
@@ -107,10 +112,14 @@ export class SessionTrees {
         execution,
         contextTokenBudget: execution.contextTokenBudget,
       },
-      { model: spec.model, execHost, recorder: recorders.get(root.id)!, policy, signal, abortReason, subagents, sandboxLock: lock },
+      { model: spec.model, execHost, recorder: recorders.get(root.id)!, policy, signal, abortReason, subagents, sandboxLock: lock, mcp },
     );
     return {
-      run: () => runner.run().then(() => subagents.settle()),
+      run: () =>
+        runner
+          .run()
+          .then(() => subagents.settle())
+          .finally(() => mcp.close()),
       subagents,
       context: {
         sessionId: root.id,

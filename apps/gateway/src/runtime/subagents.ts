@@ -39,6 +39,8 @@ export interface SubagentServiceDeps {
   repository: RepositorySource;
   sandboxLock: NonNullable<SessionRunDeps['sandboxLock']>;
   abortReason: SessionRunDeps['abortReason'];
+  /** The tree's MCP servers: a child is offered only its parent's MCP tools that its persona names. */
+  mcp?: SessionRunDeps['mcp'];
 }
 
 interface BackgroundTask {
@@ -134,6 +136,7 @@ export class SubagentService implements SubagentLauncher {
         abortReason: this.deps.abortReason,
         subagents: this,
         sandboxLock: this.deps.sandboxLock,
+        mcp: this.deps.mcp,
       },
     );
     const run = runner.run().then(async (result): Promise<TaskAnswer> => {
