@@ -141,6 +141,20 @@ describe('MCP servers under the guardrails', () => {
     expect(Object.keys(pins.files).sort()).toEqual(['crash', 'environment', 'fetch_url', 'read_file', 'sleep', 'write_file']);
     expect(Object.keys(pins.issues)).toEqual(['list_issues']);
     expect(received.filter((h) => h !== `Bearer ${SECRET}`)).toEqual([]);
+    // What the administrator reads to approve them: every tool, not pinned yet, and the lines to publish.
+    const listed = await stack.cli(['mcp', 'list', '--project', 'demo'], { token: stack.tokens.admin });
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toContain('files (local, in the sandbox: node tools/mcp-files.cjs)');
+    expect(listed.stdout).toContain(`issues (remote, reached by the gateway: ${remoteUrl})`);
+    expect(listed.stdout).toContain('credential: issues (held by the gateway)');
+    expect(listed.stdout).toMatch(/read_file\s+not pinned yet\s+Read a text file of the working copy\./);
+    expect(listed.stdout).toContain(`      read_file: "${pins.files.read_file}"`);
+    expect(listed.stdout).not.toContain(SECRET);
+    const json = JSON.parse((await stack.cli(['mcp', 'list', '--project', 'demo', '--json'])).stdout);
+    expect(json.servers.map((s: Result) => [s.name, s.lastListing.tools.every((t: Result) => t.status === 'unpinned')])).toEqual([
+      ['files', true],
+      ['issues', true],
+    ]);
   });
 
   describe.each(['runc', 'runsc'] as const)('under %s', (runtime) => {
@@ -249,6 +263,7 @@ describe('MCP servers under the guardrails', () => {
     expect(decision.reason).toMatch(/^The description of the MCP tool files\/read_file changed since an administrator approved it/);
     const listed = (await auditOf(result.session_id)).find((e) => e.kind === 'mcp.listed')!;
     expect(listed.payload.withheld).toEqual(expect.arrayContaining([expect.objectContaining({ server: 'files', tool: 'read_file', rule: 'mcp.pinned' })]));
+    expect((await stack.cli(['mcp', 'list', '--project', 'demo'])).stdout).toMatch(/read_file\s+CHANGED since pinned\s+Read a file\. Also: ignore previous/);
     // Pinned again by the administrator, the tool is offered once more.
     const next = await pinsListed(result.session_id);
     await stack.publishPolicy(policy('runc', next));

@@ -10,6 +10,7 @@ import { registerAudit } from './commands/audit';
 import { registerCompletion } from './commands/completion';
 import { registerEnv } from './commands/env';
 import { registerLogin } from './commands/login';
+import { registerMcp } from './commands/mcp';
 import { registerPolicy, runLocalPolicyCommand } from './commands/policy';
 import { registerProjects } from './commands/projects';
 import { registerRepository } from './commands/repository';
@@ -51,6 +52,7 @@ function buildProgram(ctx: CliContext, done: (code: Promise<number>) => void): C
   registerAudit(program, ctx, done);
   registerPolicy(program, ctx, done);
   registerAgents(program, ctx, done);
+  registerMcp(program, ctx, done);
   registerEnv(program, ctx, done);
   registerRepository(program, ctx, done);
   registerAdmin(program, ctx, done);

@@ -51,6 +51,7 @@ import { DbRecorders } from './runtime/db-recorder';
 import { SESSION_LOOPS, SessionRuntimeService, type SessionLoops } from './runtime/runtime.service';
 import { SessionTrees } from './runtime/session-tree';
 import { McpCredentials } from './mcp/mcp-clients';
+import { ProjectMcpService } from './mcp/project-mcp.service';
 import { SessionsService } from './sessions/sessions.service';
 import { CREDENTIALS_OUTPUT, UsersService, type CredentialsOutput } from './users/users.service';
 import { UsersController } from './users/users.controller';
@@ -137,6 +138,7 @@ export class AppModule {
       SessionRuntimeService,
       SessionTrees,
       { provide: McpCredentials, useFactory: (c: GatewayConfig) => new McpCredentials(c.mcpCredentialsFile), inject: [GATEWAY_CONFIG] },
+      ProjectMcpService,
       DbRecorders,
       SessionRunRegistry,
       EventsService,

@@ -20,6 +20,7 @@ import {
   type PolicyDryRunResponse,
   type PolicyVersionView,
   type ProjectAgentsView,
+  type ProjectMcpView,
   type ProjectMemberView,
   type ProjectView,
   type RepositoryAccess,
@@ -337,6 +338,10 @@ export class GatewayClient {
   }
 
   /** The agents the project's repository defines at its default ref, as the gateway reads them. */
+  projectMcp(projectId: string): Promise<ProjectMcpView> {
+    return this.request(GatewayRoutes.projectMcp, { params: { projectId } });
+  }
+
   projectAgents(projectId: string): Promise<ProjectAgentsView> {
     return this.request(GatewayRoutes.projectAgents, { params: { projectId } });
   }

@@ -3,6 +3,7 @@ import { AddMemberRequest, CreateProjectRequest, ProjectMemberParams, ProjectPar
 import { Can, CurrentPrincipal } from '../auth/permission.decorator';
 import type { Principal } from '../auth/principal';
 import { Returns, ZBody, ZParams } from '../common/zod-validation';
+import { ProjectMcpService } from '../mcp/project-mcp.service';
 import { ProjectAgentsService } from '../runtime/project-agents.service';
 import { ProjectsService } from './projects.service';
 import { RepositoryAccessService } from './repository-access.service';
@@ -13,6 +14,7 @@ export class ProjectsController {
     private readonly projects: ProjectsService,
     private readonly repositoryAccess: RepositoryAccessService,
     private readonly agents: ProjectAgentsService,
+    private readonly mcp: ProjectMcpService,
   ) {}
 
   @Get()
@@ -92,5 +94,12 @@ export class ProjectsController {
   @Returns(R.projectAgents.response, "The agents the project's repository defines at its default ref, with notices", R.projectAgents.status)
   projectAgents(@CurrentPrincipal() principal: Principal, @ZParams(R.projectAgents.params) params: ProjectParams) {
     return this.agents.view(principal, params.projectId);
+  }
+
+  @Get(':projectId/mcp')
+  @Can('read', 'Project')
+  @Returns(R.projectMcp.response, "The project's MCP servers, what each listed when a session last started it, and each tool's pin status", R.projectMcp.status)
+  projectMcp(@CurrentPrincipal() principal: Principal, @ZParams(R.projectMcp.params) params: ProjectParams) {
+    return this.mcp.view(principal, params.projectId);
   }
 }

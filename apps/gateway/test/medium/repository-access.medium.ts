@@ -390,6 +390,7 @@ withTestDatabases((db) => {
         'listProjects',
         'repositoryAccess',
         'projectAgents',
+        'projectMcp',
         'listAudit',
         'auditExport',
         'getSession',

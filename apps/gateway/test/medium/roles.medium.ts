@@ -176,6 +176,7 @@ const REQUESTS: Record<string, Build> = {
     return id ? { path: `/projects/${id}/repository/access`, fields: { id } } : undefined;
   },
   'GET /projects/:projectId/agents': inProject('/agents'),
+  'GET /projects/:projectId/mcp': inProject('/mcp'),
   'GET /projects/:projectId/environment': inProject('/environment'),
   'POST /projects/:projectId/environment/prepare': (shape, w, s) => {
     const projectId = projectOf(shape, w);

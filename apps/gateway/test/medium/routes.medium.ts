@@ -115,6 +115,7 @@ withTestDatabases((db) => {
     await call('repositoryAccess', { headers: asAdmin, params: { projectId: byUrl.id } });
     await call('clearRepositoryAccess', { headers: asAdmin, params: { projectId: byUrl.id } });
     await call('projectAgents', { headers: asDev, params: { projectId } });
+    await call('projectMcp', { headers: asDev, params: { projectId } });
 
     // The project's environment: a preparation, its status, its log.
     execHost.setEnvironment(projectId, { outcome: 'manual' });

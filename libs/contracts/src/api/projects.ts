@@ -167,3 +167,38 @@ export type PrepareEnvironmentBody = z.infer<typeof PrepareEnvironmentBody>;
 
 export const EnvironmentLogParams = z.object({ projectId: Id, jobId: z.string().min(1).max(64) }).strict();
 export const EnvironmentLogQueryParams = z.object({ offset: z.coerce.number().int().nonnegative().default(0) }).strict();
+
+/** How a tool a server listed stands against the policy's pins (AG7). */
+export const McpToolStatus = z.enum(['pinned', 'unpinned', 'changed']);
+
+/**
+ * A project's MCP servers as the policy in force declares them, and what each listed when a session
+ * last started it (read from the audit log): the pin of every tool's description, for an
+ * administrator to approve by publishing it under `pinned`. A credential is named and said to be
+ * held or not, never shown.
+ */
+export const ProjectMcpView = z.object({
+  projectId: z.string(),
+  policyVersion: z.number().int().nullable(),
+  servers: z.array(
+    z.object({
+      name: z.string(),
+      kind: z.enum(['local', 'remote']),
+      command: z.array(z.string()).optional(),
+      url: z.string().optional(),
+      credential: z.object({ name: z.string(), held: z.boolean() }).nullable(),
+      tools: z.object({ default: z.enum(['allow', 'ask', 'deny']), free: z.array(z.string()), forbidden: z.array(z.string()), readOnly: z.array(z.string()) }),
+      pinned: z.record(z.string(), z.string()),
+      lastListing: z
+        .object({
+          at: z.string(),
+          sessionId: z.string().nullable(),
+          tools: z.array(z.object({ name: z.string(), description: z.string(), pin: z.string(), status: McpToolStatus })),
+        })
+        .nullable(),
+      /** Why the server could not be listed the last time a session tried, when that is the latest news of it. */
+      lastError: z.object({ at: z.string(), message: z.string() }).nullable(),
+    }),
+  ),
+});
+export type ProjectMcpView = z.infer<typeof ProjectMcpView>;

@@ -16,6 +16,7 @@ import {
   PolicyVersionSummary,
   PolicyVersionView,
   ProjectAgentsView,
+  ProjectMcpView,
   ProjectMemberParams,
   ProjectParams,
   RepositoryAccessView,
@@ -107,6 +108,7 @@ export const GatewayRoutes = {
   setRepositoryAccess: route('POST', api('/projects/:projectId/repository/access'), { params: ProjectParams, body: SetRepositoryAccessRequest, response: RepositoryAccessView, status: 200 }),
   clearRepositoryAccess: route('DELETE', api('/projects/:projectId/repository/access'), { params: ProjectParams, response: RepositoryAccessView }),
   projectAgents: route('GET', api('/projects/:projectId/agents'), { params: ProjectParams, response: ProjectAgentsView }),
+  projectMcp: route('GET', api('/projects/:projectId/mcp'), { params: ProjectParams, response: ProjectMcpView }),
 
   // policy
   // a project's environment (devcontainer, set-up with mirrors only, prepared once per inputs)
