@@ -167,12 +167,15 @@ export class SandboxesController {
   @Post('sandboxes/:id/mcp/:processId/messages')
   @HttpCode(200)
   mcpMessages(@Param('id') id: string, @Param('processId') processId: string, @ZBody(McpMessageRequest) body: z.infer<typeof McpMessageRequest>) {
+    // An unknown sandbox is said as such, before any process is looked for.
+    this.sandboxes.get(id);
     return this.sandboxes.mcp.exchange(id, processId, body.message, body.waitFor);
   }
 
   /** Closes the server's stdin, waits a moment for it to end, kills it otherwise; answers how it ended. */
   @Delete('sandboxes/:id/mcp/:processId')
   mcpClose(@Param('id') id: string, @Param('processId') processId: string) {
+    this.sandboxes.get(id);
     return this.sandboxes.mcp.close(id, processId);
   }
 

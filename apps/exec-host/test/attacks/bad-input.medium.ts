@@ -64,6 +64,9 @@ describe.each(SANDBOX_IMAGES)('sandbox image from $route', (image) => {
       ['POST', ExecHostRoutes.exec('any'), { command: 'id' }],
       ['POST', ExecHostRoutes.file('any', 'read'), { path: 'README.md' }],
       ['DELETE', ExecHostRoutes.sandbox('any'), undefined],
+      ['POST', ExecHostRoutes.mcp('any'), { server: 'files', command: ['node', 'x.js'], memoryMb: 256, timeoutMs: 1000 }],
+      ['POST', ExecHostRoutes.mcpMessages('any', 'p'), { message: { jsonrpc: '2.0', method: 'x' } }],
+      ['DELETE', ExecHostRoutes.mcpProcess('any', 'p'), undefined],
     ];
 
     it.each(routes)('refuses %s %s without a token, with a wrong one, and with a wrong scheme: 401 and no detail', async (method, route, body) => {
@@ -108,6 +111,9 @@ describe.each(SANDBOX_IMAGES)('sandbox image from $route', (image) => {
       ['POST', (id: string) => ExecHostRoutes.file(id, 'apply'), { diff: '--- a\n+++ b\n' }],
       ['GET', (id: string) => ExecHostRoutes.changes(id), undefined],
       ['GET', (id: string) => ExecHostRoutes.patch(id), undefined],
+      ['POST', (id: string) => ExecHostRoutes.mcp(id), { server: 'files', command: ['node', 'x.js'], memoryMb: 256, timeoutMs: 1000 }],
+      ['POST', (id: string) => ExecHostRoutes.mcpMessages(id, 'p'), { message: { jsonrpc: '2.0', method: 'x' } }],
+      ['DELETE', (id: string) => ExecHostRoutes.mcpProcess(id, 'p'), undefined],
     ] as [string, (id: string) => string, unknown][])('%s %p answers 404 sandbox_not_found with a sentence', async (method, route, body) => {
       for (const id of ['sbx-does-not-exist', '%2e%2e%2fetc', 'a'.repeat(300)]) {
         const res = await host.client.raw(method, route(id), { body });
