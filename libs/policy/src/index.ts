@@ -23,4 +23,17 @@ export { classifyChanges, classifyPath, type ChangeFacts } from './third-party';
 export { resolveInScope, type ScopeFs, type ScopeResult } from './scope';
 export { initPolicyEngine, isPolicyEngineReady } from './shell/parser';
 export { runPolicyCommand, type PolicyCliIo } from './cli';
-export { decideMcpCall, mcpCatalogue, mcpSchema, mcpToolName, parseMcpToolName, MCP_TOOL_REFERENCE, type McpServer, withheld as mcpWithheld, MCP_PIN, type McpPolicy, type McpScope, type ListedTool } from './mcp';
+export {
+  decideMcpCall,
+  mcpCatalogue,
+  mcpSchema,
+  mcpToolName,
+  parseMcpToolName,
+  MCP_TOOL_REFERENCE,
+  type McpServer,
+  withheld as mcpWithheld,
+  MCP_PIN,
+  type McpPolicy,
+  type McpScope,
+  type ListedTool,
+} from './mcp';
