@@ -14,6 +14,7 @@ import type {
   SandboxInfo,
 } from '@lemniscate/contracts';
 import { ExecHostCallError, type ExecHostPort } from '../../src/exec-host/exec-host.port';
+import type { ModelProvider, ModelRequest, TurnResult } from '../../src/model/model.types';
 import type { ApprovalDraft, ApprovalOutcome, EventDraft, SessionEnd, SessionRecorder, ToolResultRecord } from '../../src/runtime/ports';
 
 /**
@@ -267,5 +268,18 @@ export class RecordingRecorder implements SessionRecorder {
   }
   ofType<T extends EventDraft['type']>(type: T): Extract<EventDraft, { type: T }>[] {
     return this.events.filter((e): e is Extract<EventDraft, { type: T }> => e.type === type);
+  }
+}
+
+/** Wraps a provider to keep every request the loop made, for assertions on what the model saw. */
+export class Spy implements ModelProvider {
+  requests: ModelRequest[] = [];
+  constructor(private readonly inner: ModelProvider) {}
+  get ref() {
+    return this.inner.ref;
+  }
+  complete(r: ModelRequest): Promise<TurnResult> {
+    this.requests.push({ ...r, messages: [...r.messages] });
+    return this.inner.complete(r);
   }
 }

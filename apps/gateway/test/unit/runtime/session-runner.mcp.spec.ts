@@ -1,11 +1,10 @@
 import { initPolicyEngine, parsePolicy, type McpServer, type Policy } from '@lemniscate/policy';
 import { EXECUTION_DEFAULTS, type ExecutionConfig } from '@lemniscate/session';
 import { ScriptedProvider, parseModelScript } from '../../../src/model';
-import type { ModelProvider, ModelRequest, TurnResult } from '../../../src/model/model.types';
 import { McpServerError, toolPin, type McpCallResult, type McpListedTool } from '../../../src/mcp/mcp-clients';
 import type { McpToolSource } from '../../../src/runtime/ports';
 import { SessionRunner, type SessionRunInput } from '../../../src/runtime/session-runner';
-import { InMemoryExecHost, RecordingRecorder } from '../../support/runtime-fakes';
+import { InMemoryExecHost, RecordingRecorder, Spy } from '../../support/runtime-fakes';
 
 /**
  * The loop's side of AG7 with an MCP source of the test's own (the transports are tested against a
@@ -49,18 +48,6 @@ class Source implements McpToolSource {
     const failure = this.fail[tool];
     if (failure) throw failure;
     return { text: `${server}/${tool} says hi`, isError: false };
-  }
-}
-
-class Spy implements ModelProvider {
-  requests: ModelRequest[] = [];
-  constructor(private readonly inner: ModelProvider) {}
-  get ref() {
-    return this.inner.ref;
-  }
-  complete(r: ModelRequest): Promise<TurnResult> {
-    this.requests.push({ ...r, messages: [...r.messages] });
-    return this.inner.complete(r);
   }
 }
 

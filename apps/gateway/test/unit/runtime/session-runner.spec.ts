@@ -7,7 +7,7 @@ import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { HttpExecHost } from '../../../src/exec-host/http-exec-host';
 import { SessionRunner, sandboxLifetimeMinutes, type SessionRunInput } from '../../../src/runtime/session-runner';
-import { InMemoryExecHost, RecordingRecorder } from '../../support/runtime-fakes';
+import { InMemoryExecHost, RecordingRecorder, Spy } from '../../support/runtime-fakes';
 import type { ApprovalDraft, ApprovalOutcome } from '../../../src/runtime/ports';
 
 beforeAll(async () => {
@@ -16,19 +16,6 @@ beforeAll(async () => {
 
 function scripted(turns: unknown[]): ScriptedProvider {
   return new ScriptedProvider(parseModelScript({ turns }, 'test.json'), 'test.json');
-}
-
-/** Wraps a provider to keep every request the loop made, for assertions on what the model saw. */
-class Spy implements ModelProvider {
-  requests: ModelRequest[] = [];
-  constructor(private readonly inner: ModelProvider) {}
-  get ref() {
-    return this.inner.ref;
-  }
-  complete(r: ModelRequest): Promise<TurnResult> {
-    this.requests.push({ ...r, messages: [...r.messages] });
-    return this.inner.complete(r);
-  }
 }
 
 function setup(options: {
