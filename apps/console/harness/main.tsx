@@ -9,7 +9,7 @@ import { DiffViewer } from '../src/components/diff/DiffViewer';
 import { ready, type QueryState } from '../src/components/Query';
 import { Layout } from '../src/layout/Layout';
 import { cleanLogText } from '../src/environment/view-model';
-import { commonFields } from '../src/policy/form-model';
+import { commonFields, withPins } from '../src/policy/form-model';
 import { diagnosePolicy } from '../src/policy/validate';
 import { ApprovalsPageView } from '../src/pages/ApprovalsPageView';
 import { AuditPageView } from '../src/pages/AuditPageView';
@@ -130,6 +130,7 @@ function Policies() {
   const [tab, setTab] = useState<PolicyTab>((params.get('tab') as PolicyTab) ?? (stateParam === 'ready' ? 'edit' : 'history'));
   const drafts: Record<string, string> = {
     invalid: f.policyText.replace('default: ask', 'default: maybe').replace('  reapproval', '  reaproval'),
+    mcp: f.policyTextWithMcp,
     // Valid for the JSON schema, refused by the policy library: a command both free and forbidden.
     overlap: f.policyText.replace('    - npm run lint\n', '    - npm run lint\n    - curl\n  forbidden:\n    - curl\n'),
   };
@@ -168,6 +169,13 @@ function Policies() {
         rollingBack={null}
         rollbackError={null}
         canPublish={canDo(role, 'publishPolicy')}
+        mcp={q(variant === 'mcp-none' ? { ...f.projectMcp, servers: [] } : f.projectMcp)}
+        onPin={(server, pins) => {
+          record('pin')(server, pins);
+          // As the page does: the pins go into the draft, and the editor shows it.
+          setDraft(withPins(draft, server, pins));
+          setTab('edit');
+        }}
         dryRun={{
           result: dryRan ? ready(f.dryRun) : null,
           onRun: (n) => {

@@ -21,8 +21,12 @@ export function describeEvent(e: GatewayEvent): Described {
       return { title: `Session started on ${str(f.project)}`, detail: `model ${str(f.model)}${f.headless ? ', headless' : ''}`, tone: 'info' };
     case 'instruction':
       return { title: 'Instruction', detail: str(f.text), tone: 'info' };
-    case 'tool_call_proposed':
+    case 'tool_call_proposed': {
+      // An MCP tool (`mcp__server__tool`) is named as people read it, with its arguments whole.
+      const mcp = /^mcp__([a-z][a-z0-9-]*)__(.+)$/.exec(str(f.name));
+      if (mcp) return { title: `${str(f.agent)} proposes the MCP tool ${mcp[1]}/${mcp[2]}`, detail: str(f.arguments), tone: 'muted' };
       return { title: `${str(f.agent)} proposes ${str(f.name)}`, detail: toolSubject(f.arguments), tone: 'muted' };
+    }
     case 'decision':
       return { title: `Policy: ${str(f.effect)}`, detail: `${str(f.reason)} (rule ${str(f.rule)})`, tone: f.effect === 'deny' ? 'bad' : f.effect === 'ask' ? 'warn' : 'good' };
     case 'approval_requested':

@@ -2,13 +2,13 @@ import { useCallback, useEffect, useMemo, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { policyJsonSchema as policySchema } from '@lemniscate/policy/check';
 import { capabilitiesQuery } from '../api/queries/capabilities';
-import { projectsQuery } from '../api/queries/projects';
+import { projectMcpQuery, projectsQuery } from '../api/queries/projects';
 import { dryRunPolicy, policyDiffQuery, policyVersionQuery, policyVersionsQuery, publishPolicy, rollbackPolicy } from '../api/queries/policies';
 import { fromQuery, Query, type QueryState } from '../components/Query';
 import { Empty, ErrorPanel, Loading } from '../components/States';
 import { useAuth } from '../auth/AuthContext';
 import { canDo } from '../auth/access';
-import { commonFields } from '../policy/form-model';
+import { commonFields, withPins } from '../policy/form-model';
 import { STARTER, textOf } from '../policy/text';
 import { diagnosePolicy } from '../policy/validate';
 import { PoliciesPageView, type PolicyTab } from './PoliciesPageView';
@@ -38,6 +38,7 @@ function PoliciesForProjects({ projects }: { projects: { id: string; name: strin
   const [compare, setCompare] = useState<{ from: number; to: number } | null>(null);
 
   const versions = useQuery(policyVersionsQuery(projectId));
+  const mcp = useQuery(projectMcpQuery(projectId));
   const capabilities = useQuery(capabilitiesQuery());
   // Offered unless the gateway's OpenAPI document says it has no dry run; if that document cannot be
   // read, the tab stays and a failed run explains itself.
@@ -74,6 +75,7 @@ function PoliciesForProjects({ projects }: { projects: { id: string; name: strin
       setNotice(`Published version ${v.version}. It applies from the next action of every session of this project.`);
       qc.setQueryData(policyVersionQuery(projectId, v.version).queryKey, v);
       await qc.invalidateQueries({ queryKey: ['projects', projectId, 'policy'] });
+      await qc.invalidateQueries({ queryKey: ['projects', projectId, 'mcp'] });
     },
   });
   const rollback = useMutation({
@@ -143,6 +145,15 @@ function PoliciesForProjects({ projects }: { projects: { id: string; name: strin
       rollingBack={rollback.isPending ? (rollback.variables ?? null) : null}
       rollbackError={rollback.error}
       dryRun={offersDryRun ? { result: dryState, onRun: (n) => dry.mutate(n), running: dry.isPending } : null}
+      mcp={fromQuery(mcp)}
+      onPin={(server, pins) => {
+        setDraft(withPins(draft ?? '', server, pins));
+        const n = Object.keys(pins).length;
+        setNotice(
+          `${n === 1 ? 'One description' : `${n} descriptions`} of ${server} pinned in the draft. Publish it to approve ${n === 1 ? 'it' : 'them'}; until then the tool${n === 1 ? ' is' : 's are'} withheld.`,
+        );
+        setTab('edit');
+      }}
     />
   );
 }

@@ -1,6 +1,6 @@
 import { useMemo, useState } from 'react';
 import { createTwoFilesPatch } from 'diff';
-import type { PolicyDiffResponse, PolicyVersionSummary, ProjectView } from '@lemniscate/contracts';
+import type { PolicyDiffResponse, PolicyVersionSummary, ProjectMcpView, ProjectView } from '@lemniscate/contracts';
 import type { DryRunResponse } from '../api/console-contracts';
 import { DiffViewer } from '../components/diff/DiffViewer';
 import { DataTable, When, type Column } from '../components/DataTable';
@@ -11,7 +11,7 @@ import { YamlEditor } from '../components/YamlEditor';
 import { readFields, ruleLines, withRuleLines, writeField, type FieldSpec } from '../policy/form-model';
 import type { PolicyDiagnostic } from '../policy/validate';
 
-export type PolicyTab = 'edit' | 'history' | 'dry-run';
+export type PolicyTab = 'edit' | 'history' | 'dry-run' | 'mcp';
 
 interface PoliciesPageViewProps {
   projects: ProjectView[];
@@ -49,14 +49,20 @@ interface PoliciesPageViewProps {
    * history (the role table: developers and security officers read policies, C1).
    */
   canPublish: boolean;
+
+  /** The project's MCP servers as the policy in force declares them, with what each last listed (AG7). */
+  mcp: QueryState<ProjectMcpView>;
+  /** Writes these pins of a server's tool descriptions into the draft (administrators publish it). */
+  onPin: (server: string, pins: Record<string, string>) => void;
 }
 
 export function PoliciesPageView(p: PoliciesPageViewProps) {
   const tabs: [PolicyTab, string][] = p.canPublish
-    ? [['edit', 'Edit and publish'], ['history', 'History'], ...(p.dryRun ? ([['dry-run', 'Dry run']] as [PolicyTab, string][]) : [])]
+    ? [['edit', 'Edit and publish'], ['history', 'History'], ...(p.dryRun ? ([['dry-run', 'Dry run']] as [PolicyTab, string][]) : []), ['mcp', 'MCP servers']]
     : [
         ['edit', 'Policy in force'],
         ['history', 'History'],
+        ['mcp', 'MCP servers'],
       ];
   return (
     <div className="page">
@@ -90,6 +96,7 @@ export function PoliciesPageView(p: PoliciesPageViewProps) {
         {p.tab === 'edit' && (p.canPublish ? <EditTab {...p} /> : <ReadOnlyTab draft={p.draft} />)}
         {p.tab === 'history' && <HistoryTab {...p} />}
         {p.canPublish && p.tab === 'dry-run' && p.dryRun && <DryRunTab dryRun={p.dryRun} diagnose={p.diagnose} draft={p.draft} />}
+        {p.tab === 'mcp' && <McpTab mcp={p.mcp} canPublish={p.canPublish} onPin={p.onPin} />}
       </div>
     </div>
   );
@@ -480,6 +487,127 @@ function DryRunTab({ dryRun, diagnose, draft }: { dryRun: NonNullable<PoliciesPa
             </div>
           )}
         </Query>
+      )}
+    </section>
+  );
+}
+
+const MCP_STATUS = { pinned: ['pinned', 'good'], unpinned: ['not pinned yet', 'warn'], changed: ['changed since pinned', 'danger'] } as const;
+
+/**
+ * AG7: the project's MCP servers under the policy in force — where each runs, the credential the
+ * gateway holds for it (never its value), how its tools are decided — and what each listed the last
+ * time a session started it. No tool is offered until its description is pinned; an administrator
+ * pins what was listed into the draft and publishes it. Descriptions are the servers' words, shown
+ * as text.
+ */
+function McpTab({ mcp, canPublish, onPin }: { mcp: QueryState<ProjectMcpView>; canPublish: boolean; onPin: (server: string, pins: Record<string, string>) => void }) {
+  return (
+    <Query state={mcp} what="the MCP servers">
+      {(view) =>
+        view.servers.length === 0 ? (
+          <Empty>
+            The policy in force enables no MCP server, so sessions of this project are offered no MCP tool. An administrator declares one under <code>mcp.servers</code> in the policy document.
+          </Empty>
+        ) : (
+          <div className="mcp-servers">
+            {view.servers.map((s) => (
+              <McpServerCard key={s.name} server={s} canPublish={canPublish} onPin={onPin} />
+            ))}
+          </div>
+        )
+      }
+    </Query>
+  );
+}
+
+function McpServerCard({ server: s, canPublish, onPin }: { server: ProjectMcpView['servers'][number]; canPublish: boolean; onPin: (server: string, pins: Record<string, string>) => void }) {
+  const id = `mcp-${s.name}`;
+  const toPin = (s.lastListing?.tools ?? []).filter((t) => t.status !== 'pinned');
+  const list = (tools: string[]) => (tools.length ? tools.join(', ') : 'none');
+  return (
+    <section className="card" aria-labelledby={`${id}-title`}>
+      <h2 id={`${id}-title`}>
+        {s.name} <span className="badge">{s.kind === 'local' ? 'local, in the sandbox' : 'remote, through the gateway'}</span>
+      </h2>
+      <dl className="facts">
+        <dt>{s.kind === 'local' ? 'Command' : 'URL'}</dt>
+        <dd>
+          <code>{s.kind === 'local' ? (s.command ?? []).join(' ') : s.url}</code>
+        </dd>
+        {s.credential && (
+          <>
+            <dt>Credential</dt>
+            <dd>
+              <code>{s.credential.name}</code>{' '}
+              {s.credential.held ? <span className="badge good">held by the gateway</span> : <span className="bad">not held by the gateway: the server cannot be reached</span>}
+            </dd>
+          </>
+        )}
+        <dt>Free</dt>
+        <dd>{list(s.tools.free)}</dd>
+        <dt>Forbidden</dt>
+        <dd>{list(s.tools.forbidden)}</dd>
+        <dt>Read-only</dt>
+        <dd>{list(s.tools.readOnly)}</dd>
+        <dt>Any other tool</dt>
+        <dd>{s.tools.default}</dd>
+      </dl>
+      {s.lastError && (
+        <p className="notice warn" role="note">
+          The last start failed ({new Date(s.lastError.at).toLocaleString()}): {s.lastError.message}
+        </p>
+      )}
+      {!s.lastListing ? (
+        <p className="muted">No session has listed this server's tools yet. Start a session in this project: its tools are listed (and withheld until pinned), then shown here to approve.</p>
+      ) : (
+        <>
+          <p className="muted small">
+            Listed {new Date(s.lastListing.at).toLocaleString()}
+            {s.lastListing.sessionId ? ` by session ${s.lastListing.sessionId.slice(0, 8)}` : ''}. A tool is offered to the model only under the description pinned here.
+          </p>
+          <div className="table-scroll">
+            <table className="data mcp-tools">
+              <caption className="visually-hidden">Tools of {s.name}</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Tool and status</th>
+                  <th scope="col">Description (the server's words)</th>
+                  {canPublish && <th scope="col">Approve</th>}
+                </tr>
+              </thead>
+              <tbody>
+                {s.lastListing.tools.map((t) => (
+                  <tr key={t.name}>
+                    <td>
+                      <div className="mcp-tool">
+                        <code>{t.name}</code>
+                        <span className={`badge ${MCP_STATUS[t.status][1]}`}>{MCP_STATUS[t.status][0]}</span>
+                      </div>
+                    </td>
+                    <td className="wrap">{t.description || <span className="muted">(no description)</span>}</td>
+                    {canPublish && (
+                      <td>
+                        {t.status !== 'pinned' && (
+                          <button type="button" onClick={() => onPin(s.name, { [t.name]: t.pin })} aria-label={`Pin in draft: ${s.name}/${t.name}`}>
+                            Pin in draft
+                          </button>
+                        )}
+                      </td>
+                    )}
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+          {canPublish && toPin.length > 1 && (
+            <div className="actions">
+              <button type="button" onClick={() => onPin(s.name, Object.fromEntries(toPin.map((t) => [t.name, t.pin])))}>
+                Pin the {toPin.length} descriptions not pinned in the draft
+              </button>
+            </div>
+          )}
+        </>
       )}
     </section>
   );

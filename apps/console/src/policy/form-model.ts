@@ -108,3 +108,14 @@ export function withRuleLines(value: unknown, lines: string[]): unknown[] {
   const present = new Set(kept.filter((item): item is string => typeof item === 'string'));
   return [...kept, ...lines.filter((line) => !present.has(line))];
 }
+
+/**
+ * The draft with these tool descriptions pinned under `mcp.servers.SERVER.pinned` (AG7): what an
+ * administrator approves by publishing it. Other pins, comments and layout are kept.
+ */
+export function withPins(text: string, server: string, pins: Record<string, string>): string {
+  const doc = parse(text);
+  if (!doc) return text;
+  for (const [tool, pin] of Object.entries(pins)) doc.setIn(['mcp', 'servers', server, 'pinned', tool], pin);
+  return doc.toString();
+}

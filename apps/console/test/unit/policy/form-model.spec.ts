@@ -1,5 +1,6 @@
 import { policyJsonSchema } from '@lemniscate/policy';
-import { commonFields, readFields, ruleLines, withRuleLines, writeField } from '../../../src/policy/form-model';
+import { checkPolicy, parsePolicy } from '@lemniscate/policy';
+import { commonFields, readFields, ruleLines, withPins, withRuleLines, writeField } from '../../../src/policy/form-model';
 
 const fields = commonFields(policyJsonSchema);
 const field = (p: string) => fields.find((f) => f.path.join('.') === p)!;
@@ -48,5 +49,23 @@ describe('ruleLines and withRuleLines', () => {
     expect(withRuleLines(undefined, ['sleep'])).toEqual(['sleep']);
     const text = writeField('version: 1\ncommands:\n  free:\n    - command: go test\n      options: { ask: [-exec] }\n', field('commands.free'), withRuleLines([goTest], ['sleep']));
     expect(readFields(text, fields)).toMatchObject({ 'commands.free': [goTest, 'sleep'] });
+  });
+});
+
+describe('pinning MCP tool descriptions in the draft', () => {
+  const pin = (c: string) => `sha256:${c.repeat(64)}`;
+  const draft = ['version: 1', 'mcp:', '  servers:', '    files: # the local server', '      local: { command: [node, tools/mcp.cjs] }', '      pinned:', `        read_file: "${pin('a')}"`, ''].join(
+    '\n',
+  );
+
+  it('adds and replaces pins under the server, keeping the other pins and the comments', () => {
+    const next = withPins(draft, 'files', { write_file: pin('b'), read_file: pin('c') });
+    expect(next).toContain('# the local server');
+    expect(checkPolicy(next)).toEqual([]);
+    expect(parsePolicy(next).mcp.servers.files!.pinned).toEqual({ read_file: pin('c'), write_file: pin('b') });
+  });
+
+  it('leaves a draft that is not YAML as it is', () => {
+    expect(withPins('version: [1\n', 'files', { read_file: pin('a') })).toBe('version: [1\n');
   });
 });
