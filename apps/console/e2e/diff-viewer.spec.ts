@@ -80,6 +80,9 @@ test.describe('DiffViewer', () => {
 
 test.describe('DiffViewer with a large change', () => {
   test('draws the first 400 lines of a huge file, the rest on request, and the page stays as tall as its scroll box', async ({ page }) => {
+    // 1,800 highlighted lines laid out, then axe over all of them: about 23 s alone, past a minute
+    // beside another worker on a loaded 2-core host.
+    test.slow();
     await openView(page, { view: 'diff', variant: 'large' });
     const rows = page.locator('table.diff-table tr.line');
     await expect(rows).toHaveCount(400);
