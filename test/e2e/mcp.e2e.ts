@@ -202,6 +202,10 @@ describe('MCP servers under the guardrails', () => {
       expect(stdout).not.toContain(SECRET);
       const shown = await stack.cli(['session', 'show', result.session_id, '--json']);
       expect(shown.stdout).not.toContain(SECRET);
+      // Every event of the session, from the first, as a follower of its stream reads them.
+      const events = await stack.cli(['session', 'follow', result.session_id, '--output-format', 'stream-json']);
+      expect(events.stdout).toContain('mcp__issues__list_issues');
+      expect(events.stdout).not.toContain(SECRET);
       const calls = await stack.api(stack.tokens.developer, 'GET', `/sessions/${result.session_id}/tool-calls`);
       expect(calls.status).toBe(200);
       expect(JSON.stringify(calls.json)).not.toContain(SECRET);
