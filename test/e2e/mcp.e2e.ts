@@ -138,7 +138,7 @@ describe('MCP servers under the guardrails', () => {
     const { result } = await run('unpinned', [{ tool_calls: [{ name: 'mcp__files__read_file', arguments: { path: 'package.json' } }] }, { text: 'Could not read.' }]);
     expect(result.tool_calls).toEqual([expect.objectContaining({ name: 'mcp__files__read_file', decision: expect.objectContaining({ effect: 'deny', rule: 'mcp.pinned' }) })]);
     pins = await pinsListed(result.session_id);
-    expect(Object.keys(pins.files).sort()).toEqual(['crash', 'environment', 'fetch_url', 'read_file', 'sleep', 'write_file']);
+    expect(Object.keys(pins.files).sort()).toEqual(['big', 'crash', 'environment', 'fetch_url', 'read_file', 'sleep', 'write_file']);
     expect(Object.keys(pins.issues)).toEqual(['list_issues']);
     expect(received.filter((h) => h !== `Bearer ${SECRET}`)).toEqual([]);
     // What the administrator reads to approve them: every tool, not pinned yet, and the lines to publish.

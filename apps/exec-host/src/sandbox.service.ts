@@ -72,6 +72,7 @@ export class SandboxService {
   private readonly sandboxes = new Map<string, SandboxRecord>();
   /** Local MCP servers (AG7): each runs as a command of its sandbox, with stdin attached. */
   readonly mcp = new McpRelay({
+    outputCap: (sandboxId) => this.record(sandboxId).info.limits.outputCapBytes,
     run: (sandboxId, command, timeoutMs, io, signal) => this.exec(sandboxId, { command, timeoutMs }, io, signal),
   });
   /** Sandboxes between their first directory and their registration; the reaper leaves them alone. */

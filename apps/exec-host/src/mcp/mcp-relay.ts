@@ -16,6 +16,8 @@ type Exit = Omit<ExecExit, 'type'>;
 
 /** How the relay runs a command with stdin attached: the sandbox service's exec, as every command runs. */
 export interface McpCommandRunner {
+  /** How much a command of this sandbox may write (stdout and stderr together) before its output is cut. */
+  outputCap(sandboxId: string): number;
   run(sandboxId: string, command: string, timeoutMs: number, io: { stdin: NodeJS.ReadableStream; onOutput(stream: 'stdout' | 'stderr', text: string): void }, signal: AbortSignal): Promise<Exit>;
 }
 
@@ -52,15 +54,30 @@ class McpProcess {
   private partial = '';
   private stderr = '';
   private dropped = 0;
+  private written = 0;
   private readonly waiters = new Set<() => void>();
 
   constructor(
     readonly id: string,
     readonly sandboxId: string,
     readonly server: string,
+    private readonly outputCap: number,
   ) {}
 
+  /**
+   * Past the sandbox's output cap the exec stops passing what the server writes, so no answer could
+   * arrive any more: the server is ended at once and says why, rather than waiting for its time limit.
+   */
+  private count(text: string): void {
+    this.written += Buffer.byteLength(text);
+    if (this.written >= this.outputCap && !this.abort.signal.aborted) {
+      this.stderr = `${this.stderr}\n[the server wrote more than the sandbox's output cap of ${this.outputCap} bytes and was ended]`.slice(-STDERR_TAIL_CHARS);
+      this.abort.abort();
+    }
+  }
+
   onStdout(text: string): void {
+    this.count(text);
     this.partial += text;
     let nl: number;
     while ((nl = this.partial.indexOf('\n')) >= 0) {
@@ -76,6 +93,7 @@ class McpProcess {
   }
 
   onStderr(text: string): void {
+    this.count(text);
     this.stderr = (this.stderr + text).slice(-STDERR_TAIL_CHARS);
   }
 
@@ -117,7 +135,8 @@ class McpProcess {
       this.stdin.end();
       const timer = setTimeout(() => this.abort.abort(), CLOSE_GRACE_MS);
       timer.unref();
-      await this.done;
+      // How it ended is in `exit` either way (a failure of the exec is recorded there too).
+      await this.done.catch(() => undefined);
       clearTimeout(timer);
     }
     return this.exit as McpExit;
@@ -159,7 +178,7 @@ export class McpRelay {
   constructor(private readonly runner: McpCommandRunner) {}
 
   open(sandboxId: string, req: McpOpenRequest): Promise<{ processId: string }> {
-    const proc = new McpProcess(randomUUID(), sandboxId, req.server);
+    const proc = new McpProcess(randomUUID(), sandboxId, req.server, this.runner.outputCap(sandboxId));
     const started = this.runner.run(
       sandboxId,
       mcpCommand(req.command, req.memoryMb),

@@ -61,7 +61,7 @@ describe.each(SANDBOX_IMAGES)('sandbox image from $route', (image) => {
     it('lists and calls its tools through the relay, as the sandbox user in the working copy', async () => {
       const s = await session(sandboxId);
       const listed = await s.request('tools/list');
-      expect((listed.reply?.result as { tools: { name: string }[] }).tools.map((t) => t.name)).toEqual(['read_file', 'write_file', 'fetch_url', 'environment', 'crash', 'sleep']);
+      expect((listed.reply?.result as { tools: { name: string }[] }).tools.map((t) => t.name)).toEqual(['read_file', 'write_file', 'fetch_url', 'environment', 'crash', 'big', 'sleep']);
       expect((await s.call('read_file', { path: 'README.md' }))?.content[0]?.text).toBe('# MCP fixture\n');
       const env = JSON.parse((await s.call('environment'))!.content[0]!.text) as { uid: number; env: Record<string, string> };
       expect(env.uid).not.toBe(0);
@@ -120,6 +120,15 @@ describe.each(SANDBOX_IMAGES)('sandbox image from $route', (image) => {
       const slow = await s.request('tools/call', { name: 'sleep', arguments: { ms: 60_000 } });
       expect(slow.reply).toBeUndefined();
       expect(slow.exited).toMatchObject({ class: 'timeout' });
+      await s.close();
+    });
+
+    it("a server that writes past the sandbox's output cap is ended at once and says why, not left to its time limit", async () => {
+      const s = await session(sandboxId, { timeoutMs: 60_000 });
+      const big = await s.request('tools/call', { name: 'big', arguments: { bytes: 3 * 1024 * 1024 } });
+      expect(big.reply).toBeUndefined();
+      // Ended by the cap, not by its time limit (the class would say timeout).
+      expect(big.exited).toMatchObject({ class: 'output_truncated', stderr: expect.stringContaining("the server wrote more than the sandbox's output cap") });
       await s.close();
     });
 

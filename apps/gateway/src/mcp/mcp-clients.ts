@@ -131,7 +131,16 @@ function resultText(result: { content?: unknown; structuredContent?: unknown }):
 }
 
 function ended(server: string, exit: McpExit): McpServerError {
-  const how = exit.class === 'timeout' ? 'was stopped at its time limit' : exit.class === 'oom' ? 'ran out of memory' : exit.exitCode !== null ? `ended with exit status ${exit.exitCode}` : 'ended';
+  const how =
+    exit.class === 'timeout'
+      ? 'was stopped at its time limit'
+      : exit.class === 'oom'
+        ? 'ran out of memory'
+        : exit.class === 'output_truncated'
+          ? "wrote more than the sandbox's output cap and was ended"
+          : exit.exitCode !== null
+            ? `ended with exit status ${exit.exitCode}`
+            : 'ended';
   return new McpServerError(`The MCP server "${server}" ${how} before it answered.${exit.message ? ` ${exit.message}` : ''}`, exit.stderr);
 }
 
