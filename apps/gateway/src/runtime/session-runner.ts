@@ -248,7 +248,10 @@ export class SessionRunner {
     for (const [server, declared] of servers) {
       if (!mcpServerInScope(scope, server)) continue;
       try {
-        listed.push({ server, tools: await this.deps.mcp.list(server, declared) });
+        // A local server runs in the tree's one sandbox: listed under the same lock as any command, so a
+        // subagent starting beside its parent never finds the sandbox busy.
+        const mcp = this.deps.mcp;
+        listed.push({ server, tools: await this.locked(() => mcp.list(server, declared)) });
       } catch (err) {
         if (!(err instanceof McpServerError) || this.deps.signal.aborted) throw err;
         await this.deps.recorder.audit('mcp.unavailable', { server, message: err.message, stderr: bound(err.stderr, 2000) });
