@@ -7,6 +7,14 @@ import { shorten, table } from '../output/table';
 
 type Done = (code: Promise<number>) => void;
 
+/**
+ * A server's words shown at a terminal: its control characters (an escape sequence could repaint the
+ * screen or hide a line) are written out as visible codes, and a line break becomes a space.
+ */
+export function printable(text: string): string {
+  return text.replace(/\r?\n/g, ' ').replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
 const STATUS_WORDS = { pinned: 'pinned', unpinned: 'not pinned yet', changed: 'CHANGED since pinned' } as const;
 
 /** Each server, its tools as last listed with their status, and the `pinned:` lines to approve what is not pinned. */
@@ -22,7 +30,7 @@ export function renderMcp(projectName: string, view: ProjectMcpView, wide: boole
     out.push(
       `  tools: free ${s.tools.free.join(', ') || '(none)'}; forbidden ${s.tools.forbidden.join(', ') || '(none)'}; read-only ${s.tools.readOnly.join(', ') || '(none)'}; any other: ${s.tools.default}`,
     );
-    if (s.lastError) out.push(`  ${pc.yellow('last start failed')} ${s.lastError.at}: ${s.lastError.message}`);
+    if (s.lastError) out.push(`  ${pc.yellow('last start failed')} ${s.lastError.at}: ${printable(s.lastError.message)}`);
     if (!s.lastListing) {
       out.push('  No session has listed its tools yet: start one in this project, then run this again to see them and their pins.');
       out.push('');
@@ -32,7 +40,7 @@ export function renderMcp(projectName: string, view: ProjectMcpView, wide: boole
     out.push(
       table(
         ['TOOL', 'STATUS', 'DESCRIPTION'],
-        s.lastListing.tools.map((t) => [t.name, STATUS_WORDS[t.status], wide ? t.description : shorten(t.description, 60)]),
+        s.lastListing.tools.map((t) => [t.name, STATUS_WORDS[t.status], wide ? printable(t.description) : shorten(printable(t.description), 60)]),
       )
         .trimEnd()
         .split('\n')
