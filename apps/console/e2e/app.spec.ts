@@ -77,7 +77,7 @@ test('a developer reads the policy in force but is offered nothing to publish, a
   });
   await gw.signIn();
   await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Policies' }).click();
-  await expect(page.getByRole('tab')).toHaveText(['Policy in force', 'History']);
+  await expect(page.getByRole('tab')).toHaveText(['Policy in force', 'History', 'MCP servers']);
   await expect(page.getByRole('button', { name: 'Publish' })).toHaveCount(0);
   await expect(page.getByText('only administrators publish or roll back')).toBeVisible();
   expect(gw.writes.filter((w) => w.path.includes('/policy'))).toEqual([]);

@@ -267,7 +267,7 @@ test.describe('users', () => {
 test.describe('policies for readers', () => {
   test('a security officer reads the policy in force and its history, with nothing to publish or roll back', async ({ page }) => {
     await openView(page, { view: 'policies', role: 'security_officer' });
-    await expect(page.getByRole('tab')).toHaveText(['Policy in force', 'History']);
+    await expect(page.getByRole('tab')).toHaveText(['Policy in force', 'History', 'MCP servers']);
     await expect(page.getByRole('button', { name: 'Publish' })).toHaveCount(0);
     await page.getByRole('tab', { name: 'History' }).click();
     await expect(page.getByRole('button', { name: /Roll back/ })).toHaveCount(0);

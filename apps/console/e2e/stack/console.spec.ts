@@ -18,7 +18,9 @@ test('an administrator publishes a policy from the console', async ({ page }) =>
   await signIn(page, 'admin');
   await shot(page, 'dashboard-admin');
   await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Policies' }).click();
-  await page.getByLabel('Project').selectOption({ label: 'demo' });
+  // The dashboard's "Sessions by project" also answers to the label until the page has changed.
+  await expect(page.getByRole('heading', { level: 1, name: 'Policies' })).toBeVisible();
+  await page.getByRole('combobox', { name: 'Project' }).selectOption({ label: 'demo' });
   await expect(page.getByText('The document is valid.')).toBeVisible();
   // `sleep` becomes free so the revocation test below has a long command to interrupt.
   const free = page.getByLabel('Free commands (one per line)');
@@ -181,7 +183,7 @@ test('a security officer filters the audit log, sees it verified and exports it'
 test('a developer reads the policy but is offered no editor, and the API refuses a publish too', async ({ page }) => {
   await signIn(page, 'developer');
   await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Policies' }).click();
-  await expect(page.getByRole('tab')).toHaveText(['Policy in force', 'History']);
+  await expect(page.getByRole('tab')).toHaveText(['Policy in force', 'History', 'MCP servers']);
   await expect(page.getByRole('button', { name: 'Publish' })).toHaveCount(0);
   await shot(page, 'policies-developer-read-only');
   const projectId = await demoProjectId(page);
