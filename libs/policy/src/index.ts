@@ -28,6 +28,7 @@ export {
   mcpCatalogue,
   mcpSchema,
   mcpToolName,
+  mcpServerInScope,
   parseMcpToolName,
   MCP_TOOL_REFERENCE,
   type McpServer,

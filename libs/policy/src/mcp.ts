@@ -141,6 +141,17 @@ function agentLists(agentTools: readonly string[] | null, server: string, tool: 
 /** An entry of an agent's `tools` list that names an MCP server (`files`) or one of its tools (`files/read_file`). */
 export const MCP_TOOL_REFERENCE = /^[a-z][a-z0-9-]{0,30}(\/[A-Za-z0-9_-]{1,48})?$/;
 
+/**
+ * Whether any tool of a server could be offered in this scope (its parent had the server, the
+ * agent's list names it or one of its tools): a server the scope withholds whole need not be
+ * started or reached at all.
+ */
+export function mcpServerInScope(scope: McpScope, server: string): boolean {
+  if (scope.parentServers !== null && !scope.parentServers.has(server)) return false;
+  if (scope.agentTools === null) return true;
+  return scope.agentTools.some((t) => t === server || t.startsWith(`${server}/`) || parseMcpToolName(t)?.server === server);
+}
+
 /** Why a tool is not offered or not run, as a sentence; null when the scope allows it. */
 export function withheld(policy: McpPolicy, scope: McpScope, server: string, tool: string, pin: string | null): { rule: string; reason: string } | null {
   const declared = policy.servers[server];

@@ -51,7 +51,8 @@ export function renderMcp(projectName: string, view: ProjectMcpView, wide: boole
     if (toPin.length) {
       out.push(`  To approve ${toPin.length === 1 ? 'this description' : 'these descriptions'} as listed, publish the policy with, under mcp.servers.${s.name}:`);
       out.push('    pinned:');
-      for (const t of s.lastListing.tools.filter((x) => x.status !== 'pinned' || s.pinned[x.name] !== undefined)) out.push(`      ${t.name}: "${t.pin}"`);
+      // The whole map as listed: the pins in force stay, the others are added or replaced.
+      for (const t of s.lastListing.tools) out.push(`      ${t.name}: "${t.pin}"`);
     }
     out.push('');
   }

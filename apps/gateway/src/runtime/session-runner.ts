@@ -1,5 +1,17 @@
 import { createHash } from 'node:crypto';
-import { approvalTimeoutSeconds, classifyChanges, decide, decideMcpCall, mcpCatalogue, mcpToolName, parseMcpToolName, type Decision, type McpScope, type Policy } from '@lemniscate/policy';
+import {
+  approvalTimeoutSeconds,
+  classifyChanges,
+  decide,
+  decideMcpCall,
+  mcpCatalogue,
+  mcpServerInScope,
+  mcpToolName,
+  parseMcpToolName,
+  type Decision,
+  type McpScope,
+  type Policy,
+} from '@lemniscate/policy';
 import {
   LoopDetector,
   SessionBudget,
@@ -1216,13 +1228,6 @@ function digest(text: string): string {
 
 /** Longest tool name the model providers accept. */
 const MAX_TOOL_NAME = 64;
-
-/** Whether any tool of a server could be offered in this scope: a server it withholds whole is neither started nor reached. */
-function mcpServerInScope(scope: McpScope, server: string): boolean {
-  if (scope.parentServers !== null && !scope.parentServers.has(server)) return false;
-  if (scope.agentTools === null) return true;
-  return scope.agentTools.some((t) => t === server || t.startsWith(`${server}/`) || parseMcpToolName(t)?.server === server);
-}
 
 /**
  * A server's input schema without its free text (descriptions, titles, examples): the names and
