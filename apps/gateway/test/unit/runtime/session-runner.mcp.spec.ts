@@ -53,7 +53,8 @@ class Source implements McpToolSource {
 
 function setup(options: {
   turns: unknown[];
-  policy: Policy;
+  /** The policy in force, or how it reads at each decision given what the servers were asked so far. */
+  policy: Policy | ((mcp: Source) => Policy);
   headless?: boolean;
   agent?: SessionRunInput['agent'];
   role?: 'main' | 'child';
@@ -77,7 +78,15 @@ function setup(options: {
       agent: options.agent ?? { name: 'general', prompt: null },
       execution: { ...EXECUTION_DEFAULTS, ...options.execution },
     },
-    { model, execHost, recorder, mcp, policy: async () => options.policy, signal: new AbortController().signal, abortReason: () => 'stopped' },
+    {
+      model,
+      execHost,
+      recorder,
+      mcp,
+      policy: async () => (typeof options.policy === 'function' ? options.policy(mcp) : options.policy),
+      signal: new AbortController().signal,
+      abortReason: () => 'stopped',
+    },
   );
   return { runner, model, recorder, mcp, execHost };
 }
@@ -192,35 +201,11 @@ describe('MCP tools in the session loop', () => {
   it('a pin changed in the policy since the start refuses the next call (P3)', async () => {
     const initial = policyWith({ files: FILES });
     const changed = policyWith({ files: { ...FILES, pinned: { ...FILES.pinned, read_file: `sha256:${'0'.repeat(64)}` } } });
-    const model = new Spy(
-      new ScriptedProvider(parseModelScript({ turns: [call('mcp__files__read_file', { path: 'a' }), call('mcp__files__read_file', { path: 'b' }), { text: 'Done.' }] }, 't.json'), 't.json'),
-    );
-    const recorder = new RecordingRecorder(() => 'approved');
-    const mcp = new Source();
-    const runner = new SessionRunner(
-      {
-        sessionId: 'ses_pin',
-        project: 'demo',
-        repository: { source: '/repo' },
-        instruction: 'x',
-        headless: false,
-        role: 'main',
-        depth: 0,
-        parentSessionId: null,
-        agent: { name: 'general', prompt: null },
-        execution: EXECUTION_DEFAULTS,
-      },
-      {
-        model,
-        execHost: new InMemoryExecHost({}),
-        recorder,
-        mcp,
-        // After the first call, an administrator pins another description of read_file.
-        policy: async () => (mcp.calls.length >= 1 ? changed : initial),
-        signal: new AbortController().signal,
-        abortReason: () => 'stopped',
-      },
-    );
+    const { runner, recorder, mcp } = setup({
+      turns: [call('mcp__files__read_file', { path: 'a' }), call('mcp__files__read_file', { path: 'b' }), { text: 'Done.' }],
+      // After the first call, an administrator pins another description of read_file.
+      policy: (source) => (source.calls.length >= 1 ? changed : initial),
+    });
     await runner.run();
     expect(decisions(recorder).map((d) => d[2])).toEqual(['mcp.tools.free', 'mcp.pinned']);
     expect(mcp.calls).toHaveLength(1);
