@@ -8,6 +8,9 @@ import { AuditApiService } from './audit-api/audit-api.service';
 import { StatsController } from './stats/stats.controller';
 import { StatsService } from './stats/stats.service';
 import { AuditModule } from './audit/audit.module';
+import { AuditRecordingGuard } from './audit-sinks/audit-recording.guard';
+import { AuditSinksController } from './audit-sinks/audit-sinks.controller';
+import { AUDIT_SINK_TIMING, AuditSinksService, type SinkTiming } from './audit-sinks/audit-sinks.service';
 import { AccessService } from './auth/access.service';
 import { AuthController } from './auth/auth.controller';
 import { AuthGuard } from './auth/auth.guard';
@@ -71,6 +74,8 @@ export interface AppModuleOptions {
   sessionLoops?: SessionLoops;
   /** How often a preparation of a project's environment is asked about (default 1.5 s; tests go faster). */
   environmentPollMs?: number;
+  /** Audit sinks' lease and pauses (tests that cannot wait for a 15-second lease to lapse). */
+  auditSinkTiming?: SinkTiming;
 }
 
 export const CONTROLLERS = [
@@ -82,6 +87,7 @@ export const CONTROLLERS = [
   SessionsController,
   ApprovalsController,
   AuditApiController,
+  AuditSinksController,
   StatsController,
   ExecHostHeartbeatController,
   ExecHostsAdminController,
@@ -104,6 +110,7 @@ export class AppModule {
       { provide: GATEWAY_CONFIG, useValue: config },
       { provide: SESSION_LOOPS, useValue: options.sessionLoops ?? 'run' },
       { provide: ENVIRONMENT_POLL_MS, useValue: options.environmentPollMs ?? 1_500 },
+      ...(options.auditSinkTiming ? [{ provide: AUDIT_SINK_TIMING, useValue: options.auditSinkTiming }] : []),
       { provide: CREDENTIALS_OUTPUT, useValue: options.credentialsOutput ?? ((text: string) => process.stdout.write(`${text}\n`)) },
       {
         provide: EVENT_FAN_OUT,
@@ -112,9 +119,11 @@ export class AppModule {
         inject: [DATABASE],
       },
       { provide: APP_GUARD, useClass: AuthGuard },
+      { provide: APP_GUARD, useClass: AuditRecordingGuard },
       { provide: APP_FILTER, useClass: AppErrorFilter },
       MetricsService,
       AuditApiService,
+      AuditSinksService,
       StatsService,
       ExecHostClients,
       ExecHostPool,

@@ -6,6 +6,7 @@ import { AccessService } from '../auth/access.service';
 import { actorOf, type Principal } from '../auth/principal';
 import { AppError, ErrorCode } from '../common/errors';
 import { UsersRepository } from '../db/repositories/users.repository';
+import { MetricsService } from '../metrics/metrics.service';
 
 const USER_ACTOR = /^user:([^:]+)$/;
 const KNOWN_KINDS: ReadonlySet<string> = new Set(AUDIT_KINDS);
@@ -24,6 +25,7 @@ export class AuditApiService {
     private readonly audit: AuditService,
     private readonly access: AccessService,
     private readonly users: UsersRepository,
+    private readonly metrics: MetricsService,
   ) {}
 
   async list(principal: Principal, query: AuditListQuery): Promise<AuditEntryView[]> {
@@ -43,6 +45,7 @@ export class AuditApiService {
   async verify(principal: Principal, query: AuditVerifyQuery): Promise<AuditVerificationView> {
     const anchor = query.anchorSeq !== undefined && query.anchorHash !== undefined ? { seq: query.anchorSeq, hash: query.anchorHash } : undefined;
     const result = await this.audit.verify(anchor);
+    if (!result.ok) this.metrics.auditVerifyFailures.inc();
     await this.audit.append({
       actor: actorOf(principal),
       kind: 'audit.verify',

@@ -85,6 +85,28 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
   private closing = false;
   private sweeper: NodeJS.Timeout | undefined;
   private sweeping: Promise<void> | undefined;
+  private readonly chainedListeners = new Set<() => void>();
+  private gate: (() => string | null) | undefined;
+
+  /** Called after entries of this gateway joined the chain (audit sinks wake on it). */
+  onChained(listener: () => void): () => void {
+    this.chainedListeners.add(listener);
+    return () => this.chainedListeners.delete(listener);
+  }
+
+  /**
+   * Whether new actions may start: the audit sinks set this when the deployment refuses what no
+   * sink can record. Checked where an action begins (the HTTP guard, a session's tool call), never
+   * by `append`: an action already taken is always recorded.
+   */
+  setGate(gate: (() => string | null) | undefined): void {
+    this.gate = gate;
+  }
+
+  /** The sentence of a refusal while new actions cannot be recorded, else null. */
+  refusal(): string | null {
+    return this.gate?.() ?? null;
+  }
 
   /**
    * Records one entry and resolves once it is committed to the chain, with its seq and hashes.
@@ -171,6 +193,7 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
           const written = await this.writeBatch(batch, owed);
           batch.forEach((pending, i) => pending.resolve(written.rows[i] as AuditLogRow));
           owed = written.fromQueue > 0;
+          for (const listener of this.chainedListeners) listener();
         } catch (error) {
           for (const pending of batch) pending.reject(error);
           if (owed) await this.breakOwedRound();

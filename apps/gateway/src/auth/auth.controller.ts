@@ -1,5 +1,6 @@
 import { Controller, Delete, Get, HttpCode, Post } from '@nestjs/common';
 import { ChangePasswordRequest, CreateTokenRequest, IdParams, LoginRequest, GatewayRoutes as R } from '@lemniscate/contracts';
+import { AllowedWhenUnrecorded } from '../audit-sinks/audit-recording.guard';
 import { Returns, ZBody, ZParams } from '../common/zod-validation';
 import { AuthService, type CookieJar } from './auth.service';
 import { Authenticated, Can, CurrentPrincipal, Public } from './permission.decorator';
@@ -19,6 +20,7 @@ export class AuthController {
   }
 
   @Post('logout')
+  @AllowedWhenUnrecorded('ending a sign-in takes a credential away; it is never refused')
   @HttpCode(200)
   @Authenticated()
   @Returns(R.logout.response, 'End this console session', R.logout.status)

@@ -30,6 +30,7 @@ export function statusFor(code: ErrorCode): number {
     case ErrorCode.ExecHostUnavailable:
       return HttpStatus.BAD_GATEWAY;
     case ErrorCode.DatabaseUnavailable:
+    case ErrorCode.AuditUnrecorded:
       return HttpStatus.SERVICE_UNAVAILABLE;
     case ErrorCode.Internal:
       return HttpStatus.INTERNAL_SERVER_ERROR;

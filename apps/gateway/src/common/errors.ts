@@ -20,6 +20,8 @@ export enum ErrorCode {
   /** The repository's devcontainer cannot be used (unreadable, an image not on the exec-host, a build that fails). */
   EnvironmentInvalid = 'environment_invalid',
   DatabaseUnavailable = 'database_unavailable',
+  /** The deployment refuses actions no audit sink can record (audit sinks, `onUnrecorded: refuse`). */
+  AuditUnrecorded = 'audit_unrecorded',
   Internal = 'internal',
 }
 

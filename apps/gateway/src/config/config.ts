@@ -4,6 +4,7 @@ import { homedir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import { z } from 'zod';
+import { AuditSinksConfigError, loadAuditSinks, type AuditSinksConfig } from '../audit-sinks/sink-config';
 import { parseSecretKey, type SecretKeySource } from '../secrets/secret-box';
 
 const Port = z.coerce.number({ error: 'must be a port number (0–65535)' }).int('must be a whole port number').min(0, 'must be a port number (0–65535)').max(65535, 'must be a port number (0–65535)');
@@ -52,6 +53,8 @@ const EnvSchema = z.object({
   LEMNISCATE_MODELS_CONFIG: z.string().optional(),
   /** A JSON file of the credentials remote MCP servers are reached with, by name (AG7; see the operator guide). */
   LEMNISCATE_MCP_CREDENTIALS_FILE: z.string().min(1).optional(),
+  /** A JSON file naming where the audit log is streamed as it is written (T2; see the operator guide). */
+  LEMNISCATE_AUDIT_SINKS_FILE: z.string().min(1).optional(),
 });
 
 export interface GatewayConfig {
@@ -86,6 +89,8 @@ export interface GatewayConfig {
   sessionEnvironment: Record<string, string>;
   /** Where the credentials of remote MCP servers are held (read when a session needs one; never shown). */
   mcpCredentialsFile: string | undefined;
+  /** The audit sinks (audit-sinks/sink-config.ts), read at start; null or absent without any. */
+  auditSinks?: AuditSinksConfig | null;
 }
 
 export class ConfigError extends Error {}
@@ -213,9 +218,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
     secretKey,
     models: { default: e.LEMNISCATE_DEFAULT_MODEL, configFile: e.LEMNISCATE_MODELS_CONFIG },
     mcpCredentialsFile: e.LEMNISCATE_MCP_CREDENTIALS_FILE,
+    auditSinks: e.LEMNISCATE_AUDIT_SINKS_FILE === undefined ? null : auditSinksOrStop(e.LEMNISCATE_AUDIT_SINKS_FILE),
     // Taken as they are, empty values included: the execution settings say which value they refuse.
     sessionEnvironment: Object.fromEntries(Object.entries(env).filter((v): v is [string, string] => v[0].startsWith('LEMNISCATE_SESSION_') && typeof v[1] === 'string')),
   };
+}
+
+function auditSinksOrStop(file: string): AuditSinksConfig {
+  try {
+    return loadAuditSinks(file);
+  } catch (e) {
+    if (e instanceof AuditSinksConfigError) throw new ConfigError(e.message);
+    throw e;
+  }
 }
 
 export const GATEWAY_CONFIG = Symbol('GATEWAY_CONFIG');

@@ -4,6 +4,7 @@ import { ApiTokensRepository } from './repositories/api-tokens.repository';
 import { ApprovalsRepository } from './repositories/approvals.repository';
 import { ApprovedCommandsRepository } from './repositories/approved-commands.repository';
 import { AuditLogRepository } from './repositories/audit-log.repository';
+import { AuditSinkCursorsRepository } from './repositories/audit-sink-cursors.repository';
 import { EnvironmentJobsRepository } from './repositories/environment-jobs.repository';
 import { EventsRepository } from './repositories/events.repository';
 import { ExecHostsRepository } from './repositories/exec-hosts.repository';
@@ -32,6 +33,7 @@ const REPOSITORIES = [
   ApprovalsRepository,
   ApprovedCommandsRepository,
   AuditLogRepository,
+  AuditSinkCursorsRepository,
   EventsRepository,
   EnvironmentJobsRepository,
   ExecHostsRepository,

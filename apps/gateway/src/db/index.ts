@@ -6,6 +6,7 @@ export * from './schema';
 export * from './repositories/repository';
 export * from './repositories/transactions';
 export * from './repositories/users.repository';
+export * from './repositories/audit-sink-cursors.repository';
 export * from './repositories/projects.repository';
 export * from './repositories/project-memberships.repository';
 export * from './repositories/policy-versions.repository';

@@ -287,6 +287,19 @@ export const auditChainHead = pgTable('audit_chain_head', {
   hash: text('hash').notNull(),
 });
 
+/** Where each audit sink stands (audit-sinks/): its cursor, the gateway holding its lease, its failure. */
+export const auditSinkCursors = pgTable('audit_sink_cursors', {
+  name: text('name').primaryKey(),
+  seq: bigint('seq', { mode: 'number' }).notNull().default(0),
+  holder: text('holder'),
+  leaseUntil: at('lease_until'),
+  deliveredAt: at('delivered_at'),
+  failingSince: at('failing_since'),
+  lastError: text('last_error'),
+  lastAttemptAt: at('last_attempt_at'),
+  updatedAt: at('updated_at').notNull().defaultNow(),
+});
+
 /** Live events, kept so a WebSocket client that reconnects with its last seq gets what it missed. */
 export const events = pgTable(
   'events',
@@ -390,6 +403,7 @@ export type NewApproval = typeof approvals.$inferInsert;
 export type ApprovedCommandRow = typeof approvedCommands.$inferSelect;
 export type AuditLogRow = typeof auditLog.$inferSelect;
 export type AuditPendingRow = typeof auditPending.$inferSelect;
+export type AuditSinkCursorRow = typeof auditSinkCursors.$inferSelect;
 export type EventRow = typeof events.$inferSelect;
 export type NewEvent = typeof events.$inferInsert;
 export type EnvironmentJobRow = typeof environmentJobs.$inferSelect;

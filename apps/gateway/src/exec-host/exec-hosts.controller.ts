@@ -4,6 +4,7 @@ import { Can, CurrentPrincipal, Public } from '../auth/permission.decorator';
 import type { Principal } from '../auth/principal';
 import { ClientIp } from '../auth/session-cookie';
 import { Returns, ZBody, ZParams } from '../common/zod-validation';
+import { AllowedWhenUnrecorded } from '../audit-sinks/audit-recording.guard';
 import { ExecHostsService } from './exec-hosts.service';
 
 /** Exec-hosts' own route: their heartbeat, authenticated by the exec-host token (checked by the service, audited when refused). */
@@ -13,6 +14,7 @@ export class ExecHostHeartbeatController {
 
   @Post('heartbeat')
   @HttpCode(200)
+  @AllowedWhenUnrecorded('a heartbeat is no one’s action; refusing it would end every running session as lost')
   @Public('exec-hosts register and heartbeat with the exec-host token, not a person’s credential; the service checks it and audits refusals')
   @Returns(R.execHostHeartbeat.response, 'Registers the exec-host or records its heartbeat; says its state in the pool', R.execHostHeartbeat.status)
   heartbeat(@Headers('authorization') authorization: string | undefined, @ClientIp() source: string, @ZBody(R.execHostHeartbeat.body) body: ExecHostHeartbeat) {

@@ -3,6 +3,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import type { ApprovedCommand } from '@lemniscate/policy';
 import type { PolicyDecision, SandboxInfo } from '@lemniscate/contracts';
 import { AuditService } from '../audit/audit.service';
+import { AppError, ErrorCode } from '../common/errors';
 import { withDbRetry } from '../db/retry';
 import { ApprovedCommandsRepository } from '../db/repositories/approved-commands.repository';
 import { ApprovalsRepository } from '../db/repositories/approvals.repository';
@@ -112,6 +113,9 @@ export class DbSessionRecorder implements SessionRecorder {
   }
 
   async proposeToolCall(call: { name: string; arguments: Record<string, unknown>; agent: string }, decision?: PolicyDecision): Promise<string> {
+    // The deployment refuses what no audit sink can record: the call is not proposed, nor run.
+    const refusal = this.deps.audit.refusal();
+    if (refusal) throw new AppError(ErrorCode.AuditUnrecorded, refusal);
     const id = randomUUID();
     const seq = ++this.calls;
     // The row and the audit entries are written at once: the entries are queued in this order (the

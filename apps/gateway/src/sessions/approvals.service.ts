@@ -160,6 +160,7 @@ export class ApprovalsService {
     // Two answers racing: the repository only updates a pending row, so the loser lands here.
     if (!updated) throw alreadyAnswered((await this.approvals.findById(approval.id)) ?? approval);
     this.metrics.approvalsAnswered.inc({ answer });
+    this.metrics.approvalWait.observe({ answer }, Math.max(0, ((updated.decidedAt ?? new Date()).getTime() - approval.createdAt.getTime()) / 1000));
     await this.audit.append({
       actor: actorOf(principal),
       kind: 'approval.answer',

@@ -31,6 +31,8 @@ export interface GatewayOptions {
   sessionLoops?: 'run' | 'record';
   /** How often the gateway asks about a preparation of a project's environment. */
   environmentPollMs?: number;
+  /** Audit sinks' lease and pauses (`AUDIT_SINK_TIMING`). */
+  auditSinkTiming?: import('../../src/audit-sinks/audit-sinks.service').SinkTiming;
 }
 
 /** A real gateway on a loopback port, over the given database, exactly as main.ts configures it. */
@@ -49,7 +51,7 @@ export async function startGateway(database: Database, env: Record<string, strin
   const printed: string[] = [];
   const moduleRef = await Test.createTestingModule({
     imports: [
-      AppModule.forRoot({ config, database, credentialsOutput: (t) => printed.push(t), logStream, sessionLoops: options.sessionLoops ?? 'record', environmentPollMs: options.environmentPollMs }),
+      AppModule.forRoot({ config, database, credentialsOutput: (t) => printed.push(t), logStream, sessionLoops: options.sessionLoops ?? 'record', environmentPollMs: options.environmentPollMs, auditSinkTiming: options.auditSinkTiming }),
     ],
   }).compile();
   const app = moduleRef.createNestApplication({ bodyParser: false, bufferLogs: true });

@@ -149,3 +149,35 @@ export const AuditVerificationView = z.discriminatedUnion('ok', [
   }),
 ]);
 export type AuditVerificationView = z.infer<typeof AuditVerificationView>;
+
+/** One audit sink (T2) as the gateway's database says now: where it sends, how far it is, whether it fails. */
+export const AuditSinkView = z.object({
+  name: z.string(),
+  type: z.enum(['syslog', 'webhook', 'file']),
+  format: z.enum(['json', 'ocsf']),
+  /** Its URL or file path; never its secret. */
+  target: z.string(),
+  /** The last seq it was sent. */
+  cursor: z.number().int().nonnegative(),
+  /** Entries chained but not yet sent to it. */
+  lag: z.number().int().nonnegative(),
+  state: z.enum(['up_to_date', 'behind', 'failing']),
+  deliveredAt: z.string().nullable(),
+  failingSince: z.string().nullable(),
+  lastError: z.string().nullable(),
+  lastAttemptAt: z.string().nullable(),
+});
+export type AuditSinkView = z.infer<typeof AuditSinkView>;
+
+export const AuditSinksView = z.object({
+  /** False when the deployment names no sink. */
+  configured: z.boolean(),
+  /** `refuse`: actions that would be audited are refused while no sink can record. */
+  onUnrecorded: z.enum(['continue', 'refuse']),
+  /** The chain's last seq. */
+  head: z.number().int().nonnegative(),
+  /** False while every sink is failing. */
+  recording: z.boolean(),
+  sinks: z.array(AuditSinkView),
+});
+export type AuditSinksView = z.infer<typeof AuditSinksView>;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AnswerApprovalRequest, ApprovalContextQuery, ApprovalContextView, ApprovalListQuery, ApprovalView } from './approvals';
-import { AuditCountView, AuditEntryView, AuditExportQuery, AuditFilterQuery, AuditKindsView, AuditListQuery, AuditVerificationView, AuditVerifyQuery } from './audit';
+import { AuditCountView, AuditEntryView, AuditExportQuery, AuditFilterQuery, AuditKindsView, AuditListQuery, AuditSinksView, AuditVerificationView, AuditVerifyQuery } from './audit';
 import { ChangePasswordRequest, CreatedToken, CreateTokenRequest, LoginRequest, LoginResponse, MeResponse, TokenView, UserView } from './auth';
 import { IdParams, OkResponse } from './common';
 import { GatewayHealth, GatewayReadiness } from './health';
@@ -145,6 +145,7 @@ export const GatewayRoutes = {
   auditCount: route('GET', api('/audit/count'), { query: AuditFilterQuery, response: AuditCountView }),
   auditVerify: route('GET', api('/audit/verify'), { query: AuditVerifyQuery, response: AuditVerificationView }),
   auditExport: route('GET', api('/audit/export'), { query: AuditExportQuery }),
+  auditSinks: route('GET', api('/audit/sinks'), { response: AuditSinksView }),
 
   // stats
   dashboard: route('GET', api('/stats/dashboard'), { query: DashboardQuery, response: DashboardStats }),
