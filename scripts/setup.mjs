@@ -55,6 +55,14 @@ export async function setup({ forTests = false } = {}) {
       aptInstall(['tmux'], 'The terminal tests of the CLI');
       return 'installed from Debian';
     });
+    // apps/gateway/test/medium/audit-sinks-syslog.medium.ts streams the audit log to a real rsyslogd
+    // over TCP and TLS (GnuTLS driver); the test starts it with a configuration of its own.
+    await step('rsyslog (audit sink tests)', () => {
+      const gnutls = run('sh', ['-c', 'ls /usr/lib/*/rsyslog/lmnsd_gtls.so']).ok;
+      if (has('rsyslogd') && gnutls) return 'present';
+      aptInstall(['rsyslog', 'rsyslog-gnutls'], 'The audit sink tests');
+      return 'installed rsyslog and rsyslog-gnutls from Debian';
+    });
     // test/support/git-servers.ts serves repositories over ssh:// with its own sshd on a loopback port.
     await step('OpenSSH server (ssh:// repository tests)', (log) => ensureSshd({ log }));
     // test/unit/kubernetes.spec.ts renders deploy/kubernetes with `kubectl kustomize` (no cluster).

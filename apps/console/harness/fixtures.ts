@@ -1,5 +1,6 @@
 import { createTwoFilesPatch } from 'diff';
 import type {
+  AuditSinksView,
   ApprovalView,
   EnvironmentJobView,
   EnvironmentLog,
@@ -449,6 +450,57 @@ export const auditEntries: AuditEntry[] = [
   { seq: 1038, at: t(60 * 5), actor: 'user:usr_ada', kind: 'policy.publish', projectId: 'prj_demo', sessionId: null, payload: { from: 2, to: 3 }, prevHash: 'c7', hash: 'd8' },
   { seq: 1037, at: t(60 * 6), actor: 'user:usr_sec', kind: 'auth.login_failed', projectId: null, sessionId: null, payload: { via: 'cookie' }, prevHash: 'b6', hash: 'c7' },
 ];
+
+const siemSink = {
+  name: 'siem',
+  type: 'syslog',
+  format: 'ocsf',
+  target: 'tls://siem.corp.example:6514',
+  cursor: 1042,
+  lag: 0,
+  state: 'up_to_date',
+  deliveredAt: '2026-11-29T13:58:41.000Z',
+  failingSince: null,
+  lastError: null,
+  lastAttemptAt: '2026-11-29T13:58:41.000Z',
+} as const;
+const archiveSink = {
+  name: 'archive',
+  type: 'file',
+  format: 'json',
+  target: '/var/log/lemniscate/audit.jsonl',
+  cursor: 1042,
+  lag: 0,
+  state: 'up_to_date',
+  deliveredAt: '2026-11-29T13:58:41.000Z',
+  failingSince: null,
+  lastError: null,
+  lastAttemptAt: '2026-11-29T13:58:41.000Z',
+} as const;
+export const sinksHealthy: AuditSinksView = { configured: true, onUnrecorded: 'continue', head: 1042, recording: true, sinks: [siemSink, archiveSink] };
+export const sinksFailing: AuditSinksView = {
+  configured: true,
+  onUnrecorded: 'refuse',
+  head: 1042,
+  recording: false,
+  sinks: [
+    { ...siemSink, cursor: 918, lag: 124, state: 'failing', failingSince: '2026-11-29T13:41:07.000Z', lastError: 'connect ECONNREFUSED 10.20.0.14:6514', lastAttemptAt: '2026-11-29T13:58:30.000Z' },
+    {
+      name: 'hook',
+      type: 'webhook',
+      format: 'json',
+      target: 'https://hooks.corp.example/lemniscate/audit',
+      cursor: 1001,
+      lag: 41,
+      state: 'failing',
+      deliveredAt: '2026-11-29T13:50:02.000Z',
+      failingSince: '2026-11-29T13:50:12.000Z',
+      lastError: 'https://hooks.corp.example/lemniscate/audit answered 503: upstream unavailable',
+      lastAttemptAt: '2026-11-29T13:58:35.000Z',
+    },
+  ],
+};
+export const sinksNone: AuditSinksView = { configured: false, onUnrecorded: 'continue', head: 1042, recording: true, sinks: [] };
 
 export const verified: AuditVerification = { ok: true, checked: 1042, lastSeq: 1042, lastHash: 'b2' };
 export const broken: AuditVerification = { ok: false, checked: 1038, seq: 1039, problem: 'altered', message: 'Entry 1039 does not match its hash: its content was changed after it was written.' };

@@ -307,6 +307,7 @@ function Audit() {
         onOlder={record('older')}
         onNewer={record('newer')}
         onNewest={record('newest')}
+        sinks={variant === 'sinks' ? f.sinksHealthy : variant === 'sinks-failing' ? f.sinksFailing : variant === 'sinks-none' ? f.sinksNone : null}
       />
     </Shell>
   );

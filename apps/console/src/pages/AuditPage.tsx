@@ -3,7 +3,7 @@ import { useMutation, useQuery } from '@tanstack/react-query';
 import type { AuditQuery } from '../api/console-contracts';
 import { saveBlob } from '../api/download';
 import { projectsQuery } from '../api/queries/projects';
-import { auditCountQuery, auditKindsQuery, auditQuery, auditVerificationQuery, exportAudit } from '../api/queries/audit';
+import { auditCountQuery, auditKindsQuery, auditQuery, auditSinksQuery, auditVerificationQuery, exportAudit } from '../api/queries/audit';
 import { fromQuery, type QueryState } from '../components/Query';
 import { AuditPageView } from './AuditPageView';
 import type { AuditEntry } from '../api/console-contracts';
@@ -21,6 +21,7 @@ export function AuditPage() {
   const count = useQuery(auditCountQuery(filter));
   const verification = useQuery(auditVerificationQuery());
   const kinds = useQuery(auditKindsQuery());
+  const sinks = useQuery(auditSinksQuery());
   const exp = useMutation({
     mutationFn: (format: 'jsonl' | 'csv') => exportAudit(format, filter),
     onSuccess: ({ blob, filename }, format) => saveBlob(blob, filename ?? `lemniscate-audit.${format}`),
@@ -51,6 +52,7 @@ export function AuditPage() {
       verifiedAt={verification.dataUpdatedAt ? new Date(verification.dataUpdatedAt).toISOString() : null}
       exportError={exp.error}
       kinds={kinds.data?.kinds ?? []}
+      sinks={sinks.data ?? null}
     />
   );
 }

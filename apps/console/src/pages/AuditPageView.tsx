@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import type { ProjectView } from '@lemniscate/contracts';
+import type { AuditSinksView, ProjectView } from '@lemniscate/contracts';
 import type { AuditEntry, AuditQuery, AuditVerification } from '../api/console-contracts';
 import { When } from '../components/DataTable';
 import { Query, type QueryState } from '../components/Query';
@@ -26,6 +26,8 @@ interface AuditPageViewProps {
   onOlder: () => void;
   onNewer: () => void;
   onNewest: () => void;
+  /** Where the log is streamed (GET /audit/sinks); null while unknown. */
+  sinks: AuditSinksView | null;
 }
 
 /** The payload's telling fields in one line; the whole payload is in the row's details. */
@@ -137,6 +139,7 @@ export function AuditPageView({
   onOlder,
   onNewer,
   onNewest,
+  sinks,
 }: AuditPageViewProps) {
   const [draft, setDraft] = useState<AuditQuery>(filter);
   const set = (k: keyof AuditQuery, v: string) => setDraft({ ...draft, [k]: v || undefined });
@@ -155,6 +158,7 @@ export function AuditPageView({
       </div>
       <InlineError error={exportError} />
       <VerificationBanner state={verification} onVerify={onVerify} verifiedAt={verifiedAt} />
+      {sinks && <SinksPanel view={sinks} />}
       <form
         className="card filters"
         aria-label="Filters"
@@ -314,5 +318,70 @@ function VerificationBanner({ state, onVerify, verifiedAt }: { state: QueryState
         Verify again
       </button>
     </div>
+  );
+}
+
+const SINK_STATE: Record<AuditSinksView['sinks'][number]['state'], string> = { up_to_date: 'up to date', behind: 'sending', failing: 'failing' };
+
+function entries(n: number): string {
+  return `${n.toLocaleString()} ${n === 1 ? 'entry' : 'entries'}`;
+}
+
+/** Where the log is streamed, and a warning while a sink cannot take entries (T2). */
+export function SinksPanel({ view }: { view: AuditSinksView }) {
+  if (!view.configured) return <p className="muted small sinks-none">The audit log is not streamed to any other system: this deployment names no audit sink (operator guide, “Audit sinks”).</p>;
+  const failing = view.sinks.filter((s) => s.state === 'failing');
+  return (
+    <section className={`card sinks${failing.length > 0 ? ' failing' : ''}`} aria-labelledby="sinks-title">
+      <h2 id="sinks-title">Audit sinks</h2>
+      {failing.length > 0 && (
+        <div className="notice warn" role="alert">
+          {failing.map((s) => (
+            <p key={s.name}>
+              <strong>
+                {s.name} cannot take entries{s.failingSince ? ` since ${new Date(s.failingSince).toLocaleString()}` : ''}
+              </strong>
+              : {entries(s.lag)} wait for it{s.lastError ? ` (${s.lastError})` : ''}. They are sent in order, none lost, as soon as it takes them again.
+            </p>
+          ))}
+          {!view.recording && view.onUnrecorded === 'refuse' && (
+            <p>No sink can record, and this deployment refuses new actions until one does: sign-ins, changes and tool calls are refused; reading is not.</p>
+          )}
+        </div>
+      )}
+      {/* Focusable: on a narrow screen the table scrolls sideways inside its card. */}
+      <div className="table-scroll" tabIndex={0} role="group" aria-label="Each sink's state">
+        <table className="data sinks-table">
+          <thead>
+            <tr>
+              <th scope="col">Sink</th>
+              <th scope="col">Sends to</th>
+              <th scope="col">State</th>
+              <th scope="col" className="num">
+                Waiting
+              </th>
+              <th scope="col">Last sent</th>
+            </tr>
+          </thead>
+          <tbody>
+            {view.sinks.map((s) => (
+              <tr key={s.name}>
+                <td>
+                  <strong>{s.name}</strong> <span className="muted small">{`${s.type}, ${s.format === 'ocsf' ? 'OCSF' : 'JSON'}`}</span>
+                </td>
+                <td className="wrap">
+                  <code>{s.target}</code>
+                </td>
+                <td>
+                  <span className={`badge sink-${s.state}`}>{SINK_STATE[s.state]}</span>
+                </td>
+                <td className="num">{s.lag.toLocaleString()}</td>
+                <td>{s.deliveredAt ? <When at={s.deliveredAt} /> : 'nothing yet'}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </section>
   );
 }

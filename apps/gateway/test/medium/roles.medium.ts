@@ -213,6 +213,7 @@ const REQUESTS: Record<string, Build> = {
   'GET /audit/count': listBy('/audit/count'),
   'GET /audit/verify': noneOnly('/audit/verify'),
   'GET /audit/export': listBy('/audit/export?format=jsonl'),
+  'GET /audit/sinks': noneOnly('/audit/sinks'),
   'GET /stats/dashboard': noneOnly('/stats/dashboard?days=30'),
   'POST /exec-hosts/heartbeat': noneOnly('/exec-hosts/heartbeat', { id: 'x', address: 'http://127.0.0.1:9', runtimes: ['runc'], images: [], environments: [], capacity: 1, load: 0, version: '0' }),
   'GET /admin/exec-hosts': noneOnly('/admin/exec-hosts'),

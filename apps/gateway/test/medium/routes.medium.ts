@@ -155,6 +155,7 @@ withTestDatabases((db) => {
     await call('auditKinds', { headers: asAdmin });
     await call('auditCount', { headers: asAdmin, query: { projectId } });
     await call('auditVerify', { headers: asAdmin });
+    await call('auditSinks', { headers: asAdmin });
     const exported = await call('auditExport', { headers: asAdmin, query: { projectId, format: 'jsonl' } });
     expect(exported.text.trim().split('\n').length).toBeGreaterThan(0);
     await call('dashboard', { headers: asAdmin, query: { days: 7 } });

@@ -30,4 +30,12 @@ export const auditVerificationQuery = () =>
     queryFn: ({ signal }) => api.call(R.auditVerify, { signal }),
   });
 
+/** Where the audit log is streamed; refreshed while the page is open, so a failing sink shows within seconds. */
+export const auditSinksQuery = () =>
+  queryOptions({
+    queryKey: ['audit', 'sinks'],
+    queryFn: ({ signal }) => api.call(R.auditSinks, { signal }),
+    refetchInterval: 5_000,
+  });
+
 export const exportAudit = (format: 'jsonl' | 'csv', filter: AuditQuery) => api.blob(routes.auditExport, { query: { ...filter, format } });
