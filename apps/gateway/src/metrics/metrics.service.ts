@@ -21,14 +21,24 @@ export class MetricsService {
   readonly execHosts = new Gauge({ name: 'lemniscate_exec_hosts', help: 'Exec-hosts of the pool, by state.', labelNames: ['state'] as const, registers: [this.registry] });
   readonly placements = this.counter('lemniscate_exec_host_placements_total', 'Sandboxes placed on the pool, by result (placed, retried, refused).', ['result']);
   /** Audit sinks (T2), as this gateway last read them from the database. */
-  readonly auditSinkLag = new Gauge({ name: 'lemniscate_audit_sink_lag_entries', help: 'Audit entries chained but not yet sent to the sink.', labelNames: ['sink'] as const, registers: [this.registry] });
+  readonly auditSinkLag = new Gauge({
+    name: 'lemniscate_audit_sink_lag_entries',
+    help: 'Audit entries chained but not yet sent to the sink.',
+    labelNames: ['sink'] as const,
+    registers: [this.registry],
+  });
   readonly auditSinkLagSeconds = new Gauge({
     name: 'lemniscate_audit_sink_lag_seconds',
     help: 'Age of the oldest audit entry not yet sent to the sink (0 when it is up to date).',
     labelNames: ['sink'] as const,
     registers: [this.registry],
   });
-  readonly auditSinkFailing = new Gauge({ name: 'lemniscate_audit_sink_failing', help: '1 while the sink refuses or cannot be reached, else 0.', labelNames: ['sink'] as const, registers: [this.registry] });
+  readonly auditSinkFailing = new Gauge({
+    name: 'lemniscate_audit_sink_failing',
+    help: '1 while the sink refuses or cannot be reached, else 0.',
+    labelNames: ['sink'] as const,
+    registers: [this.registry],
+  });
   readonly auditSinkDelivered = this.counter('lemniscate_audit_sink_delivered_total', 'Audit entries this gateway sent to the sink.', ['sink']);
   readonly auditSinkFailures = this.counter('lemniscate_audit_sink_failures_total', 'Failed attempts to send audit entries to the sink.', ['sink']);
   readonly auditVerifyFailures = this.counter('lemniscate_audit_verify_failures_total', 'Audit chain verifications that found a broken entry.', []);

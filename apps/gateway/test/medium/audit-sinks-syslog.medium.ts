@@ -6,7 +6,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { AuditService } from '../../src/audit/audit.service';
 import { makeTestCerts, type TestCerts } from '../../../../test/support/certs';
-import { rsyslogAvailable, startRsyslog, type Rsyslog } from '../../../../test/support/rsyslog';
+import { rsyslogAvailable, startRsyslog, type Rsyslog } from '../support/rsyslog';
 import { withTestDatabases } from '../support/db';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, bearer, startGateway, tokenFor, type Gateway } from '../support/harness';
 

@@ -51,7 +51,15 @@ export async function startGateway(database: Database, env: Record<string, strin
   const printed: string[] = [];
   const moduleRef = await Test.createTestingModule({
     imports: [
-      AppModule.forRoot({ config, database, credentialsOutput: (t) => printed.push(t), logStream, sessionLoops: options.sessionLoops ?? 'record', environmentPollMs: options.environmentPollMs, auditSinkTiming: options.auditSinkTiming }),
+      AppModule.forRoot({
+        config,
+        database,
+        credentialsOutput: (t) => printed.push(t),
+        logStream,
+        sessionLoops: options.sessionLoops ?? 'record',
+        environmentPollMs: options.environmentPollMs,
+        auditSinkTiming: options.auditSinkTiming,
+      }),
     ],
   }).compile();
   const app = moduleRef.createNestApplication({ bodyParser: false, bufferLogs: true });
