@@ -40,6 +40,7 @@ import {
   type SandboxInfo,
   type SessionEventOf,
 } from '@lemniscate/contracts';
+import { AppError, ErrorCode } from '../common/errors';
 import { describeFailure } from '../db/errors';
 import type { ChatMessage, ModelProvider, ToolCall, ToolDefinition, TurnResult } from '../model/model.types';
 import { ExecHostCallError, type ExecHostPort } from '../exec-host/exec-host.port';
@@ -1135,6 +1136,8 @@ export class SessionRunner {
       return outcomes.crashed(err instanceof ExecHostCallError && err.code === 'sandbox_lost' ? err.message : SANDBOX_HOST_LOST);
     }
     if (this.deps.signal.aborted) return outcomes.stopped(this.deps.abortReason());
+    // The deployment refuses what no audit sink can record: a guardrail's stop (exit 3), with its sentence.
+    if (err instanceof AppError && err.code === ErrorCode.AuditUnrecorded) return outcomes.stopped('refused', err.message);
     const e = err as { code?: string; class?: string; message?: string };
     if (e?.class === 'model_timeout' || e?.code === 'model_timeout') this.lastErrorClass = 'model_timeout';
     else if (err instanceof ExecHostCallError && (err.code === 'sandbox_lost' || err.code === 'sandbox_not_found')) this.lastErrorClass = 'sandbox_lost';

@@ -32,3 +32,21 @@ describe('DbSessionRecorder events on the root stream', () => {
     expect(published.map((e) => [e.type, e.sessionId])).toEqual([['session_completed', 'root']]);
   });
 });
+
+describe('DbSessionRecorder and the audit sinks’ refusal mode (T2)', () => {
+  it('refuses to propose a tool call while no sink can record: no row, no entry', async () => {
+    const created: unknown[] = [];
+    const appended: unknown[] = [];
+    const deps = {
+      audit: { refusal: () => 'This action is refused because no audit sink can record it right now (siem: down).', append: async (e: unknown) => void appended.push(e) },
+      toolCalls: { create: async (row: unknown) => (created.push(row), row) },
+    } as unknown as DbRecorderDeps;
+    const recorder = new DbSessionRecorder(deps, { id: 'ses', rootId: 'ses', projectId: 'prj', agent: 'general' });
+    await expect(recorder.proposeToolCall({ name: 'Bash', arguments: { command: 'ls' }, agent: 'general' })).rejects.toMatchObject({
+      code: 'audit_unrecorded',
+      message: expect.stringContaining('no audit sink can record'),
+    });
+    expect(created).toEqual([]);
+    expect(appended).toEqual([]);
+  });
+});

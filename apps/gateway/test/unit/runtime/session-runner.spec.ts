@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { HttpExecHost } from '../../../src/exec-host/http-exec-host';
 import { SessionRunner, sandboxLifetimeMinutes, type SessionRunInput } from '../../../src/runtime/session-runner';
 import { InMemoryExecHost, RecordingRecorder, Spy } from '../../support/runtime-fakes';
+import { AppError, ErrorCode } from '../../../src/common/errors';
 import type { ApprovalDraft, ApprovalOutcome } from '../../../src/runtime/ports';
 
 beforeAll(async () => {
@@ -754,5 +755,20 @@ describe('SessionRunner: tool arguments over the platform limits (Limits, G02)',
     expect(recorder.approvals).toHaveLength(1);
     if (tool === 'Bash') expect(execHost.commands).toEqual([value]);
     else expect(execHost.applied).toHaveLength(1);
+  });
+});
+
+describe('the refusal mode of the audit sinks (T2)', () => {
+  it('a tool call no audit sink can record is not proposed nor run: the session stops as refused (exit 3) with the sentence', async () => {
+    const { runner, execHost, recorder } = setup({ turns: [{ tool_calls: [{ name: 'Bash', arguments: { command: 'npm test' } }] }, { text: 'never' }] });
+    const sentence = 'This action is refused because no audit sink can record it right now (siem: connect ECONNREFUSED), and this deployment refuses what cannot be recorded.';
+    recorder.proposeToolCall = async () => {
+      throw new AppError(ErrorCode.AuditUnrecorded, sentence);
+    };
+    const r = await runner.run();
+    expect(r.exitCode).toBe(3);
+    expect(r.outcome).toEqual({ status: 'stopped', stopReason: 'refused', detail: sentence });
+    expect(execHost.commands).toEqual([]);
+    expect(recorder.ofType('session_stopped')[0]?.summary).toContain(sentence);
   });
 });
