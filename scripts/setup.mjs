@@ -63,6 +63,12 @@ export async function setup({ forTests = false } = {}) {
       aptInstall(['rsyslog', 'rsyslog-gnutls'], 'The audit sink tests');
       return 'installed rsyslog and rsyslog-gnutls from Debian';
     });
+    // test/medium/observability.medium.ts checks deploy/observability with promtool and a real Prometheus.
+    await step('Prometheus and promtool (alert rule and dashboard tests)', () => {
+      if (has('promtool') && has('prometheus')) return 'present';
+      aptInstall(['prometheus'], 'The alert rule and dashboard tests');
+      return 'installed prometheus from Debian';
+    });
     // test/support/git-servers.ts serves repositories over ssh:// with its own sshd on a loopback port.
     await step('OpenSSH server (ssh:// repository tests)', (log) => ensureSshd({ log }));
     // test/unit/kubernetes.spec.ts renders deploy/kubernetes with `kubectl kustomize` (no cluster).
