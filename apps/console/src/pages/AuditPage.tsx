@@ -4,6 +4,7 @@ import type { AuditQuery } from '../api/console-contracts';
 import { saveBlob } from '../api/download';
 import { projectsQuery } from '../api/queries/projects';
 import { auditCountQuery, auditKindsQuery, auditQuery, auditSinksQuery, auditVerificationQuery, exportAudit } from '../api/queries/audit';
+import { useAuth } from '../auth/AuthContext';
 import { fromQuery, type QueryState } from '../components/Query';
 import { AuditPageView } from './AuditPageView';
 import type { AuditEntry } from '../api/console-contracts';
@@ -21,7 +22,9 @@ export function AuditPage() {
   const count = useQuery(auditCountQuery(filter));
   const verification = useQuery(auditVerificationQuery());
   const kinds = useQuery(auditKindsQuery());
-  const sinks = useQuery(auditSinksQuery());
+  const { me } = useAuth();
+  // Deployment-wide (every project's activity moves its counts): administrators only.
+  const sinks = useQuery({ ...auditSinksQuery(), enabled: me?.user.role === 'admin' });
   const exp = useMutation({
     mutationFn: (format: 'jsonl' | 'csv') => exportAudit(format, filter),
     onSuccess: ({ blob, filename }, format) => saveBlob(blob, filename ?? `lemniscate-audit.${format}`),
