@@ -8,6 +8,7 @@ import { AuditApiService } from './audit-api/audit-api.service';
 import { StatsController } from './stats/stats.controller';
 import { StatsService } from './stats/stats.service';
 import { AuditModule } from './audit/audit.module';
+import { AuditRetentionService } from './audit-retention/audit-retention.service';
 import { AuditRecordingGuard } from './audit-sinks/audit-recording.guard';
 import { AuditSinksController } from './audit-sinks/audit-sinks.controller';
 import { AUDIT_SINK_TIMING, AuditSinksService, type SinkTiming } from './audit-sinks/audit-sinks.service';
@@ -124,6 +125,7 @@ export class AppModule {
       MetricsService,
       AuditApiService,
       AuditSinksService,
+      AuditRetentionService,
       StatsService,
       ExecHostClients,
       ExecHostPool,

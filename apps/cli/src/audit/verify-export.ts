@@ -64,6 +64,11 @@ export interface VerifyOptions {
   anchor?: { seq: number; hash: string } | undefined;
   /** The export was filtered: missing entries between two are expected, and the links across them are not checked. */
   filtered?: boolean;
+  /**
+   * The file continues the chain after this entry (the last of an archive, or of an earlier export):
+   * its first entry must be the next one and link to this hash.
+   */
+  after?: { seq: number; hash: string } | undefined;
 }
 
 export async function verifyExportFile(file: string, options: VerifyOptions = {}): Promise<ExportVerification> {
@@ -71,7 +76,7 @@ export async function verifyExportFile(file: string, options: VerifyOptions = {}
   return verifyExportLines(lines, options);
 }
 
-export async function verifyExportLines(lines: AsyncIterable<string> | Iterable<string>, { anchor, filtered = false }: VerifyOptions = {}): Promise<ExportVerification> {
+export async function verifyExportLines(lines: AsyncIterable<string> | Iterable<string>, { anchor, filtered = false, after }: VerifyOptions = {}): Promise<ExportVerification> {
   const result: ExportVerification = { ok: true, entries: 0, firstSeq: null, lastSeq: null, lastHash: null, gaps: 0, anchorChecked: anchor ? false : null, problem: null };
   const fail = (problem: string): ExportVerification => ({ ...result, ok: false, problem });
   let number = 0;
@@ -98,7 +103,12 @@ export async function verifyExportLines(lines: AsyncIterable<string> | Iterable<
       return fail(`Entry ${entry.seq} (line ${number}) was altered: its hash does not match its content.`);
     }
     if (entry.seq === 1 && entry.prevHash !== AUDIT_GENESIS_HASH) return fail(`Entry 1 (line ${number}) does not start the chain: its previous hash is not the genesis hash.`);
-    if (result.lastSeq === null && entry.seq > 1 && !filtered) {
+    if (result.lastSeq === null && after) {
+      if (entry.seq !== after.seq + 1)
+        return fail(`Entry ${entry.seq} (line ${number}) is the first in the file, but the file should continue the chain after entry ${after.seq}: it should start at entry ${after.seq + 1}.`);
+      if (entry.prevHash !== after.hash)
+        return fail(`Entry ${entry.seq} (line ${number}) does not follow entry ${after.seq}: the hash it records for its predecessor is not the one given for entry ${after.seq}.`);
+    } else if (result.lastSeq === null && entry.seq > 1 && !filtered) {
       return fail(
         `Entry ${entry.seq} (line ${number}) is the first in the file: ${entry.seq === 2 ? 'entry 1 is' : `entries 1 to ${entry.seq - 1} are`} missing (removed, or the export was filtered or started later: pass --filtered to check it entry by entry).`,
       );

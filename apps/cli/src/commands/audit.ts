@@ -1,5 +1,6 @@
 import { Command, Option } from 'commander';
 import { createWriteStream, existsSync, readFileSync, writeFileSync, type WriteStream } from 'node:fs';
+import { checkArchiveManifest } from '../audit/verify-archive';
 import { verifyExportFile } from '../audit/verify-export';
 import { connect, globalFlags, type CliContext } from '../context';
 import { CliError, EXIT_FAILURE, EXIT_OK } from '../errors';
@@ -62,18 +63,73 @@ class ExportCursor {
   }
 }
 
-/** `audit verify --file`: the export checked offline; the anchor file, if any, is only read. */
-async function verifyFile(ctx: CliContext, file: string, anchor: { seq: number; hash: string } | undefined, filtered: boolean, json: boolean): Promise<number> {
+interface FileOptions {
+  anchor: { seq: number; hash: string } | undefined;
+  filtered: boolean;
+  json: boolean;
+  after: { seq: number; hash: string } | undefined;
+  signature: string | undefined;
+  publicKey: string | undefined;
+}
+
+/**
+ * `audit verify --file`: an export or an archive checked offline; the anchor file, if any, is only
+ * read. An archive's signed manifest (`<file>.sig.json`, or --signature) is checked first and says
+ * where the chain continues from.
+ */
+async function verifyFile(ctx: CliContext, file: string, o: FileOptions): Promise<number> {
   if (!existsSync(file)) throw new CliError(`There is no file ${file} to verify.`, 'usage');
-  const r = await verifyExportFile(file, { anchor, filtered });
-  if (json) ctx.stdout(`${JSON.stringify(r)}\n`);
-  else if (!r.ok) ctx.stdout(`The export ${file} does not verify: ${r.problem}\n`);
+  const manifestFile = o.signature ?? (existsSync(`${file}.sig.json`) ? `${file}.sig.json` : undefined);
+  if (o.signature !== undefined && !existsSync(o.signature)) throw new CliError(`There is no signature file ${o.signature}.`, 'usage');
+  if (o.publicKey !== undefined && manifestFile === undefined)
+    throw new CliError(`--public-key checks an archive's signature, and ${file} has none beside it (${file}.sig.json); pass --signature FILE.`, 'usage');
+  let trusted: string | undefined;
+  if (o.publicKey !== undefined) {
+    if (!existsSync(o.publicKey)) throw new CliError(`There is no public key file ${o.publicKey}.`, 'usage');
+    trusted = readFileSync(o.publicKey, 'utf8');
+  }
+  let after = o.after;
+  let signed: Awaited<ReturnType<typeof checkArchiveManifest>> | undefined;
+  if (manifestFile !== undefined) {
+    signed = await checkArchiveManifest(file, manifestFile, trusted);
+    if (!signed.ok) {
+      if (o.json) ctx.stdout(`${JSON.stringify({ ok: false, problem: signed.problem, archive: signed.manifest })}\n`);
+      else ctx.stdout(`The archive ${file} does not verify: ${signed.problem}\n`);
+      return EXIT_FAILURE;
+    }
+    const m = signed.manifest!;
+    if (after && (after.seq !== m.firstSeq - 1 || after.hash !== m.firstPrevHash)) {
+      const problem = `The archive starts after entry ${m.firstSeq - 1} (hash ${m.firstPrevHash.slice(0, 16)}…), not after the entry given with --after (${after.seq}).`;
+      if (o.json) ctx.stdout(`${JSON.stringify({ ok: false, problem, archive: m })}\n`);
+      else ctx.stdout(`The archive ${file} does not verify: ${problem}\n`);
+      return EXIT_FAILURE;
+    }
+    if (m.firstSeq > 1) after = { seq: m.firstSeq - 1, hash: m.firstPrevHash };
+  }
+  const r = await verifyExportFile(file, { anchor: o.anchor, filtered: o.filtered, after });
+  if (r.ok && signed?.manifest) {
+    const m = signed.manifest;
+    if (r.firstSeq !== m.firstSeq || r.lastSeq !== m.lastSeq || r.lastHash !== m.lastHash || r.entries !== m.entries) {
+      Object.assign(r, { ok: false, problem: `The archive holds entries ${r.firstSeq} to ${r.lastSeq}, not the ${m.firstSeq} to ${m.lastSeq} its manifest signs.` });
+    }
+  }
+  const kind = signed ? 'archive' : 'export';
+  if (o.json) ctx.stdout(`${JSON.stringify(signed ? { ...r, archive: signed.manifest, keyTrusted: signed.keyTrusted } : r)}\n`);
+  else if (!r.ok) ctx.stdout(`The ${kind} ${file} does not verify: ${r.problem}\n`);
   else {
     const gaps = r.gaps === 0 ? 'every link between them followed' : `links followed except across ${count(r.gaps, 'gap')} where the export was filtered`;
     const what = r.entries === 1 ? `1 entry (entry ${r.firstSeq}), its hash recomputed` : `${r.entries} entries (entries ${r.firstSeq} to ${r.lastSeq}), each hash recomputed, ${gaps}`;
-    const anchored = r.anchorChecked ? `, and entry ${anchor?.seq} is the anchor's` : '';
-    ctx.stdout(`The export ${file} is intact: ${what}${anchored}.\n`);
-    if (!anchor)
+    const anchored = r.anchorChecked ? `, and entry ${o.anchor?.seq} is the anchor's` : '';
+    const continued = after ? `, continuing the chain after entry ${after.seq}` : '';
+    ctx.stdout(`The ${kind} ${file} is intact: ${what}${continued}${anchored}.\n`);
+    if (signed?.manifest) {
+      const m = signed.manifest;
+      ctx.stdout(
+        `Signed by key ${m.keyId.slice(0, 16)}…${signed.keyTrusted ? ' (the key you gave)' : ''} when the chain's head was entry ${m.headSeq}; the next archive or export goes on with --after ${m.lastSeq}:${m.lastHash}\n`,
+      );
+      if (signed.keyTrusted === null)
+        ctx.stderr("The signature was checked with the key the manifest carries: pass --public-key with the deployment's archive key (archive-signing-key.pub.pem) to know who signed it.\n");
+    } else if (!o.anchor)
       ctx.stderr(
         `Without an anchor this proves the file is self-consistent, not that it is the platform's log: pass --anchor SEQ:HASH from a \`lemni audit verify\` run. Head of this file: ${r.lastSeq}:${r.lastHash}\n`,
       );
@@ -90,6 +146,9 @@ export function registerAudit(program: Command, ctx: CliContext, done: Done): vo
     .option('--anchor-file <file>', 'read the anchor from this file when it exists, and write the new head to it after an intact verification')
     .option('--file <export.jsonl>', 'verify a JSON-lines export offline instead of asking the gateway: every hash recomputed, every link followed')
     .option('--filtered', 'with --file: the export was filtered, so entries missing between two are expected (their links cannot be checked)')
+    .option('--after <seq:hash>', 'with --file: the file continues the chain after this entry (the last of the archive before it)')
+    .option('--signature <file>', "with --file: the archive's signed manifest (default: FILE.sig.json when it exists)")
+    .option('--public-key <pem>', "with --file: the deployment's archive key (archive-signing-key.pub.pem): the archive must be signed by it")
     .option('--json', 'print the verification result as JSON')
     .addHelpText(
       'after',
@@ -104,23 +163,43 @@ export function registerAudit(program: Command, ctx: CliContext, done: Done): vo
         '  $ lemni audit verify --anchor 4182:9f2c…',
         '  $ lemni audit verify --anchor-file /secure/lemniscate-audit.anchor',
         '  $ lemni audit verify --file november.jsonl --anchor 4182:9f2c…',
+        '  $ lemni audit verify --file lemniscate-audit-000000000001-000000100000.jsonl --public-key archive-signing-key.pub.pem',
+        '',
+        'Archives (retention): entries the gateway archived and removed are proven by their archive files;',
+        'an archive is checked with its signed manifest beside it, and says where the next one goes on.',
       ].join('\n'),
     )
-    .action((opts: { json?: boolean; anchor?: string; anchorFile?: string; file?: string; filtered?: boolean }, cmd: Command) =>
+    .action((opts: { json?: boolean; anchor?: string; anchorFile?: string; file?: string; filtered?: boolean; after?: string; signature?: string; publicKey?: string }, cmd: Command) =>
       done(
         (async () => {
           if (opts.anchor !== undefined && opts.anchorFile !== undefined) throw new CliError('Give --anchor or --anchor-file, not both.', 'usage');
           let anchor: { seq: number; hash: string } | undefined;
           if (opts.anchor !== undefined) anchor = parseAnchor(opts.anchor, '--anchor');
           else if (opts.anchorFile !== undefined && existsSync(opts.anchorFile)) anchor = parseAnchor(readFileSync(opts.anchorFile, 'utf8').trim(), `The anchor file ${opts.anchorFile}`);
-          if (opts.filtered && opts.file === undefined) throw new CliError('--filtered goes with --file (an export verified offline).', 'usage');
-          if (opts.file !== undefined) return verifyFile(ctx, opts.file, anchor, opts.filtered === true, opts.json === true);
+          for (const [flag, given] of [
+            ['--filtered', opts.filtered],
+            ['--after', opts.after],
+            ['--signature', opts.signature],
+            ['--public-key', opts.publicKey],
+          ] as const) {
+            if (given !== undefined && opts.file === undefined) throw new CliError(`${flag} goes with --file (an export or archive verified offline).`, 'usage');
+          }
+          if (opts.file !== undefined) {
+            const after = opts.after !== undefined ? parseAnchor(opts.after, '--after') : undefined;
+            return verifyFile(ctx, opts.file, { anchor, filtered: opts.filtered === true, json: opts.json === true, after, signature: opts.signature, publicKey: opts.publicKey });
+          }
           const { client } = connect(ctx, globalFlags(cmd.optsWithGlobals()));
           const r = await client.auditVerify(anchor);
           if (opts.json) ctx.stdout(`${JSON.stringify(r)}\n`);
           else if (r.ok) {
             const from = anchor ? `, and it still leads to the anchor at entry ${anchor.seq}` : '';
             ctx.stdout(`The audit chain is intact${r.checked !== undefined ? ` (${r.checked} entries checked${from})` : ''}.\n`);
+            if (r.archivedThrough) {
+              ctx.stdout(
+                `Entries 1 to ${r.archivedThrough.seq} were archived by the retention and removed from the database; the log goes on from the last archive (${r.archivedThrough.file}), which proves them: lemni audit verify --file ${r.archivedThrough.file}\n`,
+              );
+              if (anchor && anchor.seq < r.archivedThrough.seq) ctx.stderr(`Your anchor (entry ${anchor.seq}) is in an archive: check it there with --file and --anchor.\n`);
+            }
           } else {
             const at = r.seq !== undefined ? ` at entry ${r.seq}${r.problem ? ` (${r.problem})` : ''}` : '';
             ctx.stdout(`The audit chain is broken${at}.${r.message ? ` ${r.message}` : ''}\n`);

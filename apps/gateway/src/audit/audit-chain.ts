@@ -103,9 +103,20 @@ export class ChainVerifier {
    * to rewrite the whole table can re-hash every entry and the head; only a hash they cannot reach
    * shows that the entry at that seq is no longer the one that was written.
    */
-  constructor(private readonly anchor?: ChainAnchor) {
+  /**
+   * `start`: where the log begins when its oldest entries were archived (retention): the last
+   * archived entry's seq and hash, which the first entry in the database must follow.
+   */
+  constructor(
+    private readonly anchor?: ChainAnchor,
+    start?: ChainAnchor,
+  ) {
     if (anchor && (!Number.isSafeInteger(anchor.seq) || anchor.seq < 1 || !/^[0-9a-f]{64}$/.test(anchor.hash))) {
       throw new RangeError('An anchor is a positive seq and the 64-hex-digit hash of that entry.');
+    }
+    if (start) {
+      this.expectedSeq = start.seq + 1;
+      this.previousHash = start.hash;
     }
   }
 

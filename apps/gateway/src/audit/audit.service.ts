@@ -37,7 +37,16 @@ export interface AuditEntry {
   hash: string;
 }
 
-export type AuditVerification = { ok: true; checked: number; lastSeq: number; lastHash: string } | { ok: false; checked: number; seq: number; problem: ChainProblem; message: string };
+export type AuditVerification =
+  | {
+      ok: true;
+      checked: number;
+      lastSeq: number;
+      lastHash: string;
+      /** Where the retention's archives end: entries up to `seq` are in archive files, proven there. */
+      archivedThrough: { seq: number; hash: string; file: string } | null;
+    }
+  | { ok: false; checked: number; seq: number; problem: ChainProblem; message: string };
 
 /**
  * A guard for the table, not a format: command output should arrive as a bounded digest (T1), but a
@@ -330,14 +339,25 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
    * catches a log rewritten and re-hashed from end to end by someone holding the database.
    */
   async verify(anchor?: ChainAnchor): Promise<AuditVerification> {
+    // Entries archived by the retention are proven by their archive files; the log goes on from the last.
+    const archive = await this.log.lastArchive();
+    const start = archive ? { seq: archive.throughSeq, hash: archive.throughHash } : undefined;
     let verifier: ChainVerifier;
     try {
-      verifier = new ChainVerifier(anchor);
+      verifier = new ChainVerifier(anchor, start);
     } catch (error) {
       throw new AppError(ErrorCode.ValidationFailed, (error as Error).message, { field: 'anchor' });
     }
+    const archived = archive ? { seq: archive.throughSeq, hash: archive.throughHash, file: archive.file } : null;
+    if (anchor && start && anchor.seq === start.seq && anchor.hash !== start.hash) {
+      return broken(verifier, {
+        seq: anchor.seq,
+        problem: 'altered',
+        message: `Entry ${anchor.seq} is not the entry your anchor recorded: the archive the log goes on from (${archive!.file}) ends with another hash, so the log was rewritten at or before entry ${anchor.seq}.`,
+      });
+    }
     const head = await this.log.head();
-    let after = 0;
+    let after = start?.seq ?? 0;
     while (after < head.seq) {
       const rows = await this.log.range(after, head.seq, VERIFY_PAGE);
       if (rows.length === 0) break;
@@ -357,7 +377,7 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
         message: `Entry ${intruder} was inserted around the chain: it lies beyond the last entry the log recorded (${head.seq}).`,
       });
     }
-    return { ok: true, checked: verifier.checked, lastSeq: verifier.lastSeq, lastHash: verifier.lastHash };
+    return { ok: true, checked: verifier.checked, lastSeq: verifier.lastSeq, lastHash: verifier.lastHash, archivedThrough: archived };
   }
 
   count(filter: AuditFilter = {}): Promise<number> {

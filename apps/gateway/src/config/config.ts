@@ -55,6 +55,16 @@ const EnvSchema = z.object({
   LEMNISCATE_MCP_CREDENTIALS_FILE: z.string().min(1).optional(),
   /** A JSON file naming where the audit log is streamed as it is written (T2; see the operator guide). */
   LEMNISCATE_AUDIT_SINKS_FILE: z.string().min(1).optional(),
+  /** Retention (T2): archive and remove audit entries older than this many days... */
+  LEMNISCATE_AUDIT_RETENTION_DAYS: z.coerce.number({ error: 'must be a whole number of days' }).int('must be a whole number of days').min(1, 'must be at least 1 day').optional(),
+  /** ...or beyond the newest this many. */
+  LEMNISCATE_AUDIT_RETENTION_ENTRIES: z.coerce.number({ error: 'must be a whole number of entries' }).int('must be a whole number of entries').min(1, 'must be at least 1').optional(),
+  /** Where the signed archives are written (required with a retention). */
+  LEMNISCATE_AUDIT_ARCHIVE_DIR: z.string().min(1).optional(),
+  /** An archive is made once at least this many entries are past the retention (fewer, larger files). */
+  LEMNISCATE_AUDIT_ARCHIVE_MIN_ENTRIES: z.coerce.number({ error: 'must be a whole number of entries' }).int('must be a whole number of entries').min(1, 'must be at least 1').default(1000),
+  /** The Ed25519 private key (PEM) archives are signed with; created beside the archives when absent. */
+  LEMNISCATE_AUDIT_ARCHIVE_KEY_FILE: z.string().min(1).optional(),
 });
 
 export interface GatewayConfig {
@@ -91,6 +101,17 @@ export interface GatewayConfig {
   mcpCredentialsFile: string | undefined;
   /** The audit sinks (audit-sinks/sink-config.ts), read at start; null or absent without any. */
   auditSinks?: AuditSinksConfig | null;
+  /** Audit retention (audit-retention/): null or absent keeps every entry in the database. */
+  auditRetention?: AuditRetentionConfig | null;
+}
+
+export interface AuditRetentionConfig {
+  days: number | undefined;
+  entries: number | undefined;
+  archiveDir: string;
+  keyFile: string;
+  /** Entries past the retention that make an archive worth writing. */
+  minEntries: number;
 }
 
 export class ConfigError extends Error {}
@@ -219,9 +240,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
     models: { default: e.LEMNISCATE_DEFAULT_MODEL, configFile: e.LEMNISCATE_MODELS_CONFIG },
     mcpCredentialsFile: e.LEMNISCATE_MCP_CREDENTIALS_FILE,
     auditSinks: e.LEMNISCATE_AUDIT_SINKS_FILE === undefined ? null : auditSinksOrStop(e.LEMNISCATE_AUDIT_SINKS_FILE),
+    auditRetention: auditRetention(e),
     // Taken as they are, empty values included: the execution settings say which value they refuse.
     sessionEnvironment: Object.fromEntries(Object.entries(env).filter((v): v is [string, string] => v[0].startsWith('LEMNISCATE_SESSION_') && typeof v[1] === 'string')),
   };
+}
+
+function auditRetention(e: z.infer<typeof EnvSchema>): AuditRetentionConfig | null {
+  const stop = (why: string) => new ConfigError(`The gateway cannot start because of its environment: ${why}.`);
+  const { LEMNISCATE_AUDIT_RETENTION_DAYS: days, LEMNISCATE_AUDIT_RETENTION_ENTRIES: entries, LEMNISCATE_AUDIT_ARCHIVE_DIR: dir, LEMNISCATE_AUDIT_ARCHIVE_KEY_FILE: key } = e;
+  if (days === undefined && entries === undefined) {
+    if (dir !== undefined || key !== undefined)
+      throw stop('LEMNISCATE_AUDIT_ARCHIVE_DIR and _KEY_FILE apply to a retention: set LEMNISCATE_AUDIT_RETENTION_DAYS or LEMNISCATE_AUDIT_RETENTION_ENTRIES as well');
+    return null;
+  }
+  if (dir === undefined) throw stop('a retention (LEMNISCATE_AUDIT_RETENTION_DAYS or _ENTRIES) archives what it removes: set LEMNISCATE_AUDIT_ARCHIVE_DIR to the directory that keeps the archives');
+  if (!isAbsolute(dir)) throw stop(`LEMNISCATE_AUDIT_ARCHIVE_DIR must be an absolute path, not "${dir}"`);
+  if (key !== undefined && !isAbsolute(key)) throw stop(`LEMNISCATE_AUDIT_ARCHIVE_KEY_FILE must be an absolute path, not "${key}"`);
+  return { days, entries, archiveDir: dir, keyFile: key ?? join(dir, 'archive-signing-key.pem'), minEntries: e.LEMNISCATE_AUDIT_ARCHIVE_MIN_ENTRIES };
 }
 
 function auditSinksOrStop(file: string): AuditSinksConfig {

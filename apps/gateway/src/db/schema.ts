@@ -287,6 +287,16 @@ export const auditChainHead = pgTable('audit_chain_head', {
   hash: text('hash').notNull(),
 });
 
+/** Where each archive of the oldest audit entries ended (0015_audit_archives): verify() starts after the last. */
+export const auditArchives = pgTable('audit_archives', {
+  throughSeq: bigint('through_seq', { mode: 'number' }).primaryKey(),
+  throughHash: text('through_hash').notNull(),
+  firstSeq: bigint('first_seq', { mode: 'number' }).notNull(),
+  file: text('file').notNull(),
+  sha256: text('sha256').notNull(),
+  archivedAt: at('archived_at').notNull().defaultNow(),
+});
+
 /** Where each audit sink stands (audit-sinks/): its cursor, the gateway holding its lease, its failure. */
 export const auditSinkCursors = pgTable('audit_sink_cursors', {
   name: text('name').primaryKey(),
@@ -404,6 +414,7 @@ export type ApprovedCommandRow = typeof approvedCommands.$inferSelect;
 export type AuditLogRow = typeof auditLog.$inferSelect;
 export type AuditPendingRow = typeof auditPending.$inferSelect;
 export type AuditSinkCursorRow = typeof auditSinkCursors.$inferSelect;
+export type AuditArchiveRow = typeof auditArchives.$inferSelect;
 export type EventRow = typeof events.$inferSelect;
 export type NewEvent = typeof events.$inferInsert;
 export type EnvironmentJobRow = typeof environmentJobs.$inferSelect;

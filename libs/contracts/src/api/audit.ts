@@ -26,6 +26,7 @@ export const AUDIT_KINDS = [
   'approval.answer',
   'approval.expired',
   'approval.request',
+  'audit.archived',
   'audit.export',
   'audit.verify',
   'auth.csrf_rejected',
@@ -139,7 +140,14 @@ export const AuditVerifyQuery = z
 export type AuditVerifyQuery = z.infer<typeof AuditVerifyQuery>;
 
 export const AuditVerificationView = z.discriminatedUnion('ok', [
-  z.object({ ok: z.literal(true), checked: z.number().int().nonnegative(), lastSeq: z.number().int(), lastHash: z.string() }),
+  z.object({
+    ok: z.literal(true),
+    checked: z.number().int().nonnegative(),
+    lastSeq: z.number().int(),
+    lastHash: z.string(),
+    /** Entries up to `seq` were archived by the retention and removed: their archive file proves them. */
+    archivedThrough: z.object({ seq: z.number().int(), hash: z.string(), file: z.string() }).nullable().optional(),
+  }),
   z.object({
     ok: z.literal(false),
     checked: z.number().int().nonnegative(),

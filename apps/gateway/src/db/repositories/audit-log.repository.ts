@@ -4,7 +4,7 @@ import type { PGlite } from '@electric-sql/pglite';
 import { Client, Pool, type QueryResult } from 'pg';
 import type { Db } from '../database';
 import { pgErrorOf } from '../errors';
-import { auditChainHead, auditLog, auditPending, type AuditLogRow } from '../schema';
+import { auditArchives, auditChainHead, auditLog, auditPending, type AuditArchiveRow, type AuditLogRow } from '../schema';
 import { DB } from '../tokens';
 import { pageSize, Repository } from './repository';
 
@@ -345,6 +345,22 @@ export class AuditLogRepository extends Repository {
     const [head] = await this.db.select({ seq: auditChainHead.seq, hash: auditChainHead.hash }).from(auditChainHead).where(eq(auditChainHead.chain, MAIN_CHAIN));
     if (!head) throw new Error('The audit chain head is missing: the database was not migrated.');
     return head;
+  }
+
+  /** The last archive of the oldest entries (0015_audit_archives), or undefined when none was made. */
+  async lastArchive(): Promise<AuditArchiveRow | undefined> {
+    const [row] = await this.db.select().from(auditArchives).orderBy(desc(auditArchives.throughSeq)).limit(1);
+    return row;
+  }
+
+  /**
+   * Removes the entries up to `through`, already written to `file` (its SHA-256 given), through the
+   * database's audit_prune(): only a prefix of the chain, never past the head; answers how many went.
+   */
+  async prune(through: number, file: string, sha256: string): Promise<number> {
+    const result = await this.db.execute(sql`SELECT audit_prune(${through}, ${file}, ${sha256}) AS removed`);
+    const [row] = rowsOf<{ removed: string | number }>(result);
+    return Number(row?.removed ?? 0);
   }
 
   /** Entries in (after, upTo], by seq: one page of a chain walk. */
