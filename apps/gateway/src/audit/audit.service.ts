@@ -43,8 +43,8 @@ export type AuditVerification =
       checked: number;
       lastSeq: number;
       lastHash: string;
-      /** Where the retention's archives end: entries up to `seq` are in archive files, proven there. */
-      archivedThrough: { seq: number; hash: string; file: string } | null;
+      /** Where the retention's archives end (absent before any): entries up to `seq` are in archive files, proven there. */
+      archivedThrough?: { seq: number; hash: string; file: string };
     }
   | { ok: false; checked: number; seq: number; problem: ChainProblem; message: string };
 
@@ -377,7 +377,7 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
         message: `Entry ${intruder} was inserted around the chain: it lies beyond the last entry the log recorded (${head.seq}).`,
       });
     }
-    return { ok: true, checked: verifier.checked, lastSeq: verifier.lastSeq, lastHash: verifier.lastHash, archivedThrough: archived };
+    return { ok: true, checked: verifier.checked, lastSeq: verifier.lastSeq, lastHash: verifier.lastHash, ...(archived ? { archivedThrough: archived } : {}) };
   }
 
   count(filter: AuditFilter = {}): Promise<number> {
