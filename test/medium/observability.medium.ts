@@ -14,6 +14,7 @@ import { ExecHostMetrics } from '../../apps/exec-host/src/metrics';
 import { MetricsService } from '../../apps/gateway/src/metrics/metrics.service';
 import { withTestDatabases } from '../../apps/gateway/test/support/db';
 import { startGateway, type Gateway } from '../../apps/gateway/test/support/harness';
+import { freePort } from '../support/git-servers';
 
 jest.setTimeout(120_000);
 
@@ -110,17 +111,6 @@ describe('the alert rules and the dashboard (deploy/observability)', () => {
     }
   });
 });
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 async function promGet<T>(base: string, p: string): Promise<T> {
   const res = await fetch(`${base}${p}`);

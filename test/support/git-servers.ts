@@ -306,7 +306,7 @@ export interface SshGitServer {
 }
 
 /** A loopback port nothing listens on now (sshd binds it right after; a race is retried by the caller). */
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = net.createServer();
     s.once('error', reject);

@@ -1,6 +1,7 @@
 import { Injectable, StreamableFile } from '@nestjs/common';
 import { AUDIT_KINDS, type AuditCountView, type AuditKindsView } from '@lemniscate/contracts';
 import type { AuditEntryView, AuditExportQuery, AuditFilterQuery, AuditListQuery, AuditVerificationView, AuditVerifyQuery } from '@lemniscate/contracts';
+import { actorIdentities } from '../audit/actor-identities';
 import { AuditService, type AuditEntry, type AuditFilter } from '../audit/audit.service';
 import { AccessService } from '../auth/access.service';
 import { actorOf, type Principal } from '../auth/principal';
@@ -59,7 +60,7 @@ export class AuditApiService {
     await this.audit.append({ actor: actorOf(principal), kind: 'audit.export', projectId: query.projectId ?? null, payload: { format: query.format, filter: query } });
     const csv = query.format === 'csv';
     return new StreamableFile(
-      this.audit.exportStream(filter, query.format, (actors) => this.identities(actors), query.afterSeq),
+      this.audit.exportStream(filter, query.format, (actors) => actorIdentities(this.users, actors), query.afterSeq),
       {
         type: csv ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8',
         disposition: `attachment; filename="lemniscate-audit.${query.format}"`,
@@ -77,16 +78,6 @@ export class AuditApiService {
       people.set(id, user ? { userId: user.id, email: user.email, displayName: user.displayName } : null);
     }
     return entries.map((e) => ({ ...e, actorIdentity: people.get(USER_ACTOR.exec(e.actor)?.[1] ?? '') ?? null }));
-  }
-
-  private async identities(actors: string[]): Promise<Map<string, { email: string; displayName: string }>> {
-    const out = new Map<string, { email: string; displayName: string }>();
-    for (const actor of actors) {
-      const id = USER_ACTOR.exec(actor)?.[1];
-      const user = id ? await this.users.findById(id) : undefined;
-      if (user) out.set(actor, { email: user.email, displayName: user.displayName });
-    }
-    return out;
   }
 
   /** An actor filter may name a person by email (`ana@example.com` or `user:ana@example.com`). */

@@ -3,7 +3,8 @@ import { AUDIT_GENESIS_HASH, auditArchiveManifestText, type AuditArchiveManifest
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { constants, promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import { jsonlLine, type ActorIdentity } from '../audit/audit-export';
+import { jsonlLine } from '../audit/audit-export';
+import { actorIdentities } from '../audit/actor-identities';
 import { AuditService } from '../audit/audit.service';
 import { GATEWAY_CONFIG, type AuditRetentionConfig, type GatewayConfig } from '../config/config';
 import { AuditLogRepository } from '../db/repositories/audit-log.repository';
@@ -16,7 +17,6 @@ const RETENTION_INTERVAL_MS = 60 * 60 * 1000;
 /** The most entries one archive file holds; a larger backlog is several files. */
 const ARCHIVE_MAX_ENTRIES = 100_000;
 const READ_PAGE = 2_000;
-const USER_ACTOR = /^user:([^:]+)$/;
 
 export interface ArchiveMade {
   file: string;
@@ -141,7 +141,10 @@ export class AuditRetentionService implements OnApplicationBootstrap, BeforeAppl
       while (after < through) {
         const rows = await this.log.range(after, through, READ_PAGE);
         if (rows.length === 0) break;
-        const people = await this.identities(rows);
+        const people = await actorIdentities(
+          this.users,
+          rows.map((r) => r.actor),
+        );
         const text = rows.map((r) => jsonlLine({ ...r, prevHash: r.prevHash, hash: r.hash }, people.get(r.actor) ?? null)).join('');
         hash.update(text, 'utf8');
         await handle.write(text);
@@ -193,17 +196,6 @@ export class AuditRetentionService implements OnApplicationBootstrap, BeforeAppl
     });
     this.logger.log(`audit retention: entries ${from + 1} to ${through} archived to ${file} and removed from the database`);
     return { file, manifest, removed };
-  }
-
-  private async identities(rows: AuditLogRow[]): Promise<Map<string, ActorIdentity>> {
-    const out = new Map<string, ActorIdentity>();
-    for (const row of rows) {
-      const id = USER_ACTOR.exec(row.actor)?.[1];
-      if (!id || out.has(row.actor)) continue;
-      const user = await this.users.findById(id).catch(() => undefined);
-      if (user) out.set(row.actor, { email: user.email, displayName: user.displayName });
-    }
-    return out;
   }
 }
 

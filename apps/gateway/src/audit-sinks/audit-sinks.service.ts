@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { StoredEntry } from '../audit/audit-chain';
 import type { ActorIdentity } from '../audit/audit-export';
+import { actorIdentities } from '../audit/actor-identities';
 import { AuditService } from '../audit/audit.service';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config/config';
 import { AuditLogRepository } from '../db/repositories/audit-log.repository';
@@ -25,7 +26,6 @@ const IDLE_POLL_MS = 1_000;
 const STATUS_POLL_MS = 2_000;
 const BACKOFF_FIRST_MS = 500;
 const BACKOFF_MAX_MS = 30_000;
-const USER_ACTOR = /^user:([^:]+)$/;
 
 /** Timing knobs, for tests that cannot wait for a lease to lapse. */
 export interface SinkTiming {
@@ -161,20 +161,13 @@ export class AuditSinksService implements OnApplicationBootstrap, BeforeApplicat
       logger: this.logger,
       holder: this.holder,
       timing: this.timing,
-      identities: (rows: AuditLogRow[]) => this.identities(rows),
+      identities: (rows: AuditLogRow[]) =>
+        actorIdentities(
+          this.users,
+          rows.map((r) => r.actor),
+        ),
       known: (row: AuditSinkCursorRow) => this.known.set(row.name, row),
     };
-  }
-
-  private async identities(rows: AuditLogRow[]): Promise<Map<string, ActorIdentity>> {
-    const out = new Map<string, ActorIdentity>();
-    for (const row of rows) {
-      const id = USER_ACTOR.exec(row.actor)?.[1];
-      if (!id || out.has(row.actor)) continue;
-      const user = await this.users.findById(id).catch(() => undefined);
-      if (user) out.set(row.actor, { email: user.email, displayName: user.displayName });
-    }
-    return out;
   }
 }
 

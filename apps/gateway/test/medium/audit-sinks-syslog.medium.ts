@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import { AuditService } from '../../src/audit/audit.service';
 import { makeTestCerts, type TestCerts } from '../../../../test/support/certs';
 import { rsyslogAvailable, startRsyslog, type Rsyslog } from '../support/rsyslog';
+import { until } from '../support/until';
 import { withTestDatabases } from '../support/db';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, bearer, startGateway, tokenFor, type Gateway } from '../support/harness';
 
@@ -25,17 +26,6 @@ async function view(gw: Gateway, token: string): Promise<{ head: number; sinks: 
   const res = await gw.http().get('/api/v1/audit/sinks').set(bearer(token));
   if (res.status !== 200) throw new Error(`GET /audit/sinks: ${res.status}`);
   return res.body as { head: number; sinks: SinkState[] };
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    last = await probe();
-    if (last) return last as T;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${what}: not within ${ms} ms (last: ${JSON.stringify(last)})`);
 }
 
 function recordSeq(line: string): number {

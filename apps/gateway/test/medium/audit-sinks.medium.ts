@@ -9,6 +9,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { sql } from 'drizzle-orm';
 import { AuditService } from '../../src/audit/audit.service';
+import { until } from '../support/until';
 import { withTestDatabases, type TestDatabase } from '../support/db';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, bearer, createUser, startGateway, tokenFor, type Gateway } from '../support/harness';
 
@@ -77,17 +78,6 @@ async function sinks(gw: Gateway, token: string): Promise<SinksView> {
   const res = await gw.http().get('/api/v1/audit/sinks').set(bearer(token));
   if (res.status !== 200) throw new Error(`GET /audit/sinks: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body as SinksView;
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    last = await probe();
-    if (last) return last as T;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${what}: not within ${ms} ms (last: ${JSON.stringify(last)})`);
 }
 
 const allDelivered = (gw: Gateway, token: string) => () => sinks(gw, token).then((v) => (v.sinks.every((s) => s.state === 'up_to_date' && s.cursor === v.head) ? v : undefined));

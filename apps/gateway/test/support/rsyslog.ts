@@ -5,6 +5,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { freePort } from '../../../../test/support/git-servers';
 
 export const RSYSLOGD = '/usr/sbin/rsyslogd';
 
@@ -30,17 +31,6 @@ export interface Rsyslog {
 
 export function rsyslogAvailable(): boolean {
   return fs.existsSync(RSYSLOGD);
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 function config(dir: string, port: number, tls: RsyslogTls | undefined): string {
