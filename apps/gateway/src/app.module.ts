@@ -14,6 +14,8 @@ import { AuditSinksController } from './audit-sinks/audit-sinks.controller';
 import { AUDIT_SINK_TIMING, AuditSinksService, type SinkTiming } from './audit-sinks/audit-sinks.service';
 import { AccessService } from './auth/access.service';
 import { AuthController } from './auth/auth.controller';
+import { OidcController } from './auth/oidc/oidc.controller';
+import { OidcService } from './auth/oidc/oidc.service';
 import { AuthGuard } from './auth/auth.guard';
 import { AuthService } from './auth/auth.service';
 import { AppErrorFilter } from './common/error.filter';
@@ -81,6 +83,7 @@ export interface AppModuleOptions {
 
 export const CONTROLLERS = [
   AuthController,
+  OidcController,
   UsersController,
   ProjectsController,
   PoliciesController,
@@ -132,6 +135,7 @@ export class AppModule {
       execHostProvider,
       ExecHostsService,
       AuthService,
+      OidcService,
       AccessService,
       UsersService,
       ProjectsService,

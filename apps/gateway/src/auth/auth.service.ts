@@ -12,6 +12,7 @@ import { WebSessionsRepository } from '../db/repositories/web-sessions.repositor
 import type { UserRow } from '../db/schema';
 import { MetricsService } from '../metrics/metrics.service';
 import { LoginRateLimiter } from './login-rate-limiter';
+import { OidcService } from './oidc/oidc.service';
 import { hashPassword, hashSecret, newSecret, safeEqual, verifyPassword } from './password';
 import { actorOf, type Principal } from './principal';
 import { toTokenView, toUserView } from './views';
@@ -51,6 +52,7 @@ export class AuthService {
     private readonly webSessions: WebSessionsRepository,
     private readonly audit: AuditService,
     private readonly metrics: MetricsService,
+    private readonly oidc: OidcService,
     loginFailures: LoginFailuresRepository,
   ) {
     this.limiter = new LoginRateLimiter(loginFailures, config.login.maxFailures, config.login.windowSeconds * 1000);
@@ -58,6 +60,11 @@ export class AuthService {
 
   async login(input: LoginRequest, ip: string, jar: CookieJar): Promise<LoginResponse> {
     const email = input.email.toLowerCase();
+    const ssoOnly = this.oidc.passwordRefusal();
+    if (ssoOnly) {
+      await this.audit.append({ actor: 'anonymous', kind: 'auth.login_failed', payload: { email, ip, reason: 'password_sign_in_disabled' } });
+      throw new AppError(ErrorCode.Forbidden, ssoOnly);
+    }
     const keys = [`account:${email}`, `ip:${ip}`];
     const wait = await this.limiter.retryAfterSeconds(keys);
     if (wait > 0) {
@@ -184,9 +191,11 @@ export class AuthService {
       if (owner) this.refuseInactive(owner);
       throw new AppError(ErrorCode.Unauthenticated, 'Your console session has ended; sign in again.');
     }
-    const user = await this.users.findById(session.userId);
+    let user = await this.users.findById(session.userId);
     if (!user) throw new AppError(ErrorCode.Unauthenticated, 'Your account no longer exists.');
     this.refuseInactive(user);
+    // Opened through the identity provider: asked again, at most every recheckSeconds.
+    user = await this.oidc.recheck(session, user);
     if (!credentials.safeMethod && !safeEqual(credentials.csrfHeader ?? '', session.csrfToken)) {
       this.metrics.deniedRequests.inc({ code: ErrorCode.CsrfMismatch });
       await this.audit.append({ actor: `user:${user.id}`, kind: 'auth.csrf_rejected', payload: { ip: credentials.ip ?? null } });

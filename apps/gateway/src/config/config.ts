@@ -5,6 +5,7 @@ import { isAbsolute, join } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import { z } from 'zod';
 import { AuditSinksConfigError, loadAuditSinks, type AuditSinksConfig } from '../audit-sinks/sink-config';
+import { loadOidcConfig, OidcConfigError, type OidcConfig } from '../auth/oidc/oidc-config';
 import { parseSecretKey, type SecretKeySource } from '../secrets/secret-box';
 
 const Port = z.coerce.number({ error: 'must be a port number (0–65535)' }).int('must be a whole port number').min(0, 'must be a port number (0–65535)').max(65535, 'must be a port number (0–65535)');
@@ -59,6 +60,8 @@ const EnvSchema = z.object({
   LEMNISCATE_AUDIT_RETENTION_DAYS: z.coerce.number({ error: 'must be a whole number of days' }).int('must be a whole number of days').min(1, 'must be at least 1 day').optional(),
   /** ...or beyond the newest this many. */
   LEMNISCATE_AUDIT_RETENTION_ENTRIES: z.coerce.number({ error: 'must be a whole number of entries' }).int('must be a whole number of entries').min(1, 'must be at least 1').optional(),
+  /** A JSON file configuring single sign-on with an OpenID Provider (see the operator guide). */
+  LEMNISCATE_OIDC_FILE: z.string().min(1).optional(),
   /** Where the signed archives are written (required with a retention). */
   LEMNISCATE_AUDIT_ARCHIVE_DIR: z.string().min(1).optional(),
   /** An archive is made once at least this many entries are past the retention (fewer, larger files). */
@@ -101,6 +104,8 @@ export interface GatewayConfig {
   mcpCredentialsFile: string | undefined;
   /** The audit sinks (audit-sinks/sink-config.ts), read at start; null or absent without any. */
   auditSinks?: AuditSinksConfig | null;
+  /** Single sign-on (auth/oidc/): null or absent without it. */
+  oidc?: OidcConfig | null;
   /** Audit retention (audit-retention/): null or absent keeps every entry in the database. */
   auditRetention?: AuditRetentionConfig | null;
 }
@@ -241,6 +246,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
     mcpCredentialsFile: e.LEMNISCATE_MCP_CREDENTIALS_FILE,
     auditSinks: e.LEMNISCATE_AUDIT_SINKS_FILE === undefined ? null : auditSinksOrStop(e.LEMNISCATE_AUDIT_SINKS_FILE),
     auditRetention: auditRetention(e),
+    oidc: e.LEMNISCATE_OIDC_FILE === undefined ? null : oidcOrStop(e.LEMNISCATE_OIDC_FILE),
     // Taken as they are, empty values included: the execution settings say which value they refuse.
     sessionEnvironment: Object.fromEntries(Object.entries(env).filter((v): v is [string, string] => v[0].startsWith('LEMNISCATE_SESSION_') && typeof v[1] === 'string')),
   };
@@ -258,6 +264,15 @@ function auditRetention(e: z.infer<typeof EnvSchema>): AuditRetentionConfig | nu
   if (!isAbsolute(dir)) throw stop(`LEMNISCATE_AUDIT_ARCHIVE_DIR must be an absolute path, not "${dir}"`);
   if (key !== undefined && !isAbsolute(key)) throw stop(`LEMNISCATE_AUDIT_ARCHIVE_KEY_FILE must be an absolute path, not "${key}"`);
   return { days, entries, archiveDir: dir, keyFile: key ?? join(dir, 'archive-signing-key.pem'), minEntries: e.LEMNISCATE_AUDIT_ARCHIVE_MIN_ENTRIES };
+}
+
+function oidcOrStop(file: string): OidcConfig {
+  try {
+    return loadOidcConfig(file);
+  } catch (e) {
+    if (e instanceof OidcConfigError) throw new ConfigError(e.message);
+    throw e;
+  }
 }
 
 function auditSinksOrStop(file: string): AuditSinksConfig {

@@ -5,6 +5,7 @@ import { ApprovalsRepository } from './repositories/approvals.repository';
 import { ApprovedCommandsRepository } from './repositories/approved-commands.repository';
 import { AuditLogRepository } from './repositories/audit-log.repository';
 import { AuditSinkCursorsRepository } from './repositories/audit-sink-cursors.repository';
+import { OidcLoginsRepository } from './repositories/oidc-logins.repository';
 import { EnvironmentJobsRepository } from './repositories/environment-jobs.repository';
 import { EventsRepository } from './repositories/events.repository';
 import { ExecHostsRepository } from './repositories/exec-hosts.repository';
@@ -34,6 +35,7 @@ const REPOSITORIES = [
   ApprovedCommandsRepository,
   AuditLogRepository,
   AuditSinkCursorsRepository,
+  OidcLoginsRepository,
   EventsRepository,
   EnvironmentJobsRepository,
   ExecHostsRepository,

@@ -28,6 +28,9 @@ export const users = pgTable(
     passwordHash: text('password_hash'),
     disabledAt: at('disabled_at'),
     revokedAt: at('revoked_at'),
+    /** Set for a person who signs in through the OpenID Provider: (issuer, subject) names them. */
+    oidcIssuer: text('oidc_issuer'),
+    oidcSubject: text('oidc_subject'),
     createdAt: createdAt(),
   },
   // Case-insensitive uniqueness: "Alice@x" and "alice@x" are the same person.
@@ -102,6 +105,9 @@ export const webSessions = pgTable(
     csrfToken: text('csrf_token').notNull(),
     expiresAt: at('expires_at').notNull(),
     revokedAt: at('revoked_at'),
+    /** Opened through the OpenID Provider: its refresh token, sealed, and when it was last used to check the person. */
+    oidcRefreshToken: text('oidc_refresh_token'),
+    oidcCheckedAt: at('oidc_checked_at'),
     createdAt: createdAt(),
   },
   (t) => [index('web_sessions_user_idx').on(t.userId)],
@@ -295,6 +301,17 @@ export const auditArchives = pgTable('audit_archives', {
   file: text('file').notNull(),
   sha256: text('sha256').notNull(),
   archivedAt: at('archived_at').notNull().defaultNow(),
+});
+
+/** Sign-ins started with the OpenID Provider (0016_oidc): each state is used once. */
+export const oidcLogins = pgTable('oidc_logins', {
+  stateHash: text('state_hash').primaryKey(),
+  codeVerifier: text('code_verifier').notNull(),
+  nonce: text('nonce').notNull(),
+  returnTo: text('return_to').notNull(),
+  createdAt: createdAt(),
+  expiresAt: at('expires_at').notNull(),
+  usedAt: at('used_at'),
 });
 
 /** Where each audit sink stands (audit-sinks/): its cursor, the gateway holding its lease, its failure. */

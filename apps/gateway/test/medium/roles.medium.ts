@@ -122,6 +122,11 @@ const REQUESTS: Record<string, Build> = {
   'POST /auth/login': noneOnly('/auth/login', { email: ADMIN_EMAIL, password: ADMIN_PASSWORD }),
   'POST /auth/logout': noneOnly('/auth/logout', {}),
   'GET /auth/me': noneOnly('/auth/me'),
+  'GET /auth/oidc': noneOnly('/auth/oidc'),
+  // This gateway has no single sign-on: anyone is told so (the flow itself: oidc.medium.ts).
+  'GET /auth/oidc/start': (shape) => (shape === 'none' ? { path: '/auth/oidc/start', answeredBy: { status: 404, message: /^Single sign-on is not configured on this gateway\.$/ } } : undefined),
+  'GET /auth/oidc/callback': (shape) =>
+    shape === 'none' ? { path: '/auth/oidc/callback?state=s&code=c', answeredBy: { status: 404, message: /^Single sign-on is not configured on this gateway\.$/ } } : undefined,
   'POST /auth/password': noneOnly('/auth/password', { currentPassword: 'x', newPassword: 'y' }),
   'POST /auth/tokens': noneOnly('/auth/tokens', { name: 'another' }),
   'GET /auth/tokens': noneOnly('/auth/tokens'),

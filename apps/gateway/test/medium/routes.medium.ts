@@ -74,6 +74,10 @@ withTestDatabases((db) => {
     const admin = (await tokenFor(gw, ADMIN_EMAIL, ADMIN_PASSWORD)).token;
     const asAdmin = bearer(admin);
     await call('me', { headers: asAdmin });
+    expect((await call('oidcInfo')).body).toEqual({ enabled: false, label: null, localSignIn: true });
+    // Without single sign-on configured, its start and callback say so (the flow: oidc.medium.ts).
+    await call('oidcStart', { status: 404 });
+    await call('oidcCallback', { query: { state: 's', code: 'c' }, status: 404 });
     const extra = (await call('createToken', { headers: cookie, body: { name: 'to revoke' } })).body as { id: string };
     await call('listTokens', { headers: asAdmin });
     await call('revokeToken', { headers: asAdmin, params: { id: extra.id } });

@@ -31,6 +31,8 @@ export interface GatewayOptions {
   sessionLoops?: 'run' | 'record';
   /** How often the gateway asks about a preparation of a project's environment. */
   environmentPollMs?: number;
+  /** The port to listen on (a callback URL registered beforehand needs it); any free one by default. */
+  port?: number;
   /** Audit sinks' lease and pauses (`AUDIT_SINK_TIMING`). */
   auditSinkTiming?: import('../../src/audit-sinks/audit-sinks.service').SinkTiming;
 }
@@ -64,7 +66,7 @@ export async function startGateway(database: Database, env: Record<string, strin
   }).compile();
   const app = moduleRef.createNestApplication({ bodyParser: false, bufferLogs: true });
   configureApp(app, config);
-  await app.listen(0, '127.0.0.1');
+  await app.listen(options.port ?? 0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;
   const baseUrl = `http://127.0.0.1:${port}`;
   return { app, config, baseUrl, printed, http: () => request(app.getHttpServer()), close: () => app.close() };

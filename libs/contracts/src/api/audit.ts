@@ -34,6 +34,8 @@ export const AUDIT_KINDS = [
   'auth.login_failed',
   'auth.login_throttled',
   'auth.logout',
+  'auth.oidc_mapping',
+  'auth.oidc_session_ended',
   'auth.password_change_failed',
   'auth.password_changed',
   'auth.token_created',

@@ -25,6 +25,29 @@ export type UserView = z.infer<typeof UserView>;
 export const LoginResponse = z.object({ user: UserView, csrfToken: z.string() });
 export type LoginResponse = z.infer<typeof LoginResponse>;
 
+/** Whether the gateway offers single sign-on, what its button says, and whether passwords are still accepted. */
+export const OidcInfo = z.object({ enabled: z.boolean(), label: z.string().nullable(), localSignIn: z.boolean() });
+export type OidcInfo = z.infer<typeof OidcInfo>;
+
+export const OidcStartQuery = z.object({
+  /** Where the console goes back to after signing in: a path of this site (anything else means "/"). */
+  returnTo: z.string().max(500).optional(),
+});
+export type OidcStartQuery = z.infer<typeof OidcStartQuery>;
+
+/** The provider's answer, as it sends it: state and code, or an error. */
+export const OidcCallbackQuery = z
+  .object({
+    state: z.string().max(512).optional(),
+    code: z.string().max(4096).optional(),
+    iss: z.string().max(2048).optional(),
+    error: z.string().max(200).optional(),
+    error_description: z.string().max(1000).optional(),
+    session_state: z.string().max(1000).optional(),
+  })
+  .strict();
+export type OidcCallbackQuery = z.infer<typeof OidcCallbackQuery>;
+
 export const MeResponse = z.object({ user: UserView, csrfToken: z.string().nullable(), via: z.enum(['cookie', 'token']) });
 export type MeResponse = z.infer<typeof MeResponse>;
 

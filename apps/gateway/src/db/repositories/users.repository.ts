@@ -5,7 +5,7 @@ import { users, type NewUser, type UserRow } from '../schema';
 import { DB } from '../tokens';
 import { Repository } from './repository';
 
-type UserPatch = Partial<Pick<UserRow, 'displayName' | 'role' | 'passwordHash' | 'disabledAt' | 'revokedAt'>>;
+type UserPatch = Partial<Pick<UserRow, 'displayName' | 'role' | 'passwordHash' | 'disabledAt' | 'revokedAt' | 'oidcIssuer' | 'oidcSubject'>>;
 
 @Injectable()
 export class UsersRepository extends Repository {
@@ -24,6 +24,15 @@ export class UsersRepository extends Repository {
   }
 
   /** Emails compare without case, as the unique index does. */
+  /** The person an OpenID Provider names (issuer, subject). */
+  async findByOidc(issuer: string, subject: string): Promise<UserRow | undefined> {
+    const [row] = await this.db
+      .select()
+      .from(users)
+      .where(and(eq(users.oidcIssuer, issuer), eq(users.oidcSubject, subject)));
+    return row;
+  }
+
   async findByEmail(email: string): Promise<UserRow | undefined> {
     const [row] = await this.db
       .select()

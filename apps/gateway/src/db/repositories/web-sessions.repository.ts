@@ -17,6 +17,11 @@ export class WebSessionsRepository extends Repository {
     return row as WebSessionRow;
   }
 
+  /** Records a check with the OpenID Provider (and the refresh token it answered with, sealed). */
+  async oidcChecked(id: string, refreshToken: string, at: Date = new Date()): Promise<void> {
+    await this.db.update(webSessions).set({ oidcRefreshToken: refreshToken, oidcCheckedAt: at }).where(eq(webSessions.id, id));
+  }
+
   async findById(id: string): Promise<WebSessionRow | undefined> {
     const [row] = await this.db.select().from(webSessions).where(eq(webSessions.id, id));
     return row;

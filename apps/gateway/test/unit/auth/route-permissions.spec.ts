@@ -18,7 +18,17 @@ describe('route permissions', () => {
 
   it('public routes are only the ones meant to be, each with a reason', () => {
     const open = routes.filter((r) => r.permission?.kind === 'public');
-    expect(open.map((r) => `${r.method} ${r.path}`).sort()).toEqual(['GET /api/docs', 'GET /healthz', 'GET /metrics', 'GET /readyz', 'POST /auth/login', 'POST /exec-hosts/heartbeat']);
+    expect(open.map((r) => `${r.method} ${r.path}`).sort()).toEqual([
+      'GET /api/docs',
+      'GET /auth/oidc',
+      'GET /auth/oidc/callback',
+      'GET /auth/oidc/start',
+      'GET /healthz',
+      'GET /metrics',
+      'GET /readyz',
+      'POST /auth/login',
+      'POST /exec-hosts/heartbeat',
+    ]);
     for (const r of open) expect(r.permission?.kind === 'public' && r.permission.why.length > 10).toBe(true);
   });
 

@@ -1,0 +1,323 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { Role } from '@lemniscate/policy';
+import * as client from 'openid-client';
+import { AuditService } from '../../audit/audit.service';
+import { AppError, ErrorCode } from '../../common/errors';
+import { GATEWAY_CONFIG, type GatewayConfig } from '../../config/config';
+import { OidcLoginsRepository } from '../../db/repositories/oidc-logins.repository';
+import { ProjectMembershipsRepository } from '../../db/repositories/project-memberships.repository';
+import { ProjectsRepository } from '../../db/repositories/projects.repository';
+import { UsersRepository } from '../../db/repositories/users.repository';
+import { WebSessionsRepository } from '../../db/repositories/web-sessions.repository';
+import type { UserRow, WebSessionRow } from '../../db/schema';
+import { SECRET_BOX, type SecretBox } from '../../secrets/secret-box';
+import type { CookieJar } from '../auth.service';
+import { hashSecret, newSecret } from '../password';
+import type { OidcConfig } from './oidc-config';
+
+const LOGIN_TTL_MS = 10 * 60 * 1000;
+const ROLE_ORDER: Role[] = ['admin', 'security_officer', 'developer'];
+const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
+
+/** A sign-in that did not happen, with the sentence the person reads on the console's sign-in page. */
+export class OidcSignInError extends Error {}
+
+interface Mapped {
+  role: Role | null;
+  groups: string[];
+  /** Project names this person's groups make them a member of (among the projects the mapping names). */
+  projects: string[];
+}
+
+/**
+ * Single sign-on with an OpenID Provider, authorization code flow with PKCE (S256), state and nonce
+ * (openid-client validates the ID token: signature from the provider's keys, issuer, audience,
+ * expiry, nonce). Roles and the memberships of the projects the mapping names come from the groups
+ * claim at every sign-in and every check; a console session keeps the provider's refresh token
+ * (sealed) and asks the provider again every `recheckSeconds`, so a person removed there, or from
+ * every mapped group, loses the console at the next check. Every sign-in, refusal and change of role
+ * or membership is audited.
+ */
+@Injectable()
+export class OidcService {
+  private readonly logger = new Logger('Oidc');
+  private readonly config: OidcConfig | null;
+  private discovered: Promise<client.Configuration> | undefined;
+  private readonly checking = new Map<string, Promise<UserRow>>();
+
+  constructor(
+    @Inject(GATEWAY_CONFIG) private readonly gateway: GatewayConfig,
+    private readonly logins: OidcLoginsRepository,
+    private readonly users: UsersRepository,
+    private readonly memberships: ProjectMembershipsRepository,
+    private readonly projects: ProjectsRepository,
+    private readonly webSessions: WebSessionsRepository,
+    private readonly audit: AuditService,
+    @Inject(SECRET_BOX) private readonly box: SecretBox,
+  ) {
+    this.config = gateway.oidc ?? null;
+  }
+
+  get enabled(): boolean {
+    return this.config !== null;
+  }
+
+  /** What the console's sign-in page shows. */
+  info(): { enabled: boolean; label: string | null; localSignIn: boolean } {
+    return { enabled: this.enabled, label: this.config?.label ?? null, localSignIn: this.config?.localSignIn ?? true };
+  }
+
+  /** Password sign-in refused by the deployment (`localSignIn: false`): the sentence, else null. */
+  passwordRefusal(): string | null {
+    return this.config && !this.config.localSignIn ? `This deployment signs people in through ${new URL(this.config.issuer).host} only: use "${this.config.label}" on the console.` : null;
+  }
+
+  private provider(): Promise<client.Configuration> {
+    const c = this.config!;
+    this.discovered ??= client
+      .discovery(
+        new URL(c.issuer),
+        c.clientId,
+        undefined,
+        client.ClientSecretBasic(c.clientSecret),
+        LOOPBACK.test(new URL(c.issuer).hostname) ? { execute: [client.allowInsecureRequests] } : undefined,
+      )
+      .catch((e: unknown) => {
+        this.discovered = undefined;
+        throw new OidcSignInError(
+          `The identity provider ${c.issuer} cannot be reached or does not describe itself as an OpenID Provider (${describe(e)}); try again shortly, or ask an administrator.`,
+        );
+      });
+    return this.discovered;
+  }
+
+  /** Where the browser goes to sign in: the provider's authorization endpoint, with this sign-in's state. */
+  async start(returnTo: string | undefined): Promise<string> {
+    const c = this.requireConfig();
+    const provider = await this.provider();
+    const state = client.randomState();
+    const nonce = client.randomNonce();
+    const codeVerifier = client.randomPKCECodeVerifier();
+    await this.logins.create({ stateHash: hashSecret(state), codeVerifier, nonce, returnTo: safeReturn(returnTo), expiresAt: new Date(Date.now() + LOGIN_TTL_MS) });
+    return client
+      .buildAuthorizationUrl(provider, {
+        redirect_uri: c.redirectUri,
+        scope: c.scopes.join(' '),
+        state,
+        nonce,
+        code_challenge: await client.calculatePKCECodeChallenge(codeVerifier),
+        code_challenge_method: 'S256',
+        ...(c.scopes.includes('offline_access') ? { prompt: 'consent' } : {}),
+      })
+      .toString();
+  }
+
+  /**
+   * The provider's answer: the state taken (once), the code exchanged with the PKCE verifier, the ID
+   * token validated, the person mapped and a console session opened. Answers where the browser goes.
+   */
+  async callback(query: URLSearchParams, ip: string, jar: CookieJar): Promise<string> {
+    const c = this.requireConfig();
+    const state = query.get('state') ?? '';
+    const fail = async (reason: string, sentence: string, extra: Record<string, unknown> = {}): Promise<never> => {
+      await this.audit.append({ actor: 'anonymous', kind: 'auth.login_failed', payload: { via: 'oidc', ip, reason, ...extra } });
+      throw new OidcSignInError(sentence);
+    };
+    const refusal = this.audit.refusal();
+    if (refusal) throw new OidcSignInError(refusal);
+    if (query.get('error')) {
+      return fail('oidc_provider_error', `The identity provider did not sign you in: ${query.get('error_description') ?? query.get('error')}.`, { error: query.get('error') });
+    }
+    const login = state ? await this.logins.take(hashSecret(state)) : undefined;
+    if (!login) {
+      const known = state ? await this.logins.find(hashSecret(state)) : undefined;
+      return fail(
+        known ? 'oidc_state_reused' : 'oidc_state_unknown',
+        known ? 'This sign-in link was already used (or it expired): start again from the sign-in page.' : 'This sign-in did not start here (its state is unknown): start again from the sign-in page.',
+      );
+    }
+    const provider = await this.provider();
+    const callbackUrl = new URL(c.redirectUri);
+    for (const [k, v] of query) callbackUrl.searchParams.append(k, v);
+    let tokens: Awaited<ReturnType<typeof client.authorizationCodeGrant>>;
+    try {
+      tokens = await client.authorizationCodeGrant(provider, callbackUrl, { pkceCodeVerifier: login.codeVerifier, expectedState: state, expectedNonce: login.nonce, idTokenExpected: true });
+    } catch (e) {
+      return fail('oidc_token_rejected', `The identity provider's answer was refused: ${describe(e)}. Nothing was signed in.`);
+    }
+    const claims = tokens.claims()!;
+    const issuer = claims.iss;
+    const subject = claims.sub;
+    const mapped = this.map(claims);
+    const email = stringClaim(claims, c.claims.email)?.toLowerCase();
+    if (!email) return fail('oidc_no_email', `The identity provider did not say your email (claim "${c.claims.email}"), which this deployment names people by; ask an administrator.`, { subject });
+    if (!mapped.role) {
+      return fail('oidc_no_role', `Your account at the identity provider is in no group this deployment gives a role to (your groups: ${mapped.groups.join(', ') || 'none'}); ask an administrator.`, {
+        subject,
+        email,
+        groups: mapped.groups,
+      });
+    }
+    let user = await this.users.findByOidc(issuer, subject);
+    let linked = false;
+    if (!user) {
+      const byEmail = await this.users.findByEmail(email);
+      if (byEmail) {
+        if (byEmail.oidcSubject) return fail('oidc_email_taken', `The email ${email} belongs to another single sign-on identity here; ask an administrator.`, { subject, email });
+        if (claims.email_verified !== true)
+          return fail('oidc_email_unverified', `The identity provider has not verified ${email}, so it cannot be joined to the existing account with that email; ask an administrator.`, {
+            subject,
+            email,
+          });
+        user = (await this.users.update(byEmail.id, { oidcIssuer: issuer, oidcSubject: subject }))!;
+        linked = true;
+      } else {
+        user = await this.users.create({ email, displayName: stringClaim(claims, c.claims.name) ?? email, role: mapped.role, passwordHash: null, oidcIssuer: issuer, oidcSubject: subject });
+        await this.audit.append({ actor: 'system', kind: 'user.create', payload: { userId: user.id, email, role: mapped.role, via: 'oidc', issuer, subject } });
+      }
+    }
+    if (user.revokedAt || user.disabledAt) {
+      return fail('oidc_account_inactive', user.revokedAt ? 'This account has been revoked by an administrator.' : 'This account is disabled; ask an administrator to enable it again.', {
+        userId: user.id,
+      });
+    }
+    user = await this.apply(user, mapped, { linked, at: 'sign-in' });
+    const cookie = newSecret('');
+    const csrfToken = newSecret('');
+    const maxAgeMs = this.gateway.webSessionHours * 3600_000;
+    const sessionId = hashSecret(cookie);
+    await this.webSessions.create({
+      id: sessionId,
+      userId: user.id,
+      csrfToken,
+      expiresAt: new Date(Date.now() + maxAgeMs),
+      oidcRefreshToken: tokens.refresh_token ? this.box.seal(tokens.refresh_token, `oidc-refresh:${sessionId}`) : null,
+      oidcCheckedAt: new Date(),
+    });
+    await this.audit.append({ actor: `user:${user.id}`, kind: 'auth.login', payload: { ip, via: 'oidc', issuer, subject, groups: mapped.groups, role: user.role } });
+    jar.set(cookie, maxAgeMs);
+    return `${this.consoleOrigin()}${login.returnTo}`;
+  }
+
+  /**
+   * Asks the provider again whether the person of a console session may still sign in, when the last
+   * check is older than `recheckSeconds`: the refresh token is used (a person removed at the provider
+   * is refused there), the groups mapped again. Ends the session, with the reason, when the answer is
+   * no; answers the person as they are now.
+   */
+  async recheck(session: WebSessionRow, user: UserRow): Promise<UserRow> {
+    const c = this.config;
+    if (!c || !session.oidcRefreshToken) return user;
+    if (session.oidcCheckedAt && Date.now() - session.oidcCheckedAt.getTime() < c.recheckSeconds * 1000) return user;
+    let running = this.checking.get(session.id);
+    if (!running) {
+      running = this.check(c, session, user).finally(() => this.checking.delete(session.id));
+      this.checking.set(session.id, running);
+    }
+    return running;
+  }
+
+  private async check(c: OidcConfig, session: WebSessionRow, user: UserRow): Promise<UserRow> {
+    const end = async (reason: string, sentence: string, extra: Record<string, unknown> = {}): Promise<never> => {
+      await this.webSessions.revoke(session.id);
+      await this.audit.append({ actor: `user:${user.id}`, kind: 'auth.oidc_session_ended', payload: { reason, ...extra } });
+      throw new AppError(ErrorCode.Unauthenticated, sentence);
+    };
+    const provider = await this.provider().catch((e: Error) => {
+      throw new AppError(ErrorCode.Unauthenticated, `${e.message} Your console session is kept; it cannot be used until the provider answers.`);
+    });
+    let refreshed: Awaited<ReturnType<typeof client.refreshTokenGrant>>;
+    try {
+      refreshed = await client.refreshTokenGrant(provider, this.box.open(session.oidcRefreshToken!, `oidc-refresh:${session.id}`));
+    } catch (e) {
+      if (e instanceof client.ResponseBodyError) {
+        return end('oidc_refresh_refused', `The identity provider no longer accepts your sign-in (${e.error}); your console session was ended. Sign in again.`, { error: e.error });
+      }
+      throw new AppError(ErrorCode.Unauthenticated, `Your sign-in cannot be checked with the identity provider right now (${describe(e)}); try again shortly.`);
+    }
+    let claims: Record<string, unknown> | undefined = refreshed.claims();
+    if (!claims || claims.sub !== user.oidcSubject) {
+      claims = (await client.fetchUserInfo(provider, refreshed.access_token, user.oidcSubject ?? client.skipSubjectCheck).catch(() => undefined)) as Record<string, unknown> | undefined;
+    }
+    if (!claims) return end('oidc_claims_unavailable', 'The identity provider did not say who you are any more; your console session was ended. Sign in again.');
+    const mapped = this.map(claims);
+    if (!mapped.role) {
+      return end('oidc_no_role', `Your account at the identity provider is no longer in any group this deployment gives a role to; your console session was ended.`, { groups: mapped.groups });
+    }
+    const now = await this.apply(user, mapped, { linked: false, at: 'check' });
+    await this.webSessions.oidcChecked(session.id, this.box.seal(refreshed.refresh_token ?? this.box.open(session.oidcRefreshToken!, `oidc-refresh:${session.id}`), `oidc-refresh:${session.id}`));
+    return now;
+  }
+
+  /** The role and project memberships the groups give; changes are made and audited. */
+  private async apply(user: UserRow, mapped: Mapped, how: { linked: boolean; at: 'sign-in' | 'check' }): Promise<UserRow> {
+    const c = this.config!;
+    let current = user;
+    const changes: Record<string, unknown> = {};
+    if (mapped.role && mapped.role !== user.role) {
+      current = (await this.users.update(user.id, { role: mapped.role })) ?? user;
+      changes.role = { before: user.role, after: mapped.role };
+    }
+    const added: string[] = [];
+    const removed: string[] = [];
+    const mine = new Set(await this.memberships.projectIdsOf(user.id));
+    for (const name of Object.keys(c.projects)) {
+      const project = await this.projects.findByName(name);
+      if (!project) continue;
+      const should = mapped.projects.includes(name);
+      if (should && !mine.has(project.id)) {
+        await this.memberships.add(user.id, project.id);
+        added.push(name);
+      } else if (!should && mine.has(project.id)) {
+        await this.memberships.remove(user.id, project.id);
+        removed.push(name);
+      }
+    }
+    if (added.length) changes.projectsAdded = added;
+    if (removed.length) changes.projectsRemoved = removed;
+    if (how.linked) changes.linked = true;
+    if (Object.keys(changes).length > 0) {
+      await this.audit.append({ actor: 'system', kind: 'auth.oidc_mapping', payload: { userId: user.id, at: how.at, groups: mapped.groups, ...changes } });
+    }
+    return current;
+  }
+
+  private map(claims: Record<string, unknown>): Mapped {
+    const c = this.config!;
+    const raw = claims[c.claims.groups];
+    const groups = Array.isArray(raw) ? raw.filter((g): g is string => typeof g === 'string') : typeof raw === 'string' ? [raw] : [];
+    const role = ROLE_ORDER.find((r) => c.roles[r].some((g) => groups.includes(g))) ?? null;
+    const projects = Object.entries(c.projects)
+      .filter(([, gs]) => gs.some((g) => groups.includes(g)))
+      .map(([name]) => name);
+    return { role, groups, projects };
+  }
+
+  private requireConfig(): OidcConfig {
+    if (!this.config) throw new AppError(ErrorCode.NotFound, 'Single sign-on is not configured on this gateway.');
+    return this.config;
+  }
+
+  /** Where the console is: its configured URL, else the redirect URI's origin. */
+  consoleOrigin(): string {
+    const c = this.requireConfig();
+    return (c.consoleUrl ?? new URL(c.redirectUri).origin).replace(/\/+$/, '');
+  }
+}
+
+function stringClaim(claims: Record<string, unknown>, name: string): string | undefined {
+  const v = claims[name];
+  return typeof v === 'string' && v.trim() !== '' ? v.trim() : undefined;
+}
+
+/** Only a path of this site: never another origin (`//evil`, `https://…`, `\\evil`). */
+function safeReturn(returnTo: string | undefined): string {
+  if (!returnTo || !returnTo.startsWith('/') || returnTo.startsWith('//') || returnTo.includes('\\') || /[\r\n]/.test(returnTo)) return '/';
+  return returnTo.slice(0, 500);
+}
+
+function describe(e: unknown): string {
+  const err = e as { error?: string; error_description?: string; code?: string; message?: string; cause?: { message?: string } };
+  if (err?.error) return `${err.error}${err.error_description ? `: ${err.error_description}` : ''}`;
+  return err?.message ?? String(e);
+}

@@ -1,0 +1,40 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { and, eq, gt, isNull, lt, or, sql } from 'drizzle-orm';
+import type { Db } from '../database';
+import { oidcLogins } from '../schema';
+import { DB } from '../tokens';
+import { Repository } from './repository';
+
+export type OidcLoginRow = typeof oidcLogins.$inferSelect;
+
+/** Sign-ins started with the OpenID Provider (0016_oidc): a state is taken once, before it expires. */
+@Injectable()
+export class OidcLoginsRepository extends Repository {
+  constructor(@Inject(DB) db: Db) {
+    super(db);
+  }
+
+  async create(row: { stateHash: string; codeVerifier: string; nonce: string; returnTo: string; expiresAt: Date }): Promise<void> {
+    await this.db.insert(oidcLogins).values(row);
+    // Old rows go as new ones come: nothing else reads them.
+    await this.db.delete(oidcLogins).where(or(lt(oidcLogins.expiresAt, sql`now() - interval '1 day'`), and(lt(oidcLogins.createdAt, sql`now() - interval '1 day'`))));
+  }
+
+  /**
+   * Marks the sign-in of this state used and answers it, in one statement: a second use of the same
+   * state (a replayed callback), an unknown state and an expired one all answer undefined.
+   */
+  async take(stateHash: string): Promise<OidcLoginRow | undefined> {
+    const [row] = await this.db
+      .update(oidcLogins)
+      .set({ usedAt: sql`now()` })
+      .where(and(eq(oidcLogins.stateHash, stateHash), isNull(oidcLogins.usedAt), gt(oidcLogins.expiresAt, sql`now()`)))
+      .returning();
+    return row;
+  }
+
+  async find(stateHash: string): Promise<OidcLoginRow | undefined> {
+    const [row] = await this.db.select().from(oidcLogins).where(eq(oidcLogins.stateHash, stateHash));
+    return row;
+  }
+}
