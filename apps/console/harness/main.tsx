@@ -355,6 +355,9 @@ function Harness() {
           onSubmit={record('signIn')}
           pending={false}
           error={variant === 'error' ? new ApiError({ code: 'invalid_credentials', status: 401, message: 'This e-mail and password do not match an account.', requestId: 'req_01' }) : null}
+          sso={variant.startsWith('sso') ? { label: 'Sign in with Corp SSO', href: '/api/v1/auth/oidc/start?returnTo=%2F' } : null}
+          passwordSignIn={variant !== 'sso-only'}
+          ssoError={variant === 'sso-error' ? 'Your account at the identity provider is in no group this deployment gives a role to (your groups: marketing); ask an administrator.' : null}
         />
       );
     case 'dashboard':

@@ -8,6 +8,12 @@ interface SignInPageViewProps {
   error: unknown;
   /** Why the person is on this page when the gateway said (an account revoked, a console session ended). */
   notice?: string | null;
+  /** Single sign-on, when the gateway offers it: the button's words and where it leads. */
+  sso?: { label: string; href: string } | null;
+  /** false: the deployment accepts single sign-on only, so no password form is shown. */
+  passwordSignIn?: boolean;
+  /** Why the last single sign-on did not sign the person in, as the gateway said. */
+  ssoError?: string | null;
 }
 
 /**
@@ -20,7 +26,7 @@ export function signedOutNotice(error: { message: string } | null | undefined): 
   return message;
 }
 
-export function SignInPageView({ onSubmit, pending, error, notice = null }: SignInPageViewProps) {
+export function SignInPageView({ onSubmit, pending, error, notice = null, sso = null, passwordSignIn = true, ssoError = null }: SignInPageViewProps) {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
   const [problems, setProblems] = useState<Partial<Record<'email' | 'password', string>>>({});
@@ -58,45 +64,61 @@ export function SignInPageView({ onSubmit, pending, error, notice = null }: Sign
             <strong>You were signed out.</strong> {notice}
           </div>
         )}
-        <div className="field">
-          <label htmlFor="email">E-mail</label>
-          <input
-            id="email"
-            type="email"
-            autoComplete="username"
-            value={email}
-            onChange={(e) => setEmail(e.target.value)}
-            aria-invalid={!!problems.email}
-            aria-describedby={problems.email ? 'email-error' : undefined}
-            autoFocus
-          />
-          {problems.email && (
-            <p id="email-error" className="field-error">
-              {problems.email}
-            </p>
-          )}
-        </div>
-        <div className="field">
-          <label htmlFor="password">Password</label>
-          <input
-            id="password"
-            type="password"
-            autoComplete="current-password"
-            value={password}
-            onChange={(e) => setPassword(e.target.value)}
-            aria-invalid={!!problems.password}
-            aria-describedby={problems.password ? 'password-error' : undefined}
-          />
-          {problems.password && (
-            <p id="password-error" className="field-error">
-              {problems.password}
-            </p>
-          )}
-        </div>
-        <InlineError error={error} />
-        <button type="submit" className="primary wide" disabled={pending}>
-          {pending ? 'Signing in…' : 'Sign in'}
-        </button>
+        {ssoError && (
+          <div className="signed-out-notice" role="alert">
+            <strong>Single sign-on did not sign you in.</strong> {ssoError}
+          </div>
+        )}
+        {sso && (
+          <a className={`button wide${passwordSignIn ? '' : ' primary'}`} href={sso.href}>
+            {sso.label}
+          </a>
+        )}
+        {sso && passwordSignIn && <p className="signin-or muted">or with your e-mail and password</p>}
+        {!passwordSignIn && <p className="muted small">This deployment signs people in through single sign-on only.</p>}
+        {passwordSignIn && (
+          <>
+            <div className="field">
+              <label htmlFor="email">E-mail</label>
+              <input
+                id="email"
+                type="email"
+                autoComplete="username"
+                value={email}
+                onChange={(e) => setEmail(e.target.value)}
+                aria-invalid={!!problems.email}
+                aria-describedby={problems.email ? 'email-error' : undefined}
+                autoFocus
+              />
+              {problems.email && (
+                <p id="email-error" className="field-error">
+                  {problems.email}
+                </p>
+              )}
+            </div>
+            <div className="field">
+              <label htmlFor="password">Password</label>
+              <input
+                id="password"
+                type="password"
+                autoComplete="current-password"
+                value={password}
+                onChange={(e) => setPassword(e.target.value)}
+                aria-invalid={!!problems.password}
+                aria-describedby={problems.password ? 'password-error' : undefined}
+              />
+              {problems.password && (
+                <p id="password-error" className="field-error">
+                  {problems.password}
+                </p>
+              )}
+            </div>
+            <InlineError error={error} />
+            <button type="submit" className="primary wide" disabled={pending}>
+              {pending ? 'Signing in…' : 'Sign in'}
+            </button>
+          </>
+        )}
       </form>
     </main>
   );

@@ -14,6 +14,20 @@ export const meQuery = () =>
     retry: false,
   });
 
+/** Whether the gateway offers single sign-on (asked before anyone is signed in). */
+export const oidcInfoQuery = () =>
+  queryOptions({
+    queryKey: ['auth', 'oidc'],
+    queryFn: ({ signal }) => api.call(R.oidcInfo, { signal }),
+    staleTime: Infinity,
+    retry: false,
+  });
+
+/** Where the browser goes to sign in with single sign-on, back to `returnTo` afterwards. */
+export function oidcStartHref(returnTo: string): string {
+  return `${R.oidcStart.path}?returnTo=${encodeURIComponent(returnTo)}`;
+}
+
 export async function login(body: LoginRequest): Promise<LoginResponse> {
   const res = await api.call(R.login, { body });
   api.setCsrfToken(res.csrfToken);
