@@ -18,6 +18,8 @@ const CLIENT_SECRET = 'a client secret for the tests, long enough';
 
 interface Provider {
   issuer: string;
+  /** Makes the token endpoint answer with an ID token changed this way ('' for none). */
+  tamper: (mode: '' | 'aud' | 'iss' | 'expired' | 'nonce' | 'signature' | 'alg-none') => void;
   accounts: (a: Record<string, { email: string; name?: string; groups?: string[]; email_verified?: boolean }>) => void;
   stop(): Promise<void>;
 }
@@ -26,7 +28,8 @@ async function startProvider(dir: string, port: number, redirectUris: string[], 
   const accountsFile = path.join(dir, `${name}-accounts.json`);
   fs.writeFileSync(accountsFile, '{}');
   const configFile = path.join(dir, `${name}.json`);
-  fs.writeFileSync(configFile, JSON.stringify({ port, clientId: 'lemniscate', clientSecret: CLIENT_SECRET, redirectUris, accountsFile }));
+  const tamperFile = path.join(dir, `${name}-tamper`);
+  fs.writeFileSync(configFile, JSON.stringify({ port, clientId: 'lemniscate', clientSecret: CLIENT_SECRET, redirectUris, accountsFile, tamperFile }));
   const child: ChildProcess = spawn(process.execPath, [PROVIDER, configFile], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout?.on('data', (b: Buffer) => (output += b.toString()));
@@ -39,6 +42,7 @@ async function startProvider(dir: string, port: number, redirectUris: string[], 
   return {
     issuer: `http://127.0.0.1:${port}`,
     accounts: (a) => fs.writeFileSync(accountsFile, JSON.stringify(a)),
+    tamper: (mode) => fs.writeFileSync(tamperFile, mode),
     stop: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null) return resolve();
@@ -255,6 +259,35 @@ withTestDatabases((db) => {
     const back = await b.through(await b.go(`${impostor.issuer}/auth${real.search}`), 'alice');
     expect(decodeURIComponent(back)).toMatch(/sso_error=The identity provider's answer was refused: .*Nothing was signed in\./);
     expect((await auditKinds(gw, ['auth.login_failed'])).at(-1)?.payload).toMatchObject({ via: 'oidc', reason: 'oidc_token_rejected' });
+  });
+
+  it('an ID token for another client, from another issuer, expired, with another nonce, altered, or unsigned is refused; nobody is signed in', async () => {
+    idp.accounts({ frank: { email: 'frank@corp.example', groups: ['engineering'] } });
+    const cases = [
+      ['aud', /the ID token was issued for another client \(its "aud" claim\)/],
+      ['iss', /the ID token names another issuer \(its "iss" claim\)/],
+      ['expired', /"exp"|expir/i],
+      ['nonce', /the ID token belongs to another sign-in \(its "nonce" claim\)/],
+      ['signature', /JWS signature verification failed|signature/i],
+      ['alg-none', /unexpected JWT "alg" header parameter|alg/i],
+    ] as const;
+    try {
+      for (const [mode, why] of cases) {
+        idp.tamper(mode);
+        const b = new Browser();
+        const landed = decodeURIComponent(await b.signIn(gw, 'frank'));
+        expect([mode, landed]).toEqual([mode, expect.stringMatching(/\/sign-in\?sso_error=The identity provider's answer was refused: /)]);
+        expect([mode, landed]).toEqual([mode, expect.stringMatching(why)]);
+        expect([mode, b.cookie(gw.baseUrl, 'lemni_session')]).toEqual([mode, undefined]);
+        expect((await auditKinds(gw, ['auth.login_failed'])).at(-1)?.payload).toMatchObject({ via: 'oidc', reason: 'oidc_token_rejected' });
+      }
+    } finally {
+      idp.tamper('');
+    }
+    // The same person, untampered, signs in: the refusals were about the tokens.
+    const b = new Browser();
+    expect(await b.signIn(gw, 'frank')).toBe('http://127.0.0.1:5173/approvals');
+    expect(b.cookie(gw.baseUrl, 'lemni_session')).toBeDefined();
   });
 
   it('returnTo never leaves the console', async () => {

@@ -31,8 +31,8 @@ interface Mapped {
 
 /**
  * Single sign-on with an OpenID Provider, authorization code flow with PKCE (S256), state and nonce
- * (openid-client validates the ID token: signature from the provider's keys, issuer, audience,
- * expiry, nonce). Roles and the memberships of the projects the mapping names come from the groups
+ * (openid-client validates the ID token: issuer, audience, expiry, nonce, and, with its
+ * non-repudiation checks on, the signature against the provider's published keys). Roles and the memberships of the projects the mapping names come from the groups
  * claim at every sign-in and every check; a console session keeps the provider's refresh token
  * (sealed) and asks the provider again every `recheckSeconds`, so a person removed there, or from
  * every mapped group, loses the console at the next check. Every sign-in, refusal and change of role
@@ -75,13 +75,12 @@ export class OidcService {
   private provider(): Promise<client.Configuration> {
     const c = this.config!;
     this.discovered ??= client
-      .discovery(
-        new URL(c.issuer),
-        c.clientId,
-        undefined,
-        client.ClientSecretBasic(c.clientSecret),
-        LOOPBACK.test(new URL(c.issuer).hostname) ? { execute: [client.allowInsecureRequests] } : undefined,
-      )
+      .discovery(new URL(c.issuer), c.clientId, undefined, client.ClientSecretBasic(c.clientSecret), {
+        // The ID token's signature is checked against the provider's keys even though it comes
+        // straight from the token endpoint (OpenID Connect lets a client rely on TLS alone there; a
+        // forged token must fail here too). Plain http only for a provider on this machine.
+        execute: LOOPBACK.test(new URL(c.issuer).hostname) ? [client.allowInsecureRequests, client.enableNonRepudiationChecks] : [client.enableNonRepudiationChecks],
+      })
       .catch((e: unknown) => {
         this.discovered = undefined;
         throw new OidcSignInError(
@@ -316,8 +315,21 @@ function safeReturn(returnTo: string | undefined): string {
   return returnTo.slice(0, 500);
 }
 
+/** What went wrong, in words; for a claim the ID token got wrong, which claim (never its value). */
 function describe(e: unknown): string {
-  const err = e as { error?: string; error_description?: string; code?: string; message?: string; cause?: { message?: string } };
+  type Detail = { error?: string; error_description?: string; code?: string; message?: string; cause?: Detail & { claim?: unknown } };
+  const err = e as Detail;
   if (err?.error) return `${err.error}${err.error_description ? `: ${err.error_description}` : ''}`;
-  return err?.message ?? String(e);
+  // openid-client wraps oauth4webapi's error, whose own cause names the claim it compared.
+  const inner = err?.cause?.message ? err.cause : err;
+  const claim = [err?.cause?.cause?.claim, err?.cause?.claim].find((c): c is string => typeof c === 'string');
+  const why: Record<string, string> = {
+    aud: 'the ID token was issued for another client (its "aud" claim)',
+    iss: 'the ID token names another issuer (its "iss" claim)',
+    nonce: 'the ID token belongs to another sign-in (its "nonce" claim)',
+    azp: 'the ID token was issued for another party (its "azp" claim)',
+  };
+  if (claim && why[claim]) return why[claim]!;
+  const message = inner?.message ?? String(e);
+  return claim ? `${message} (the "${claim}" claim)` : message;
 }
