@@ -244,9 +244,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
     secretKey,
     models: { default: e.LEMNISCATE_DEFAULT_MODEL, configFile: e.LEMNISCATE_MODELS_CONFIG },
     mcpCredentialsFile: e.LEMNISCATE_MCP_CREDENTIALS_FILE,
-    auditSinks: e.LEMNISCATE_AUDIT_SINKS_FILE === undefined ? null : auditSinksOrStop(e.LEMNISCATE_AUDIT_SINKS_FILE),
+    auditSinks: e.LEMNISCATE_AUDIT_SINKS_FILE === undefined ? null : fileOrStop(loadAuditSinks, AuditSinksConfigError, e.LEMNISCATE_AUDIT_SINKS_FILE),
     auditRetention: auditRetention(e),
-    oidc: e.LEMNISCATE_OIDC_FILE === undefined ? null : oidcOrStop(e.LEMNISCATE_OIDC_FILE),
+    oidc: e.LEMNISCATE_OIDC_FILE === undefined ? null : fileOrStop(loadOidcConfig, OidcConfigError, e.LEMNISCATE_OIDC_FILE),
     // Taken as they are, empty values included: the execution settings say which value they refuse.
     sessionEnvironment: Object.fromEntries(Object.entries(env).filter((v): v is [string, string] => v[0].startsWith('LEMNISCATE_SESSION_') && typeof v[1] === 'string')),
   };
@@ -266,20 +266,12 @@ function auditRetention(e: z.infer<typeof EnvSchema>): AuditRetentionConfig | nu
   return { days, entries, archiveDir: dir, keyFile: key ?? join(dir, 'archive-signing-key.pem'), minEntries: e.LEMNISCATE_AUDIT_ARCHIVE_MIN_ENTRIES };
 }
 
-function oidcOrStop(file: string): OidcConfig {
+/** A configuration file's loader whose refusal (of the kind `refusal`) stops the start like the environment's own. */
+function fileOrStop<T>(load: (file: string) => T, refusal: new (message: string) => Error, file: string): T {
   try {
-    return loadOidcConfig(file);
+    return load(file);
   } catch (e) {
-    if (e instanceof OidcConfigError) throw new ConfigError(e.message);
-    throw e;
-  }
-}
-
-function auditSinksOrStop(file: string): AuditSinksConfig {
-  try {
-    return loadAuditSinks(file);
-  } catch (e) {
-    if (e instanceof AuditSinksConfigError) throw new ConfigError(e.message);
+    if (e instanceof refusal) throw new ConfigError(e.message);
     throw e;
   }
 }
