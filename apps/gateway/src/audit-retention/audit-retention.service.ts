@@ -145,7 +145,7 @@ export class AuditRetentionService implements OnApplicationBootstrap, BeforeAppl
           this.users,
           rows.map((r) => r.actor),
         );
-        const text = rows.map((r) => jsonlLine({ ...r, prevHash: r.prevHash, hash: r.hash }, people.get(r.actor) ?? null)).join('');
+        const text = rows.map((r) => jsonlLine(r, people.get(r.actor) ?? null)).join('');
         hash.update(text, 'utf8');
         await handle.write(text);
         entries += rows.length;

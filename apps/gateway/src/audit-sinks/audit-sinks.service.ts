@@ -2,7 +2,6 @@ import { Inject, Injectable, Logger, Optional, type BeforeApplicationShutdown, t
 import type { AuditSinksView, AuditSinkView } from '@lemniscate/contracts';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { StoredEntry } from '../audit/audit-chain';
 import type { ActorIdentity } from '../audit/audit-export';
 import { actorIdentities } from '../audit/actor-identities';
 import { AuditService } from '../audit/audit.service';
@@ -13,7 +12,7 @@ import { UsersRepository } from '../db/repositories/users.repository';
 import type { AuditLogRow, AuditSinkCursorRow } from '../db/schema';
 import { MetricsService } from '../metrics/metrics.service';
 import { sinkTarget, type AuditSinksConfig, type SinkConfig } from './sink-config';
-import { formatRecord, shortenedRecord } from './sink-formats';
+import { entryFailed, formatRecord, shortenedRecord } from './sink-formats';
 import { FileTransport, transportFor, type SinkRecord, type SinkTransport } from './transports';
 
 /** How long a gateway holds a sink once it stops renewing (a frozen or killed process). */
@@ -269,24 +268,13 @@ class SinkRunner {
   }
 
   private record(row: AuditLogRow, identity: ActorIdentity | null): SinkRecord {
-    const entry: StoredEntry = {
-      seq: row.seq,
-      at: row.at,
-      actor: row.actor,
-      kind: row.kind,
-      projectId: row.projectId,
-      sessionId: row.sessionId,
-      payload: row.payload,
-      prevHash: row.prevHash,
-      hash: row.hash,
-    };
     return {
       seq: row.seq,
       kind: row.kind,
       at: row.at,
-      text: formatRecord(entry, identity, this.sink.format),
-      short: () => shortenedRecord(entry, identity, this.sink.format),
-      failure: /failed|denied|refused|rejected|throttled|blocked|lost|unavailable/.test(row.kind) || /"decision":"deny"/.test(row.payload),
+      text: formatRecord(row, identity, this.sink.format),
+      short: () => shortenedRecord(row, identity, this.sink.format),
+      failure: entryFailed(row.kind, row.payload),
     };
   }
 

@@ -53,20 +53,27 @@ export function ocsfClass(kind: string): OcsfClass {
   return { class_uid: 6003, class_name: 'API Activity', category_uid: 6, category_name: 'Application Activity', activity_id, activity_name };
 }
 
-function failed(kind: string, payload: Record<string, unknown>): boolean {
-  return /failed|denied|refused|rejected|throttled|blocked|lost|unavailable/.test(kind) || payload.decision === 'deny' || payload.ok === false;
+/** The payload's text as JSON: its fields when it is an object, else `{}` (and the parsed value). */
+function payloadOf(text: string): { value: unknown; fields: Record<string, unknown> } {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    value = text;
+  }
+  return { value, fields: value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {} };
+}
+
+/** A refusal or a failure (syslog's notice severity, OCSF's Failure status): by its kind, a denying decision, or `ok: false`. */
+export function entryFailed(kind: string, payloadText: string): boolean {
+  const { fields } = payloadOf(payloadText);
+  return /failed|denied|refused|rejected|throttled|blocked|lost|unavailable/.test(kind) || fields.decision === 'deny' || fields.ok === false;
 }
 
 export function ocsfRecord(entry: StoredEntry, identity: ActorIdentity | null): Record<string, unknown> {
   const cls = ocsfClass(entry.kind);
-  let payload: unknown;
-  try {
-    payload = JSON.parse(entry.payload);
-  } catch {
-    payload = entry.payload;
-  }
-  const fields = payload !== null && typeof payload === 'object' && !Array.isArray(payload) ? (payload as Record<string, unknown>) : {};
-  const bad = failed(entry.kind, fields);
+  const { value: payload, fields } = payloadOf(entry.payload);
+  const bad = entryFailed(entry.kind, entry.payload);
   const user = {
     uid: entry.actor,
     ...(identity ? { name: identity.displayName, email_addr: identity.email } : {}),

@@ -194,13 +194,13 @@ export class AuthService {
     let user = await this.users.findById(session.userId);
     if (!user) throw new AppError(ErrorCode.Unauthenticated, 'Your account no longer exists.');
     this.refuseInactive(user);
-    // Opened through the identity provider: asked again, at most every recheckSeconds.
-    user = await this.oidc.recheck(session, user);
     if (!credentials.safeMethod && !safeEqual(credentials.csrfHeader ?? '', session.csrfToken)) {
       this.metrics.deniedRequests.inc({ code: ErrorCode.CsrfMismatch });
       await this.audit.append({ actor: `user:${user.id}`, kind: 'auth.csrf_rejected', payload: { ip: credentials.ip ?? null } });
       throw new AppError(ErrorCode.CsrfMismatch, `This change was refused: it must carry the ${CSRF_HEADER} header given at sign-in.`);
     }
+    // Opened through the identity provider: asked again, at most every recheckSeconds (after the cheap checks).
+    user = await this.oidc.recheck(session, user);
     return this.principalFor(user, { via: 'cookie', tokenId: null, webSessionId: session.id, csrfToken: session.csrfToken });
   }
 

@@ -244,7 +244,9 @@ export class OidcService {
       return end('oidc_no_role', `Your account at the identity provider is no longer in any group this deployment gives a role to; your console session was ended.`, { groups: mapped.groups });
     }
     const now = await this.apply(user, mapped, { linked: false, at: 'check' });
-    await this.webSessions.oidcChecked(session.id, this.box.seal(refreshed.refresh_token ?? this.box.open(session.oidcRefreshToken!, `oidc-refresh:${session.id}`), `oidc-refresh:${session.id}`));
+    // A provider that rotates refresh tokens sends a new one; one that does not keeps the sealed one valid.
+    if (refreshed.refresh_token) await this.webSessions.oidcChecked(session.id, this.box.seal(refreshed.refresh_token, `oidc-refresh:${session.id}`));
+    else await this.webSessions.oidcChecked(session.id, session.oidcRefreshToken!);
     return now;
   }
 

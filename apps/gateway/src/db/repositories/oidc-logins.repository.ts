@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { and, eq, gt, isNull, lt, or, sql } from 'drizzle-orm';
+import { and, eq, gt, isNull, lt, sql } from 'drizzle-orm';
 import type { Db } from '../database';
 import { oidcLogins } from '../schema';
 import { DB } from '../tokens';
@@ -16,8 +16,8 @@ export class OidcLoginsRepository extends Repository {
 
   async create(row: { stateHash: string; codeVerifier: string; nonce: string; returnTo: string; expiresAt: Date }): Promise<void> {
     await this.db.insert(oidcLogins).values(row);
-    // Old rows go as new ones come: nothing else reads them.
-    await this.db.delete(oidcLogins).where(or(lt(oidcLogins.expiresAt, sql`now() - interval '1 day'`), and(lt(oidcLogins.createdAt, sql`now() - interval '1 day'`))));
+    // Rows a day past their expiry go as new ones come (kept that long so a replay is named as one).
+    await this.db.delete(oidcLogins).where(lt(oidcLogins.expiresAt, sql`now() - interval '1 day'`));
   }
 
   /**
