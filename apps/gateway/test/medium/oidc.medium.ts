@@ -56,6 +56,8 @@ async function startProvider(dir: string, port: number, redirectUris: string[], 
 class Browser {
   private readonly jars = new Map<string, Map<string, string>>();
   readonly visited: string[] = [];
+  /** Changes each address before it is visited, as a provider that adds parameters of its own would. */
+  constructor(private readonly rewrite: (url: string) => string = (url) => url) {}
 
   cookie(origin: string, name: string): string | undefined {
     return this.jars.get(origin)?.get(name);
@@ -85,7 +87,7 @@ class Browser {
       }
       const location = res.headers.get('location');
       if (res.status >= 300 && res.status < 400 && location) {
-        const next = new URL(location, current).toString();
+        const next = this.rewrite(new URL(location, current).toString());
         // Stop at the console: these tests look at where the gateway sent the browser, not at the page.
         if (next.includes('/sign-in') || (!next.includes('/api/') && !next.includes('/auth') && !next.includes('/interaction') && !next.includes('/session'))) {
           return { url: current, status: res.status, text: await res.text(), location: next };
@@ -236,6 +238,18 @@ withTestDatabases((db) => {
     const gone = await me(b);
     expect(gone.status).toBe(401);
     expect(gone.body.message).toMatch(/^The identity provider no longer accepts your sign-in \(invalid_grant\); your console session was ended\. Sign in again\.$/);
+  });
+
+  it("a provider's own parameters on its answer (Google's scope, authuser, prompt; session_state) are accepted and not read; an overlong one is refused", async () => {
+    idp.accounts({ erin: { email: 'erin@corp.example', groups: ['engineering'] } });
+    const withExtras = (extra: string) => (url: string) => (url.includes('/api/v1/auth/oidc/callback?') ? `${url}&${extra}` : url);
+    const b = new Browser(withExtras('scope=openid+email+profile&authuser=0&prompt=consent&session_state=abc.def&hd=corp.example'));
+    expect(await b.signIn(gw, 'erin')).toBe('http://127.0.0.1:5173/approvals');
+    expect((await me(b)).body.user).toMatchObject({ email: 'erin@corp.example', role: 'developer' });
+    const long = new Browser(withExtras(`scope=${'x'.repeat(2001)}`));
+    // The gateway answers 400 at its callback (no redirect to the console, no session).
+    await expect(long.signIn(gw, 'erin')).rejects.toThrow(/no form at http:\/\/127\.0\.0\.1:\d+\/api\/v1\/auth\/oidc\/callback\?.*: 400 .*query\.scope/);
+    expect(long.cookie(gw.baseUrl, 'lemni_session')).toBeUndefined();
   });
 
   it('a replayed callback, an unknown state and a state from elsewhere are refused and audited', async () => {

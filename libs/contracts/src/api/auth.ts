@@ -29,13 +29,22 @@ export type LoginResponse = z.infer<typeof LoginResponse>;
 export const OidcInfo = z.object({ enabled: z.boolean(), label: z.string().nullable(), localSignIn: z.boolean() });
 export type OidcInfo = z.infer<typeof OidcInfo>;
 
-export const OidcStartQuery = z.object({
-  /** Where the console goes back to after signing in: a path of this site (anything else means "/"). */
-  returnTo: z.string().max(500).optional(),
-});
+export const OidcStartQuery = z
+  .object({
+    /** Where the console goes back to after signing in: a path of this site (anything else means "/"). */
+    returnTo: z.string().max(500).optional(),
+  })
+  .strict();
 export type OidcStartQuery = z.infer<typeof OidcStartQuery>;
 
-/** The provider's answer, as it sends it: state and code, or an error. */
+/** The names of the provider's answer the gateway reads. */
+export const OIDC_CALLBACK_FIELDS = ['state', 'code', 'iss', 'error', 'error_description'] as const;
+
+/**
+ * The provider's answer, as it sends it: state and code, or an error. Providers add parameters of their
+ * own (Google: scope, authuser, hd, prompt; Keycloak and Entra: session_state), so other names are
+ * accepted, bounded, and never read: only OIDC_CALLBACK_FIELDS go on to the code exchange.
+ */
 export const OidcCallbackQuery = z
   .object({
     state: z.string().max(512).optional(),
@@ -43,9 +52,8 @@ export const OidcCallbackQuery = z
     iss: z.string().max(2048).optional(),
     error: z.string().max(200).optional(),
     error_description: z.string().max(1000).optional(),
-    session_state: z.string().max(1000).optional(),
   })
-  .strict();
+  .catchall(z.string().max(2000));
 export type OidcCallbackQuery = z.infer<typeof OidcCallbackQuery>;
 
 export const MeResponse = z.object({ user: UserView, csrfToken: z.string().nullable(), via: z.enum(['cookie', 'token']) });

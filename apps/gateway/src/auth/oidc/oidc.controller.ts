@@ -1,5 +1,5 @@
 import { Controller, Get, HttpCode, Res } from '@nestjs/common';
-import { GatewayRoutes as R, type OidcCallbackQuery, type OidcStartQuery } from '@lemniscate/contracts';
+import { GatewayRoutes as R, OIDC_CALLBACK_FIELDS, type OidcCallbackQuery, type OidcStartQuery } from '@lemniscate/contracts';
 import type { Response } from 'express';
 import { Returns, ZQuery } from '../../common/zod-validation';
 import type { CookieJar } from '../auth.service';
@@ -37,7 +37,12 @@ export class OidcController {
   @Public("the identity provider's answer arrives here; its state, code and ID token are checked")
   @Returns(null, 'Takes the sign-in state once, exchanges the code, checks the ID token, maps the groups, opens a console session and redirects to the console', R.oidcCallback.status)
   async callback(@ZQuery(R.oidcCallback.query) query: OidcCallbackQuery, @ClientIp() ip: string, @SessionCookie() jar: CookieJar, @Res() res: Response) {
-    const params = new URLSearchParams(Object.entries(query).filter((e): e is [string, string] => typeof e[1] === 'string'));
+    const params = new URLSearchParams(
+      OIDC_CALLBACK_FIELDS.flatMap((name): [string, string][] => {
+        const value = query[name];
+        return typeof value === 'string' ? [[name, value]] : [];
+      }),
+    );
     try {
       res.redirect(302, await this.oidc.callback(params, ip, jar));
     } catch (e) {

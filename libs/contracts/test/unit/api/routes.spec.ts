@@ -46,7 +46,17 @@ describe('GatewayRoutes', () => {
 });
 
 describe('GatewayRoutes queries', () => {
-  it.each(entries.filter(([, r]) => r.query !== undefined))('%s: its query refuses an unknown parameter', (_, r) => {
+  /** The identity provider's answer carries parameters of its provider's own (Google: scope, authuser, prompt); no other query does. */
+  const fromTheProvider = new Set(['oidcCallback']);
+  it.each(entries.filter(([name, r]) => r.query !== undefined && !fromTheProvider.has(name)))('%s: its query refuses an unknown parameter', (_, r) => {
     expect(r.query!.safeParse({ unknownParamXyz: '1' }).success).toBe(false);
+  });
+
+  it("oidcCallback: the provider's own parameters are accepted but bounded", () => {
+    const q = GatewayRoutes.oidcCallback.query;
+    expect(q.safeParse({ state: 's', code: 'c', scope: 'openid email', authuser: '0' }).success).toBe(true);
+    expect(q.safeParse({ state: 's', scope: 'x'.repeat(2001) }).success).toBe(false);
+    expect(q.safeParse({ state: 's', scope: ['a', 'b'] }).success).toBe(false);
+    expect(q.safeParse({ state: 's'.repeat(513) }).success).toBe(false);
   });
 });
