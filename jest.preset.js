@@ -16,8 +16,8 @@ const swc = [
 ];
 
 const moduleNameMapper = {
-  '^@lemniscate/(contracts|policy|session)$': path.join(__dirname, 'libs/$1/src/index.ts'),
-  '^@lemniscate/(contracts|policy|session)/(.*)$': path.join(__dirname, 'libs/$1/src/$2'),
+  '^@lemniscate/(contracts|policy|session|telemetry)$': path.join(__dirname, 'libs/$1/src/index.ts'),
+  '^@lemniscate/(contracts|policy|session|telemetry)/(.*)$': path.join(__dirname, 'libs/$1/src/$2'),
 };
 
 function tier(displayName, testMatch, extra = {}) {

@@ -9,7 +9,7 @@ import { aptInstall } from './engine.mjs';
 import { imageExists } from './image.mjs';
 
 export const PLATFORM_REPO = 'lemniscate/platform';
-const WORKSPACES = ['libs/contracts', 'libs/policy', 'libs/session', 'apps/gateway', 'apps/exec-host', 'apps/cli', 'apps/console'];
+const WORKSPACES = ['libs/contracts', 'libs/policy', 'libs/session', 'libs/telemetry', 'apps/gateway', 'apps/exec-host', 'apps/cli', 'apps/console'];
 /** What each workspace ships: its package.json and these, when present. */
 const SHIPPED = ['dist', 'bin', 'migrations'];
 const IMAGE_FILES = ['images/platform/packages.txt', 'images/platform/build-offline.sh', 'images/platform/entrypoint-postgres.sh'];

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 'use strict';
-const { main, processContext } = require('../dist/main.js');
+const { runTraced, processContext } = require('../dist/main.js');
 
-main(process.argv.slice(2), processContext()).then(
+runTraced(process.argv.slice(2), processContext()).then(
   (code) => {
     // Wait for stdout to drain: a JSON result piped to another program must arrive whole.
     process.exitCode = code;

@@ -17,6 +17,7 @@ import { registerRepository } from './commands/repository';
 import { addRunOptions, runRoot, type RunFlags } from './commands/run';
 import { registerSessions } from './commands/sessions';
 import type { CliContext } from './context';
+import { extractTraceContext, SpanKind, startTracing, TracingConfigError, withSpan, type Tracing } from '@lemniscate/telemetry';
 import { CliError, EXIT_FAILURE, EXIT_OK, isCliError } from './errors';
 import { terminalPrompter } from './interactive/terminal-prompter';
 
@@ -126,6 +127,51 @@ export async function main(argv: string[], ctx: CliContext): Promise<number> {
   }
 }
 
+/** The commands a trace names (`lemni sessions`); anything else is the root command, a session run. */
+const TRACED_COMMANDS = new Set(['login', 'projects', 'sessions', 'approvals', 'apply', 'audit', 'policy', 'agents', 'mcp', 'env', 'repository', 'admin', 'completion']);
+
+/** The command of a command line, for its span's name: never an argument (an instruction may hold a secret). */
+export function tracedCommand(argv: string[]): string {
+  for (let i = 0; i < argv.length; i++) {
+    const word = argv[i]!;
+    if (word === '--') break;
+    if (word.startsWith('-')) {
+      // An option's value is the next word unless it is given with `=`; flags without value are skipped alike.
+      if (!word.includes('=') && !/^--(no-|help$|version$|json$)/.test(word)) i += 1;
+      continue;
+    }
+    return TRACED_COMMANDS.has(word) ? word : 'run';
+  }
+  return 'run';
+}
+
+/**
+ * main() inside the command's span when the environment names an OTLP endpoint (OTEL_EXPORTER_OTLP_ENDPOINT):
+ * continued from TRACEPARENT when a CI job sets it, carried to the gateway on every request, sent
+ * before the process ends (bounded: a collector that is down delays the exit by at most 3 s). A
+ * tracing setting that cannot work is said once and the command runs untraced.
+ */
+export async function runTraced(argv: string[], ctx: CliContext): Promise<number> {
+  let tracing: Tracing;
+  try {
+    tracing = startTracing('lemni', ctx.env, { exportTimeoutMs: 3000, scheduledDelayMs: 500 });
+  } catch (e) {
+    if (!(e instanceof TracingConfigError)) throw e;
+    ctx.stderr(`lemni: traces are off for this command: ${e.message}\n`);
+    return main(argv, ctx);
+  }
+  if (!tracing.enabled) return main(argv, ctx);
+  const parent = extractTraceContext({ traceparent: ctx.env.TRACEPARENT, tracestate: ctx.env.TRACESTATE });
+  const command = tracedCommand(argv);
+  const code = await withSpan(`lemni ${command}`, { kind: SpanKind.CLIENT, parent, attributes: { 'lemniscate.cli.command': command } }, async (span) => {
+    const exit = await main(argv, ctx);
+    span.setAttribute('process.exit.code', exit);
+    return exit;
+  });
+  await tracing.shutdown().catch(() => undefined);
+  return code;
+}
+
 /** The process around main(): real streams, real signals, real environment. */
 export function processContext(): CliContext {
   const write = (stream: NodeJS.WriteStream) => (text: string) => void stream.write(text);
@@ -173,7 +219,7 @@ export function processContext(): CliContext {
 }
 
 if (require.main === module) {
-  void main(process.argv.slice(2), processContext()).then((code) => {
+  void runTraced(process.argv.slice(2), processContext()).then((code) => {
     process.exitCode = code;
   });
 }

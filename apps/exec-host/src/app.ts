@@ -2,7 +2,8 @@ import 'reflect-metadata';
 import { Logger, Module, type DynamicModule, type INestApplication } from '@nestjs/common';
 import { APP_FILTER, NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { Limits } from '@lemniscate/contracts';
+import { execHostRouteOf, Limits } from '@lemniscate/contracts';
+import { traceHttpServer } from '@lemniscate/telemetry';
 import { EXEC_HOST_CONFIG, type ExecHostConfig } from './config';
 import { SANDBOX_DRIVER, type SandboxDriver } from './driver/sandbox.driver';
 import { requireToken } from './http/auth.middleware';
@@ -79,6 +80,8 @@ export async function createExecHost(config: ExecHostConfig, driver: SandboxDriv
   });
   if (config.tls) app.use(requireClientName(config.tls.clientNames, () => metrics.refused('client_certificate')));
   app.use(requireToken(config.token, () => metrics.refused('token')));
+  // A span per authenticated request, continuing the gateway's W3C trace context (a no-op unless tracing is on).
+  app.use(traceHttpServer((_method, path) => execHostRouteOf(path)));
   // The one limit of the control channel: a session's starting patch at its limit, JSON-encoded.
   app.useBodyParser('json', { limit: Limits.sessionRequestBodyBytes });
   reaper.start();

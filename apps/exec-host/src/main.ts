@@ -7,6 +7,7 @@ import { CgroupError } from './driver/cgroups';
 import { DockerSandboxDriver } from './driver/docker.driver';
 import { ExecHostError, StartupError } from './errors';
 import { Registration } from './pool/registration';
+import { startTracing, TracingConfigError, type Tracing } from '@lemniscate/telemetry';
 
 interface RunningExecHost {
   host: ExecHost;
@@ -100,10 +101,21 @@ export async function main(): Promise<void> {
   process.on('unhandledRejection', (reason) => {
     console.error(`lemniscate exec-host: an operation failed without a handler: ${reason instanceof Error ? (reason.stack ?? reason.message) : String(reason)}`);
   });
+  // OpenTelemetry traces, when OTEL_EXPORTER_OTLP_ENDPOINT names a collector (docs/operator-guide.md).
+  let tracing: Tracing;
+  try {
+    tracing = startTracing('lemniscate-exec-host');
+  } catch (e) {
+    if (e instanceof TracingConfigError) throw new StartupError(`The exec-host will not start: ${e.message}`);
+    throw e;
+  }
   const running = await start(process.env);
-  console.log(`lemniscate exec-host listening on ${running.address}`);
+  console.log(`lemniscate exec-host listening on ${running.address}${tracing.enabled ? `; traces to ${tracing.url}` : ''}`);
   const stop = () => {
-    void running.close().finally(() => process.exit(0));
+    void running
+      .close()
+      .then(() => tracing.shutdown())
+      .finally(() => process.exit(0));
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);

@@ -1,4 +1,4 @@
-import { DynamicModule, Module, type Provider } from '@nestjs/common';
+import { DynamicModule, Inject, Module, type OnApplicationShutdown, type Provider } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, DiscoveryModule } from '@nestjs/core';
 import { LoggerModule } from 'nestjs-pino';
 import type { DestinationStream } from 'pino';
@@ -79,6 +79,18 @@ export interface AppModuleOptions {
   environmentPollMs?: number;
   /** Audit sinks' lease and pauses (tests that cannot wait for a 15-second lease to lapse). */
   auditSinkTiming?: SinkTiming;
+  /** Runs last when the gateway shuts down (the trace exporter sends what it holds). */
+  onShutdown?: () => Promise<void>;
+}
+
+const ON_SHUTDOWN = Symbol('ON_SHUTDOWN');
+
+/** Calls the entry point's last work when the application shuts down. */
+class ShutdownHook implements OnApplicationShutdown {
+  constructor(@Inject(ON_SHUTDOWN) private readonly onShutdown: () => Promise<void>) {}
+  async onApplicationShutdown(): Promise<void> {
+    await this.onShutdown();
+  }
 }
 
 export const CONTROLLERS = [
@@ -115,6 +127,7 @@ export class AppModule {
       { provide: SESSION_LOOPS, useValue: options.sessionLoops ?? 'run' },
       { provide: ENVIRONMENT_POLL_MS, useValue: options.environmentPollMs ?? 1_500 },
       ...(options.auditSinkTiming ? [{ provide: AUDIT_SINK_TIMING, useValue: options.auditSinkTiming }] : []),
+      ...(options.onShutdown ? [{ provide: ON_SHUTDOWN, useValue: options.onShutdown }, ShutdownHook] : []),
       { provide: CREDENTIALS_OUTPUT, useValue: options.credentialsOutput ?? ((text: string) => process.stdout.write(`${text}\n`)) },
       {
         provide: EVENT_FAN_OUT,

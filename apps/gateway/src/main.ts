@@ -7,11 +7,12 @@ import { ConfigError, loadConfig, type GatewayConfig } from './config/config';
 import { DatabaseError, migrate, redactUrl } from './db/database';
 import { MigrationError } from './db/migrate';
 import { configureApp } from './setup';
+import { startTracing, TracingConfigError } from '@lemniscate/telemetry';
 
 const USAGE = 'Usage: lemni-gateway [serve] | lemni-gateway migrate';
 
 /** The gateway as `serve` runs it, not yet listening. */
-async function createGatewayApp(config: GatewayConfig, options: Pick<AppModuleOptions, 'sessionLoops'> = {}): Promise<INestApplication> {
+async function createGatewayApp(config: GatewayConfig, options: Pick<AppModuleOptions, 'sessionLoops' | 'onShutdown'> = {}): Promise<INestApplication> {
   const app = await NestFactory.create(AppModule.forRoot({ config, ...options }), { bodyParser: false, bufferLogs: true });
   configureApp(app, config);
   app.enableShutdownHooks();
@@ -26,10 +27,12 @@ async function createGatewayApp(config: GatewayConfig, options: Pick<AppModuleOp
 /** `options` is for test entry points (a gateway that records sessions without running loops). */
 export async function serve(options: Pick<AppModuleOptions, 'sessionLoops'> = {}): Promise<INestApplication> {
   const config = loadConfig();
-  const app = await createGatewayApp(config, options);
+  // OpenTelemetry traces, when OTEL_EXPORTER_OTLP_ENDPOINT names a collector (docs/operator-guide.md).
+  const tracing = startTracing('lemniscate-gateway');
+  const app = await createGatewayApp(config, { ...options, onShutdown: () => tracing.shutdown() });
   await app.listen(config.port, config.host);
   const where = config.databaseUrl ? redactUrl(config.databaseUrl) : `PGlite in ${config.dataDir}`;
-  process.stdout.write(`Lemniscate gateway listening on ${await app.getUrl()} (database: ${where})\n`);
+  process.stdout.write(`Lemniscate gateway listening on ${await app.getUrl()} (database: ${where}${tracing.enabled ? `; traces to ${tracing.url}` : ''})\n`);
   return app;
 }
 
@@ -52,7 +55,7 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   } catch (error) {
     // Known start-up failures already carry a sentence; anything else gets its message.
-    const known = error instanceof ConfigError || error instanceof DatabaseError || error instanceof MigrationError;
+    const known = error instanceof ConfigError || error instanceof DatabaseError || error instanceof MigrationError || error instanceof TracingConfigError;
     process.stderr.write(`lemni-gateway: ${known ? (error as Error).message : `failed to start: ${(error as Error).stack ?? String(error)}`}\n`);
     return 1;
   }

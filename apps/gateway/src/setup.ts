@@ -1,7 +1,8 @@
 import { INestApplication, RequestMethod } from '@nestjs/common';
 import { WsAdapter } from '@nestjs/platform-ws';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { Limits, tooLargeMessage } from '@lemniscate/contracts';
+import { Limits, matchGatewayRoute, tooLargeMessage } from '@lemniscate/contracts';
+import { traceHttpServer } from '@lemniscate/telemetry';
 import cookieParser from 'cookie-parser';
 import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
@@ -53,6 +54,8 @@ export function configureApp(app: INestApplication, config: GatewayConfig): void
     req.cookieSecure = config.cookieSecure;
     next();
   });
+  // A span per request, continuing the caller's W3C trace context (a no-op unless tracing is on).
+  express.use(traceHttpServer((method, path) => matchGatewayRoute(method, path)?.route.path));
   const metrics = app.get(MetricsService);
   express.use((req: Request, res: Response, next: NextFunction) => {
     const end = metrics.httpDuration.startTimer();

@@ -59,6 +59,45 @@ export const ExecHostRoutes = {
 export const FileOperation = z.enum(['read', 'list', 'search', 'propose-write', 'propose-edit', 'apply']);
 export type FileOperation = z.infer<typeof FileOperation>;
 
+/** Each control-channel path as a template (`/v1/sandboxes/{id}/exec`), for naming spans and metrics by route, never by id. */
+const EXEC_HOST_TEMPLATES: { template: string; pattern: RegExp }[] = (() => {
+  const HOLE = '\u0000';
+  const templates = [
+    ExecHostRoutes.health(),
+    ExecHostRoutes.sandboxes(),
+    ExecHostRoutes.sandbox(HOLE),
+    ExecHostRoutes.exec(HOLE),
+    ...FileOperation.options.map((op) => ExecHostRoutes.file(HOLE, op)),
+    ExecHostRoutes.changes(HOLE),
+    ExecHostRoutes.acceptChanges(HOLE),
+    ExecHostRoutes.revertChanges(HOLE),
+    ExecHostRoutes.patch(HOLE),
+    ExecHostRoutes.mcp(HOLE),
+    ExecHostRoutes.mcpProcess(HOLE, HOLE),
+    ExecHostRoutes.mcpMessages(HOLE, HOLE),
+    ExecHostRoutes.environmentStatus(),
+    ExecHostRoutes.prepareEnvironment(),
+    ExecHostRoutes.environmentLog(HOLE).split('?')[0]!,
+    ExecHostRoutes.repositoryDirectory(),
+    ExecHostRoutes.metrics(),
+  ];
+  return templates.map((t) => ({
+    template: t.replaceAll('%00', '{id}'),
+    pattern: new RegExp(
+      `^${t
+        .split('%00')
+        .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+        .join('[^/]+')}$`,
+    ),
+  }));
+})();
+
+/** The template of a control-channel path (its query ignored), or undefined for a path the exec-host does not serve. */
+export function execHostRouteOf(path: string): string | undefined {
+  const bare = path.split('?')[0] ?? path;
+  return EXEC_HOST_TEMPLATES.find((t) => t.pattern.test(bare))?.template;
+}
+
 /** Machine-readable error codes of the exec-host (ErrorBody.code). */
 export const ExecHostErrorCode = z.enum([
   'unauthorized', // 401: token missing or wrong; no detail is given

@@ -33,6 +33,7 @@ import {
   checkSize,
   checkText,
 } from '@lemniscate/contracts';
+import { injectTraceHeaders } from '@lemniscate/telemetry';
 import type { z } from 'zod';
 import { CliError, type CliErrorClass } from '../errors';
 
@@ -123,7 +124,8 @@ export class GatewayClient {
   async raw(method: string, path: string, init: { body?: unknown; query?: Record<string, string | number | undefined>; headers?: Record<string, string> } = {}): Promise<Response> {
     const url = new URL(`${this.baseUrl}${API}${path}`);
     for (const [k, v] of Object.entries(init.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
-    const headers: Record<string, string> = { accept: 'application/json' };
+    // The command's trace context (when tracing is on), so the gateway's spans join the CLI's trace.
+    const headers: Record<string, string> = injectTraceHeaders({ accept: 'application/json' });
     if (this.hasToken) headers.authorization = `Bearer ${this.token}`;
     // An empty value removes a header: a cookie-authenticated call must not also send a token.
     for (const [k, v] of Object.entries(init.headers ?? {})) {

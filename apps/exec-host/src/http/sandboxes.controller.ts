@@ -18,6 +18,7 @@ import {
 import type { Request, Response } from 'express';
 import type { z } from 'zod';
 import { ExecHostError } from '../errors';
+import { setSpanAttributes, withSpan } from '@lemniscate/telemetry';
 import { ExecHostMetrics, execOutcome } from '../metrics';
 import { SandboxService } from '../sandbox.service';
 import { ZBody } from './zod-pipe';
@@ -74,12 +75,32 @@ export class SandboxesController {
     const started = process.hrtime.bigint();
     let exit: Omit<ExecExit, 'type'> | null = null;
     try {
-      exit = await this.execTo(id, body, stream, res, gone.signal);
+      // T3: the sandbox command's span, a child of the gateway's call (its W3C trace context); the
+      // command's text stays out of it (it may quote a secret), its exit status goes in.
+      exit = await withSpan('sandbox.exec', { attributes: this.sandboxAttributes(id) }, async () => {
+        const done = await this.execTo(id, body, stream, res, gone.signal);
+        setSpanAttributes({
+          'process.exit.code': done.exitCode ?? -1,
+          'lemniscate.exec.duration_ms': done.durationMs,
+          'lemniscate.exec.timed_out': done.timedOut,
+          ...(done.class ? { 'lemniscate.exec.class': done.class } : {}),
+        });
+        return done;
+      });
     } finally {
       // A refusal before the command ran (unknown sandbox, busy) is not a command's latency.
       if (exit || gone.signal.aborted) this.metrics.observeExec(seconds(started), execOutcome(exit));
     }
     void req;
+  }
+
+  private sandboxAttributes(id: string): Record<string, string> {
+    try {
+      const info = this.sandboxes.get(id);
+      return { 'lemniscate.sandbox.id': id, 'lemniscate.session.id': info.sessionId, 'lemniscate.sandbox.runtime': info.runtime };
+    } catch {
+      return { 'lemniscate.sandbox.id': id };
+    }
   }
 
   private async execTo(id: string, body: z.infer<typeof ExecRequest>, stream: string | undefined, res: Response, signal: AbortSignal): Promise<Omit<ExecExit, 'type'>> {

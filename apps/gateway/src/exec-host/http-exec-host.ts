@@ -12,6 +12,7 @@ import {
   ExecHostErrorCode,
   ExecHostHealth,
   ExecHostRoutes,
+  execHostRouteOf,
   ExecStreamChunk,
   ListFilesResponse,
   McpExit,
@@ -39,6 +40,7 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import { Readable } from 'node:stream';
 import type { z } from 'zod';
+import { injectTraceHeaders, setSpanAttributes, SpanKind, withSpan } from '@lemniscate/telemetry';
 import { ExecHostCallError, type ExecHostCheck, type ExecHostPort } from './exec-host.port';
 
 /**
@@ -174,15 +176,29 @@ export class HttpExecHost implements ExecHostPort {
     return this.json('POST', ExecHostRoutes.sandboxes(), SandboxInfo, { body: request, signal, timeoutMs: this.timeouts.create });
   }
 
-  async destroy(sandboxId: string): Promise<void> {
+  destroy(sandboxId: string): Promise<void> {
+    return this.traced('DELETE', ExecHostRoutes.sandbox(sandboxId), () => this.destroyNow(sandboxId));
+  }
+
+  private async destroyNow(sandboxId: string): Promise<void> {
     const res = await this.fetch('DELETE', ExecHostRoutes.sandbox(sandboxId), { timeoutMs: this.timeouts.destroy });
+    setSpanAttributes({ 'http.response.status_code': res.status });
     if (res.status === 404) return void (await res.body?.cancel());
     if (!res.ok) throw await this.refusal(res);
     const body = DestroySandboxResponse.safeParse(await res.json().catch(() => undefined));
     if (!body.success) throw new ExecHostCallError('internal', `The exec-host answered the destruction of sandbox ${sandboxId} with a body the gateway does not understand.`, res.status);
   }
 
-  async exec(sandboxId: string, request: ExecRequest, onOutput: (chunk: ExecOutputChunk) => void, signal?: AbortSignal): Promise<ExecExit> {
+  /** The command's span covers its whole output stream, to its exit. */
+  exec(sandboxId: string, request: ExecRequest, onOutput: (chunk: ExecOutputChunk) => void, signal?: AbortSignal): Promise<ExecExit> {
+    return this.traced('POST', ExecHostRoutes.exec(sandboxId), async () => {
+      const exit = await this.execNow(sandboxId, request, onOutput, signal);
+      setSpanAttributes({ 'process.exit.code': exit.exitCode ?? -1, ...(exit.class ? { 'lemniscate.exec.class': exit.class } : {}) });
+      return exit;
+    });
+  }
+
+  private async execNow(sandboxId: string, request: ExecRequest, onOutput: (chunk: ExecOutputChunk) => void, signal?: AbortSignal): Promise<ExecExit> {
     let res: Response;
     try {
       res = await this.fetch('POST', ExecHostRoutes.exec(sandboxId), { body: request, signal, timeoutMs: null });
@@ -194,6 +210,7 @@ export class HttpExecHost implements ExecHostPort {
       }
       throw err;
     }
+    setSpanAttributes({ 'http.response.status_code': res.status });
     if (!res.ok) throw await this.refusal(res);
     if (!res.body) throw new ExecHostCallError('sandbox_lost', 'The exec-host answered the command without an output stream.', 502);
     const decoder = new TextDecoder();
@@ -279,10 +296,19 @@ export class HttpExecHost implements ExecHostPort {
     return this.json('POST', ExecHostRoutes.repositoryDirectory(), RepositoryDirectory, { body: request, signal, timeoutMs: this.timeouts.environment });
   }
 
-  private async json<S extends z.ZodType>(method: string, path: string, schema: S, call: Call): Promise<z.output<S>> {
-    const res = await this.fetch(method, path, call);
-    if (!res.ok) throw await this.refusal(res);
-    return schema.parse(await res.json());
+  private json<S extends z.ZodType>(method: string, path: string, schema: S, call: Call): Promise<z.output<S>> {
+    return this.traced(method, path, async () => {
+      const res = await this.fetch(method, path, call);
+      setSpanAttributes({ 'http.response.status_code': res.status });
+      if (!res.ok) throw await this.refusal(res);
+      return schema.parse(await res.json());
+    });
+  }
+
+  /** A client span per control-channel call, named by its route (`POST /v1/sandboxes/{id}/exec`), whose context the request carries. */
+  private traced<T>(method: string, path: string, fn: () => Promise<T>): Promise<T> {
+    const route = execHostRouteOf(path) ?? 'unknown';
+    return withSpan(`${method} ${route}`, { kind: SpanKind.CLIENT, attributes: { 'http.request.method': method, 'url.template': route, 'lemniscate.exec_host.url': this.options.url } }, fn);
   }
 
   private async refusal(res: Response): Promise<ExecHostCallError> {
@@ -292,7 +318,8 @@ export class HttpExecHost implements ExecHostPort {
   private async fetch(method: string, path: string, { body, signal, timeoutMs }: Call): Promise<Response> {
     const timeout = timeoutMs === null ? undefined : AbortSignal.timeout(timeoutMs);
     const signals = [signal, timeout].filter((s): s is AbortSignal => !!s);
-    const headers: Record<string, string> = { accept: 'application/json' };
+    // The active span's W3C trace context, so the exec-host's spans join the tool call's trace.
+    const headers: Record<string, string> = injectTraceHeaders({ accept: 'application/json' });
     if (this.options.token) headers.authorization = `Bearer ${this.options.token}`;
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     if (payload) {

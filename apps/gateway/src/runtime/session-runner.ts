@@ -40,6 +40,7 @@ import {
   type SandboxInfo,
   type SessionEventOf,
 } from '@lemniscate/contracts';
+import { setSpanAttributes, withSpan } from '@lemniscate/telemetry';
 import { AppError, ErrorCode } from '../common/errors';
 import { describeFailure } from '../db/errors';
 import type { ChatMessage, ModelProvider, ToolCall, ToolDefinition, TurnResult } from '../model/model.types';
@@ -376,7 +377,11 @@ export class SessionRunner {
       await this.compactIfNeeded();
       if (this.outcome) return lastText;
       this.modelRequestStartedAt = Date.now();
-      const turn = this.countUsage(await this.deps.model.complete({ messages: this.messages, tools: this.catalogue, signal: this.deps.signal, purpose: 'turn' }));
+      const turn = this.countUsage(
+        await withSpan('chat', { attributes: { 'gen_ai.operation.name': 'chat', 'lemniscate.model': this.deps.model.ref, 'lemniscate.session.id': this.input.sessionId } }, () =>
+          this.deps.model.complete({ messages: this.messages, tools: this.catalogue, signal: this.deps.signal, purpose: 'turn' }),
+        ),
+      );
       if (turn.text) {
         lastText = turn.text;
         await this.emit({ type: 'model_text', text: turn.text });
@@ -401,7 +406,22 @@ export class SessionRunner {
         answers.push({ id: call.id, control: 'Not run: the session is ending.', isError: true });
         continue;
       }
-      answers.push(await this.runCall(call));
+      // T3: one span per tool call (its policy decision, approval wait and exec-host calls inside it),
+      // named by the tool only: arguments may carry what a trace backend must not hold.
+      const attributes = {
+        'gen_ai.operation.name': 'execute_tool',
+        'gen_ai.tool.name': call.name,
+        'gen_ai.tool.call.id': call.id,
+        'lemniscate.session.id': this.input.sessionId,
+        'lemniscate.agent': this.input.agent.name,
+      };
+      answers.push(
+        await withSpan(`execute_tool ${call.name}`, { attributes }, async () => {
+          const answer = await this.runCall(call);
+          setSpanAttributes({ 'lemniscate.tool.is_error': answer.isError });
+          return answer;
+        }),
+      );
     }
     for (const m of turn.malformedToolCalls ?? []) {
       answers.push({ id: m.id, control: `Not run: the arguments of ${m.name} are not a JSON object (${m.reason}). Send the call again with valid JSON arguments.`, isError: true });
@@ -452,8 +472,13 @@ export class SessionRunner {
     // 3–5. catalogue, path scope and policy, in one decision read from the policy in force; the
     // proposal and its decision are recorded and audited together, before anything runs.
     const policy = await this.deps.policy();
-    const decision = await this.decideCall(call, policy);
+    const decision = await withSpan('policy.decide', {}, async () => {
+      const d = await this.decideCall(call, policy);
+      setSpanAttributes({ 'lemniscate.policy.effect': d.effect, ...('rule' in d && d.rule ? { 'lemniscate.policy.rule': d.rule } : {}) });
+      return d;
+    });
     const callId = await this.deps.recorder.proposeToolCall({ name: call.name, arguments: recorded.arguments, agent }, decision);
+    setSpanAttributes({ 'lemniscate.tool_call.id': callId });
     await this.emit({ type: 'tool_call_proposed', callId, agent, name: call.name, arguments: recorded.arguments });
     await this.deps.recorder.recordProgress({ actionsUsed: this.budget.actionsUsed, extensionsUsed: this.extensionsUsed });
     await this.emitDecision(callId, decision);
@@ -933,7 +958,11 @@ export class SessionRunner {
     const snap = this.budget.snapshot();
     const sessionLeftMs = eventKind === 'extension' ? Infinity : (snap.minutesLimit - snap.minutesUsed) * 60_000;
     const waitMs = Math.max(0, Math.round(Math.min(timeoutMs, sessionLeftMs, this.sandboxMsLeft())));
-    const answer = await this.deps.recorder.requestApproval({ ...draft, agent: this.input.agent.name, toolCallId: callId }, this.deps.signal, waitMs);
+    const answer = await withSpan('approval.wait', { attributes: { 'lemniscate.approval.kind': eventKind } }, async () => {
+      const a = await this.deps.recorder.requestApproval({ ...draft, agent: this.input.agent.name, toolCallId: callId }, this.deps.signal, waitMs);
+      setSpanAttributes({ 'lemniscate.approval.state': a.state });
+      return a;
+    });
     this.throwIfAborted();
     this.lastApprovalState = answer.state;
     this.lastRejectReason = answer.state === 'rejected' ? (answer.reason ?? null) : null;

@@ -1,0 +1,225 @@
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
+import { freePort, ROOT, startStack, type Stack } from './harness';
+
+/**
+ * T3 (issue 20): OpenTelemetry traces across CLI → gateway → policy → exec-host → sandbox command,
+ * W3C trace context on every hop, exported over OTLP/HTTP. The receiver is a real OTLP/HTTP
+ * endpoint in this process (JSON, as the exporter sends it, behind a collector credential); the
+ * CLI, gateway and exec-host are the real processes, and the scripted model drives the session.
+ */
+
+interface ReceivedSpan {
+  service: string;
+  traceId: string;
+  spanId: string;
+  parentSpanId: string;
+  name: string;
+  kind: number;
+  attributes: Record<string, string | number | boolean>;
+  status: number;
+}
+
+const COLLECTOR_SECRET = `collector-${randomBytes(8).toString('hex')}`;
+/** Text that only a command's argument and the instruction carry: no span may hold it. */
+const MARKER = `sekrit-${randomBytes(6).toString('hex')}`;
+
+class OtlpReceiver {
+  readonly spans: ReceivedSpan[] = [];
+  refused = 0;
+  private server!: Server;
+  url = '';
+
+  async start(): Promise<this> {
+    const port = await freePort();
+    this.server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        if (req.method !== 'POST' || req.url !== '/v1/traces' || req.headers.authorization !== `Bearer ${COLLECTOR_SECRET}`) {
+          this.refused += 1;
+          res.writeHead(req.url === '/v1/traces' ? 401 : 404).end();
+          return;
+        }
+        if (!String(req.headers['content-type']).startsWith('application/json')) {
+          res.writeHead(415).end();
+          return;
+        }
+        this.take(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      });
+    });
+    await new Promise<void>((resolve) => this.server.listen(port, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${port}`;
+    return this;
+  }
+
+  private take(body: any): void {
+    const value = (v: any) => v?.stringValue ?? (v?.intValue !== undefined ? Number(v.intValue) : (v?.boolValue ?? v?.doubleValue));
+    for (const rs of body.resourceSpans ?? []) {
+      const service = String(value(rs.resource?.attributes?.find((a: any) => a.key === 'service.name')?.value));
+      for (const ss of rs.scopeSpans ?? []) {
+        for (const s of ss.spans ?? []) {
+          this.spans.push({
+            service,
+            traceId: s.traceId,
+            spanId: s.spanId,
+            parentSpanId: s.parentSpanId ?? '',
+            name: s.name,
+            kind: s.kind,
+            attributes: Object.fromEntries((s.attributes ?? []).map((a: any) => [a.key, value(a.value)])),
+            status: s.status?.code ?? 0,
+          });
+        }
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+const receiver = new OtlpReceiver();
+let stack: Stack;
+
+const otlpEnv = () => ({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_HEADERS: `authorization=Bearer%20${COLLECTOR_SECRET}` });
+
+beforeAll(async () => {
+  await receiver.start();
+  stack = await startStack({ gatewayEnv: otlpEnv(), execHostEnv: otlpEnv() });
+  await stack.publishPolicy({ version: 1, commands: { free: ['echo', 'cat', 'ls'] } });
+}, 180_000);
+
+afterAll(async () => {
+  await stack?.stop();
+  await receiver.close();
+});
+
+const json = (out: string) => JSON.parse(out.trim().split('\n').at(-1)!);
+
+async function until<T>(what: string, read: () => T | undefined, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = read();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`${what} did not arrive within ${timeoutMs / 1000} s; received: ${receiver.spans.map((s) => `${s.service}:${s.name}`).join(', ')}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+describe('OpenTelemetry traces, CLI → gateway → policy → exec-host → sandbox', () => {
+  it('each tool call is one connected subtree of the CI job trace: its policy decision, the exec-host call and the sandbox command', async () => {
+    const ciTrace = randomBytes(16).toString('hex');
+    const ciSpan = randomBytes(8).toString('hex');
+    const script = stack.script('traced', [
+      { tool_calls: [{ name: 'Bash', arguments: { command: `echo ${MARKER}` } }] },
+      { tool_calls: [{ name: 'Read', arguments: { path: 'src/calc.js' } }] },
+      { tool_calls: [{ name: 'Bash', arguments: { command: `curl https://example.com/${MARKER}` } }] },
+      { text: 'Done.' },
+    ]);
+    const r = await stack.cli(['-p', `trace this ${MARKER}`, '--model', `scripted:${script}`, '--output-format', 'json', '--no-apply'], {
+      env: { ...otlpEnv(), TRACEPARENT: `00-${ciTrace}-${ciSpan}-01` },
+    });
+    expect(r.stderr).not.toMatch(/traces are off/);
+    expect(r.code).toBe(0);
+    const out = json(r.stdout);
+    expect(out.tool_calls.map((c: { name: string }) => c.name)).toEqual(['Bash', 'Read', 'Bash']);
+
+    const inTrace = () => receiver.spans.filter((s) => s.traceId === ciTrace);
+    await until('three tool calls, their sandbox command and the CLI span', () => {
+      const spans = inTrace();
+      return spans.filter((s) => s.name.startsWith('execute_tool ')).length === 3 && spans.some((s) => s.name === 'sandbox.exec') && spans.some((s) => s.service === 'lemni') ? true : undefined;
+    });
+    // The gateway's span of the session's end and the exec-host's destruction come a moment later.
+    await new Promise((r) => setTimeout(r, 2500));
+    const spans = inTrace();
+    const byId = new Map(spans.map((s) => [s.spanId, s]));
+    const childrenOf = (s: ReceivedSpan) => spans.filter((c) => c.parentSpanId === s.spanId);
+    const descendantsOf = (s: ReceivedSpan): ReceivedSpan[] => childrenOf(s).flatMap((c) => [c, ...descendantsOf(c)]);
+    const pathToRoot = (s: ReceivedSpan): ReceivedSpan[] => {
+      const path = [s];
+      for (let p = byId.get(s.parentSpanId); p; p = byId.get(p.parentSpanId)) path.push(p);
+      return path;
+    };
+
+    // The CLI's span continues the CI job's (TRACEPARENT) and is the root of everything the run caused.
+    const cli = spans.find((s) => s.service === 'lemni')!;
+    expect(cli).toMatchObject({ name: 'lemni run', parentSpanId: ciSpan, kind: 3 /* CLIENT */ });
+    expect(cli.attributes['process.exit.code']).toBe(0);
+    const start = spans.find((s) => s.service === 'lemniscate-gateway' && s.name === 'POST /api/v1/sessions')!;
+    expect(start).toMatchObject({ parentSpanId: cli.spanId, kind: 2 /* SERVER */ });
+    expect(start.attributes['http.response.status_code']).toBe(201);
+    expect(new Set(spans.map((s) => s.service))).toEqual(new Set(['lemni', 'lemniscate-gateway', 'lemniscate-exec-host']));
+
+    // Every span of the run is connected: its parents lead to the CLI's span, none is missing.
+    for (const s of spans) expect({ span: s.name, root: pathToRoot(s).at(-1)!.spanId }).toEqual({ span: s.name, root: cli.spanId });
+
+    const calls = spans.filter((s) => s.name.startsWith('execute_tool ')).sort((a, b) => String(a.attributes['gen_ai.tool.call.id']).localeCompare(String(b.attributes['gen_ai.tool.call.id'])));
+    expect(calls.map((c) => c.attributes['lemniscate.tool_call.id']).sort()).toEqual(out.tool_calls.map((c: { call_id: string }) => c.call_id).sort());
+    for (const call of calls) {
+      expect(call.service).toBe('lemniscate-gateway');
+      expect(pathToRoot(call)).toContain(start);
+      expect(call.attributes['lemniscate.session.id']).toBe(out.session_id);
+    }
+    const [echo, read, curl] = out.tool_calls.map((c: { call_id: string }) => calls.find((s) => s.attributes['lemniscate.tool_call.id'] === c.call_id)!);
+
+    // The allowed command: policy → the gateway's call to the exec-host → its server span → the sandbox command.
+    const echoTree = descendantsOf(echo!);
+    expect(echoTree.find((s) => s.name === 'policy.decide')?.attributes).toMatchObject({ 'lemniscate.policy.effect': 'allow' });
+    const client = echoTree.find((s) => s.name === 'POST /v1/sandboxes/{id}/exec' && s.service === 'lemniscate-gateway')!;
+    expect(client.kind).toBe(3);
+    const server = childrenOf(client).find((s) => s.service === 'lemniscate-exec-host')!;
+    expect(server).toMatchObject({ name: 'POST /v1/sandboxes/{id}/exec', kind: 2 });
+    const command = childrenOf(server).find((s) => s.name === 'sandbox.exec')!;
+    expect(command.attributes).toMatchObject({ 'process.exit.code': 0, 'lemniscate.session.id': out.session_id, 'lemniscate.exec.timed_out': false });
+    expect(['runc', 'runsc']).toContain(command.attributes['lemniscate.sandbox.runtime']);
+
+    // A read goes to the exec-host's file route; the refused command never leaves the gateway.
+    const readTree = descendantsOf(read!);
+    expect(readTree.map((s) => `${s.service}:${s.name}`)).toEqual(expect.arrayContaining(['lemniscate-gateway:policy.decide', 'lemniscate-gateway:POST /v1/sandboxes/{id}/files/read', 'lemniscate-exec-host:POST /v1/sandboxes/{id}/files/read']));
+    const curlTree = descendantsOf(curl!);
+    expect(curlTree.map((s) => s.name)).toEqual(['policy.decide']);
+    expect(curlTree[0]!.attributes).toMatchObject({ 'lemniscate.policy.effect': 'deny' });
+    expect(curl!.attributes['lemniscate.tool.is_error']).toBe(true);
+
+    // Nothing a trace backend must not hold: no command text, no instruction, no token, no query string.
+    const everything = JSON.stringify(receiver.spans);
+    expect(everything).not.toContain(MARKER);
+    for (const token of Object.values(stack.tokens)) expect(everything).not.toContain(token);
+    expect(everything).not.toContain(stack.execHostToken);
+    expect(receiver.refused).toBe(0);
+  }, 180_000);
+
+  it('a malformed TRACEPARENT starts a new trace; a collector that is down costs the run nothing', async () => {
+    const script = stack.script('fresh', [{ tool_calls: [{ name: 'Bash', arguments: { command: 'echo fresh' } }] }, { text: 'Done.' }]);
+    const r = await stack.cli(['-p', 'trace a fresh one', '--model', `scripted:${script}`, '--output-format', 'json', '--no-apply'], { env: { ...otlpEnv(), TRACEPARENT: '00-zzzz-not-a-trace-01' } });
+    expect(r.code).toBe(0);
+    const sessionId = json(r.stdout).session_id as string;
+    const cli = await until('the CLI span', () => receiver.spans.find((s) => s.service === 'lemni' && s.name === 'lemni run' && receiver.spans.some((g) => g.traceId === s.traceId && g.attributes['lemniscate.session.id'] === sessionId)));
+    expect(cli.parentSpanId).toBe('');
+    expect(cli.traceId).toMatch(/^[0-9a-f]{32}$/);
+
+    // The CLI pointed at a port nobody listens on: the command completes as without traces.
+    const down = `http://127.0.0.1:${await freePort()}`;
+    const quiet = await stack.cli(['-p', 'no collector', '--model', `scripted:${script}`, '--output-format', 'json', '--no-apply'], { env: { OTEL_EXPORTER_OTLP_ENDPOINT: down } });
+    expect(quiet.code).toBe(0);
+    expect(json(quiet.stdout)).toMatchObject({ status: 'completed', exit_code: 0 });
+  }, 120_000);
+
+  it('a tracing setting that cannot work: the CLI says so and runs untraced; the gateway and the exec-host refuse to start with the sentence', async () => {
+    const script = stack.script('bad', [{ text: 'Nothing to do.' }]);
+    const r = await stack.cli(['-p', 'nothing', '--model', `scripted:${script}`, '--output-format', 'json', '--no-apply'], { env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'grpc://collector:4317' } });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain('lemni: traces are off for this command: OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// address (OTLP over HTTP); "grpc:" is not.');
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: stack.dir, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' };
+    const gateway = spawnSync(process.execPath, [join(ROOT, 'apps/gateway/bin/lemni-gateway.js')], { env: { ...env, LEMNISCATE_DATA_DIR: join(stack.dir, 'never') }, encoding: 'utf8', timeout: 60_000 });
+    expect(gateway.status).toBe(1);
+    expect(gateway.stderr).toContain('lemni-gateway: OTLP protocol "grpc" is not supported: Lemniscate sends OTLP over HTTP (JSON)');
+    const execHost = spawnSync(process.execPath, [join(ROOT, 'apps/exec-host/bin/lemni-exec-host.js')], { env: { ...env, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf', OTEL_EXPORTER_OTLP_HEADERS: 'no-equals-sign' }, encoding: 'utf8', timeout: 60_000 });
+    expect(execHost.status).toBe(1);
+    expect(execHost.stderr).toContain('The exec-host will not start: OTEL_EXPORTER_OTLP_HEADERS must be a list of name=value pairs separated by commas; "no-equals-sign" is not one.');
+  }, 120_000);
+});
