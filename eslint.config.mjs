@@ -18,8 +18,8 @@ export default [
         {
           enforceBuildableLibDependency: false,
           // Test certificates are made by one helper shared by every project's tests (openssl, deploy/certs/make-certs.sh),
-          // and so are the git servers (https and ssh) the repository tests fetch from.
-          allow: ['^(\\.\\./)+test/support/certs$', '^(\\.\\./)+test/support/git-servers$'],
+          // and so are the git servers (https and ssh) the repository tests fetch from, and the OTLP receiver traces are sent to.
+          allow: ['^(\\.\\./)+test/support/certs$', '^(\\.\\./)+test/support/git-servers$', '^(\\.\\./)+test/support/otlp-receiver$'],
           depConstraints: [
             { sourceTag: 'scope:shared', onlyDependOnLibsWithTags: ['scope:shared'] },
             { sourceTag: 'scope:backend', onlyDependOnLibsWithTags: ['scope:shared', 'scope:backend'] },

@@ -29,9 +29,10 @@ function tier(displayName, testMatch, extra = {}) {
     // PGlite's CommonJS build loads Node built-ins with import(), which Jest's VM refuses without
     // --experimental-vm-modules; compiling its .cjs files turns those into require().
     transform: { '^.+\\.(t|j)sx?$': swc, '^.+\\.cjs$': swc },
-    // NestJS 12 and openid-client (with oauth4webapi and jose) ship ESM only; Jest on Node 20 cannot
-    // require ESM, so SWC compiles them to CommonJS too.
-    transformIgnorePatterns: ['/node_modules/(?!(diff|@nestjs|@electric-sql|openid-client|oauth4webapi|jose)/)'],
+    // NestJS 12 and openid-client (with oauth4webapi and jose) ship ESM only, and OpenTelemetry's OTLP
+    // exporter loads its transport with import(); Jest on Node 20 can neither require ESM nor run
+    // import() without --experimental-vm-modules, so SWC compiles them to CommonJS too.
+    transformIgnorePatterns: ['/node_modules/(?!(diff|@nestjs|@electric-sql|openid-client|oauth4webapi|jose|@opentelemetry)/)'],
     moduleNameMapper,
     testEnvironment: 'node',
     ...extra,

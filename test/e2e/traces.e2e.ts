@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
+import { OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver';
 import { freePort, ROOT, startStack, type Stack } from './harness';
 
 /**
@@ -11,78 +11,11 @@ import { freePort, ROOT, startStack, type Stack } from './harness';
  * CLI, gateway and exec-host are the real processes, and the scripted model drives the session.
  */
 
-interface ReceivedSpan {
-  service: string;
-  traceId: string;
-  spanId: string;
-  parentSpanId: string;
-  name: string;
-  kind: number;
-  attributes: Record<string, string | number | boolean>;
-  status: number;
-}
-
 const COLLECTOR_SECRET = `collector-${randomBytes(8).toString('hex')}`;
 /** Text that only a command's argument and the instruction carry: no span may hold it. */
 const MARKER = `sekrit-${randomBytes(6).toString('hex')}`;
 
-class OtlpReceiver {
-  readonly spans: ReceivedSpan[] = [];
-  refused = 0;
-  private server!: Server;
-  url = '';
-
-  async start(): Promise<this> {
-    const port = await freePort();
-    this.server = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        if (req.method !== 'POST' || req.url !== '/v1/traces' || req.headers.authorization !== `Bearer ${COLLECTOR_SECRET}`) {
-          this.refused += 1;
-          res.writeHead(req.url === '/v1/traces' ? 401 : 404).end();
-          return;
-        }
-        if (!String(req.headers['content-type']).startsWith('application/json')) {
-          res.writeHead(415).end();
-          return;
-        }
-        this.take(JSON.parse(Buffer.concat(chunks).toString('utf8')));
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-      });
-    });
-    await new Promise<void>((resolve) => this.server.listen(port, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${port}`;
-    return this;
-  }
-
-  private take(body: any): void {
-    const value = (v: any) => v?.stringValue ?? (v?.intValue !== undefined ? Number(v.intValue) : (v?.boolValue ?? v?.doubleValue));
-    for (const rs of body.resourceSpans ?? []) {
-      const service = String(value(rs.resource?.attributes?.find((a: any) => a.key === 'service.name')?.value));
-      for (const ss of rs.scopeSpans ?? []) {
-        for (const s of ss.spans ?? []) {
-          this.spans.push({
-            service,
-            traceId: s.traceId,
-            spanId: s.spanId,
-            parentSpanId: s.parentSpanId ?? '',
-            name: s.name,
-            kind: s.kind,
-            attributes: Object.fromEntries((s.attributes ?? []).map((a: any) => [a.key, value(a.value)])),
-            status: s.status?.code ?? 0,
-          });
-        }
-      }
-    }
-  }
-
-  async close(): Promise<void> {
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
-  }
-}
-
-const receiver = new OtlpReceiver();
+const receiver = new OtlpReceiver(COLLECTOR_SECRET);
 let stack: Stack;
 
 const otlpEnv = () => ({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_HEADERS: `authorization=Bearer%20${COLLECTOR_SECRET}` });
@@ -168,7 +101,7 @@ describe('OpenTelemetry traces, CLI → gateway → policy → exec-host → san
 
     // The allowed command: policy → the gateway's call to the exec-host → its server span → the sandbox command.
     const echoTree = descendantsOf(echo!);
-    expect(echoTree.find((s) => s.name === 'policy.decide')?.attributes).toMatchObject({ 'lemniscate.policy.effect': 'allow' });
+    expect(echoTree.find((s) => s.name === 'policy decision')?.attributes).toMatchObject({ 'lemniscate.policy.effect': 'allow' });
     const client = echoTree.find((s) => s.name === 'POST /v1/sandboxes/{id}/exec' && s.service === 'lemniscate-gateway')!;
     expect(client.kind).toBe(3);
     const server = childrenOf(client).find((s) => s.service === 'lemniscate-exec-host')!;
@@ -179,9 +112,11 @@ describe('OpenTelemetry traces, CLI → gateway → policy → exec-host → san
 
     // A read goes to the exec-host's file route; the refused command never leaves the gateway.
     const readTree = descendantsOf(read!);
-    expect(readTree.map((s) => `${s.service}:${s.name}`)).toEqual(expect.arrayContaining(['lemniscate-gateway:policy.decide', 'lemniscate-gateway:POST /v1/sandboxes/{id}/files/read', 'lemniscate-exec-host:POST /v1/sandboxes/{id}/files/read']));
+    expect(readTree.map((s) => `${s.service}:${s.name}`)).toEqual(
+      expect.arrayContaining(['lemniscate-gateway:policy decision', 'lemniscate-gateway:POST /v1/sandboxes/{id}/files/read', 'lemniscate-exec-host:POST /v1/sandboxes/{id}/files/read']),
+    );
     const curlTree = descendantsOf(curl!);
-    expect(curlTree.map((s) => s.name)).toEqual(['policy.decide']);
+    expect(curlTree.map((s) => s.name)).toEqual(['policy decision']);
     expect(curlTree[0]!.attributes).toMatchObject({ 'lemniscate.policy.effect': 'deny' });
     expect(curl!.attributes['lemniscate.tool.is_error']).toBe(true);
 
@@ -198,7 +133,9 @@ describe('OpenTelemetry traces, CLI → gateway → policy → exec-host → san
     const r = await stack.cli(['-p', 'trace a fresh one', '--model', `scripted:${script}`, '--output-format', 'json', '--no-apply'], { env: { ...otlpEnv(), TRACEPARENT: '00-zzzz-not-a-trace-01' } });
     expect(r.code).toBe(0);
     const sessionId = json(r.stdout).session_id as string;
-    const cli = await until('the CLI span', () => receiver.spans.find((s) => s.service === 'lemni' && s.name === 'lemni run' && receiver.spans.some((g) => g.traceId === s.traceId && g.attributes['lemniscate.session.id'] === sessionId)));
+    const cli = await until('the CLI span', () =>
+      receiver.spans.find((s) => s.service === 'lemni' && s.name === 'lemni run' && receiver.spans.some((g) => g.traceId === s.traceId && g.attributes['lemniscate.session.id'] === sessionId)),
+    );
     expect(cli.parentSpanId).toBe('');
     expect(cli.traceId).toMatch(/^[0-9a-f]{32}$/);
 
@@ -215,10 +152,18 @@ describe('OpenTelemetry traces, CLI → gateway → policy → exec-host → san
     expect(r.code).toBe(0);
     expect(r.stderr).toContain('lemni: traces are off for this command: OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// address (OTLP over HTTP); "grpc:" is not.');
     const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: stack.dir, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' };
-    const gateway = spawnSync(process.execPath, [join(ROOT, 'apps/gateway/bin/lemni-gateway.js')], { env: { ...env, LEMNISCATE_DATA_DIR: join(stack.dir, 'never') }, encoding: 'utf8', timeout: 60_000 });
+    const gateway = spawnSync(process.execPath, [join(ROOT, 'apps/gateway/bin/lemni-gateway.js')], {
+      env: { ...env, LEMNISCATE_DATA_DIR: join(stack.dir, 'never') },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     expect(gateway.status).toBe(1);
     expect(gateway.stderr).toContain('lemni-gateway: OTLP protocol "grpc" is not supported: Lemniscate sends OTLP over HTTP (JSON)');
-    const execHost = spawnSync(process.execPath, [join(ROOT, 'apps/exec-host/bin/lemni-exec-host.js')], { env: { ...env, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf', OTEL_EXPORTER_OTLP_HEADERS: 'no-equals-sign' }, encoding: 'utf8', timeout: 60_000 });
+    const execHost = spawnSync(process.execPath, [join(ROOT, 'apps/exec-host/bin/lemni-exec-host.js')], {
+      env: { ...env, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf', OTEL_EXPORTER_OTLP_HEADERS: 'no-equals-sign' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     expect(execHost.status).toBe(1);
     expect(execHost.stderr).toContain('The exec-host will not start: OTEL_EXPORTER_OTLP_HEADERS must be a list of name=value pairs separated by commas; "no-equals-sign" is not one.');
   }, 120_000);

@@ -472,7 +472,7 @@ export class SessionRunner {
     // 3–5. catalogue, path scope and policy, in one decision read from the policy in force; the
     // proposal and its decision are recorded and audited together, before anything runs.
     const policy = await this.deps.policy();
-    const decision = await withSpan('policy.decide', {}, async () => {
+    const decision = await withSpan('policy decision', {}, async () => {
       const d = await this.decideCall(call, policy);
       setSpanAttributes({ 'lemniscate.policy.effect': d.effect, ...('rule' in d && d.rule ? { 'lemniscate.policy.rule': d.rule } : {}) });
       return d;
@@ -958,7 +958,7 @@ export class SessionRunner {
     const snap = this.budget.snapshot();
     const sessionLeftMs = eventKind === 'extension' ? Infinity : (snap.minutesLimit - snap.minutesUsed) * 60_000;
     const waitMs = Math.max(0, Math.round(Math.min(timeoutMs, sessionLeftMs, this.sandboxMsLeft())));
-    const answer = await withSpan('approval.wait', { attributes: { 'lemniscate.approval.kind': eventKind } }, async () => {
+    const answer = await withSpan('approval wait', { attributes: { 'lemniscate.approval.kind': eventKind } }, async () => {
       const a = await this.deps.recorder.requestApproval({ ...draft, agent: this.input.agent.name, toolCallId: callId }, this.deps.signal, waitMs);
       setSpanAttributes({ 'lemniscate.approval.state': a.state });
       return a;
