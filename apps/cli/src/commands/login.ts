@@ -4,6 +4,7 @@ import { configFile, readConfig, type CliContext } from '../context';
 import { saveConfig, withProfile } from '../config/config';
 import { CliError, EXIT_OK } from '../errors';
 import { GatewayClient } from '../gateway/gateway-client';
+import { ssoSession } from './sso';
 
 interface LoginFlags {
   gateway?: string;
@@ -13,6 +14,8 @@ interface LoginFlags {
   profile?: string;
   project?: string;
   default?: boolean;
+  sso?: boolean;
+  browser?: boolean;
 }
 
 async function readStdin(): Promise<string> {
@@ -29,6 +32,8 @@ export async function login(ctx: CliContext, flags: LoginFlags, readPassword: ()
   const profileName = flags.profile ?? config.defaultProfile ?? 'default';
   const existing = config.profiles[profileName];
   let gateway = flags.gateway ?? ctx.env.LEMNISCATE_GATEWAY ?? undefined;
+  if (flags.sso && (flags.token || flags.email || flags.passwordStdin))
+    throw new CliError('--sso signs in with the identity provider: it goes without --token, --email and --password-stdin.', 'usage');
   if (!gateway && ctx.isTTY && !flags.token) gateway = await (await ctx.prompter()).text('Gateway URL', { default: existing?.gateway ?? 'http://127.0.0.1:7070' });
   gateway ??= existing?.gateway;
   if (!gateway) throw new CliError('Give the gateway URL with --gateway URL (e.g. http://127.0.0.1:7070).', 'usage');
@@ -38,6 +43,14 @@ export async function login(ctx: CliContext, flags: LoginFlags, readPassword: ()
   if (token) {
     const me = await new GatewayClient(gateway, token, ctx.fetch).me();
     who = `${me.user.email} (${me.user.role})`;
+  } else if (flags.sso) {
+    const session = await ssoSession(ctx, gateway, { openBrowser: flags.browser !== false });
+    const created = await new GatewayClient(gateway, undefined, ctx.fetch).createToken(`lemni on ${hostname()} (single sign-on)`.slice(0, 100), session);
+    token = created.token;
+    who = `${session.response.user.email} (${session.response.user.role})`;
+    ctx.stderr(
+      `Created API token ${created.prefix}… (expires ${created.expiresAt.slice(0, 10)}); the identity provider is asked again as it is used, so it stops working when you leave there. Revoke it from the console if this machine is lost.\n`,
+    );
   } else {
     let email = flags.email;
     let password: string;
@@ -70,10 +83,12 @@ export function registerLogin(program: Command, ctx: CliContext, done: (code: Pr
     .description('sign in to a gateway and store a personal API token in ~/.lemniscate/config.yaml (mode 600)')
     .option('--email <email>', 'your email (asked when omitted)')
     .option('--password-stdin', 'read the password from standard input (for scripts)')
+    .option('--sso', "sign in with the deployment's identity provider in a browser (the answer comes back to this machine's 127.0.0.1)")
+    .option('--no-browser', 'with --sso: print the address to open instead of opening a browser')
     .option('--default', 'make this profile the default one')
     .addHelpText(
       'after',
-      '\nExamples:\n  $ lemni login --gateway http://127.0.0.1:7070\n  $ lemni login --profile ci --gateway https://lemni.example.org --token "$LEMNI_TOKEN" --project demo\n  $ echo "$PASSWORD" | lemni login --gateway http://127.0.0.1:7070 --email dev@example.org --password-stdin',
+      '\nExamples:\n  $ lemni login --gateway http://127.0.0.1:7070\n  $ lemni login --gateway https://lemni.example.org --sso\n  $ lemni login --profile ci --gateway https://lemni.example.org --token "$LEMNI_TOKEN" --project demo\n  $ echo "$PASSWORD" | lemni login --gateway http://127.0.0.1:7070 --email dev@example.org --password-stdin',
     )
     .action((opts: LoginFlags, cmd: Command) => done(login(ctx, { ...cmd.optsWithGlobals(), ...opts })));
 }

@@ -228,6 +228,11 @@ export class GatewayClient {
 
   // --- identity ---
 
+  /** Whether the gateway offers single sign-on (asked before anyone is signed in). */
+  oidcInfo(): Promise<z.output<typeof GatewayRoutes.oidcInfo.response>> {
+    return this.request(GatewayRoutes.oidcInfo);
+  }
+
   me(): Promise<MeResponse> {
     return this.request(GatewayRoutes.me);
   }
@@ -237,8 +242,26 @@ export class GatewayClient {
     const route = GatewayRoutes.login;
     const path = this.pathOf(route);
     const response = await this.raw(route.method, path, { body: { email, password } satisfies z.input<typeof route.body> });
+    if (response.status === 401) {
+      await response.body?.cancel();
+      throw new CliError('The gateway refused this email and password.', 'unauthenticated');
+    }
+    return this.sessionOf(route, path, response);
+  }
+
+  /**
+   * `lemni login --sso`: redeems the one-time code the sign-in sent to the CLI's loopback address with
+   * the verifier of the challenge it started with; answers a session, as a password sign-in does.
+   */
+  async oidcCli(code: string, codeVerifier: string): Promise<{ cookie: string; csrfToken: string; response: LoginResponse }> {
+    const route = GatewayRoutes.oidcCli;
+    const path = this.pathOf(route);
+    const response = await this.raw(route.method, path, { body: { code, codeVerifier } satisfies z.input<typeof route.body> });
+    return this.sessionOf(route, path, response);
+  }
+
+  private async sessionOf(route: typeof GatewayRoutes.login | typeof GatewayRoutes.oidcCli, path: string, response: Response): Promise<{ cookie: string; csrfToken: string; response: LoginResponse }> {
     const json: unknown = await response.json().catch(() => undefined);
-    if (response.status === 401) throw new CliError('The gateway refused this email and password.', 'unauthenticated');
     if (!response.ok) throw this.errorFor(response.status, json, route.method, path);
     const parsed = route.response.safeParse(json);
     if (!parsed.success) throw this.contractError(route.method, path, parsed.error.issues[0]?.message ?? 'invalid');

@@ -139,7 +139,16 @@ export class AuthService {
       prefix: token.slice(0, TOKEN_PREFIX.length + 6),
       expiresAt: new Date(Date.now() + input.expiresInDays * 86_400_000),
     });
-    await this.audit.append({ actor: actorOf(principal), kind: 'auth.token_created', payload: { tokenId: row.id, name: row.name, expiresAt: row.expiresAt } });
+    // Made by someone the identity provider vouches for: the provider is asked again at the token's use too.
+    const webSession = principal.webSessionId ? await this.webSessions.findById(principal.webSessionId) : undefined;
+    const parent = principal.tokenId ? await this.tokens.findById(principal.tokenId) : undefined;
+    await this.oidc.bindToken({ webSession, token: parent }, row.id);
+    const bound = !!(webSession?.oidcRefreshToken ?? parent?.oidcRefreshToken);
+    await this.audit.append({
+      actor: actorOf(principal),
+      kind: 'auth.token_created',
+      payload: { tokenId: row.id, name: row.name, expiresAt: row.expiresAt, ...(bound ? { checkedWithProvider: true } : {}) },
+    });
     return { ...toTokenView(row), token };
   }
 
@@ -178,8 +187,10 @@ export class AuthService {
     const user = await this.users.findById(token.userId);
     if (!user) return reject('no_user', 'This API token belongs to an account that no longer exists.');
     this.refuseInactive(user);
+    // Made by someone the identity provider vouches for: asked again, at most every recheckSeconds.
+    const checked = await this.oidc.recheckToken(token, user);
     await this.tokens.touch(token.id);
-    return this.principalFor(user, { via: 'token', tokenId: token.id, webSessionId: null, csrfToken: null });
+    return this.principalFor(checked, { via: 'token', tokenId: token.id, webSessionId: null, csrfToken: null });
   }
 
   private async fromCookie(credentials: Credentials): Promise<Principal> {

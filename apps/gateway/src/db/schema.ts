@@ -90,6 +90,9 @@ export const apiTokens = pgTable(
     revokedAt: at('revoked_at'),
     lastUsedAt: at('last_used_at'),
     createdAt: createdAt(),
+    /** Made from a console session opened through the provider (0017_oidc_cli): its refresh token, sealed, and the last check. */
+    oidcRefreshToken: text('oidc_refresh_token'),
+    oidcCheckedAt: at('oidc_checked_at'),
   },
   (t) => [index('api_tokens_user_idx').on(t.userId)],
 );
@@ -312,6 +315,15 @@ export const oidcLogins = pgTable('oidc_logins', {
   createdAt: createdAt(),
   expiresAt: at('expires_at').notNull(),
   usedAt: at('used_at'),
+  /** `lemni login --sso` (0017_oidc_cli): the CLI's loopback port and the SHA-256 of its verifier. */
+  cliPort: integer('cli_port'),
+  cliChallenge: text('cli_challenge'),
+  /** The one-time code sent to the CLI, whom it signs in, the sealed refresh token, until when, when used. */
+  cliCodeHash: text('cli_code_hash'),
+  cliUserId: text('cli_user_id').references(() => users.id, { onDelete: 'cascade' }),
+  cliRefreshToken: text('cli_refresh_token'),
+  cliCodeExpiresAt: at('cli_code_expires_at'),
+  cliCodeUsedAt: at('cli_code_used_at'),
 });
 
 /** Where each audit sink stands (audit-sinks/): its cursor, the gateway holding its lease, its failure. */

@@ -4,6 +4,8 @@
 // removed from their groups or from the provider losing the console at the next check, a replayed or
 // unknown state, a provider answer from another issuer or for another client, and passwords disabled.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { GatewayRoutes } from '@lemniscate/contracts';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -302,6 +304,123 @@ withTestDatabases((db) => {
     const b = new Browser();
     expect(await b.signIn(gw, 'frank')).toBe('http://127.0.0.1:5173/approvals');
     expect(b.cookie(gw.baseUrl, 'lemni_session')).toBeDefined();
+  });
+
+  const CLI = path.join(__dirname, '..', '..', '..', 'cli', 'bin', 'lemni.js');
+  const challengeOf = (verifier: string) => createHash('sha256').update(verifier).digest('base64url');
+  /** A CLI sign-in started by hand (as `lemni login --sso` does), followed through the provider's forms as `login`: where the gateway sent the browser. */
+  const cliSignIn = async (login: string, verifier: string, port = 45678) => {
+    const b = new Browser();
+    return b.through(await b.go(`${gw.baseUrl}/api/v1/auth/oidc/start?cliPort=${port}&cliChallenge=${challengeOf(verifier)}`), login);
+  };
+  const redeem = (code: string, codeVerifier: string) => gw.http().post('/api/v1/auth/oidc/cli').send({ code, codeVerifier });
+
+  it('lemni login --sso: the browser signs in at the provider, the answer comes back to the CLI on 127.0.0.1, and the token it stores is checked with the provider at each use', async () => {
+    idp.accounts({ frank: { email: 'frank@corp.example', name: 'Frank Dev', groups: ['engineering'] } });
+    const home = fs.mkdtempSync(path.join(dir, 'home-'));
+    const cli = spawn(process.execPath, [CLI, 'login', '--gateway', gw.baseUrl, '--sso', '--no-browser'], {
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    cli.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
+    cli.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+    const exited = new Promise<number | null>((resolve) => cli.on('exit', resolve));
+    const deadline = Date.now() + 30_000;
+    while (!/http:\/\/\S+\/api\/v1\/auth\/oidc\/start\S+/.test(stderr) && Date.now() < deadline && cli.exitCode === null) await new Promise((r) => setTimeout(r, 100));
+    const start = /http:\/\/\S+\/api\/v1\/auth\/oidc\/start\S+/.exec(stderr)?.[0];
+    expect(start).toBeDefined();
+    const startUrl = new URL(start!);
+    expect(startUrl.searchParams.get('cliChallenge')).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const b = new Browser();
+    const back = await b.through(await b.go(start!), 'frank');
+    expect(back).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${startUrl.searchParams.get('cliPort')}/callback\\?code=[A-Za-z0-9_-]{20,}$`));
+    // The browser lands on the CLI's page; the CLI redeems the code and stores its token.
+    const landing = await fetch(back);
+    expect(landing.status).toBe(200);
+    expect(await landing.text()).toContain('Lemniscate received your sign-in. You can close this tab and return to the terminal.');
+    expect(await exited).toBe(0);
+    expect(stdout).toContain(`Logged in to ${gw.baseUrl} as frank@corp.example (developer)`);
+    expect(stderr).toContain('the identity provider is asked again as it is used');
+    const token = /token: (\S+)/.exec(fs.readFileSync(path.join(home, '.lemniscate', 'config.yaml'), 'utf8'))?.[1];
+    expect(token).toMatch(/^lemni_/);
+    expect((await gw.http().get('/api/v1/auth/me').set(bearer(token!))).body.user).toMatchObject({ email: 'frank@corp.example', role: 'developer' });
+    const logins = (await auditKinds(gw, ['auth.login'])).filter((e) => (e.payload as { client?: string }).client === 'cli');
+    expect(logins.at(-1)?.payload).toMatchObject({ via: 'oidc', client: 'cli', subject: 'frank' });
+    // Removed at the provider: the token stops at its next use, and stays revoked.
+    idp.accounts({});
+    const gone = await gw.http().get('/api/v1/auth/me').set(bearer(token!));
+    expect(gone.status).toBe(401);
+    expect(gone.body.message).toBe('The identity provider no longer accepts your sign-in (invalid_grant); this API token was revoked. Sign in again (`lemni login --sso`).');
+    expect((await gw.http().get('/api/v1/auth/me').set(bearer(token!))).body.message).toBe('This API token has been revoked.');
+    expect((await auditKinds(gw, ['auth.oidc_session_ended'])).at(-1)?.payload).toMatchObject({ reason: 'oidc_refresh_refused', tokenId: expect.any(String) });
+  }, 60_000);
+
+  it("the CLI's one-time code is redeemed only with the verifier of its start, once; an unknown code is refused; each refusal audited", async () => {
+    idp.accounts({ gina: { email: 'gina@corp.example', groups: ['engineering'] } });
+    const verifier = randomBytes(32).toString('base64url');
+    const code = new URL(await cliSignIn('gina', verifier)).searchParams.get('code')!;
+    const wrong = await redeem(code, randomBytes(32).toString('base64url'));
+    expect(wrong.status).toBe(401);
+    expect(wrong.body.message).toBe(
+      'This sign-in code was redeemed with another verifier than the one its sign-in started with: only the CLI that asked for it can use it. Run `lemni login --sso` again.',
+    );
+    // The wrong attempt used the code up: the right verifier after it is too late.
+    expect((await redeem(code, verifier)).body.message).toBe('This sign-in code was already used, or it expired: run `lemni login --sso` again.');
+    const verifier2 = randomBytes(32).toString('base64url');
+    const code2 = new URL(await cliSignIn('gina', verifier2)).searchParams.get('code')!;
+    const ok = await redeem(code2, verifier2);
+    expect(ok.status).toBe(200);
+    expect(ok.body.user).toMatchObject({ email: 'gina@corp.example', role: 'developer' });
+    expect(GatewayRoutes.oidcCli.response.safeParse(ok.body).error?.issues).toBeUndefined();
+    expect(ok.headers['set-cookie']?.[0]).toMatch(/^lemni_session=/);
+    expect((await redeem(code2, verifier2)).status).toBe(401);
+    const unknown = await redeem(randomBytes(32).toString('base64url'), verifier2);
+    expect(unknown.body.message).toBe('This sign-in code was not given by this gateway: run `lemni login --sso` again.');
+    const reasons = (await auditKinds(gw, ['auth.login_failed'])).filter((e) => (e.payload as { client?: string }).client === 'cli').map((e) => (e.payload as { reason: string }).reason);
+    expect(reasons).toEqual(expect.arrayContaining(['oidc_cli_verifier_mismatch', 'oidc_cli_code_reused', 'oidc_cli_code_unknown']));
+  });
+
+  it("a CLI sign-in the provider's groups refuse is told to the CLI, on its loopback address", async () => {
+    idp.accounts({ hank: { email: 'hank@corp.example', groups: ['marketing'] } });
+    const back = new URL(await cliSignIn('hank', randomBytes(32).toString('base64url'), 45999));
+    expect(back.origin).toBe('http://127.0.0.1:45999');
+    expect(back.searchParams.get('code')).toBeNull();
+    expect(back.searchParams.get('error')).toBe('Your account at the identity provider is in no group this deployment gives a role to (your groups: marketing); ask an administrator.');
+  });
+
+  it('a start for the CLI names a port above 1023 and a well-formed challenge, both or neither', async () => {
+    const good = challengeOf('x'.repeat(43));
+    for (const query of [
+      `cliPort=80&cliChallenge=${good}`,
+      `cliPort=70000&cliChallenge=${good}`,
+      'cliPort=4000',
+      `cliChallenge=${good}`,
+      'cliPort=4000&cliChallenge=short',
+      `cliPort=4000&cliChallenge=${good}&cliHost=evil.example`,
+    ]) {
+      const res = await gw.http().get(`/api/v1/auth/oidc/start?${query}`);
+      expect({ query, status: res.status }).toEqual({ query, status: 400 });
+    }
+  });
+
+  it('an API token made in a console session opened through the provider is checked with the provider too', async () => {
+    idp.accounts({ ivy: { email: 'ivy@corp.example', groups: ['engineering'] } });
+    const b = new Browser();
+    await b.signIn(gw, 'ivy');
+    const cookie = `lemni_session=${b.cookie(gw.baseUrl, 'lemni_session')}`;
+    const csrf = (await gw.http().get('/api/v1/auth/me').set('cookie', cookie)).body.csrfToken as string;
+    const made = await gw.http().post('/api/v1/auth/tokens').set('cookie', cookie).set('x-csrf-token', csrf).send({ name: 'laptop', expiresInDays: 30 });
+    expect(made.status).toBe(201);
+    expect((await gw.http().get('/api/v1/auth/me').set(bearer(made.body.token))).status).toBe(200);
+    expect((await auditKinds(gw, ['auth.token_created'])).at(-1)?.payload).toMatchObject({ name: 'laptop', checkedWithProvider: true });
+    idp.accounts({ ivy: { email: 'ivy@corp.example', groups: ['marketing'] } });
+    const refused = await gw.http().get('/api/v1/auth/me').set(bearer(made.body.token));
+    expect(refused.status).toBe(401);
+    expect(refused.body.message).toBe('Your account at the identity provider is no longer in any group this deployment gives a role to; this API token was revoked.');
+    // The administrator's own token (a password sign-in) is not tied to the provider.
+    expect((await gw.http().get('/api/v1/auth/me').set(bearer(admin))).status).toBe(200);
   });
 
   it('returnTo never leaves the console', async () => {

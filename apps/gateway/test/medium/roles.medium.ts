@@ -127,6 +127,10 @@ const REQUESTS: Record<string, Build> = {
   'GET /auth/oidc/start': (shape) => (shape === 'none' ? { path: '/auth/oidc/start', answeredBy: { status: 404, message: /^Single sign-on is not configured on this gateway\.$/ } } : undefined),
   'GET /auth/oidc/callback': (shape) =>
     shape === 'none' ? { path: '/auth/oidc/callback?state=s&code=c', answeredBy: { status: 404, message: /^Single sign-on is not configured on this gateway\.$/ } } : undefined,
+  'POST /auth/oidc/cli': (shape) =>
+    shape === 'none'
+      ? { path: '/auth/oidc/cli', body: { code: 'c'.repeat(43), codeVerifier: 'v'.repeat(43) }, answeredBy: { status: 404, message: /^Single sign-on is not configured on this gateway\.$/ } }
+      : undefined,
   'POST /auth/password': noneOnly('/auth/password', { currentPassword: 'x', newPassword: 'y' }),
   'POST /auth/tokens': noneOnly('/auth/tokens', { name: 'another' }),
   'GET /auth/tokens': noneOnly('/auth/tokens'),

@@ -33,9 +33,30 @@ export const OidcStartQuery = z
   .object({
     /** Where the console goes back to after signing in: a path of this site (anything else means "/"). */
     returnTo: z.string().max(500).optional(),
+    /** `lemni login --sso`: the port of the CLI's loopback address (127.0.0.1), where the sign-in's one-time code goes. */
+    cliPort: z
+      .string()
+      .regex(/^\d{4,5}$/, 'must be a port number from 1024 to 65535')
+      .refine((p) => Number(p) >= 1024 && Number(p) <= 65535, 'must be a port number from 1024 to 65535')
+      .optional(),
+    /** With cliPort: the base64url SHA-256 of the verifier the CLI will redeem the code with (PKCE's S256). */
+    cliChallenge: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{43}$/, 'must be the base64url SHA-256 of the verifier (43 characters)')
+      .optional(),
+  })
+  .strict()
+  .refine((q) => (q.cliPort === undefined) === (q.cliChallenge === undefined), { message: 'cliPort and cliChallenge go together', path: ['cliChallenge'] });
+export type OidcStartQuery = z.infer<typeof OidcStartQuery>;
+
+/** `lemni login --sso`: the one-time code the CLI received on its loopback address, and its verifier. */
+export const OidcCliRequest = z
+  .object({
+    code: z.string().min(20).max(200),
+    codeVerifier: z.string().regex(/^[A-Za-z0-9._~-]{43,128}$/, 'must be 43 to 128 characters of A-Z, a-z, 0-9, ".", "_", "~", "-" (RFC 7636)'),
   })
   .strict();
-export type OidcStartQuery = z.infer<typeof OidcStartQuery>;
+export type OidcCliRequest = z.infer<typeof OidcCliRequest>;
 
 /** The names of the provider's answer the gateway reads. */
 export const OIDC_CALLBACK_FIELDS = ['state', 'code', 'iss', 'error', 'error_description'] as const;

@@ -1,7 +1,20 @@
 import { z } from 'zod';
 import { AnswerApprovalRequest, ApprovalContextQuery, ApprovalContextView, ApprovalListQuery, ApprovalView } from './approvals';
 import { AuditCountView, AuditEntryView, AuditExportQuery, AuditFilterQuery, AuditKindsView, AuditListQuery, AuditSinksView, AuditVerificationView, AuditVerifyQuery } from './audit';
-import { ChangePasswordRequest, CreatedToken, CreateTokenRequest, LoginRequest, LoginResponse, MeResponse, OidcCallbackQuery, OidcInfo, OidcStartQuery, TokenView, UserView } from './auth';
+import {
+  ChangePasswordRequest,
+  CreatedToken,
+  CreateTokenRequest,
+  LoginRequest,
+  LoginResponse,
+  MeResponse,
+  OidcCallbackQuery,
+  OidcCliRequest,
+  OidcInfo,
+  OidcStartQuery,
+  TokenView,
+  UserView,
+} from './auth';
 import { IdParams, OkResponse } from './common';
 import { GatewayHealth, GatewayReadiness } from './health';
 import { PolicyDryRunRequest, PolicyDryRunResponse } from './policy-dry-run';
@@ -85,6 +98,7 @@ export const GatewayRoutes = {
   oidcInfo: route('GET', api('/auth/oidc'), { response: OidcInfo }),
   oidcStart: route('GET', api('/auth/oidc/start'), { query: OidcStartQuery, status: 302 }),
   oidcCallback: route('GET', api('/auth/oidc/callback'), { query: OidcCallbackQuery, status: 302 }),
+  oidcCli: route('POST', api('/auth/oidc/cli'), { body: OidcCliRequest, response: LoginResponse, status: 200 }),
   changePassword: route('POST', api('/auth/password'), { body: ChangePasswordRequest, response: OkResponse, status: 200 }),
   createToken: route('POST', api('/auth/tokens'), { body: CreateTokenRequest, response: CreatedToken }),
   listTokens: route('GET', api('/auth/tokens'), { response: z.array(TokenView) }),

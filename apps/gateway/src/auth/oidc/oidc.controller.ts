@@ -1,7 +1,7 @@
-import { Controller, Get, HttpCode, Res } from '@nestjs/common';
-import { GatewayRoutes as R, OIDC_CALLBACK_FIELDS, type OidcCallbackQuery, type OidcStartQuery } from '@lemniscate/contracts';
+import { Controller, Get, HttpCode, Post, Res } from '@nestjs/common';
+import { GatewayRoutes as R, OIDC_CALLBACK_FIELDS, type OidcCallbackQuery, type OidcCliRequest, type OidcStartQuery } from '@lemniscate/contracts';
 import type { Response } from 'express';
-import { Returns, ZQuery } from '../../common/zod-validation';
+import { Returns, ZBody, ZQuery } from '../../common/zod-validation';
 import type { CookieJar } from '../auth.service';
 import { ClientIp, SessionCookie } from '../session-cookie';
 import { Public } from '../permission.decorator';
@@ -25,7 +25,7 @@ export class OidcController {
   @Returns(null, "Redirects to the identity provider's sign-in, with this sign-in's state, nonce and PKCE challenge", R.oidcStart.status)
   async start(@ZQuery(R.oidcStart.query) query: OidcStartQuery, @Res() res: Response) {
     try {
-      res.redirect(302, await this.oidc.start(query.returnTo));
+      res.redirect(302, await this.oidc.start(query.returnTo, query.cliPort ? { port: Number(query.cliPort), challenge: query.cliChallenge! } : undefined));
     } catch (e) {
       if (!(e instanceof OidcSignInError)) throw e;
       res.redirect(302, this.signInPage(e.message));
@@ -47,8 +47,21 @@ export class OidcController {
       res.redirect(302, await this.oidc.callback(params, ip, jar));
     } catch (e) {
       if (!(e instanceof OidcSignInError)) throw e;
-      res.redirect(302, this.signInPage(e.message));
+      // A sign-in `lemni login --sso` started: the CLI, listening on its loopback address, prints why.
+      res.redirect(302, e.cliPort ? `http://127.0.0.1:${e.cliPort}/callback?error=${encodeURIComponent(e.message)}` : this.signInPage(e.message));
     }
+  }
+
+  @Post('cli')
+  @HttpCode(200)
+  @Public("`lemni login --sso` redeems the sign-in's one-time code with its verifier")
+  @Returns(
+    R.oidcCli.response,
+    'Redeems the one-time code a CLI sign-in sent to its loopback address (with the verifier of its challenge): opens a session, like a password sign-in, from which the CLI makes its API token',
+    R.oidcCli.status,
+  )
+  cli(@ZBody(R.oidcCli.body) body: OidcCliRequest, @ClientIp() ip: string, @SessionCookie() jar: CookieJar) {
+    return this.oidc.cliSession(body, ip, jar);
   }
 
   /** The console's sign-in page, told why single sign-on did not sign the person in. */

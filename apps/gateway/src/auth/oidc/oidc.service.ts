@@ -1,26 +1,60 @@
+import { createHash } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { LoginResponse, OidcCliRequest } from '@lemniscate/contracts';
 import type { Role } from '@lemniscate/policy';
 import * as client from 'openid-client';
 import { AuditService } from '../../audit/audit.service';
 import { AppError, ErrorCode } from '../../common/errors';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../../config/config';
+import { ApiTokensRepository } from '../../db/repositories/api-tokens.repository';
 import { OidcLoginsRepository } from '../../db/repositories/oidc-logins.repository';
 import { ProjectMembershipsRepository } from '../../db/repositories/project-memberships.repository';
 import { ProjectsRepository } from '../../db/repositories/projects.repository';
 import { UsersRepository } from '../../db/repositories/users.repository';
 import { WebSessionsRepository } from '../../db/repositories/web-sessions.repository';
-import type { UserRow, WebSessionRow } from '../../db/schema';
+import type { ApiTokenRow, UserRow, WebSessionRow } from '../../db/schema';
 import { SECRET_BOX, type SecretBox } from '../../secrets/secret-box';
 import type { CookieJar } from '../auth.service';
-import { hashSecret, newSecret } from '../password';
+import { hashSecret, newSecret, safeEqual } from '../password';
+import { toUserView } from '../views';
 import type { OidcConfig } from './oidc-config';
 
 const LOGIN_TTL_MS = 10 * 60 * 1000;
+/** How long the one-time code sent to a CLI's loopback address can be redeemed. */
+const CLI_CODE_TTL_MS = 2 * 60 * 1000;
 const ROLE_ORDER: Role[] = ['admin', 'security_officer', 'developer'];
 const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
 
-/** A sign-in that did not happen, with the sentence the person reads on the console's sign-in page. */
-export class OidcSignInError extends Error {}
+/**
+ * A sign-in that did not happen, with the sentence the person reads on the console's sign-in page,
+ * or, for `lemni login --sso`, that the CLI prints (its loopback port set).
+ */
+export class OidcSignInError extends Error {
+  constructor(
+    message: string,
+    readonly cliPort: number | null = null,
+  ) {
+    super(message);
+  }
+}
+
+/** What a provider check works on: a console session or an API token made from one. */
+interface CheckedHolder {
+  /** Deduplicates concurrent checks of the same holder. */
+  key: string;
+  refreshToken: string | null;
+  checkedAt: Date | null;
+  /** The sealing context of its refresh token. */
+  context: string;
+  /** The end of the sentence when the answer is no (`your console session was ended`), and what to do then. */
+  ended: string;
+  again: string;
+  /** While the provider does not answer. */
+  kept: string;
+  end(): Promise<unknown>;
+  checked(sealedRefreshToken: string): Promise<void>;
+  audit: Record<string, unknown>;
+}
 
 interface Mapped {
   role: Role | null;
@@ -52,6 +86,7 @@ export class OidcService {
     private readonly memberships: ProjectMembershipsRepository,
     private readonly projects: ProjectsRepository,
     private readonly webSessions: WebSessionsRepository,
+    private readonly tokens: ApiTokensRepository,
     private readonly audit: AuditService,
     @Inject(SECRET_BOX) private readonly box: SecretBox,
   ) {
@@ -91,13 +126,21 @@ export class OidcService {
   }
 
   /** Where the browser goes to sign in: the provider's authorization endpoint, with this sign-in's state. */
-  async start(returnTo: string | undefined): Promise<string> {
+  async start(returnTo: string | undefined, cli?: { port: number; challenge: string }): Promise<string> {
     const c = this.requireConfig();
     const provider = await this.provider();
     const state = client.randomState();
     const nonce = client.randomNonce();
     const codeVerifier = client.randomPKCECodeVerifier();
-    await this.logins.create({ stateHash: hashSecret(state), codeVerifier, nonce, returnTo: safeReturn(returnTo), expiresAt: new Date(Date.now() + LOGIN_TTL_MS) });
+    await this.logins.create({
+      stateHash: hashSecret(state),
+      codeVerifier,
+      nonce,
+      returnTo: safeReturn(returnTo),
+      expiresAt: new Date(Date.now() + LOGIN_TTL_MS),
+      cliPort: cli?.port ?? null,
+      cliChallenge: cli?.challenge ?? null,
+    });
     return client
       .buildAuthorizationUrl(provider, {
         redirect_uri: c.redirectUri,
@@ -135,6 +178,24 @@ export class OidcService {
         known ? 'This sign-in link was already used (or it expired): start again from the sign-in page.' : 'This sign-in did not start here (its state is unknown): start again from the sign-in page.',
       );
     }
+    try {
+      return await this.signIn(c, login, query, state, ip, jar, fail);
+    } catch (e) {
+      // A sign-in the CLI started is told to the CLI, on its loopback address.
+      if (e instanceof OidcSignInError && login.cliPort) throw new OidcSignInError(e.message, login.cliPort);
+      throw e;
+    }
+  }
+
+  private async signIn(
+    c: OidcConfig,
+    login: NonNullable<Awaited<ReturnType<OidcLoginsRepository['take']>>>,
+    query: URLSearchParams,
+    state: string,
+    ip: string,
+    jar: CookieJar,
+    fail: (reason: string, sentence: string, extra?: Record<string, unknown>) => Promise<never>,
+  ): Promise<string> {
     const provider = await this.provider();
     const callbackUrl = new URL(c.redirectUri);
     for (const [k, v] of query) callbackUrl.searchParams.append(k, v);
@@ -181,6 +242,19 @@ export class OidcService {
       });
     }
     user = await this.apply(user, mapped, { linked, at: 'sign-in' });
+    if (login.cliPort) {
+      // `lemni login --sso`: a one-time code to the CLI's loopback address, redeemed with its verifier.
+      const code = newSecret('');
+      const codeHash = hashSecret(code);
+      await this.logins.handToCli(login.stateHash, {
+        codeHash,
+        userId: user.id,
+        refreshToken: tokens.refresh_token ? this.box.seal(tokens.refresh_token, `oidc-refresh:cli:${codeHash}`) : null,
+        expiresAt: new Date(Date.now() + CLI_CODE_TTL_MS),
+      });
+      await this.audit.append({ actor: `user:${user.id}`, kind: 'auth.login', payload: { ip, via: 'oidc', client: 'cli', issuer, subject, groups: mapped.groups, role: user.role } });
+      return `http://127.0.0.1:${login.cliPort}/callback?code=${encodeURIComponent(code)}`;
+    }
     const cookie = newSecret('');
     const csrfToken = newSecret('');
     const maxAgeMs = this.gateway.webSessionHours * 3600_000;
@@ -199,38 +273,142 @@ export class OidcService {
   }
 
   /**
+   * `lemni login --sso`: the one-time code the sign-in sent to the CLI's loopback address, taken once,
+   * redeemed only with the verifier whose SHA-256 the CLI gave at the start, opens a session as a
+   * password sign-in does (the CLI makes its API token from it; the provider's refresh token goes with it).
+   */
+  async cliSession(body: OidcCliRequest, ip: string, jar: CookieJar): Promise<LoginResponse> {
+    this.requireConfig();
+    const fail = async (reason: string, sentence: string, extra: Record<string, unknown> = {}): Promise<never> => {
+      await this.audit.append({ actor: 'anonymous', kind: 'auth.login_failed', payload: { via: 'oidc', client: 'cli', ip, reason, ...extra } });
+      throw new AppError(ErrorCode.Unauthenticated, sentence);
+    };
+    const codeHash = hashSecret(body.code);
+    const row = await this.logins.takeCliCode(codeHash);
+    if (!row) {
+      const known = await this.logins.findCliCode(codeHash);
+      return fail(
+        known ? 'oidc_cli_code_reused' : 'oidc_cli_code_unknown',
+        known ? 'This sign-in code was already used, or it expired: run `lemni login --sso` again.' : 'This sign-in code was not given by this gateway: run `lemni login --sso` again.',
+      );
+    }
+    const challenge = createHash('sha256').update(body.codeVerifier).digest('base64url');
+    if (!row.cliChallenge || !safeEqual(challenge, row.cliChallenge)) {
+      return fail(
+        'oidc_cli_verifier_mismatch',
+        'This sign-in code was redeemed with another verifier than the one its sign-in started with: only the CLI that asked for it can use it. Run `lemni login --sso` again.',
+        {
+          userId: row.cliUserId,
+        },
+      );
+    }
+    const user = row.cliUserId ? await this.users.findById(row.cliUserId) : undefined;
+    if (!user) return fail('no_user', 'The account this sign-in was for no longer exists.');
+    if (user.revokedAt || user.disabledAt) {
+      return fail('oidc_account_inactive', user.revokedAt ? 'This account has been revoked by an administrator.' : 'This account is disabled; ask an administrator to enable it again.', {
+        userId: user.id,
+      });
+    }
+    const cookie = newSecret('');
+    const csrfToken = newSecret('');
+    const maxAgeMs = this.gateway.webSessionHours * 3600_000;
+    const sessionId = hashSecret(cookie);
+    await this.webSessions.create({
+      id: sessionId,
+      userId: user.id,
+      csrfToken,
+      expiresAt: new Date(Date.now() + maxAgeMs),
+      oidcRefreshToken: row.cliRefreshToken ? this.box.seal(this.box.open(row.cliRefreshToken, `oidc-refresh:cli:${codeHash}`), `oidc-refresh:${sessionId}`) : null,
+      oidcCheckedAt: new Date(),
+    });
+    jar.set(cookie, maxAgeMs);
+    return { user: toUserView(user, await this.memberships.projectIdsOf(user.id)), csrfToken };
+  }
+
+  /**
+   * An API token made by a session (or a token) that the provider vouches for keeps its refresh token,
+   * so the token is checked with the provider like the session: a person removed there loses it.
+   */
+  async bindToken(source: { webSession: WebSessionRow | undefined; token: ApiTokenRow | undefined }, tokenId: string): Promise<void> {
+    const from = source.webSession?.oidcRefreshToken
+      ? { sealed: source.webSession.oidcRefreshToken, context: `oidc-refresh:${source.webSession.id}`, checkedAt: source.webSession.oidcCheckedAt }
+      : source.token?.oidcRefreshToken
+        ? { sealed: source.token.oidcRefreshToken, context: `oidc-refresh:token:${source.token.id}`, checkedAt: source.token.oidcCheckedAt }
+        : null;
+    if (!from) return;
+    await this.tokens.oidcChecked(tokenId, this.box.seal(this.box.open(from.sealed, from.context), `oidc-refresh:token:${tokenId}`), from.checkedAt ?? new Date());
+  }
+
+  /** An API token bound to the provider (bindToken), checked as a console session is. */
+  async recheckToken(token: ApiTokenRow, user: UserRow): Promise<UserRow> {
+    return this.recheckHolder(
+      {
+        key: `token:${token.id}`,
+        refreshToken: token.oidcRefreshToken,
+        checkedAt: token.oidcCheckedAt,
+        context: `oidc-refresh:token:${token.id}`,
+        ended: 'this API token was revoked',
+        again: 'Sign in again (`lemni login --sso`).',
+        kept: 'This API token is kept; it cannot be used until the provider answers.',
+        end: () => this.tokens.revoke(token.id),
+        checked: (sealed) => this.tokens.oidcChecked(token.id, sealed),
+        audit: { tokenId: token.id },
+      },
+      user,
+    );
+  }
+
+  /**
    * Asks the provider again whether the person of a console session may still sign in, when the last
    * check is older than `recheckSeconds`: the refresh token is used (a person removed at the provider
    * is refused there), the groups mapped again. Ends the session, with the reason, when the answer is
    * no; answers the person as they are now.
    */
   async recheck(session: WebSessionRow, user: UserRow): Promise<UserRow> {
+    return this.recheckHolder(
+      {
+        key: session.id,
+        refreshToken: session.oidcRefreshToken,
+        checkedAt: session.oidcCheckedAt,
+        context: `oidc-refresh:${session.id}`,
+        ended: 'your console session was ended',
+        again: 'Sign in again.',
+        kept: 'Your console session is kept; it cannot be used until the provider answers.',
+        end: () => this.webSessions.revoke(session.id),
+        checked: (sealed) => this.webSessions.oidcChecked(session.id, sealed),
+        audit: {},
+      },
+      user,
+    );
+  }
+
+  private async recheckHolder(holder: CheckedHolder, user: UserRow): Promise<UserRow> {
     const c = this.config;
-    if (!c || !session.oidcRefreshToken) return user;
-    if (session.oidcCheckedAt && Date.now() - session.oidcCheckedAt.getTime() < c.recheckSeconds * 1000) return user;
-    let running = this.checking.get(session.id);
+    if (!c || !holder.refreshToken) return user;
+    if (holder.checkedAt && Date.now() - holder.checkedAt.getTime() < c.recheckSeconds * 1000) return user;
+    let running = this.checking.get(holder.key);
     if (!running) {
-      running = this.check(c, session, user).finally(() => this.checking.delete(session.id));
-      this.checking.set(session.id, running);
+      running = this.check(holder, user).finally(() => this.checking.delete(holder.key));
+      this.checking.set(holder.key, running);
     }
     return running;
   }
 
-  private async check(c: OidcConfig, session: WebSessionRow, user: UserRow): Promise<UserRow> {
+  private async check(holder: CheckedHolder, user: UserRow): Promise<UserRow> {
     const end = async (reason: string, sentence: string, extra: Record<string, unknown> = {}): Promise<never> => {
-      await this.webSessions.revoke(session.id);
-      await this.audit.append({ actor: `user:${user.id}`, kind: 'auth.oidc_session_ended', payload: { reason, ...extra } });
+      await holder.end();
+      await this.audit.append({ actor: `user:${user.id}`, kind: 'auth.oidc_session_ended', payload: { reason, ...holder.audit, ...extra } });
       throw new AppError(ErrorCode.Unauthenticated, sentence);
     };
     const provider = await this.provider().catch((e: Error) => {
-      throw new AppError(ErrorCode.Unauthenticated, `${e.message} Your console session is kept; it cannot be used until the provider answers.`);
+      throw new AppError(ErrorCode.Unauthenticated, `${e.message} ${holder.kept}`);
     });
     let refreshed: Awaited<ReturnType<typeof client.refreshTokenGrant>>;
     try {
-      refreshed = await client.refreshTokenGrant(provider, this.box.open(session.oidcRefreshToken!, `oidc-refresh:${session.id}`));
+      refreshed = await client.refreshTokenGrant(provider, this.box.open(holder.refreshToken!, holder.context));
     } catch (e) {
       if (e instanceof client.ResponseBodyError) {
-        return end('oidc_refresh_refused', `The identity provider no longer accepts your sign-in (${e.error}); your console session was ended. Sign in again.`, { error: e.error });
+        return end('oidc_refresh_refused', `The identity provider no longer accepts your sign-in (${e.error}); ${holder.ended}. ${holder.again}`, { error: e.error });
       }
       throw new AppError(ErrorCode.Unauthenticated, `Your sign-in cannot be checked with the identity provider right now (${describe(e)}); try again shortly.`);
     }
@@ -238,15 +416,14 @@ export class OidcService {
     if (!claims || claims.sub !== user.oidcSubject) {
       claims = (await client.fetchUserInfo(provider, refreshed.access_token, user.oidcSubject ?? client.skipSubjectCheck).catch(() => undefined)) as Record<string, unknown> | undefined;
     }
-    if (!claims) return end('oidc_claims_unavailable', 'The identity provider did not say who you are any more; your console session was ended. Sign in again.');
+    if (!claims) return end('oidc_claims_unavailable', `The identity provider did not say who you are any more; ${holder.ended}. ${holder.again}`);
     const mapped = this.map(claims);
     if (!mapped.role) {
-      return end('oidc_no_role', `Your account at the identity provider is no longer in any group this deployment gives a role to; your console session was ended.`, { groups: mapped.groups });
+      return end('oidc_no_role', `Your account at the identity provider is no longer in any group this deployment gives a role to; ${holder.ended}.`, { groups: mapped.groups });
     }
     const now = await this.apply(user, mapped, { linked: false, at: 'check' });
     // A provider that rotates refresh tokens sends a new one; one that does not keeps the sealed one valid.
-    if (refreshed.refresh_token) await this.webSessions.oidcChecked(session.id, this.box.seal(refreshed.refresh_token, `oidc-refresh:${session.id}`));
-    else await this.webSessions.oidcChecked(session.id, session.oidcRefreshToken!);
+    await holder.checked(refreshed.refresh_token ? this.box.seal(refreshed.refresh_token, holder.context) : holder.refreshToken!);
     return now;
   }
 

@@ -51,6 +51,11 @@ export class ApiTokensRepository extends Repository {
     return rows.length;
   }
 
+  /** A token made from a console session opened through the provider: the provider's refresh token (sealed) and the check. */
+  async oidcChecked(id: string, refreshToken: string, at: Date = new Date()): Promise<void> {
+    await this.db.update(apiTokens).set({ oidcRefreshToken: refreshToken, oidcCheckedAt: at }).where(eq(apiTokens.id, id));
+  }
+
   async touch(id: string, at: Date = new Date()): Promise<void> {
     await this.db.update(apiTokens).set({ lastUsedAt: at }).where(eq(apiTokens.id, id));
   }

@@ -27,6 +27,7 @@ describe('route permissions', () => {
       'GET /metrics',
       'GET /readyz',
       'POST /auth/login',
+      'POST /auth/oidc/cli',
       'POST /exec-hosts/heartbeat',
     ]);
     for (const r of open) expect(r.permission?.kind === 'public' && r.permission.why.length > 10).toBe(true);
