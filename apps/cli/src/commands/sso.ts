@@ -93,9 +93,10 @@ export async function ssoSession(ctx: CliContext, gateway: string, options: { op
   const loopback = await listenForAnswer(waitMs);
   try {
     const url = `${gateway}/api/v1/auth/oidc/start?cliPort=${loopback.port}&cliChallenge=${challenge}`;
-    ctx.stderr(
-      `Sign in${info.label ? ` (${info.label})` : ''} in your browser${options.openBrowser ? '' : ' (open this address on this machine)'}:\n  ${url}\nWaiting for the sign-in to come back to 127.0.0.1:${loopback.port}…\n`,
-    );
+    const how = options.openBrowser
+      ? 'Sign in with your identity provider in the browser that opens (or open this address in a browser on this machine)'
+      : 'Open this address in a browser on this machine to sign in with your identity provider';
+    ctx.stderr(`${how}:\n  ${url}\nWaiting up to ${Math.round(waitMs / 60_000)} minutes for the sign-in to come back to 127.0.0.1:${loopback.port}…\n`);
     if (options.openBrowser) openBrowser(url);
     const answer = await loopback.answer;
     if ('error' in answer) throw new CliError(`The sign-in did not complete: ${answer.error.replace(/[\r\n]+/g, ' ').slice(0, 500)}`, 'unauthenticated');

@@ -255,20 +255,8 @@ export class OidcService {
       await this.audit.append({ actor: `user:${user.id}`, kind: 'auth.login', payload: { ip, via: 'oidc', client: 'cli', issuer, subject, groups: mapped.groups, role: user.role } });
       return `http://127.0.0.1:${login.cliPort}/callback?code=${encodeURIComponent(code)}`;
     }
-    const cookie = newSecret('');
-    const csrfToken = newSecret('');
-    const maxAgeMs = this.gateway.webSessionHours * 3600_000;
-    const sessionId = hashSecret(cookie);
-    await this.webSessions.create({
-      id: sessionId,
-      userId: user.id,
-      csrfToken,
-      expiresAt: new Date(Date.now() + maxAgeMs),
-      oidcRefreshToken: tokens.refresh_token ? this.box.seal(tokens.refresh_token, `oidc-refresh:${sessionId}`) : null,
-      oidcCheckedAt: new Date(),
-    });
+    await this.openSession(user.id, tokens.refresh_token ?? null, jar);
     await this.audit.append({ actor: `user:${user.id}`, kind: 'auth.login', payload: { ip, via: 'oidc', issuer, subject, groups: mapped.groups, role: user.role } });
-    jar.set(cookie, maxAgeMs);
     return `${this.consoleOrigin()}${login.returnTo}`;
   }
 
@@ -309,20 +297,26 @@ export class OidcService {
         userId: user.id,
       });
     }
+    const csrfToken = await this.openSession(user.id, row.cliRefreshToken ? this.box.open(row.cliRefreshToken, `oidc-refresh:cli:${codeHash}`) : null, jar);
+    return { user: toUserView(user, await this.memberships.projectIdsOf(user.id)), csrfToken };
+  }
+
+  /** A console session the provider vouches for: its cookie set, the refresh token sealed for it; answers its CSRF token. */
+  private async openSession(userId: string, refreshToken: string | null, jar: CookieJar): Promise<string> {
     const cookie = newSecret('');
     const csrfToken = newSecret('');
     const maxAgeMs = this.gateway.webSessionHours * 3600_000;
     const sessionId = hashSecret(cookie);
     await this.webSessions.create({
       id: sessionId,
-      userId: user.id,
+      userId,
       csrfToken,
       expiresAt: new Date(Date.now() + maxAgeMs),
-      oidcRefreshToken: row.cliRefreshToken ? this.box.seal(this.box.open(row.cliRefreshToken, `oidc-refresh:cli:${codeHash}`), `oidc-refresh:${sessionId}`) : null,
+      oidcRefreshToken: refreshToken ? this.box.seal(refreshToken, `oidc-refresh:${sessionId}`) : null,
       oidcCheckedAt: new Date(),
     });
     jar.set(cookie, maxAgeMs);
-    return { user: toUserView(user, await this.memberships.projectIdsOf(user.id)), csrfToken };
+    return csrfToken;
   }
 
   /**
