@@ -128,6 +128,42 @@ describe('OpenTelemetry traces, CLI → gateway → policy → exec-host → san
     expect(receiver.refused).toBe(0);
   }, 180_000);
 
+  it("a person's approval is the tool call's 'approval wait' span, with its answer, between the policy decision and the command", async () => {
+    const script = stack.script('approved', [{ tool_calls: [{ name: 'Bash', arguments: { command: 'uname -s' } }] }, { text: 'Done.' }]);
+    const child = stack.spawnCli(['-p', 'ask first', '--model', `scripted:${script}`, '--output-format', 'json', '--no-apply', '--wait-for-approvals'], { env: otlpEnv() });
+    child.stdin!.end();
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (d) => (stdout += d));
+    child.stderr!.on('data', (d) => (stderr += d));
+    const closed = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
+    const sessionId = await until('the session to start', () => /Session (\S+) started/.exec(stderr)?.[1]);
+    let approvalId: string | undefined;
+    for (let i = 0; i < 150 && !approvalId; i++) {
+      const pending = await stack.api(stack.tokens.developer, 'GET', `/approvals?sessionId=${sessionId}`);
+      approvalId = (pending.json as { id: string; state: string }[]).find((a) => a.state === 'pending')?.id;
+      if (!approvalId) await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(approvalId).toBeDefined();
+    expect((await stack.api(stack.tokens.developer, 'POST', `/approvals/${approvalId}/approve`, {})).status).toBe(200);
+    expect(await closed).toBe(0);
+    const out = json(stdout);
+    const call = await until('the tool call span', () =>
+      receiver.spans.find(
+        (s) =>
+          s.name === 'execute_tool Bash' &&
+          s.attributes['lemniscate.tool_call.id'] === out.tool_calls[0].call_id &&
+          receiver.spans.some((w) => w.parentSpanId === s.spanId && w.name === 'approval wait'),
+      ),
+    );
+    await until('the sandbox command', () => (receiver.spans.some((s) => s.traceId === call.traceId && s.name === 'sandbox.exec') ? true : undefined));
+    const children = receiver.spans.filter((s) => s.parentSpanId === call.spanId).map((s) => s.name);
+    expect(children).toEqual(expect.arrayContaining(['policy decision', 'approval wait', 'POST /v1/sandboxes/{id}/exec']));
+    const wait = receiver.spans.find((s) => s.parentSpanId === call.spanId && s.name === 'approval wait')!;
+    expect(wait.attributes).toMatchObject({ 'lemniscate.approval.kind': 'command', 'lemniscate.approval.state': 'approved' });
+    expect(receiver.spans.find((s) => s.parentSpanId === call.spanId && s.name === 'policy decision')?.attributes).toMatchObject({ 'lemniscate.policy.effect': 'ask' });
+  }, 120_000);
+
   it('a malformed TRACEPARENT starts a new trace; a collector that is down costs the run nothing', async () => {
     const script = stack.script('fresh', [{ tool_calls: [{ name: 'Bash', arguments: { command: 'echo fresh' } }] }, { text: 'Done.' }]);
     const r = await stack.cli(['-p', 'trace a fresh one', '--model', `scripted:${script}`, '--output-format', 'json', '--no-apply'], { env: { ...otlpEnv(), TRACEPARENT: '00-zzzz-not-a-trace-01' } });
