@@ -18,7 +18,7 @@ import {
 import type { Request, Response } from 'express';
 import type { z } from 'zod';
 import { ExecHostError } from '../errors';
-import { setSpanAttributes, withSpan } from '@lemniscate/telemetry';
+import { setSpanAttributes, tracingEnabled, withSpan } from '@lemniscate/telemetry';
 import { ExecHostMetrics, execOutcome } from '../metrics';
 import { SandboxService } from '../sandbox.service';
 import { ZBody } from './zod-pipe';
@@ -77,7 +77,8 @@ export class SandboxesController {
     try {
       // T3: the sandbox command's span, a child of the gateway's call (its W3C trace context); the
       // command's text stays out of it (it may quote a secret), its exit status goes in.
-      exit = await withSpan('sandbox.exec', { attributes: this.sandboxAttributes(id) }, async () => {
+      // The sandbox's view is built for the span only when spans are recorded (this is every command's path).
+      exit = await withSpan('sandbox.exec', { attributes: tracingEnabled() ? this.sandboxAttributes(id) : {} }, async () => {
         const done = await this.execTo(id, body, stream, res, gone.signal);
         setSpanAttributes({
           'process.exit.code': done.exitCode ?? -1,

@@ -142,8 +142,7 @@ export class AuthService {
     // Made by someone the identity provider vouches for: the provider is asked again at the token's use too.
     const webSession = principal.webSessionId ? await this.webSessions.findById(principal.webSessionId) : undefined;
     const parent = principal.tokenId ? await this.tokens.findById(principal.tokenId) : undefined;
-    await this.oidc.bindToken({ webSession, token: parent }, row.id);
-    const bound = !!(webSession?.oidcRefreshToken ?? parent?.oidcRefreshToken);
+    const bound = await this.oidc.bindToken({ webSession, token: parent }, row.id);
     await this.audit.append({
       actor: actorOf(principal),
       kind: 'auth.token_created',

@@ -322,15 +322,17 @@ export class OidcService {
   /**
    * An API token made by a session (or a token) that the provider vouches for keeps its refresh token,
    * so the token is checked with the provider like the session: a person removed there loses it.
+   * Answers whether the token was bound.
    */
-  async bindToken(source: { webSession: WebSessionRow | undefined; token: ApiTokenRow | undefined }, tokenId: string): Promise<void> {
+  async bindToken(source: { webSession: WebSessionRow | undefined; token: ApiTokenRow | undefined }, tokenId: string): Promise<boolean> {
     const from = source.webSession?.oidcRefreshToken
       ? { sealed: source.webSession.oidcRefreshToken, context: `oidc-refresh:${source.webSession.id}`, checkedAt: source.webSession.oidcCheckedAt }
       : source.token?.oidcRefreshToken
         ? { sealed: source.token.oidcRefreshToken, context: `oidc-refresh:token:${source.token.id}`, checkedAt: source.token.oidcCheckedAt }
         : null;
-    if (!from) return;
+    if (!from) return false;
     await this.tokens.oidcChecked(tokenId, this.box.seal(this.box.open(from.sealed, from.context), `oidc-refresh:token:${tokenId}`), from.checkedAt ?? new Date());
+    return true;
   }
 
   /** An API token bound to the provider (bindToken), checked as a console session is. */
