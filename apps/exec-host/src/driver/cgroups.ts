@@ -353,7 +353,8 @@ export type KillResult = { killed: true } | { killed: false; reason: string };
  * Not killed at all when the freeze cannot be asked for or the processes cannot be known for sure:
  * the caller then kills another way. A thaw that fails rejects: a container left frozen is lost.
  */
-export async function killAllButInit(cgroup: ContainerCgroup, initPid: number): Promise<KillResult> {
+export async function killAllButInit(cgroup: ContainerCgroup, initPid: number, keeper?: { uid: number; proc?: string }): Promise<KillResult> {
+  if (keeper && (await onlyKeeperLeft(cgroup, initPid, keeper.uid, keeper.proc).catch(() => false))) return { killed: true };
   try {
     await cgroup.freeze();
   } catch (e) {
@@ -380,6 +381,26 @@ export async function killAllButInit(cgroup: ContainerCgroup, initPid: number): 
     await cgroup.thaw();
   }
   return { killed: true };
+}
+
+/**
+ * True when every process of the container but its init runs as the keeper's user, which no command
+ * can become, signal or write into (a command's processes and all they start keep the sandbox
+ * user: no capability, no setuid): then nothing of a command is left and the freeze is not needed.
+ * The list is read again after the users: a process that ended in between, its pid taken by
+ * another, changes it. Anything it cannot read answers false, and the caller freezes and kills.
+ */
+export async function onlyKeeperLeft(cgroup: ContainerCgroup, initPid: number, keeperUid: number, proc = '/proc'): Promise<boolean> {
+  const before = await cgroup.procs();
+  for (const pid of before) {
+    if (pid === initPid) continue;
+    const status = await readText(path.join(proc, String(pid), 'status'));
+    const uids = status === null ? null : /^Uid:\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$/m.exec(status);
+    if (!uids || uids.slice(1).some((u) => Number(u) !== keeperUid)) return false;
+  }
+  const after = await cgroup.procs();
+  const listed = new Set(before);
+  return after.length === before.length && after.every((pid) => listed.has(pid));
 }
 
 // ───────────────────────────── the choice at start-up

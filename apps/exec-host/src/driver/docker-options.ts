@@ -1,10 +1,12 @@
 import type Docker from 'dockerode';
-import { SANDBOX_GID, SANDBOX_UID, WORKSPACE_DIR, type SandboxContainerSpec } from './sandbox.driver';
+import { KEEPER_GID, KEEPER_UID, WORKSPACE_DIR, type SandboxContainerSpec } from './sandbox.driver';
 
 /**
  * pid 1 of every sandbox: a shell that reaps orphans and cannot be signalled from inside its pid
  * namespace. That is what lets `kill -KILL -1` end every process of a command, its whole tree
- * included, without stopping the container (docker-init would exit with its only child).
+ * included, without stopping the container (docker-init would exit with its only child). It runs as
+ * KEEPER_UID, so no command can write into it (`/proc/1/mem`) and live on as pid 1; every command
+ * runs as SANDBOX_UID (toExecOptions).
  */
 export const KEEPER_SCRIPT = 'trap "" TERM INT HUP; while :; do sleep 3600 & wait; done';
 
@@ -28,7 +30,7 @@ export function toDockerCreateOptions(spec: SandboxContainerSpec): Docker.Contai
     Image: spec.image,
     Cmd: ['/bin/bash', '-c', KEEPER_SCRIPT],
     Entrypoint: [],
-    User: `${SANDBOX_UID}:${SANDBOX_GID}`,
+    User: `${KEEPER_UID}:${KEEPER_GID}`,
     WorkingDir: WORKSPACE_DIR,
     Env: [...SANDBOX_ENV, ...(spec.env ?? [])],
     Labels: { ...spec.labels },

@@ -9,6 +9,7 @@ import {
   LABEL_INSTANCE,
   LABEL_MANAGED,
   runtimeFamily,
+  KEEPER_UID,
   SANDBOX_GID,
   SANDBOX_UID,
   type ContainerRef,
@@ -58,9 +59,9 @@ export function withMemoryCap(command: string, runtime: string, memoryBytes: num
 }
 
 /**
- * How many of the sandbox user's processes are kept out of a command's reach under gVisor: the
- * keeper (pid 1 and its sleep) and the kill that ends the command are processes of that same user,
- * and a kill that cannot be spawned leaves the exec-host nothing but stopping the sandbox.
+ * How many of the sandbox user's processes are kept out of a command's reach under gVisor: the kill
+ * that ends the command is a process of that same user, and a kill that cannot be spawned leaves the
+ * exec-host nothing but stopping the sandbox.
  */
 export function processHeadroom(processes: number): number {
   return Math.min(32, Math.max(4, Math.floor(processes / 8)));
@@ -349,7 +350,7 @@ export class DockerSandboxDriver implements SandboxDriver {
   async killAllUserProcesses(containerId: string): Promise<void> {
     const c = await this.containerCgroup(containerId);
     if (c && c.runtime !== 'runsc') {
-      const result = await killAllButInit(c.cgroup, c.initPid);
+      const result = await killAllButInit(c.cgroup, c.initPid, { uid: KEEPER_UID });
       if (result.killed) return;
       this.cgroupNotes.set('killed', `Container ${containerId.slice(0, 12)}'s processes were killed from inside the sandbox instead (${c.layout} layout): ${result.reason}`);
     }

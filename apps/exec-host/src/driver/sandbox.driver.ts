@@ -20,6 +20,14 @@ export const RUNSC_SETUP_RUNTIME = 'runsc-setup';
 
 export const SANDBOX_UID = 10001;
 export const SANDBOX_GID = 10001;
+/**
+ * The sandbox's pid 1 (the keeper, KEEPER_SCRIPT) runs as a user of its own, never the sandbox user's:
+ * a command may signal, trace, or write the memory (`/proc/PID/mem`) of processes of its own user
+ * only, so it cannot take the keeper over and outlive its kill through it. Nothing runs as this
+ * user but the keeper and its `sleep`; it owns no file.
+ */
+export const KEEPER_UID = 10000;
+export const KEEPER_GID = 10000;
 export const WORKSPACE_DIR = '/workspace';
 
 export interface SandboxContainerSpec {

@@ -117,6 +117,37 @@ probe("no_new_privs", lambda: call("prctl", 39, 0, 0, 0, 0))  # PR_GET_NO_NEW_PR
 def status():
     return {k: v.strip() for k, v in (l.split(":", 1) for l in open("/proc/self/status").read().splitlines()) if k.startswith("Cap") or k == "Seccomp"}
 probe("status", status)
+# The keeper (pid 1 and its sleep) runs as a user of its own: no command may write into it, read
+# where it stands, or signal it — the way a command would take it over and outlive its kill.
+def uid_of(pid):
+    return int(next(l for l in open(f"/proc/{pid}/status").read().splitlines() if l.startswith("Uid:")).split()[1])
+probe("pid 1 user", lambda: uid_of(1))
+def write_mem(pid):
+    with open(f"/proc/{pid}/mem", "r+b", buffering=0) as m:
+        m.seek(int(open(f"/proc/{pid}/maps").read().split("-", 1)[0], 16))
+        return m.write(b"\x7fELF")
+probe("write pid 1 memory", lambda: write_mem(1))
+probe("read pid 1 syscall", lambda: open("/proc/1/syscall").read())
+probe("signal pid 1", lambda: os.kill(1, 19))  # SIGSTOP
+def not_mine():
+    found = {}
+    for pid in sorted(int(p) for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            uid = uid_of(pid)
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if uid == os.getuid():
+            continue
+        seen = {"uid": uid}
+        for what, attempt in (("memory", lambda: write_mem(pid)), ("signal", lambda: os.kill(pid, 19))):
+            try:
+                attempt()
+                seen[what] = "done"
+            except OSError as e:
+                seen[what] = errno.errorcode.get(e.errno, str(e.errno))
+        found[str(pid)] = seen
+    return found
+probe("processes of other users", not_mine)
 probe("ids", lambda: {"uid": os.getuid(), "euid": os.geteuid(), "gid": os.getgid(), "groups": os.getgroups(), "workspace owner": os.stat("/workspace").st_uid})
 def apparmor():
     return open("/proc/self/attr/current").read().strip()
@@ -187,6 +218,19 @@ probe("apparmor label", apparmor)
       // file read-only, and a kernel built without magic SysRq (like this host's) has no such file.
       const expected = runtime === 'runsc' ? 'EACCES' : existsSync('/proc/sysrq-trigger') ? 'EROFS' : 'ENOENT';
       expectRefused(r, 'write sysrq-trigger', expected);
+    });
+
+    it("cannot write into, read the place of, or signal the sandbox's pid 1 or any process not its own", () => {
+      // Were pid 1 the command's own user, /proc/1/mem would take a write without ptrace (the seccomp
+      // profile refuses ptrace, not the file), and a process written into pid 1 is never killed.
+      expect(r['pid 1 user']).toMatchObject({ ok: true, value: 10000 });
+      expectRefused(r, 'write pid 1 memory', 'EACCES');
+      // gVisor has no /proc/PID/syscall at all.
+      expectRefused(r, 'read pid 1 syscall', runtime === 'runsc' ? 'ENOENT' : 'EACCES');
+      expectRefused(r, 'signal pid 1', 'EPERM');
+      const others = r['processes of other users']?.value as Record<string, { uid: number; memory: string; signal: string }>;
+      expect(Object.keys(others ?? {})).toContain('1');
+      for (const [pid, seen] of Object.entries(others)) expect({ pid, ...seen }).toEqual({ pid, uid: 10000, memory: 'EACCES', signal: 'EPERM' });
     });
 
     it('runs as a non-root user with no capability, owning the working copy', () => {

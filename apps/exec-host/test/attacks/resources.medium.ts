@@ -1,6 +1,7 @@
 // S4: time, processes, memory, disk and output are capped; going over a cap ends the command with
 // the class that names it, the host stays responsive and the caps do not leak onto the host.
 import { ExecHostRoutes, type SandboxInfo } from '@lemniscate/contracts';
+import { randomBytes } from 'node:crypto';
 import { statfsSync } from 'node:fs';
 import { RUNTIMES, SANDBOX_IMAGES, containersOfSandbox, execHostFor, expectSentence, repoFixture, type ExecHostProcess, type RepoFixture } from '../support/attack-harness';
 
@@ -32,6 +33,36 @@ async function processes(sandboxId: string): Promise<string[]> {
     .split('\n')
     .map((l) => l.trim())
     .filter(Boolean);
+}
+
+/**
+ * A command that writes a program into pid 1 where it waits (x86-64): when its wait returns, pid 1
+ * execs a shell that writes `/workspace/.MARK` a second later and stays, as pid 1, which no kill
+ * ends. Prints `written`, or `refused ERRNO` for the first step the kernel refused.
+ */
+function takeoverOfPid1(mark: string): string {
+  return String.raw`
+import errno, struct
+def attack():
+    m = open("/proc/1/mem", "r+b", buffering=0)
+    pc = int(open("/proc/1/syscall").read().split()[-1], 16)
+    path, dash = b"/bin/bash\0", b"-c\0"
+    cmd = b"sleep 1; echo ${mark} > /workspace/.${mark}; exec sleep 3600 # ${mark}\0"
+    p_path = pc + 32
+    p_dash = p_path + len(path)
+    p_cmd = p_dash + len(dash)
+    argv = (p_cmd + len(cmd) + 7) & ~7
+    # mov rdi, path; mov rsi, argv; xor edx, edx; mov eax, 59 (execve); syscall
+    code = b"\x48\xbf" + struct.pack("<Q", p_path) + b"\x48\xbe" + struct.pack("<Q", argv) + b"\x31\xd2\xb8\x3b\x00\x00\x00\x0f\x05"
+    blob = (code.ljust(32, b"\x90") + path + dash + cmd).ljust(argv - pc, b"\0") + struct.pack("<QQQQ", p_path, p_dash, p_cmd, 0)
+    m.seek(pc)
+    m.write(blob)
+    return "written"
+try:
+    print(attack())
+except OSError as e:
+    print("refused", errno.errorcode.get(e.errno, e.errno))
+`;
 }
 
 /** After any attack the sandbox still runs an ordinary command, and its working copy is intact. */
@@ -81,6 +112,21 @@ describe.each(SANDBOX_IMAGES)('sandbox image from $route', (image) => {
         const left = (await processes(sandboxId)).filter((p) => /sleep 357[34]/.test(p));
         const finding = 'processes a timed-out command detached with setsid, still running';
         expect({ [finding]: left }).toEqual({ [finding]: [] });
+        await expectStillWorks(sandboxId);
+      });
+
+      // The kill after a command spares pid 1 (the sandbox's keeper); a command that could write into
+      // it would live on as pid 1. The keeper is not the command's user, so the write is refused.
+      (process.arch === 'x64' ? it : it.skip)('a command cannot write itself into pid 1 to live on after its kill', async () => {
+        const mark = `pwned${randomBytes(4).toString('hex')}`;
+        const attempt = await host.client.run(sandboxId, { command: `python3 - <<'ATTACK'\n${takeoverOfPid1(mark)}\nATTACK\n`, timeoutMs: 30_000 });
+        expect({ exitCode: attempt.exitCode, stdout: attempt.stdout, stderr: attempt.stderr }).toEqual({ exitCode: 0, stdout: 'refused EACCES\n', stderr: '' });
+        // Longer than the second the written program would wait before leaving its mark.
+        await new Promise((r) => setTimeout(r, 2_500));
+        const after = await host.client.run(sandboxId, { command: `ls -a /workspace; ps -eo args=`, timeoutMs: 20_000 });
+        const finding = 'traces of a program written into pid 1';
+        expect({ [finding]: after.stdout.split('\n').filter((l) => l.includes(mark)) }).toEqual({ [finding]: [] });
+        expect((await processes(sandboxId))[0]).toBe('/bin/bash -c trap "" TERM INT HUP; while :; do sleep 3600 & wait; done');
         await expectStillWorks(sandboxId);
       });
 

@@ -15,6 +15,7 @@ import {
   FREEZE_DEADLINE_MS,
   isContainerPath,
   killAllButInit,
+  onlyKeeperLeft,
   probeLayout,
   type CgroupAccess,
   type CgroupLayout,
@@ -478,5 +479,94 @@ describe('the engine layer', () => {
 
   it('has no cgroup for a container without an init', async () => {
     await expect(new EngineCgroups(engine([]), '/proc').locate({ id: V2_ID, initPid: 0 })).resolves.toBeNull();
+  });
+});
+
+// ───────────────────────────── nothing of a command left: the kill without a freeze
+
+describe('onlyKeeperLeft', () => {
+  const INIT = 4001;
+  const KEEPER = 10000;
+
+  /** A cgroup whose process list is read from `lists` in turn (the last one repeats), counting freezes. */
+  function fakeCgroup(...lists: number[][]): ContainerCgroup & { freezes: number } {
+    let reads = 0;
+    return {
+      freezes: 0,
+      async freeze() {
+        this.freezes++;
+        return true;
+      },
+      async thaw() {},
+      async procs() {
+        return lists[Math.min(reads++, lists.length - 1)]!;
+      },
+      async counters() {
+        return { oomKills: null, pidsLimitHits: null };
+      },
+    };
+  }
+
+  /** A /proc with a status file per pid: `Uid:` real, effective, saved, filesystem. */
+  function procWith(uids: Record<number, [number, number, number, number] | null>): string {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'lemni-proc-'));
+    made.push(root);
+    for (const [pid, ids] of Object.entries(uids)) {
+      if (!ids) continue;
+      fs.mkdirSync(path.join(root, pid));
+      fs.writeFileSync(path.join(root, pid, 'status'), `Name:\tsleep\nUmask:\t0022\nState:\tS (sleeping)\nUid:\t${ids.join('\t')}\nGid:\t${ids.join('\t')}\n`);
+    }
+    return root;
+  }
+
+  const keeper: [number, number, number, number] = [KEEPER, KEEPER, KEEPER, KEEPER];
+
+  it("is true when every process but the init is the keeper's, in every uid, and the list holds still", async () => {
+    await expect(onlyKeeperLeft(fakeCgroup([INIT, 4002]), INIT, KEEPER, procWith({ 4002: keeper }))).resolves.toBe(true);
+    await expect(onlyKeeperLeft(fakeCgroup([INIT]), INIT, KEEPER, procWith({}))).resolves.toBe(true);
+  });
+
+  it.each([
+    ['a process of the sandbox user', { 4002: keeper, 4003: [10001, 10001, 10001, 10001] }, [[INIT, 4002, 4003]]],
+    ["the keeper's real uid with another effective one", { 4002: [KEEPER, 10001, KEEPER, KEEPER] }, [[INIT, 4002]]],
+    ["the keeper's uids but another saved one", { 4002: [KEEPER, KEEPER, 0, KEEPER] }, [[INIT, 4002]]],
+    ['a process gone before its status was read', { 4002: null }, [[INIT, 4002]]],
+    [
+      'a process that appeared while the users were read',
+      { 4002: keeper },
+      [
+        [INIT, 4002],
+        [INIT, 4002, 4004],
+      ],
+    ],
+    [
+      'a process that ended while the users were read (its pid may be taken by another)',
+      { 4002: keeper, 4003: keeper },
+      [
+        [INIT, 4002, 4003],
+        [INIT, 4002],
+      ],
+    ],
+  ] as const)('is false for %s', async (_what, uids, lists) => {
+    await expect(onlyKeeperLeft(fakeCgroup(...(lists as unknown as number[][])), INIT, KEEPER, procWith(uids as Record<number, [number, number, number, number] | null>))).resolves.toBe(false);
+  });
+
+  it('rejects when the list cannot be read, and killAllButInit then goes the frozen way, which says why', async () => {
+    const broken = { ...fakeCgroup([INIT]), procs: () => Promise.reject(new CgroupError('cannot read')) };
+    await expect(onlyKeeperLeft(broken, INIT, KEEPER, procWith({})).catch(() => 'threw')).resolves.toBe('threw');
+    await expect(killAllButInit(broken, INIT, { uid: KEEPER, proc: procWith({}) })).resolves.toEqual({ killed: false, reason: 'cannot read' });
+  });
+
+  it('lets killAllButInit skip the freeze only when nothing but the keeper is left', async () => {
+    const idle = fakeCgroup([INIT, 4002]);
+    await expect(killAllButInit(idle, INIT, { uid: KEEPER, proc: procWith({ 4002: keeper }) })).resolves.toEqual({ killed: true });
+    expect(idle.freezes).toBe(0);
+    const withCommand = fakeCgroup([INIT, 4003], [INIT]);
+    await expect(killAllButInit(withCommand, INIT, { uid: KEEPER, proc: procWith({ 4003: [10001, 10001, 10001, 10001] }) })).resolves.toEqual({ killed: true });
+    expect(withCommand.freezes).toBe(1);
+    // Without a keeper's uid (a container made before the keeper had one), it always freezes.
+    const older = fakeCgroup([INIT]);
+    await expect(killAllButInit(older, INIT)).resolves.toEqual({ killed: true });
+    expect(older.freezes).toBe(1);
   });
 });

@@ -38,7 +38,8 @@ describe('toDockerCreateOptions', () => {
     expect(h.CapAdd).toEqual([]);
     expect(h.Privileged).toBe(false);
     expect(h.SecurityOpt).toContain('no-new-privileges:true');
-    expect(o.User).toBe('10001:10001');
+    // pid 1 (the keeper) runs as a user of its own; every command runs as the sandbox user.
+    expect(o.User).toBe('10000:10000');
   });
 
   it('applies the validated seccomp profile inline and AppArmor when given', () => {
