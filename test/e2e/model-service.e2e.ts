@@ -32,6 +32,8 @@ beforeAll(async () => {
     // The first attempt is rate limited: the provider waits as told and tries again.
     (res) => json(res, 429, { error: { message: 'slow down', type: 'rate_limit_error' } }, { 'retry-after-ms': '20' }),
     (res) => streamSse(res, bashTurn('call_env', 'env | sort')),
+    // pid 1 (the keeper) is not the command's user: its environment is refused. It is the container's,
+    // which every command inherits, so the first command's `env` shows it.
     (res) => streamSse(res, bashTurn('call_pid1', "tr '\\0' '\\n' < /proc/1/environ | sort")),
     (res) => streamSse(res, sse([{ data: chunk({ role: 'assistant', content: 'No model key in the sandbox.' }) }, { data: chunk({}, 'stop') }, { data: '[DONE]' }])),
   ]);
@@ -71,11 +73,12 @@ it('the key reaches the model service and nothing else: not the sandbox, the eve
   }
   expect(model.requests[1]!.body as { model: string; stream: boolean }).toMatchObject({ model: 'fake-1', stream: true });
 
-  // The commands ran in the sandbox, and neither the command's environment nor pid 1's holds the key.
-  const results = events.filter((e) => e.type === 'tool_result') as unknown as { stdout: string; exitCode: number }[];
+  // The commands ran in the sandbox; the command's environment (the container's, pid 1's too) does not
+  // hold the key, and pid 1's own is not the command's to read.
+  const results = events.filter((e) => e.type === 'tool_result') as unknown as { stdout: string; stderr: string; exitCode: number }[];
   expect(results.map((e) => e.exitCode)).toEqual([0, 0]);
   expect(results[0]!.stdout).toMatch(/^PATH=/m);
-  expect(results[1]!.stdout).toMatch(/^PATH=/m);
+  expect(results[1]!).toMatchObject({ stdout: '', stderr: expect.stringMatching(/\/proc\/1\/environ: Permission denied/) });
   for (const res of results) {
     expect(res.stdout).not.toContain(KEY);
     expect(res.stdout).not.toContain('E2E_MODEL_KEY');

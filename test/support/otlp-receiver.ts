@@ -13,6 +13,9 @@ export interface ReceivedSpan {
   attributes: Record<string, string | number | boolean>;
   /** OTLP's status code: 0 unset, 1 ok, 2 error. */
   status: number;
+  /** When it started and ended, in milliseconds since the epoch (fractional). */
+  startMs: number;
+  endMs: number;
 }
 
 /**
@@ -66,6 +69,8 @@ export class OtlpReceiver {
             kind: s.kind,
             attributes: Object.fromEntries((s.attributes ?? []).map((a: any) => [a.key, value(a.value)])),
             status: s.status?.code ?? 0,
+            startMs: nanosToMs(s.startTimeUnixNano),
+            endMs: nanosToMs(s.endTimeUnixNano),
           });
         }
       }
@@ -79,4 +84,10 @@ export class OtlpReceiver {
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
   }
+}
+
+/** OTLP/JSON carries times as decimal strings of nanoseconds, beyond a double's integer precision. */
+function nanosToMs(nanos: unknown): number {
+  const n = BigInt(typeof nanos === 'number' ? Math.trunc(nanos) : typeof nanos === 'string' && /^\d+$/.test(nanos) ? nanos : 0);
+  return Number(n / 1000n) / 1000;
 }
