@@ -145,12 +145,17 @@ async function tracedBreakdown(kind: 'pglite' | 'postgres', calls: number): Prom
   }
   const spans = receiver.spans.filter((s) => !warmTraces.has(s.traceId));
   const children = new Map<string, ReceivedSpan[]>();
-  for (const s of spans) children.set(s.parentSpanId, [...(children.get(s.parentSpanId) ?? []), s]);
+  for (const s of spans) {
+    if (!children.has(s.parentSpanId)) children.set(s.parentSpanId, []);
+    children.get(s.parentSpanId)!.push(s);
+  }
   const childOf = (parent: ReceivedSpan, name: string) => (children.get(parent.spanId) ?? []).find((c) => c.name === name);
   const tools = spans.filter((s) => s.service === 'lemniscate-gateway' && s.name === 'execute_tool Bash').sort((a, b) => a.startMs - b.startMs);
   const parts = new Map<string, number[]>();
   const add = (part: string, value: number | undefined) => {
-    if (value !== undefined && Number.isFinite(value)) parts.set(part, [...(parts.get(part) ?? []), value]);
+    if (value === undefined || !Number.isFinite(value)) return;
+    if (!parts.has(part)) parts.set(part, []);
+    parts.get(part)!.push(value);
   };
   tools.forEach((tool, i) => {
     const decision = childOf(tool, 'policy decision');
