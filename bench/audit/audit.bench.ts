@@ -2,6 +2,7 @@
 // Audit chain throughput (bench/README.md, "Audit"): appends per second on PGlite and PostgreSQL, one
 // gateway and twenty replicas, and the time verify() takes over 100,000 entries. Real databases, the
 // real service, no mocks.
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -80,6 +81,23 @@ async function postgresTarget(): Promise<Target> {
   };
 }
 
+/** Busy jiffies of the whole machine (every process on every CPU: the database server included). */
+function machineBusyTicks(): number {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
+  return fields.reduce((a, b) => a + b, 0) - fields[3]! - fields[4]!;
+}
+/** Milliseconds of CPU per jiffy (USER_HZ, 100 on Linux). */
+const TICK_MS = 10;
+/** The plain commits' CPU, measured just before the replicas' run and printed beside it. */
+let plainCpuMsPerCommit = 0;
+
+/** Runs `fn` and returns its result with the machine's CPU milliseconds spent meanwhile. */
+async function withMachineCpu<T>(fn: () => Promise<T>): Promise<[T, number]> {
+  const before = machineBusyTicks();
+  const result = await fn();
+  return [result, (machineBusyTicks() - before) * TICK_MS];
+}
+
 /**
  * What the machine allows without any chain: twenty connections each committing one small row at a
  * time into a table of their own, no lock between them (PostgreSQL's group commit only). Entries
@@ -91,13 +109,16 @@ async function plainCommits(target: Target): Promise<number> {
   try {
     await (clients[0] as Client).query('CREATE TABLE bench_plain (id bigserial PRIMARY KEY, payload text NOT NULL)');
     const text = JSON.stringify(payload(0));
-    const [, seconds] = await timed(() =>
-      Promise.all(
-        clients.map(async (client, c) => {
-          for (let i = c; i < APPENDS; i += CLIENTS) await client.query('INSERT INTO bench_plain (payload) VALUES ($1)', [text]);
-        }),
+    const [[, seconds], cpuMs] = await withMachineCpu(() =>
+      timed(() =>
+        Promise.all(
+          clients.map(async (client, c) => {
+            for (let i = c; i < APPENDS; i += CLIENTS) await client.query('INSERT INTO bench_plain (payload) VALUES ($1)', [text]);
+          }),
+        ),
       ),
     );
+    plainCpuMsPerCommit = +(cpuMs / APPENDS).toFixed(2);
     await (clients[0] as Client).query('DROP TABLE bench_plain');
     return Math.round(APPENDS / seconds);
   } finally {
@@ -136,14 +157,18 @@ async function run(target: Target): Promise<Results> {
       const replicas = await Promise.all(Array.from({ length: CLIENTS }, () => (target.connect as () => Promise<Database>)()));
       const services = replicas.map((replica) => new AuditService(new AuditLogRepository(replica.db)));
       try {
-        const [, s3] = await timed(() =>
-          Promise.all(
-            services.map(async (own, c) => {
-              for (let i = c; i < APPENDS; i += CLIENTS) await own.append({ actor: `replica-${c}`, kind: 'bench.replicas', sessionId: `r-${c}`, payload: { ...payload(n++), i } });
-            }),
+        const [[, s3], cpuMs] = await withMachineCpu(() =>
+          timed(() =>
+            Promise.all(
+              services.map(async (own, c) => {
+                for (let i = c; i < APPENDS; i += CLIENTS) await own.append({ actor: `replica-${c}`, kind: 'bench.replicas', sessionId: `r-${c}`, payload: { ...payload(n++), i } });
+              }),
+            ),
           ),
         );
         results['separateConnectionsPerSecond'] = Math.round(APPENDS / s3);
+        results['replicaCpuMsPerEntry'] = +(cpuMs / APPENDS).toFixed(2);
+        results['plainCpuMsPerCommit'] = plainCpuMsPerCommit;
       } finally {
         // As a gateway shuts down: the round a chainer owes is done before its database closes.
         await Promise.all(services.map((s) => s.beforeApplicationShutdown()));
@@ -216,9 +241,11 @@ async function main() {
     if (r['separateConnectionsPerSecond'] !== undefined) {
       process.stdout.write(
         `    20 replicas, own connections     ${String(r['separateConnectionsPerSecond']).padStart(6)}/s   target ≥ ${TARGET_REPLICAS}/s: ${verdict(r['separateConnectionsPerSecond'], TARGET_REPLICAS)}` +
-          `   (every entry once, in order per replica: ${r['replicaEntriesOnceInOrder'] ? 'yes' : 'NO'})\n`,
+          `   (every entry once, in order per replica: ${r['replicaEntriesOnceInOrder'] ? 'yes' : 'NO'})   machine CPU ${r['replicaCpuMsPerEntry']} ms/entry\n`,
       );
-      process.stdout.write(`    20 connections, one-row commits  ${String(r['plainCommitsPerSecond']).padStart(6)}/s   (no chain: plain commits the machine managed during this run)\n`);
+      process.stdout.write(
+        `    20 connections, one-row commits  ${String(r['plainCommitsPerSecond']).padStart(6)}/s   (no chain: plain commits the machine managed during this run)   machine CPU ${r['plainCpuMsPerCommit']} ms/commit\n`,
+      );
     } else {
       process.stdout.write(`    20 replicas                         n/a   (one process holds an embedded database)\n`);
     }

@@ -1,0 +1,175 @@
+// What one command costs the host today against what it would cost with a long-lived process in the
+// sandbox (printed, not asserted), against the built exec-host (npx tsc -b apps/exec-host):
+//   A. `echo hi` through the exec-host's API: an engine exec per command (dockerd, containerd, the shim
+//      and the runtime start a process in the container), then the kill that follows every command;
+//   B. the same command started by one shell that lives in a sandbox alike for the whole run, as the
+//      sandbox user, fed one command at a time on its stdin (a process per command, no engine exec).
+// Both on hardened sandboxes made by the exec-host alike, alternated in blocks, in one run; wall time per
+// command (p50, p95) and the machine's CPU time per command (every process: /proc/stat), as ratios.
+// B is a lower bound for a runner in the sandbox: it has no output cap, no clean-up kill and, under
+// runsc, no per-command seccomp loader. It sizes what the throughput target needs (bench/README.md).
+// Usage: node bench/sandbox/runner.mjs [--commands 60] [--runtimes runc,runsc] [--json]
+import { execFileSync, spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+const require = createRequire(import.meta.url);
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
+const dist = path.join(root, 'apps/exec-host/dist');
+if (!fs.existsSync(path.join(dist, 'app.js'))) {
+  console.error('Build the exec-host first: npx tsc -b apps/exec-host');
+  process.exit(1);
+}
+const { createExecHost } = require(path.join(dist, 'app.js'));
+const { loadConfig } = require(path.join(dist, 'config.js'));
+const { DockerSandboxDriver } = require(path.join(dist, 'driver/docker.driver.js'));
+const { LABEL_SANDBOX, SANDBOX_UID, SANDBOX_GID } = require(path.join(dist, 'driver/sandbox.driver.js'));
+const { SESSION_DEFAULT_PROFILE } = require(path.join(root, 'libs/contracts/dist/index.js'));
+
+const arg = (name, fallback) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : fallback;
+};
+const COMMANDS = Number(arg('commands', '60'));
+const RUNTIMES = arg('runtimes', 'runc,runsc').split(',');
+const JSON_OUT = process.argv.includes('--json');
+const BLOCK = 10;
+
+const token = `bench-${Math.random().toString(36).slice(2)}-token`;
+const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'lemni-bench-runner-'));
+const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'lemni-bench-repo-'));
+const git = (...args) => execFileSync('git', ['-c', 'user.email=b@example.test', '-c', 'user.name=Bench', ...args], { cwd: repo, encoding: 'utf8' });
+git('init', '-q', '-b', 'main');
+fs.writeFileSync(path.join(repo, 'README.md'), 'bench\n');
+git('add', '-A');
+git('commit', '-q', '-m', 'bench');
+
+const config = loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: token, LEMNISCATE_EXEC_HOST_STATE_DIR: stateDir, LEMNISCATE_EXEC_HOST_PORT: '1', LEMNISCATE_EXEC_HOST_WARM_POOL: '0' });
+const host = await createExecHost(config, new DockerSandboxDriver(), { logger: false });
+host.app.getHttpServer().keepAliveTimeout = 65_000;
+await host.app.listen(0, '127.0.0.1');
+const base = `http://127.0.0.1:${host.app.getHttpServer().address().port}`;
+
+async function api(method, url, body) {
+  const res = await fetch(base + url, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : undefined });
+  const json = await res.json();
+  if (!res.ok) throw new Error(`${method} ${url} → ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+/** Busy and total jiffies of the whole machine (every process, every CPU). */
+function machineTicks() {
+  const fields = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1, 9).map(Number);
+  const idle = fields[3] + fields[4];
+  return { busy: fields.reduce((a, b) => a + b, 0) - idle };
+}
+const TICK_MS = 1000 / 100;
+
+/** One shell as the sandbox user in the container for the whole run; each command is a child of it. */
+function longLivedShell(containerId) {
+  const child = spawn('docker', ['exec', '-i', '-u', `${SANDBOX_UID}:${SANDBOX_GID}`, '-w', '/workspace', containerId, 'bash', '--noprofile', '--norc'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  let buffered = '';
+  let waiting = null;
+  const marker = `__bench_done_${process.pid}__`;
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (text) => {
+    buffered += text;
+    const at = buffered.indexOf(marker);
+    if (at >= 0 && waiting) {
+      const output = buffered.slice(0, at);
+      buffered = buffered.slice(buffered.indexOf('\n', at) + 1);
+      const done = waiting;
+      waiting = null;
+      done(output);
+    }
+  });
+  return {
+    run: (command) =>
+      new Promise((resolve) => {
+        waiting = resolve;
+        child.stdin.write(`bash -c ${JSON.stringify(command)}; echo ${marker} $?\n`);
+      }),
+    close: () => new Promise((resolve) => (child.stdin.end(), child.once('close', resolve))),
+  };
+}
+
+const pct = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
+};
+
+async function measure(runtime) {
+  // Two sandboxes alike: the kill after each exec ends every process of the sandbox user, a
+  // long-lived shell too, so the shell lives in a sandbox that the exec API is not used on.
+  const make = (tag) => api('POST', '/v1/sandboxes', { sessionId: `bench-runner-${process.pid}-${runtime}-${tag}`, repository: { source: repo }, runtime, limits: SESSION_DEFAULT_PROFILE });
+  const sbx = await make('engine');
+  const other = await make('long-lived');
+  const containerId = execFileSync('docker', ['ps', '-q', '--filter', `label=${LABEL_SANDBOX}=${other.sandboxId}`], { encoding: 'utf8' }).trim();
+  if (!containerId) throw new Error(`no container for sandbox ${other.sandboxId}`);
+  const shell = longLivedShell(containerId);
+  const samples = { engine: [], longLived: [] };
+  const ticks = { engine: 0, longLived: 0 };
+  try {
+    // One of each first, unmeasured (the first gVisor command compiles the seccomp filter).
+    await api('POST', `/v1/sandboxes/${sbx.sandboxId}/exec?stream=false`, { command: 'echo hi' });
+    if ((await shell.run('echo hi')).trim() !== 'hi') throw new Error('the long-lived shell did not answer');
+    const ways = {
+      engine: async () => {
+        const out = await api('POST', `/v1/sandboxes/${sbx.sandboxId}/exec?stream=false`, { command: 'echo hi' });
+        if (out.stdout !== 'hi\n') throw new Error(`exec answered ${JSON.stringify(out.stdout)}`);
+      },
+      longLived: async () => {
+        const out = await shell.run('echo hi');
+        if (out !== 'hi\n') throw new Error(`the long-lived shell answered ${JSON.stringify(out)}`);
+      },
+    };
+    // Alternated in blocks, so that both ways see the same machine; CPU counted per block.
+    for (let done = 0; done < COMMANDS; done += BLOCK) {
+      for (const way of ['engine', 'longLived']) {
+        // The kill after an exec runs after its answer: let it end before the other way's block.
+        await new Promise((r) => setTimeout(r, 200));
+        const before = machineTicks();
+        for (let i = 0; i < Math.min(BLOCK, COMMANDS - done); i++) {
+          const t0 = performance.now();
+          await ways[way]();
+          samples[way].push(performance.now() - t0);
+        }
+        ticks[way] += machineTicks().busy - before.busy;
+      }
+    }
+  } finally {
+    await shell.close().catch(() => undefined);
+    await api('DELETE', `/v1/sandboxes/${sbx.sandboxId}`).catch(() => undefined);
+    await api('DELETE', `/v1/sandboxes/${other.sandboxId}`).catch(() => undefined);
+  }
+  const summary = (way) => ({ p50: +pct(samples[way], 50).toFixed(1), p95: +pct(samples[way], 95).toFixed(1), cpuMs: +((ticks[way] * TICK_MS) / samples[way].length).toFixed(1) });
+  const engine = summary('engine');
+  const longLived = summary('longLived');
+  return { runtime, commands: COMMANDS, engine, longLived, wallRatio: +(longLived.p50 / engine.p50).toFixed(2), cpuRatio: +(longLived.cpuMs / engine.cpuMs).toFixed(2) };
+}
+
+const results = [];
+try {
+  if (!JSON_OUT)
+    console.log(
+      `One command's cost: an engine exec per command vs. one long-lived process in the sandbox (${os.cpus().length} CPUs, Node ${process.version}, ${COMMANDS} commands each, alternated in blocks of ${BLOCK}, one run)\n`,
+    );
+  for (const runtime of RUNTIMES) {
+    const r = await measure(runtime);
+    results.push(r);
+    if (!JSON_OUT) {
+      console.log(`${runtime}:`);
+      console.log(`  engine exec per command (the exec API)   wall p50 ${r.engine.p50} ms  p95 ${r.engine.p95} ms   machine CPU ${r.engine.cpuMs} ms/command`);
+      console.log(`  long-lived process in the sandbox         wall p50 ${r.longLived.p50} ms  p95 ${r.longLived.p95} ms   machine CPU ${r.longLived.cpuMs} ms/command`);
+      console.log(`  ratio (long-lived / engine)               wall ${r.wallRatio}   CPU ${r.cpuRatio}`);
+    }
+  }
+  if (JSON_OUT) console.log(JSON.stringify({ node: process.version, cpus: os.cpus().length, results }));
+} finally {
+  await host.close().catch(() => undefined);
+  fs.rmSync(stateDir, { recursive: true, force: true });
+  fs.rmSync(repo, { recursive: true, force: true });
+}
+process.exit(0);
