@@ -76,6 +76,8 @@ export interface WarmPoolConfig {
   maxAgeMinutes: number;
   /** No warm sandbox is made while the host has less than this fraction of its memory available. */
   memoryFloor: number;
+  /** How often, at most, the ref of a repository kept checked out ahead is read for a new commit. */
+  refCheckSeconds: number;
 }
 
 export const DEFAULT_WARM_POOL = 2;
@@ -176,6 +178,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
   if (badRuntime !== undefined) {
     throw new StartupError(`LEMNISCATE_EXEC_HOST_WARM_RUNTIMES lists runtimes kept warm from start-up, separated by commas (runc, runsc, or empty for none), not "${badRuntime}".`);
   }
+  const refCheckRaw = env.LEMNISCATE_EXEC_HOST_WARM_REF_CHECK_SECONDS ?? '10';
+  const refCheckSeconds = Number(refCheckRaw);
+  if (!/^\d+(\.\d+)?$/.test(refCheckRaw) || refCheckSeconds < 0.5 || refCheckSeconds > 86_400) {
+    throw new StartupError(
+      `LEMNISCATE_EXEC_HOST_WARM_REF_CHECK_SECONDS must be how often, in seconds, the ref of a repository kept checked out ahead is read for a new commit, a number between 0.5 and 86400, not "${refCheckRaw}".`,
+    );
+  }
   const reaperRaw = env.LEMNISCATE_EXEC_HOST_REAPER_SECONDS ?? '30';
   const reaperSeconds = Number(reaperRaw);
   if (!/^\d+(\.\d+)?$/.test(reaperRaw) || reaperSeconds < 0.1 || reaperSeconds > 86_400) {
@@ -203,7 +212,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
     stateDir,
     instance: instanceLabel(stateDir),
     maxSandboxes,
-    warmPool: { size: warmSize, runtimes: [...new Set(warmRuntimes)] as ('runc' | 'runsc')[], maxKeys: 8, idleKeyMinutes: 30, maxAgeMinutes: 60, memoryFloor: 0.2 },
+    warmPool: { size: warmSize, runtimes: [...new Set(warmRuntimes)] as ('runc' | 'runsc')[], maxKeys: 8, idleKeyMinutes: 30, maxAgeMinutes: 60, memoryFloor: 0.2, refCheckSeconds },
     maxSandboxesFrom,
     memoryFloorPercent,
     procRoot,

@@ -100,6 +100,7 @@ export class SandboxService {
       idleKeyMs: config.warmPool.idleKeyMinutes * 60_000,
       maxShellAgeMs: config.warmPool.maxAgeMinutes * 60_000,
       memoryFloor: config.warmPool.memoryFloor,
+      refCheckMs: config.warmPool.refCheckSeconds * 1000,
       capacity: () => ({ live: this.sandboxes.size + this.creating.size, max: this.config.maxSandboxes }),
       make: (spec, key, sandboxId) => this.makeShell(spec, key, sandboxId),
       destroy: (shell) => this.cleanup(shell.containerId, shell.dir),
@@ -220,6 +221,16 @@ export class SandboxService {
     // Without uncommitted changes, the next session of the same repository, ref and environment finds
     // its working copy checked out ahead; a kind's id names all a fill depends on, so a shell filled
     // for one repository and access is never handed to a request for another.
+    // Shells checked out ahead that no longer hold what the ref names now (its commit, its branch).
+    const outdated = async (shells: Shell[]): Promise<Shell[]> => {
+      const [first] = shells;
+      if (!first) return [];
+      const now = await WorkingCopy.resolveRef({ repo: this.repoOf(first.dir), source, ...(ref ? { ref } : {}) });
+      return shells.filter((made) => {
+        const state = made.checkout as PreparedState | undefined;
+        return !state || (now.expected ?? now.want) !== state.baseCommit || now.branch !== state.branch;
+      });
+    };
     const checkout: CheckoutKind | undefined = patch
       ? undefined
       : {
@@ -230,6 +241,7 @@ export class SandboxService {
           fill: async (made) => {
             made.checkout = await this.fill(made.dir, { source, ref, exclusions, snapshot: environment.snapshot });
           },
+          outdated,
         };
     // A warm shell of the same kind when the pool has one: made by makeShell, as a cold one is below.
     // A shell taken is no longer the pool's: it is this creation's from the same tick, before any
@@ -240,10 +252,8 @@ export class SandboxService {
     let stale: Shell | null = null;
     if (shell?.checkout) {
       // Checked out ahead: still what the ref names? Otherwise an empty shell (or a cold one) instead.
-      const state = shell.checkout as PreparedState;
-      const now = await WorkingCopy.resolveRef({ repo: this.repoOf(shell.dir), source, ...(ref ? { ref } : {}) }).catch(() => null);
-      if (now && (now.expected ?? now.want) === state.baseCommit && now.branch === state.branch) {
-        ahead = state;
+      if ((await outdated([shell]).catch(() => [shell])).length === 0) {
+        ahead = shell.checkout as PreparedState;
       } else {
         // Given up once this creation is over, so removing it does not slow this one down (at once
         // when no empty shell is ready: a cold creation follows, which may be refused before its end).

@@ -43,7 +43,21 @@ export interface Shell {
 export interface CheckoutKind {
   id: string;
   fill: (shell: Shell) => Promise<void>;
+  /**
+   * Of these shells filled ahead, those that no longer hold what the ref names (a commit moved it since),
+   * the ref read once for all. Asked by a pass at most every `refCheckMs` per kind: the shells it names
+   * are replaced by ones filled at the new commit, so a session opened a little after a push finds its
+   * checkout made ahead too. A failure to say (the repository unreachable for a moment) keeps them;
+   * taking a shell checks its ref again.
+   */
+  outdated?: (shells: Shell[]) => Promise<Shell[]>;
 }
+
+/**
+ * How often, at most, a pass reads the ref of each kind checked out ahead to find shells a new commit
+ * made stale: a local repository's refs are read in process, a URL's with `git ls-remote`.
+ */
+export const REF_CHECK_MS = 10_000;
 
 /** A new sandbox id: never reused, so what is not owned now never will be again. */
 export function newSandboxId(): string {
@@ -79,6 +93,8 @@ export interface WarmPoolOptions {
   alive?: (shell: Shell) => Promise<boolean>;
   /** Fraction of the host's memory available (MemAvailable / MemTotal). */
   memoryAvailable?: () => Promise<number>;
+  /** How often a pass reads the ref of a kind checked out ahead, at most (default REF_CHECK_MS). */
+  refCheckMs?: number;
   log?: (message: string) => void;
 }
 
@@ -86,6 +102,10 @@ interface KeyState {
   spec: ShellSpec;
   /** For a checked-out kind: what fills each shell after it is made. */
   fill?: (shell: Shell) => Promise<void>;
+  /** For a checked-out kind: which filled shells no longer hold what the ref names (CheckoutKind.outdated). */
+  outdated?: (shells: Shell[]) => Promise<Shell[]>;
+  /** When the ref of a checked-out kind was last read by a pass. */
+  refCheckedAt?: number;
   ready: Shell[];
   making: number;
   lastAskedAt: number;
@@ -182,7 +202,7 @@ export class WarmPool {
     const state = this.want(key, spec);
     let shell: Shell | null = null;
     if (checkout) {
-      const filled = this.want(`${key}:${checkout.id}`, spec, checkout.fill);
+      const filled = this.want(`${key}:${checkout.id}`, spec, checkout);
       shell = filled.ready.shift() ?? null;
     }
     shell ??= state.ready.shift() ?? null;
@@ -198,14 +218,17 @@ export class WarmPool {
     return shell;
   }
 
-  private want(key: string, spec: ShellSpec, fill?: (shell: Shell) => Promise<void>): KeyState {
+  private want(key: string, spec: ShellSpec, checkout?: CheckoutKind): KeyState {
     let state = this.keys.get(key);
     if (!state) {
-      state = { spec, ready: [], making: 0, lastAskedAt: Date.now(), pinned: false, ...(fill ? { fill } : {}) };
+      state = { spec, ready: [], making: 0, lastAskedAt: Date.now(), pinned: false };
       this.keys.set(key, state);
       this.trimKeys();
     }
-    if (fill) state.fill = fill;
+    if (checkout) {
+      state.fill = checkout.fill;
+      if (checkout.outdated) state.outdated = checkout.outdated;
+    }
     state.lastAskedAt = Date.now();
     return state;
   }
@@ -304,7 +327,10 @@ export class WarmPool {
     }
   }
 
-  /** One pass: drop stale shells and idle keys, then make shells one at a time until each key has its share. */
+  /**
+   * One pass: drop stale shells (too old, of a rebuilt image, stopped, or checked out at a commit their
+   * ref has since moved from) and idle keys, then make shells one at a time until each key has its share.
+   */
   private async pass(): Promise<void> {
     this.trimKeys();
     const now = Date.now();
@@ -313,8 +339,14 @@ export class WarmPool {
       if (!imageIds.has(s.spec.image)) imageIds.set(s.spec.image, await this.o.imageId(s.spec.image).catch(() => null));
       const current = imageIds.get(s.spec.image) ?? null;
       const stale: Shell[] = [];
-      for (const shell of s.ready) {
+      // A copy: a shell may be taken while this pass awaits.
+      for (const shell of [...s.ready]) {
         if (now - shell.madeAt > this.o.maxShellAgeMs || shell.imageId !== current || (this.o.alive && !(await this.o.alive(shell)))) stale.push(shell);
+      }
+      if (s.outdated && now - (s.refCheckedAt ?? 0) >= (this.o.refCheckMs ?? REF_CHECK_MS)) {
+        s.refCheckedAt = now;
+        const filled = s.ready.filter((shell) => !stale.includes(shell));
+        if (filled.length > 0) stale.push(...(await s.outdated(filled).catch(() => [])));
       }
       for (const shell of stale) {
         if (!s.ready.includes(shell)) continue;
@@ -367,6 +399,8 @@ export class WarmPool {
         }
       }
       state.making--;
+      // Its ref was read by the fill just now.
+      if (state.fill) state.refCheckedAt = Date.now();
       if (this.closed || this.keys.get(key) !== state) {
         await this.discardShell(shell);
         continue;

@@ -14,7 +14,8 @@ import { RUNTIMES, SANDBOX_IMAGES, containersOfInstance, containersOfSandbox, gi
 
 const execFileAsync = promisify(execFile);
 const image = SANDBOX_IMAGES[0]!;
-const POOL = { LEMNISCATE_EXEC_HOST_WARM_POOL: '2' };
+// Refs of repositories kept checked out ahead are read at every pass here (passes come every 10 s).
+const POOL = { LEMNISCATE_EXEC_HOST_WARM_POOL: '2', LEMNISCATE_EXEC_HOST_WARM_REF_CHECK_SECONDS: '1' };
 
 /** A repository of its own project: a file whose contents exist nowhere else. */
 function projectRepo(name: string): { repo: RepoFixture; marker: string; file: string } {
@@ -212,6 +213,39 @@ describe.each(RUNTIMES)('warm sandboxes under %s', (runtime: SandboxRuntime) => 
     // And put back as it was for the tests after this one.
     writeFileSync(join(x.repo.dir, x.file), `${x.marker}\n`);
     git(x.repo.dir, 'commit', '-q', '-am', 'back');
+  });
+
+  it('replaces the working copies checked out ahead once a commit moves their ref, before any session asks for one', async () => {
+    // The kind is learnt (a session of x), and the pool fills its shells at x's commit.
+    const first = await warm.createSandbox({ repository: { source: x.repo.dir }, runtime }, 'learn-ref');
+    await warm.client.destroy(first.sandboxId);
+    await warm.poolFull();
+    const before = new Set(await containersOfInstance(warm.instance));
+    const moved = `pushed-${randomBytes(8).toString('hex')}`;
+    writeFileSync(join(x.repo.dir, x.file), `${moved}\n`);
+    git(x.repo.dir, 'commit', '-q', '-am', 'pushed');
+    const head = git(x.repo.dir, 'rev-parse', 'HEAD').trim();
+    try {
+      // No session is opened meanwhile: the pool's own pass finds the shells stale and replaces them.
+      const deadline = Date.now() + 60_000;
+      let replaced: string[] = [];
+      while (replaced.length === 0) {
+        if (Date.now() > deadline) throw new Error(`no shell checked out ahead was replaced within a minute of the commit\n${warm.output().slice(-3000)}`);
+        await new Promise((r) => setTimeout(r, 500));
+        const now = new Set(await containersOfInstance(warm.instance));
+        replaced = [...before].filter((id) => !now.has(id));
+      }
+      await warm.poolFull();
+      const s = await warm.createSandbox({ repository: { source: x.repo.dir }, runtime }, 'after-push');
+      expect(s.pooled).toBe(true);
+      expect(s.baseCommit).toBe(head);
+      expect(await sh(warm, s.sandboxId, `cat /workspace/${x.file}`)).toBe(`${moved}\n`);
+      await warm.client.destroy(s.sandboxId);
+    } finally {
+      // Put back as it was for the tests after this one.
+      writeFileSync(join(x.repo.dir, x.file), `${x.marker}\n`);
+      git(x.repo.dir, 'commit', '-q', '-am', 'back');
+    }
   });
 
   it('never gives back a taken sandbox: each session gets a container no other session had', async () => {

@@ -165,3 +165,33 @@ describe('registration with a pool gateway', () => {
     expect(refusal({ LEMNISCATE_GATEWAY_URL: 'http://127.0.0.1:7070', LEMNISCATE_GATEWAY_CA: certs.good.ca })).toMatch(/^LEMNISCATE_GATEWAY_CA is set but LEMNISCATE_GATEWAY_URL .* is not https:\/\//);
   });
 });
+
+describe('the warm pool', () => {
+  it('keeps 2 per kind, both runtimes warm from start-up and reads a checked-out ref every 10 s by default', () => {
+    const { warmPool } = load({});
+    expect(warmPool).toMatchObject({ size: 2, runtimes: ['runc', 'runsc'], refCheckSeconds: 10 });
+    expect(load({ LEMNISCATE_EXEC_HOST_WARM_POOL: '0' }).warmPool.size).toBe(0);
+    expect(load({ LEMNISCATE_EXEC_HOST_WARM_RUNTIMES: ' runsc ,runsc' }).warmPool.runtimes).toEqual(['runsc']);
+    expect(load({ LEMNISCATE_EXEC_HOST_WARM_RUNTIMES: '' }).warmPool.runtimes).toEqual([]);
+    expect(load({ LEMNISCATE_EXEC_HOST_WARM_REF_CHECK_SECONDS: '0.5' }).warmPool.refCheckSeconds).toBe(0.5);
+    expect(load({ LEMNISCATE_EXEC_HOST_WARM_REF_CHECK_SECONDS: '3600' }).warmPool.refCheckSeconds).toBe(3600);
+  });
+
+  it.each(['-1', '65', '1.5', 'two', ''])('refuses LEMNISCATE_EXEC_HOST_WARM_POOL=%p in a sentence', (bad) => {
+    expect(refusal({ LEMNISCATE_EXEC_HOST_WARM_POOL: bad })).toBe(
+      `LEMNISCATE_EXEC_HOST_WARM_POOL must be the number of warm sandboxes kept per kind, a whole number from 0 (no pool) to 64, not "${bad}".`,
+    );
+  });
+
+  it.each(['docker', 'runc,kata', 'RUNC'])('refuses LEMNISCATE_EXEC_HOST_WARM_RUNTIMES=%p, naming the runtime it does not know', (bad) => {
+    expect(refusal({ LEMNISCATE_EXEC_HOST_WARM_RUNTIMES: bad })).toMatch(
+      /^LEMNISCATE_EXEC_HOST_WARM_RUNTIMES lists runtimes kept warm from start-up, separated by commas \(runc, runsc, or empty for none\), not "(docker|kata|RUNC)"\.$/,
+    );
+  });
+
+  it.each(['0', '0.1', '-5', '86401', '10s', 'often', ''])('refuses LEMNISCATE_EXEC_HOST_WARM_REF_CHECK_SECONDS=%p in a sentence', (bad) => {
+    expect(refusal({ LEMNISCATE_EXEC_HOST_WARM_REF_CHECK_SECONDS: bad })).toBe(
+      `LEMNISCATE_EXEC_HOST_WARM_REF_CHECK_SECONDS must be how often, in seconds, the ref of a repository kept checked out ahead is read for a new commit, a number between 0.5 and 86400, not "${bad}".`,
+    );
+  });
+});

@@ -245,6 +245,72 @@ describe('WarmPool', () => {
     expect(pool.stats().held).toBeNull();
   });
 
+  describe('shells checked out ahead at a commit their ref has moved from', () => {
+    /** A kind whose ref names `ref.commit`; each fill checks out what it names then. */
+    const moving = (ref: { commit: string }, asked: Shell[][], fail?: () => boolean): CheckoutKind => ({
+      id: 'moving',
+      fill: async (shell) => {
+        shell.checkout = { commit: ref.commit };
+      },
+      outdated: async (shells) => {
+        asked.push(shells);
+        if (fail?.()) throw new Error('the repository did not answer');
+        return shells.filter((s) => (s.checkout as { commit: string }).commit !== ref.commit);
+      },
+    });
+    const filledOf = (f: Fakes) => f.made.filter((s) => s.key === `${shellKey(SPEC)}:moving`);
+
+    it('are replaced by shells filled at the new commit, the ref read once for all of them', async () => {
+      const { pool, f, fill } = harness({ refCheckMs: 0 }, 2);
+      const ref = { commit: 'c1' };
+      const asked: Shell[][] = [];
+      pool.take(SPEC, moving(ref, asked)); // learns the kind
+      await fill();
+      const first = filledOf(f);
+      expect(first.map((s) => s.checkout)).toEqual([{ commit: 'c1' }, { commit: 'c1' }]);
+      ref.commit = 'c2';
+      asked.length = 0;
+      await fill();
+      expect(asked[0]).toHaveLength(2); // both shells, in one read of the ref
+      for (const s of first) expect(f.destroyed).toContain(s.sandboxId);
+      const taken = pool.take(SPEC, moving(ref, asked));
+      expect(taken?.checkout).toEqual({ commit: 'c2' });
+    });
+
+    it('are kept when the ref cannot be read (taking one checks it again)', async () => {
+      let down = false;
+      const { pool, f, fill } = harness({ refCheckMs: 0 }, 1);
+      const ref = { commit: 'c1' };
+      pool.take(
+        SPEC,
+        moving(ref, [], () => down),
+      );
+      await fill();
+      const [shell] = filledOf(f);
+      down = true;
+      ref.commit = 'c2';
+      await fill();
+      expect(f.destroyed).not.toContain(shell!.sandboxId);
+      expect(pool.stats().ready).toBe(2); // the base kind's and the filled one
+    });
+
+    it('are looked for at most every refCheckMs per kind, not at every pass', async () => {
+      const { pool, fill } = harness({ refCheckMs: 60_000 }, 1);
+      const asked: Shell[][] = [];
+      pool.take(SPEC, moving({ commit: 'c1' }, asked));
+      for (let i = 0; i < 4; i++) await fill();
+      expect(asked).toHaveLength(0); // read by the fill just now
+      const now = jest.spyOn(Date, 'now').mockReturnValue(Date.now() + 60_001);
+      try {
+        await fill();
+        await fill();
+      } finally {
+        now.mockRestore();
+      }
+      expect(asked).toHaveLength(1);
+    });
+  });
+
   describe('stale shells are replaced', () => {
     it('when older than their maximum age', async () => {
       const now = jest.spyOn(Date, 'now');
