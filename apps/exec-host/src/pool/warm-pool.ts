@@ -59,6 +59,19 @@ export interface CheckoutKind {
  */
 export const REF_CHECK_MS = 10_000;
 
+/** How long a pass waits for a ref's reading (a URL's `git ls-remote`) before it gives up on it for this pass. */
+export const REF_READ_TIMEOUT_MS = 15_000;
+
+/** `work`, or a rejection once `ms` have passed without its answer (the work itself is not stopped). */
+function within<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    timer.unref();
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
+
 /** A new sandbox id: never reused, so what is not owned now never will be again. */
 export function newSandboxId(): string {
   return `sbx-${randomBytes(8).toString('hex')}`;
@@ -95,6 +108,8 @@ export interface WarmPoolOptions {
   memoryAvailable?: () => Promise<number>;
   /** How often a pass reads the ref of a kind checked out ahead, at most (default REF_CHECK_MS). */
   refCheckMs?: number;
+  /** How long a pass waits for that reading before it keeps the shells as they are (default REF_READ_TIMEOUT_MS). */
+  refReadTimeoutMs?: number;
   log?: (message: string) => void;
 }
 
@@ -346,7 +361,8 @@ export class WarmPool {
       if (s.outdated && now - (s.refCheckedAt ?? 0) >= (this.o.refCheckMs ?? REF_CHECK_MS)) {
         s.refCheckedAt = now;
         const filled = s.ready.filter((shell) => !stale.includes(shell));
-        if (filled.length > 0) stale.push(...(await s.outdated(filled).catch(() => [])));
+        // A repository that does not answer holds neither this pass nor the other kinds' refills.
+        if (filled.length > 0) stale.push(...(await within(s.outdated(filled), this.o.refReadTimeoutMs ?? REF_READ_TIMEOUT_MS).catch(() => [])));
       }
       for (const shell of stale) {
         if (!s.ready.includes(shell)) continue;

@@ -294,6 +294,27 @@ describe('WarmPool', () => {
       expect(pool.stats().ready).toBe(2); // the base kind's and the filled one
     });
 
+    it('are kept, and the pass goes on to refill, when the ref does not answer in time', async () => {
+      const { pool, f, fill } = harness({ refCheckMs: 0, refReadTimeoutMs: 20 }, 1);
+      let hang = false;
+      const kind: CheckoutKind = {
+        id: 'silent',
+        fill: async (shell) => {
+          shell.checkout = { commit: 'c1' };
+        },
+        outdated: (shells) => (hang ? new Promise<Shell[]>(() => undefined) : Promise.resolve(shells.filter(() => false))),
+      };
+      pool.take(SPEC, kind);
+      await fill();
+      const before = f.made.length;
+      hang = true;
+      pool.take(SPEC); // the base kind needs a new shell: this pass must not wait for the silent ref
+      await fill();
+      expect(f.made.length).toBe(before + 1);
+      expect(f.destroyed).toEqual([]);
+      expect(pool.stats().ready).toBe(2); // each kind its one
+    });
+
     it('are looked for at most every refCheckMs per kind, not at every pass', async () => {
       const { pool, fill } = harness({ refCheckMs: 60_000 }, 1);
       const asked: Shell[][] = [];
