@@ -218,6 +218,9 @@ it('twelve sessions spread over three exec-hosts; one killed mid-command loses o
     ];
     runs.push(run(i % 2, ['-p', `note run ${i}`, '--model', `scripted:${script(`run-${i}`, turns)}`, '--output-format', 'json', '--no-apply', '--wait-for-approvals']));
   }
+  // Every run has proposed its note; the notes are approved together, so that the twelve commands
+  // start together and none has ended before the last one starts, however slowly the sandboxes came.
+  await until('twelve notes waiting for approval', async () => ((await api(0, developer, 'GET', '/approvals?state=pending')).json ?? []).length === 12, 240_000);
   // Every run has written its note (approved) and is in its command.
   await until(
     'twelve sessions in their command',
