@@ -13,32 +13,18 @@
 //   --command   run this command once in each sandbox after its creation (default: none, the sandbox
 //               stays as created), to measure sandboxes that have done some work and then idle
 import { execFile, execFileSync } from 'node:child_process';
-import { createRequire } from 'node:module';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
+import { arg, createExecHost, DockerSandboxDriver, loadConfig, pct } from './support.mjs';
 
-const require = createRequire(import.meta.url);
-const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
-const dist = path.join(root, 'apps/exec-host/dist');
-if (!fs.existsSync(path.join(dist, 'app.js'))) {
-  console.error('Build the exec-host first: npx tsc -b apps/exec-host');
-  process.exit(1);
-}
 if (typeof process.getuid === 'function' && process.getuid() !== 0) {
   console.error('Run the density benchmark as root: the exec-host mounts each sandbox disk image on a loop device.');
   process.exit(1);
 }
-const { createExecHost } = require(path.join(dist, 'app.js'));
-const { loadConfig } = require(path.join(dist, 'config.js'));
-const { DockerSandboxDriver } = require(path.join(dist, 'driver/docker.driver.js'));
 const run = promisify(execFile);
 
-const arg = (name, fallback) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : fallback;
-};
 const RUNTIMES = arg('runtime', 'runc,runsc').split(',');
 for (const r of RUNTIMES) {
   if (r !== 'runc' && r !== 'runsc') {
@@ -254,11 +240,6 @@ function slope(xs, ys) {
   }
   return num / den;
 }
-
-const pct = (xs, p) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
-};
 
 function git(cwd, ...args) {
   return execFileSync('git', ['-c', 'user.email=b@example.test', '-c', 'user.name=Bench', ...args], { cwd, encoding: 'utf8' });

@@ -6,44 +6,18 @@
 // The mirror is the npm registry this machine uses (through the host's CA bundle), or --registry URL.
 // Usage: node bench/sandbox/environment.mjs [--sessions 10] [--runtime runc] [--registry https://registry.npmjs.org/]
 import { execFileSync } from 'node:child_process';
-import { createRequire } from 'node:module';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { arg, pct, root, startExecHost } from './support.mjs';
 
-const require = createRequire(import.meta.url);
-const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
-const dist = path.join(root, 'apps/exec-host/dist');
-if (!fs.existsSync(path.join(dist, 'app.js'))) {
-  console.error('Build the exec-host first: npx tsc -b apps/exec-host');
-  process.exit(1);
-}
-const { createExecHost } = require(path.join(dist, 'app.js'));
-const { loadConfig } = require(path.join(dist, 'config.js'));
-const { DockerSandboxDriver } = require(path.join(dist, 'driver/docker.driver.js'));
-
-const arg = (name, fallback) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : fallback;
-};
 const SESSIONS = Number(arg('sessions', '10'));
 const RUNTIME = arg('runtime', 'runc');
 const REGISTRY = arg('registry', 'https://registry.npmjs.org/');
 
-const token = `bench-${Math.random().toString(36).slice(2)}-token`;
-const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'lemni-bench-env-'));
 const caBundle = ['/etc/ssl/certs/ca-certificates.crt'].find((f) => fs.existsSync(f));
-const config = loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: token, LEMNISCATE_EXEC_HOST_STATE_DIR: stateDir, LEMNISCATE_EXEC_HOST_PORT: '1', LEMNISCATE_EXEC_HOST_WARM_POOL: '0', ...(caBundle ? { LEMNISCATE_EGRESS_CA_BUNDLE: caBundle } : {}) });
-const host = await createExecHost(config, new DockerSandboxDriver(), { logger: false });
-await host.app.listen(0, '127.0.0.1');
-const base = `http://127.0.0.1:${host.app.getHttpServer().address().port}`;
-
-async function api(method, url, body) {
-  const res = await fetch(base + url, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : undefined });
-  const json = await res.json();
-  if (!res.ok) throw new Error(`${method} ${url} → ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
+const execHost = await startExecHost('env', caBundle ? { LEMNISCATE_EGRESS_CA_BUNDLE: caBundle } : {});
+const { api } = execHost;
 
 function git(cwd, ...args) {
   return execFileSync('git', ['-c', 'user.email=b@example.test', '-c', 'user.name=Bench', ...args], { cwd, encoding: 'utf8' });
@@ -62,10 +36,6 @@ function fixtureRepo(withDevcontainer) {
   return dir;
 }
 
-const pct = (xs, p) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
-};
 const ms = (x) => `${x.toFixed(0)} ms`;
 const now = () => performance.now();
 let n = 0;
@@ -119,8 +89,7 @@ try {
     `2. session start → first command (${SESSIONS} sessions each): sandbox image p50 ${ms(pct(fromImage, 50))} p95 ${ms(pct(fromImage, 95))}; prepared environment p50 ${ms(pct(fromEnv, 50))} p95 ${ms(pct(fromEnv, 95))}; ratio ${ratio.toFixed(2)}`,
   );
 } finally {
-  await host.close();
+  await execHost.close();
   for (const r of repos) fs.rmSync(r, { recursive: true, force: true });
   execFileSync('sh', ['-c', 'docker images -q --filter label=lemniscate.environment | xargs -r docker rmi -f >/dev/null 2>&1 || true']);
-  fs.rmSync(stateDir, { recursive: true, force: true });
 }

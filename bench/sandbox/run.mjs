@@ -4,52 +4,20 @@
 //   3. change detection after touching 1 file in a 20,000-file working copy
 // Usage: node bench/sandbox/run.mjs [--sessions 20] [--pairs 30] [--files 20000] [--runtimes runc,runsc]
 import { execFile, execFileSync } from 'node:child_process';
-import { createRequire } from 'node:module';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
+import { arg, pct, startExecHost } from './support.mjs';
 
-const require = createRequire(import.meta.url);
-const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
-const dist = path.join(root, 'apps/exec-host/dist');
-if (!fs.existsSync(path.join(dist, 'app.js'))) {
-  console.error('Build the exec-host first: npx tsc -b apps/exec-host');
-  process.exit(1);
-}
-const { createExecHost } = require(path.join(dist, 'app.js'));
-const { loadConfig } = require(path.join(dist, 'config.js'));
-const { DockerSandboxDriver } = require(path.join(dist, 'driver/docker.driver.js'));
 const run = promisify(execFile);
-
-const arg = (name, fallback) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : fallback;
-};
 const SESSIONS = Number(arg('sessions', '20'));
 const PAIRS = Number(arg('pairs', '30'));
 const FILES = Number(arg('files', '20000'));
 const RUNTIMES = arg('runtimes', 'runc,runsc').split(',');
 
-const token = `bench-${Math.random().toString(36).slice(2)}-token`;
-const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'lemni-bench-'));
-const config = loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: token, LEMNISCATE_EXEC_HOST_STATE_DIR: stateDir, LEMNISCATE_EXEC_HOST_PORT: '1', LEMNISCATE_EXEC_HOST_WARM_POOL: '0' });
-const host = await createExecHost(config, new DockerSandboxDriver(), { logger: false });
-const server = host.app.getHttpServer();
-server.keepAliveTimeout = 65_000;
-await host.app.listen(0, '127.0.0.1');
-const base = `http://127.0.0.1:${host.app.getHttpServer().address().port}`;
-
-async function api(method, url, body) {
-  const res = await fetch(base + url, {
-    method,
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const json = await res.json();
-  if (!res.ok) throw new Error(`${method} ${url} → ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
+const execHost = await startExecHost('run');
+const { api } = execHost;
 
 function git(cwd, ...args) {
   return execFileSync('git', ['-c', 'user.email=b@example.test', '-c', 'user.name=Bench', ...args], { cwd, encoding: 'utf8', maxBuffer: 1 << 28 });
@@ -68,10 +36,6 @@ function makeRepo(files) {
   return dir;
 }
 
-const pct = (xs, p) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
-};
 const ms = (x) => `${x.toFixed(0)} ms`;
 const now = () => performance.now();
 let n = 0;
@@ -91,7 +55,9 @@ try {
       times.push(now() - t0);
       await api('DELETE', `/v1/sandboxes/${sbx.sandboxId}`);
     }
-    console.log(`1. create → first command (${runtime}, ${SESSIONS} sessions): p50 ${ms(pct(times, 50))}  p95 ${ms(pct(times, 95))}${runtime === 'runc' ? `  target p50 ≤ 1000 ms: ${pct(times, 50) <= 1000 ? 'met' : 'missed'}` : ''}`);
+    console.log(
+      `1. create → first command (${runtime}, ${SESSIONS} sessions): p50 ${ms(pct(times, 50))}  p95 ${ms(pct(times, 95))}${runtime === 'runc' ? `  target p50 ≤ 1000 ms: ${pct(times, 50) <= 1000 ? 'met' : 'missed'}` : ''}`,
+    );
   }
 
   // 2. exec through the API vs docker exec, paired
@@ -113,7 +79,9 @@ try {
       viaDocker.push(now() - t0);
     }
     const ratio = pct(viaApi, 50) / pct(viaDocker, 50);
-    console.log(`2. exec "${command}" (${runtime}, ${PAIRS} pairs): API p50 ${ms(pct(viaApi, 50))}, docker exec p50 ${ms(pct(viaDocker, 50))}, ratio ${ratio.toFixed(2)}  target ≤ 1.0: ${ratio <= 1 ? 'met' : 'missed'}`);
+    console.log(
+      `2. exec "${command}" (${runtime}, ${PAIRS} pairs): API p50 ${ms(pct(viaApi, 50))}, docker exec p50 ${ms(pct(viaDocker, 50))}, ratio ${ratio.toFixed(2)}  target ≤ 1.0: ${ratio <= 1 ? 'met' : 'missed'}`,
+    );
     await api('DELETE', `/v1/sandboxes/${sbx.sandboxId}`);
   }
 
@@ -134,6 +102,5 @@ try {
   fs.rmSync(small, { recursive: true, force: true });
   fs.rmSync(big, { recursive: true, force: true });
 } finally {
-  await host.close();
-  fs.rmSync(stateDir, { recursive: true, force: true });
+  await execHost.close();
 }

@@ -10,35 +10,17 @@
 // runsc, no per-command seccomp loader. It sizes what the throughput target needs (bench/README.md).
 // Usage: node bench/sandbox/runner.mjs [--commands 60] [--runtimes runc,runsc] [--json]
 import { execFileSync, spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { arg, pct, sandboxDriver, SESSION_DEFAULT_PROFILE, startExecHost } from './support.mjs';
 
-const require = createRequire(import.meta.url);
-const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
-const dist = path.join(root, 'apps/exec-host/dist');
-if (!fs.existsSync(path.join(dist, 'app.js'))) {
-  console.error('Build the exec-host first: npx tsc -b apps/exec-host');
-  process.exit(1);
-}
-const { createExecHost } = require(path.join(dist, 'app.js'));
-const { loadConfig } = require(path.join(dist, 'config.js'));
-const { DockerSandboxDriver } = require(path.join(dist, 'driver/docker.driver.js'));
-const { LABEL_SANDBOX, SANDBOX_UID, SANDBOX_GID } = require(path.join(dist, 'driver/sandbox.driver.js'));
-const { SESSION_DEFAULT_PROFILE } = require(path.join(root, 'libs/contracts/dist/index.js'));
-
-const arg = (name, fallback) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : fallback;
-};
+const { LABEL_SANDBOX, SANDBOX_UID, SANDBOX_GID } = sandboxDriver;
 const COMMANDS = Number(arg('commands', '60'));
 const RUNTIMES = arg('runtimes', 'runc,runsc').split(',');
 const JSON_OUT = process.argv.includes('--json');
 const BLOCK = 10;
 
-const token = `bench-${Math.random().toString(36).slice(2)}-token`;
-const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'lemni-bench-runner-'));
 const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'lemni-bench-repo-'));
 const git = (...args) => execFileSync('git', ['-c', 'user.email=b@example.test', '-c', 'user.name=Bench', ...args], { cwd: repo, encoding: 'utf8' });
 git('init', '-q', '-b', 'main');
@@ -46,18 +28,8 @@ fs.writeFileSync(path.join(repo, 'README.md'), 'bench\n');
 git('add', '-A');
 git('commit', '-q', '-m', 'bench');
 
-const config = loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: token, LEMNISCATE_EXEC_HOST_STATE_DIR: stateDir, LEMNISCATE_EXEC_HOST_PORT: '1', LEMNISCATE_EXEC_HOST_WARM_POOL: '0' });
-const host = await createExecHost(config, new DockerSandboxDriver(), { logger: false });
-host.app.getHttpServer().keepAliveTimeout = 65_000;
-await host.app.listen(0, '127.0.0.1');
-const base = `http://127.0.0.1:${host.app.getHttpServer().address().port}`;
-
-async function api(method, url, body) {
-  const res = await fetch(base + url, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : undefined });
-  const json = await res.json();
-  if (!res.ok) throw new Error(`${method} ${url} → ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
+const execHost = await startExecHost('runner');
+const { api } = execHost;
 
 /** Busy and total jiffies of the whole machine (every process, every CPU). */
 function machineTicks() {
@@ -94,11 +66,6 @@ function longLivedShell(containerId) {
     close: () => new Promise((resolve) => (child.stdin.end(), child.once('close', resolve))),
   };
 }
-
-const pct = (xs, p) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
-};
 
 async function measure(runtime) {
   // Two sandboxes alike: the kill after each exec ends every process of the sandbox user, a
@@ -168,8 +135,7 @@ try {
   }
   if (JSON_OUT) console.log(JSON.stringify({ node: process.version, cpus: os.cpus().length, results }));
 } finally {
-  await host.close().catch(() => undefined);
-  fs.rmSync(stateDir, { recursive: true, force: true });
+  await execHost.close();
   fs.rmSync(repo, { recursive: true, force: true });
 }
 process.exit(0);

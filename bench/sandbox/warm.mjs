@@ -9,64 +9,29 @@
 //   Requests ask for the resources of a policy's defaults (SESSION_DEFAULT_PROFILE), as sessions do.
 // Usage: node bench/sandbox/warm.mjs [--sessions 50] [--runtimes runc,runsc] [--files 20] [--json]
 import { execFileSync } from 'node:child_process';
-import { createRequire } from 'node:module';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { arg, pct, SESSION_DEFAULT_PROFILE, startExecHost } from './support.mjs';
 
-const require = createRequire(import.meta.url);
-const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
-const dist = path.join(root, 'apps/exec-host/dist');
-if (!fs.existsSync(path.join(dist, 'app.js'))) {
-  console.error('Build the exec-host first: npx tsc -b apps/exec-host');
-  process.exit(1);
-}
-const { createExecHost } = require(path.join(dist, 'app.js'));
-const { loadConfig } = require(path.join(dist, 'config.js'));
-const { DockerSandboxDriver } = require(path.join(dist, 'driver/docker.driver.js'));
-const { SESSION_DEFAULT_PROFILE } = require(path.join(root, 'libs/contracts/dist/index.js'));
-
-const arg = (name, fallback) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : fallback;
-};
 const SESSIONS = Number(arg('sessions', '50'));
 const RUNTIMES = arg('runtimes', 'runc,runsc').split(',');
 const FILES = Number(arg('files', '20'));
 const JSON_OUT = process.argv.includes('--json');
 const TARGET = { runc: 50, runsc: 100 };
 
-const token = `bench-${Math.random().toString(36).slice(2)}-token`;
 const hosts = {};
 
-async function startHost(kind) {
-  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), `lemni-bench-${kind}-`));
-  const config = loadConfig({
-    LEMNISCATE_EXEC_HOST_TOKEN: token,
-    LEMNISCATE_EXEC_HOST_STATE_DIR: stateDir,
-    LEMNISCATE_EXEC_HOST_PORT: '1',
+function startHost(kind) {
+  return startExecHost(kind, {
     LEMNISCATE_EXEC_HOST_WARM_POOL: kind === 'warm' ? '2' : '0',
     LEMNISCATE_EXEC_HOST_WARM_RUNTIMES: RUNTIMES.join(','),
     // The third case asks for a pass itself after each commit: the ref is read at every pass.
     LEMNISCATE_EXEC_HOST_WARM_REF_CHECK_SECONDS: '0.5',
   });
-  const host = await createExecHost(config, new DockerSandboxDriver(), { logger: false });
-  host.app.getHttpServer().keepAliveTimeout = 65_000;
-  await host.app.listen(0, '127.0.0.1');
-  const base = `http://127.0.0.1:${host.app.getHttpServer().address().port}`;
-  return { host, base, stateDir };
 }
 
-async function api(h, method, url, body) {
-  const res = await fetch(h.base + url, {
-    method,
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const json = await res.json();
-  if (!res.ok) throw new Error(`${method} ${url} → ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
+const api = (h, method, url, body) => h.api(method, url, body);
 
 function git(cwd, ...args) {
   return execFileSync('git', ['-c', 'user.email=b@example.test', '-c', 'user.name=Bench', ...args], { cwd, encoding: 'utf8' });
@@ -91,10 +56,6 @@ async function poolFull(h) {
   }
 }
 
-const pct = (xs, p) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
-};
 const now = () => performance.now();
 let n = 0;
 const results = [];
@@ -112,10 +73,7 @@ async function sample(h, runtime, expectPooled, source = repo) {
 }
 
 const stop = async () => {
-  for (const h of Object.values(hosts)) {
-    await h.host.close().catch(() => undefined);
-    fs.rmSync(h.stateDir, { recursive: true, force: true });
-  }
+  for (const h of Object.values(hosts)) await h.close();
   for (const r of [repo, moving]) fs.rmSync(r, { recursive: true, force: true });
 };
 const moving = makeRepo(FILES);
