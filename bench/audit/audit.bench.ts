@@ -88,8 +88,6 @@ function machineBusyTicks(): number {
 }
 /** Milliseconds of CPU per jiffy (USER_HZ, 100 on Linux). */
 const TICK_MS = 10;
-/** The plain commits' CPU, measured just before the replicas' run and printed beside it. */
-let plainCpuMsPerCommit = 0;
 
 /** Runs `fn` and returns its result with the machine's CPU milliseconds spent meanwhile. */
 async function withMachineCpu<T>(fn: () => Promise<T>): Promise<[T, number]> {
@@ -103,7 +101,7 @@ async function withMachineCpu<T>(fn: () => Promise<T>): Promise<[T, number]> {
  * time into a table of their own, no lock between them (PostgreSQL's group commit only). Entries
  * queued by replicas cost at least such a commit each; it shows how loaded the machine was in the run.
  */
-async function plainCommits(target: Target): Promise<number> {
+async function plainCommits(target: Target): Promise<{ perSecond: number; cpuMsPerCommit: number }> {
   const make = target.client as () => Promise<Client>;
   const clients = await Promise.all(Array.from({ length: CLIENTS }, make));
   try {
@@ -118,9 +116,8 @@ async function plainCommits(target: Target): Promise<number> {
         ),
       ),
     );
-    plainCpuMsPerCommit = +(cpuMs / APPENDS).toFixed(2);
     await (clients[0] as Client).query('DROP TABLE bench_plain');
-    return Math.round(APPENDS / seconds);
+    return { perSecond: Math.round(APPENDS / seconds), cpuMsPerCommit: +(cpuMs / APPENDS).toFixed(2) };
   } finally {
     await Promise.all(clients.map((c) => c.end()));
   }
@@ -153,7 +150,9 @@ async function run(target: Target): Promise<Results> {
     // Twenty replicas, each its own AuditService on a connection of its own, one caller each
     // appending one entry at a time: whoever holds the chainer lock chains, the others queue.
     if (target.connect && target.client) {
-      results['plainCommitsPerSecond'] = await plainCommits(target);
+      const plain = await plainCommits(target);
+      results['plainCommitsPerSecond'] = plain.perSecond;
+      results['plainCpuMsPerCommit'] = plain.cpuMsPerCommit;
       const replicas = await Promise.all(Array.from({ length: CLIENTS }, () => (target.connect as () => Promise<Database>)()));
       const services = replicas.map((replica) => new AuditService(new AuditLogRepository(replica.db)));
       try {
@@ -168,7 +167,6 @@ async function run(target: Target): Promise<Results> {
         );
         results['separateConnectionsPerSecond'] = Math.round(APPENDS / s3);
         results['replicaCpuMsPerEntry'] = +(cpuMs / APPENDS).toFixed(2);
-        results['plainCpuMsPerCommit'] = plainCpuMsPerCommit;
       } finally {
         // As a gateway shuts down: the round a chainer owes is done before its database closes.
         await Promise.all(services.map((s) => s.beforeApplicationShutdown()));

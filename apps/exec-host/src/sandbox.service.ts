@@ -218,9 +218,6 @@ export class SandboxService {
     const exclusions = [...DEFAULT_CONTEXT_EXCLUSIONS, ...(req.contextExclusions ?? [])];
     const ref = req.repository.ref;
     const patch = req.uncommittedPatch && req.uncommittedPatch.trim() !== '' ? req.uncommittedPatch : undefined;
-    // Without uncommitted changes, the next session of the same repository, ref and environment finds
-    // its working copy checked out ahead; a kind's id names all a fill depends on, so a shell filled
-    // for one repository and access is never handed to a request for another.
     // Shells checked out ahead that no longer hold what the ref names now (its commit, its branch).
     const outdated = async (shells: Shell[]): Promise<Shell[]> => {
       const [first] = shells;
@@ -231,6 +228,9 @@ export class SandboxService {
         return !state || (now.expected ?? now.want) !== state.baseCommit || now.branch !== state.branch;
       });
     };
+    // Without uncommitted changes, the next session of the same repository, ref and environment finds
+    // its working copy checked out ahead; a kind's id names all a fill depends on, so a shell filled
+    // for one repository and access is never handed to a request for another.
     const checkout: CheckoutKind | undefined = patch
       ? undefined
       : {

@@ -121,6 +121,8 @@ interface KeyState {
   outdated?: (shells: Shell[]) => Promise<Shell[]>;
   /** When the ref of a checked-out kind was last read by a pass. */
   refCheckedAt?: number;
+  /** True while that reading has not answered (past the pass's wait): no second one is started beside it. */
+  refReading?: boolean;
   ready: Shell[];
   making: number;
   lastAskedAt: number;
@@ -358,11 +360,15 @@ export class WarmPool {
       for (const shell of [...s.ready]) {
         if (now - shell.madeAt > this.o.maxShellAgeMs || shell.imageId !== current || (this.o.alive && !(await this.o.alive(shell)))) stale.push(shell);
       }
-      if (s.outdated && now - (s.refCheckedAt ?? 0) >= (this.o.refCheckMs ?? REF_CHECK_MS)) {
+      if (s.outdated && !s.refReading && now - (s.refCheckedAt ?? 0) >= (this.o.refCheckMs ?? REF_CHECK_MS)) {
         s.refCheckedAt = now;
         const filled = s.ready.filter((shell) => !stale.includes(shell));
-        // A repository that does not answer holds neither this pass nor the other kinds' refills.
-        if (filled.length > 0) stale.push(...(await within(s.outdated(filled), this.o.refReadTimeoutMs ?? REF_READ_TIMEOUT_MS).catch(() => [])));
+        if (filled.length > 0) {
+          s.refReading = true;
+          const reading = s.outdated(filled).finally(() => (s.refReading = false));
+          // A repository that does not answer holds neither this pass nor the other kinds' refills.
+          stale.push(...(await within(reading, this.o.refReadTimeoutMs ?? REF_READ_TIMEOUT_MS).catch(() => [])));
+        }
       }
       for (const shell of stale) {
         if (!s.ready.includes(shell)) continue;
@@ -415,8 +421,6 @@ export class WarmPool {
         }
       }
       state.making--;
-      // Its ref was read by the fill just now.
-      if (state.fill) state.refCheckedAt = Date.now();
       if (this.closed || this.keys.get(key) !== state) {
         await this.discardShell(shell);
         continue;

@@ -315,6 +315,32 @@ describe('WarmPool', () => {
       expect(pool.stats().ready).toBe(2); // each kind its one
     });
 
+    it('start no second reading of a ref while the first has not answered (a dead remote piles up no git processes)', async () => {
+      const { pool, fill } = harness({ refCheckMs: 0, refReadTimeoutMs: 5 }, 1);
+      let started = 0;
+      let answer: (shells: Shell[]) => void = () => undefined;
+      const kind: CheckoutKind = {
+        id: 'slow',
+        fill: async (shell) => {
+          shell.checkout = { commit: 'c1' };
+        },
+        outdated: (shells) => {
+          started++;
+          return started === 1 ? Promise.resolve([]) : new Promise<Shell[]>((resolve) => (answer = () => resolve(shells.filter(() => false))));
+        },
+      };
+      pool.take(SPEC, kind);
+      await fill(); // fills the kind's shell
+      await fill(); // the first reading, answered at once
+      await fill(); // the second, which hangs past the pass's wait
+      await fill(); // none beside it
+      expect(started).toBe(2);
+      answer([]);
+      await new Promise((r) => setImmediate(r));
+      await fill();
+      expect(started).toBe(3);
+    });
+
     it('are looked for at most every refCheckMs per kind, not at every pass', async () => {
       const { pool, fill } = harness({ refCheckMs: 60_000 }, 1);
       const asked: Shell[][] = [];
