@@ -30,12 +30,14 @@ import { FileOperations } from './workspace/file-ops';
 import type { GitRepo } from './workspace/git';
 import { ObjectCache } from './workspace/object-cache';
 import { resolveSource, WorkingCopy, type PreparedState } from './workspace/working-copy';
-import { hostMemoryAvailable, newSandboxId, shellKey, WarmPool, type CheckoutKind, type Shell, type ShellSpec, type WarmPoolStats } from './pool/warm-pool';
+import { hostMemoryAvailable, newSandboxId, shellKey, WarmPool, within, type CheckoutKind, type Shell, type ShellSpec, type WarmPoolStats } from './pool/warm-pool';
 
 const TMPFS_BYTES = 128 * 1024 * 1024;
 const OPEN_FILES = 4096;
 const DISK_FULL_MARGIN_BYTES = 1024 * 1024;
 const SIGXFSZ_EXIT = 128 + 25;
+/** How long a destroy waits for the kill after the last command before it removes the container anyway. */
+const KILL_BEFORE_REMOVAL_MS = 10_000;
 /** How a failed allocation shows on stderr (Python, glibc/strerror, C++, shells, Node). */
 const NO_MEMORY = ['MemoryError', 'Cannot allocate memory', 'std::bad_alloc', 'out of memory', 'Out of memory', 'heap out of memory'];
 
@@ -49,6 +51,8 @@ interface SandboxRecord {
   /** Serialises everything that touches the working copy; also held while stragglers are killed. */
   lock: Promise<void>;
   destroying: boolean;
+  /** The kill of what the last command left running, while it is under way. */
+  killing: Promise<void> | null;
 }
 
 const CLASS_MESSAGES: Record<ExecClass, string> = {
@@ -301,7 +305,7 @@ export class SandboxService {
         expiresAt: new Date(now.getTime() + limits.lifetimeMinutes * 60_000).toISOString(),
       };
       const wc = new WorkingCopy(repo, state);
-      this.sandboxes.set(sandboxId, { info, containerId: shell.containerId, dir, wc, ops: new FileOperations(wc), commandRunning: false, lock: Promise.resolve(), destroying: false });
+      this.sandboxes.set(sandboxId, { info, containerId: shell.containerId, dir, wc, ops: new FileOperations(wc), commandRunning: false, lock: Promise.resolve(), destroying: false, killing: null });
       return { ...info };
     } catch (e) {
       await this.cleanup(shell?.containerId ?? null, dir).catch(() => undefined);
@@ -417,7 +421,13 @@ export class SandboxService {
     }
     rec.destroying = true;
     // Forgotten by the API at once, but owned until its clean-up is over, so the reaper leaves it alone.
-    const done = this.cleanup(rec.containerId, rec.dir).finally(() => this.destroying.delete(id));
+    // A kill already under way after the last command is an engine exec: the container is removed once
+    // it is over (bounded), not beside it — under gVisor an exec racing the container's end can leave
+    // the container unkillable for the engine ("failed to exit within 10 seconds of kill").
+    const killing = rec.killing;
+    const done = (killing ? within(killing, KILL_BEFORE_REMOVAL_MS).catch(() => undefined) : Promise.resolve())
+      .then(() => this.cleanup(rec.containerId, rec.dir))
+      .finally(() => this.destroying.delete(id));
     this.destroying.set(id, done);
     this.sandboxes.delete(id);
     await done;
@@ -566,15 +576,20 @@ export class SandboxService {
       rec.commandRunning = false;
       // No process outlives its command: background processes are killed before anything else may
       // touch the working copy, so host-side file operations never race a process of the sandbox.
-      if (cleanupNeeded) {
-        void this.driver
+      // A sandbox being destroyed needs no kill: its processes end with its container.
+      if (cleanupNeeded && !rec.destroying) {
+        const killing = this.driver
           .killAllUserProcesses(rec.containerId)
           .catch(async () => {
             // Processes that cannot be killed from inside (gVisor out of tasks) end with the container.
             rec.info.state = 'lost';
             await this.driver.stop(rec.containerId).catch(() => undefined);
           })
-          .finally(release);
+          .finally(() => {
+            if (rec.killing === killing) rec.killing = null;
+            release();
+          });
+        rec.killing = killing;
       } else {
         release();
       }

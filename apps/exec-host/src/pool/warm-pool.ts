@@ -63,7 +63,7 @@ export const REF_CHECK_MS = 10_000;
 export const REF_READ_TIMEOUT_MS = 15_000;
 
 /** `work`, or a rejection once `ms` have passed without its answer (the work itself is not stopped). */
-function within<T>(work: Promise<T>, ms: number): Promise<T> {
+export function within<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);

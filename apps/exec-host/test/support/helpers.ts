@@ -50,11 +50,14 @@ export interface TestHost {
   close: () => Promise<void>;
 }
 
-/** An exec-host in this process; its driver takes the cgroup layout from `env` as main.ts does, or `driverOptions`. */
-export async function startHost(env: Record<string, string> = {}, driverOptions: DockerDriverOptions = {}): Promise<TestHost> {
+/**
+ * An exec-host in this process; its driver takes the cgroup layout from `env` as main.ts does, or
+ * `driverOptions`; `Driver` may be a subclass of the Docker driver that watches or slows its calls.
+ */
+export async function startHost(env: Record<string, string> = {}, driverOptions: DockerDriverOptions = {}, Driver: typeof DockerSandboxDriver = DockerSandboxDriver): Promise<TestHost> {
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'lemni-exec-host-'));
   const config = loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: TOKEN, LEMNISCATE_EXEC_HOST_STATE_DIR: stateDir, LEMNISCATE_EXEC_HOST_WARM_POOL: '0', ...env });
-  const driver = new DockerSandboxDriver({ cgroupLayout: config.cgroupLayout, ...driverOptions });
+  const driver = new Driver({ cgroupLayout: config.cgroupLayout, ...driverOptions });
   const host = await createExecHost(config, driver, { logger: false });
   await host.app.init();
   const server = host.app.getHttpServer();

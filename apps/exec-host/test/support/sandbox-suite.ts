@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { DockerSandboxDriver } from '../../src/driver/docker.driver';
 import { containersOfSession, dockerInspectStatus, git, makeRepo, mountedUnder, parseNdjson, run, startHost, type TestHost } from './helpers';
 
 /**
@@ -378,6 +379,64 @@ export function sandboxSuite(runtime: SandboxRuntime): void {
       expect(mountedUnder(dir)).toEqual([]);
       expect((await t.api().get(`/v1/sandboxes/${sbx.sandboxId}`)).status).toBe(404);
       void execFileSync;
+    });
+
+    // Under gVisor an engine exec racing the container's end (the kill after a command, an exec of its
+    // own) left the container unkillable for the engine for tens of seconds after a fork bomb: a destroy
+    // waits for a kill already under way, and no kill starts once the destroy has begun.
+    describe('against the kill after a command', () => {
+      const order: string[] = [];
+      let slowed: TestHost;
+      class WatchedDriver extends DockerSandboxDriver {
+        override async killAllUserProcesses(containerId: string): Promise<void> {
+          order.push('kill started');
+          await new Promise((resolve) => setTimeout(resolve, 1_500));
+          await super.killAllUserProcesses(containerId);
+          order.push('kill ended');
+        }
+        override async remove(containerId: string): Promise<void> {
+          order.push('remove');
+          await super.remove(containerId);
+        }
+      }
+      beforeAll(async () => {
+        slowed = await startHost({}, {}, WatchedDriver);
+      });
+      afterAll(async () => {
+        await slowed?.close();
+      });
+      const createOn = async (name: string) => {
+        const res = await slowed
+          .api()
+          .post('/v1/sandboxes')
+          .send({ sessionId: session(name), repository: { source: repo.dir }, runtime });
+        expect(res.status).toBe(201);
+        return res.body as SandboxInfo;
+      };
+
+      it('removes the container only once the kill after the last command is over', async () => {
+        const sbx = await createOn('destroy-after-command');
+        const [containerId] = containersOfSession(session('destroy-after-command'));
+        order.length = 0;
+        expect((await run(slowed, sbx.sandboxId, 'sleep 30 & echo started')).stdout).toBe('started\n');
+        const res = await slowed.api().delete(`/v1/sandboxes/${sbx.sandboxId}`);
+        expect(res.body).toEqual({ sandboxId: sbx.sandboxId, destroyed: true });
+        expect(order).toEqual(['kill started', 'kill ended', 'remove']);
+        expect(dockerInspectStatus(containerId!)).toBeNull();
+      });
+
+      it('starts no kill after a command that a destroy ended', async () => {
+        const sbx = await createOn('destroy-during-command');
+        order.length = 0;
+        const command = slowed.api().post(`/v1/sandboxes/${sbx.sandboxId}/exec?stream=false`).send({ command: 'echo started; sleep 30' });
+        const answered = command.then((r) => r);
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+        const res = await slowed.api().delete(`/v1/sandboxes/${sbx.sandboxId}`);
+        expect(res.body).toEqual({ sandboxId: sbx.sandboxId, destroyed: true });
+        await answered.catch(() => undefined);
+        await new Promise((resolve) => setTimeout(resolve, 2_000));
+        expect(order).toEqual(['remove']);
+      });
     });
   });
 }
