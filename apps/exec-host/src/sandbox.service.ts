@@ -430,7 +430,16 @@ export class SandboxService {
       .finally(() => this.destroying.delete(id));
     this.destroying.set(id, done);
     this.sandboxes.delete(id);
-    await done;
+    try {
+      await done;
+    } catch (e) {
+      // The working copy is gone either way (cleanup removes it before it throws); the container,
+      // now owned by nobody, is an orphan the reaper removes on its next pass.
+      throw new ExecHostError(
+        'engine_unavailable',
+        `The container engine did not remove the container of sandbox ${id} (${(e as Error).message.trim()}); the sandbox is gone from this exec-host and its container is removed on the reaper's next pass.`,
+      );
+    }
     return { sandboxId: id, destroyed: true };
   }
 

@@ -92,6 +92,9 @@ function statusCode(e: unknown): number | undefined {
   return (e as { statusCode?: number }).statusCode;
 }
 
+/** How many times a container's removal is asked of an engine that answered it with a failure of its own. */
+const REMOVE_ATTEMPTS = 3;
+
 /** How long a command killed by SIGKILL waits for the engine's `oom` event, where that event is the only OOM count. */
 const OOM_EVENT_GRACE_MS = 1_000;
 
@@ -104,6 +107,8 @@ export interface DockerDriverOptions {
   cgroupLayout?: CgroupLayoutChoice;
   /** Tests only: the cgroup access itself, given the engine's part. */
   cgroupAccess?: (engine: EngineControl) => CgroupAccess;
+  /** How long to wait before asking the engine again for a removal it failed (default 2 s). */
+  removeRetryMs?: number;
 }
 
 /** One container's cgroup as this driver reaches it, found once from its init and kept while it lives. */
@@ -138,10 +143,12 @@ export class DockerSandboxDriver implements SandboxDriver {
   private events: Readable | null = null;
   private eventsStarting: Promise<void> | null = null;
   private closed = false;
+  private readonly removeRetryMs: number;
 
   /** Chooses the cgroup layout at once (see chooseCgroups); a forced layout the host lacks throws a CgroupError. */
   constructor(options: DockerDriverOptions = {}) {
     this.docker = new Docker(options.docker);
+    this.removeRetryMs = options.removeRetryMs ?? 2_000;
     const engine = this.engineControl();
     this.engineCgroups = new EngineCgroups(engine, path.join(options.cgroupRoot ?? '/', 'proc'));
     this.cgroupAccess = options.cgroupAccess ? options.cgroupAccess(engine) : chooseCgroups({ root: options.cgroupRoot ?? '/', layout: options.cgroupLayout ?? 'auto' }, engine);
@@ -492,13 +499,19 @@ export class DockerSandboxDriver implements SandboxDriver {
     this.oomEvents.delete(containerId);
     this.execContexts.delete(containerId);
     this.stoppedByHost.delete(containerId);
-    try {
-      await this.docker.getContainer(containerId).remove({ force: true, v: true });
-    } catch (e) {
-      const code = statusCode(e);
-      // 404: already gone; 409 "removal already in progress": someone else is finishing the job.
-      if (code === 404 || code === 304 || code === 409) return;
-      throw e;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.docker.getContainer(containerId).remove({ force: true, v: true });
+        return;
+      } catch (e) {
+        const code = statusCode(e);
+        // 404: already gone; 409 "removal already in progress": someone else is finishing the job.
+        if (code === 404 || code === 304 || code === 409) return;
+        // The engine's own kill can give up on a container still ending ("failed to exit within 10
+        // seconds of kill", "is zombie and can not be killed"); a moment later it has exited and goes.
+        if (code === undefined || code < 500 || attempt >= REMOVE_ATTEMPTS) throw e;
+        await new Promise((resolve) => setTimeout(resolve, this.removeRetryMs));
+      }
     }
   }
 

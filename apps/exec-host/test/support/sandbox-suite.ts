@@ -381,6 +381,43 @@ export function sandboxSuite(runtime: SandboxRuntime): void {
       void execFileSync;
     });
 
+    it('says so in a sentence when the engine does not remove the container, and the reaper removes it on its next pass', async () => {
+      let refuse = true;
+      class RefusingDriver extends DockerSandboxDriver {
+        override async remove(containerId: string): Promise<void> {
+          if (refuse) throw Object.assign(new Error('(HTTP code 500) server error - Could not kill running container, cannot remove'), { statusCode: 500 });
+          await super.remove(containerId);
+        }
+      }
+      const refusing = await startHost({}, {}, RefusingDriver);
+      try {
+        const res = await refusing
+          .api()
+          .post('/v1/sandboxes')
+          .send({ sessionId: session('destroy-refused'), repository: { source: repo.dir }, runtime });
+        expect(res.status).toBe(201);
+        const sbx = res.body as SandboxInfo;
+        const dir = path.join(refusing.stateDir, 'sandboxes', sbx.sandboxId);
+        const [containerId] = containersOfSession(session('destroy-refused'));
+        const refused = await refusing.api().delete(`/v1/sandboxes/${sbx.sandboxId}`);
+        expect(refused.status).toBe(503);
+        expect(refused.body).toMatchObject({ code: 'engine_unavailable' });
+        expect(refused.body.message).toContain(`did not remove the container of sandbox ${sbx.sandboxId} ((HTTP code 500) server error - Could not kill running container, cannot remove)`);
+        expect(refused.body.message).toContain("removed on the reaper's next pass");
+        // The working copy went all the same; the sandbox is gone from the API.
+        expect(fs.existsSync(dir)).toBe(false);
+        expect(mountedUnder(dir)).toEqual([]);
+        expect((await refusing.api().get(`/v1/sandboxes/${sbx.sandboxId}`)).status).toBe(404);
+        expect(dockerInspectStatus(containerId!)).not.toBeNull();
+        refuse = false;
+        expect(await refusing.host.reaper.reap()).toMatchObject({ containers: 1 });
+        expect(dockerInspectStatus(containerId!)).toBeNull();
+      } finally {
+        refuse = false;
+        await refusing.close();
+      }
+    });
+
     // Under gVisor an engine exec racing the container's end (the kill after a command, an exec of its
     // own) left the container unkillable for the engine for tens of seconds after a fork bomb: a destroy
     // waits for a kill already under way, and no kill starts once the destroy has begun.
