@@ -27,10 +27,11 @@ import { seccompEnforcement } from './driver/seccomp-launcher';
 import { createDisk, destroyDisk, diskToolsAvailable } from './workspace/disk';
 import type { EnvironmentService, SandboxEnvironment } from './environment/environment.service';
 import { FileOperations } from './workspace/file-ops';
+import { within } from './within';
 import type { GitRepo } from './workspace/git';
 import { ObjectCache } from './workspace/object-cache';
 import { resolveSource, WorkingCopy, type PreparedState } from './workspace/working-copy';
-import { hostMemoryAvailable, newSandboxId, shellKey, WarmPool, within, type CheckoutKind, type Shell, type ShellSpec, type WarmPoolStats } from './pool/warm-pool';
+import { hostMemoryAvailable, newSandboxId, shellKey, WarmPool, type CheckoutKind, type Shell, type ShellSpec, type WarmPoolStats } from './pool/warm-pool';
 
 const TMPFS_BYTES = 128 * 1024 * 1024;
 const OPEN_FILES = 4096;

@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { PassThrough, type Duplex, type Readable } from 'node:stream';
 import { chooseCgroups, EngineCgroups, killAllButInit, type CgroupAccess, type CgroupLayout, type CgroupLayoutChoice, type ContainerCgroup, type EngineControl } from './cgroups';
 import { toDockerCreateOptions } from './docker-options';
+import { within } from '../within';
 import { compileContainerOptions, compiledFilterOf, seccompProfileOf, toExecOptions } from './seccomp-launcher';
 import {
   LABEL_INSTANCE,
@@ -95,6 +96,9 @@ function statusCode(e: unknown): number | undefined {
 /** How many times a container's removal is asked of an engine that answered it with a failure of its own. */
 const REMOVE_ATTEMPTS = 3;
 
+/** How long a removal waits for the container to exit after its kill before it asks the engine to remove it anyway. */
+const ENDED_WAIT_MS = 60_000;
+
 /** How long a command killed by SIGKILL waits for the engine's `oom` event, where that event is the only OOM count. */
 const OOM_EVENT_GRACE_MS = 1_000;
 
@@ -109,6 +113,8 @@ export interface DockerDriverOptions {
   cgroupAccess?: (engine: EngineControl) => CgroupAccess;
   /** How long to wait before asking the engine again for a removal it failed (default 2 s). */
   removeRetryMs?: number;
+  /** How long a removal waits for the container to exit after its kill (default 60 s). */
+  endedWaitMs?: number;
 }
 
 /** One container's cgroup as this driver reaches it, found once from its init and kept while it lives. */
@@ -144,11 +150,13 @@ export class DockerSandboxDriver implements SandboxDriver {
   private eventsStarting: Promise<void> | null = null;
   private closed = false;
   private readonly removeRetryMs: number;
+  private readonly endedWaitMs: number;
 
   /** Chooses the cgroup layout at once (see chooseCgroups); a forced layout the host lacks throws a CgroupError. */
   constructor(options: DockerDriverOptions = {}) {
     this.docker = new Docker(options.docker);
     this.removeRetryMs = options.removeRetryMs ?? 2_000;
+    this.endedWaitMs = options.endedWaitMs ?? ENDED_WAIT_MS;
     const engine = this.engineControl();
     this.engineCgroups = new EngineCgroups(engine, path.join(options.cgroupRoot ?? '/', 'proc'));
     this.cgroupAccess = options.cgroupAccess ? options.cgroupAccess(engine) : chooseCgroups({ root: options.cgroupRoot ?? '/', layout: options.cgroupLayout ?? 'auto' }, engine);
@@ -499,6 +507,12 @@ export class DockerSandboxDriver implements SandboxDriver {
     this.oomEvents.delete(containerId);
     this.execContexts.delete(containerId);
     this.stoppedByHost.delete(containerId);
+    // Ended first, with as long as it takes (bounded): the engine's forced removal waits only 10 s for
+    // the container to exit after its kill and then fails, which a gVisor sandbox ending many tasks on
+    // a loaded host can exceed. Whatever this step meets (gone, not running, no answer), the removal follows.
+    const container = this.docker.getContainer(containerId);
+    await container.kill({ signal: 'SIGKILL' }).catch(() => undefined);
+    await within(container.wait({ condition: 'not-running' }) as Promise<unknown>, this.endedWaitMs).catch(() => undefined);
     for (let attempt = 1; ; attempt++) {
       try {
         await this.docker.getContainer(containerId).remove({ force: true, v: true });

@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs/promises';
+import { within } from '../within';
 
 /**
  * What makes two sandboxes interchangeable before a session is known: the image (an environment's
@@ -61,16 +62,6 @@ export const REF_CHECK_MS = 10_000;
 
 /** How long a pass waits for a ref's reading (a URL's `git ls-remote`) before it gives up on it for this pass. */
 export const REF_READ_TIMEOUT_MS = 15_000;
-
-/** `work`, or a rejection once `ms` have passed without its answer (the work itself is not stopped). */
-export function within<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-    timer.unref();
-  });
-  return Promise.race([work, late]).finally(() => clearTimeout(timer));
-}
 
 /** A new sandbox id: never reused, so what is not owned now never will be again. */
 export function newSandboxId(): string {

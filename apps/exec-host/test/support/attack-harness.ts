@@ -26,6 +26,9 @@ import { HttpExecHost, refusalOf } from '@lemniscate/gateway/src/exec-host/http-
 
 const execFileAsync = promisify(execFile);
 
+/** How long the teardown waits for each sandbox's destroy (see `stop`). */
+const TEARDOWN_DESTROY_MS = 120_000;
+
 export const REPO_ROOT = resolve(__dirname, '../../../..');
 const EXEC_HOST_DIR = join(REPO_ROOT, 'apps/exec-host');
 const EXEC_HOST_BIN = join(EXEC_HOST_DIR, 'bin/lemni-exec-host.js');
@@ -371,15 +374,22 @@ export async function startExecHost(image: SandboxImage, extraEnv: Record<string
       const problems: string[] = [];
       if (exitCode !== undefined) problems.push(`the exec-host ended on its own during the tests (${exitReason})`);
       if (exitCode === undefined) {
-        for (const id of sandboxIds) {
-          try {
-            await client.destroy(id);
-          } catch (error) {
-            problems.push(`destroying ${id}: ${String(error)}`);
-          }
-        }
+        // What is checked here is that nothing is left, not how fast: under gVisor, on a loaded machine,
+        // the engine may take longer than the gateway's 30 s to end a sandbox that met a fork bomb (its
+        // own kill gives up after 10 s and the exec-host asks again). The destroys go together and each
+        // may take up to TEARDOWN_DESTROY_MS; an answer other than 200 is a problem.
+        await Promise.all(
+          [...sandboxIds].map(async (id) => {
+            try {
+              const res = await client.raw('DELETE', ExecHostRoutes.sandbox(id), { signal: AbortSignal.timeout(TEARDOWN_DESTROY_MS) });
+              if (res.status !== 200) problems.push(`destroying ${id}: HTTP ${res.status} ${res.text}`);
+            } catch (error) {
+              problems.push(`destroying ${id}: no answer within ${TEARDOWN_DESTROY_MS / 1000} s (${String(error)})`);
+            }
+          }),
+        );
         child.kill('SIGTERM');
-        const killer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+        const killer = setTimeout(() => child.kill('SIGKILL'), 30_000);
         await exitedPromise;
         clearTimeout(killer);
       }
@@ -411,7 +421,7 @@ export function execHostFor(image: SandboxImage, ready: (host: ExecHostProcess) 
   });
   afterAll(async () => {
     await started?.stop();
-  });
+  }, TEARDOWN_DESTROY_MS + 60_000);
 }
 
 /**
