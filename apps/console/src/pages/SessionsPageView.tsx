@@ -1,4 +1,4 @@
-import type { ReactNode } from 'react';
+import { useEffect, useState, type ReactNode } from 'react';
 import { SESSION_MODE_LABELS, type ProjectView, type SessionListItem, type SessionStatus, type SessionView } from '@lemniscate/contracts';
 import { Query, type QueryState } from '../components/Query';
 import { DataTable, When, type Column } from '../components/DataTable';
@@ -106,6 +106,10 @@ export function SessionsPageView({ sessions, filter, onFilter, projects, me, see
     { header: 'Started', cell: (s) => <When at={s.startedAt} /> },
     { header: 'Duration', cell: (s) => <Duration session={s} now={now} /> },
   ];
+  // The box shows a click at once: the address changes in a transition, and until it commits a box
+  // bound to the address alone would show its old state (and a click could look lost).
+  const [waiting, setWaiting] = useState(filter.waiting === true);
+  useEffect(() => setWaiting(filter.waiting === true), [filter.waiting]);
   const described = describeFilter(filter, projects, ownerEmail);
   const filtered = Object.values(filter).some((v) => v !== undefined && v !== false);
   return (
@@ -125,7 +129,15 @@ export function SessionsPageView({ sessions, filter, onFilter, projects, me, see
         />
         {seesOthers && <InlineSelect id="owner-filter" label="Owner" value={filter.userId ?? ''} options={ownerOptions} onChange={(userId) => onFilter({ ...filter, userId: userId || undefined })} />}
         <div className="field inline checkbox">
-          <input id="waiting-filter" type="checkbox" checked={filter.waiting === true} onChange={(e) => onFilter({ ...filter, waiting: e.target.checked || undefined })} />
+          <input
+            id="waiting-filter"
+            type="checkbox"
+            checked={waiting}
+            onChange={(e) => {
+              setWaiting(e.target.checked);
+              onFilter({ ...filter, waiting: e.target.checked || undefined });
+            }}
+          />
           <label htmlFor="waiting-filter">Waiting for a person</label>
         </div>
         {filtered && (

@@ -503,10 +503,19 @@ export class DockerSandboxDriver implements SandboxDriver {
   }
 
   async remove(containerId: string): Promise<void> {
-    this.containerCgroups.delete(containerId);
-    this.oomEvents.delete(containerId);
-    this.execContexts.delete(containerId);
-    this.stoppedByHost.delete(containerId);
+    try {
+      await this.endAndRemove(containerId);
+    } finally {
+      this.containerCgroups.delete(containerId);
+      this.oomEvents.delete(containerId);
+      this.execContexts.delete(containerId);
+      this.stoppedByHost.delete(containerId);
+    }
+  }
+
+  private async endAndRemove(containerId: string): Promise<void> {
+    // Its end is the host's doing: a command it cuts short is not reported as killed by the kernel.
+    this.stoppedByHost.add(containerId);
     // Ended first, with as long as it takes (bounded): the engine's forced removal waits only 10 s for
     // the container to exit after its kill and then fails, which a gVisor sandbox ending many tasks on
     // a loaded host can exceed. Whatever this step meets (gone, not running, no answer), the removal follows.
