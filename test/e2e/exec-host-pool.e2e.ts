@@ -300,7 +300,7 @@ it('drain and undrain with `lemni admin exec-hosts`: a drained host takes no new
   for (let i = 0; i < 3; i++) {
     const r = run(i % 2, ['-p', `drained ${i}`, '--model', `scripted:${script(`drained-${i}`, [{ text: 'ok' }])}`, '--output-format', 'json', '--no-apply']);
     await r.done;
-    expect(r.code).toBe(0);
+    if (r.code !== 0) throw new Error(`the session ended with ${String(r.code)}\nstdout: ${r.stdout.slice(-2000)}\nstderr: ${r.stderr.slice(-2000)}\n${logs.join('').slice(-4000)}`);
     started.push(last(r.stdout).session_id);
   }
   const placed = await placements();
