@@ -467,6 +467,8 @@ export function sandboxSuite(runtime: SandboxRuntime): void {
         order.length = 0;
         const command = slowed.api().post(`/v1/sandboxes/${sbx.sandboxId}/exec?stream=false`).send({ command: 'echo started; sleep 30' });
         const answered = command.then((r) => r);
+        // Destroyed once the command is under way (the sandbox says busy) and has had a moment to start.
+        for (let i = 0; i < 100 && (await slowed.api().get(`/v1/sandboxes/${sbx.sandboxId}`)).body.state !== 'busy'; i++) await new Promise((resolve) => setTimeout(resolve, 50));
         await new Promise((resolve) => setTimeout(resolve, 1_000));
         const res = await slowed.api().delete(`/v1/sandboxes/${sbx.sandboxId}`);
         expect(res.body).toEqual({ sandboxId: sbx.sandboxId, destroyed: true });

@@ -318,9 +318,17 @@ export class ExecHostPool implements ExecHostPort, OnApplicationBootstrap, OnApp
 
   /** A call to one host, cut with `sandbox_lost` when the host is (or becomes) lost. */
   private async onHost<T>(hostId: string, fn: (client: ExecHostPort, signal: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<T> {
-    const host = await this.host(hostId);
+    let host = await this.host(hostId);
+    // This replica's last read may predate the host's return, while placement reads the database
+    // itself: a host last seen lost is read again before a call to it is refused.
+    if (host?.state === 'lost') {
+      await this.refresh();
+      host = this.hosts.get(hostId);
+    }
     if (!host) throw new ExecHostCallError('sandbox_lost', `Exec-host ${hostId} is no longer registered with the platform: the sandbox it held is lost.`, 410);
     if (host.state === 'lost') throw lostError(host);
+    // Read back as not lost: a loss signal left from before its return no longer applies.
+    if (this.lossSignals.get(hostId)?.signal.aborted) this.lossSignals.delete(hostId);
     const loss = this.lossSignal(hostId).signal;
     try {
       return await fn(this.clients.for(host.address), signal ? AbortSignal.any([signal, loss]) : loss);

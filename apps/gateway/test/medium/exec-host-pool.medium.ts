@@ -358,6 +358,33 @@ withTestDatabases((db) => {
     expect(await returnedOf()).toHaveLength(1);
   });
 
+  it('a replica that last saw a host lost reads it again before refusing a call to it: a sandbox placed there after its return is used', async () => {
+    // A session placed on c since its return (it is the least loaded host).
+    let onC: string | undefined;
+    for (let i = 0; i < 4 && !onC; i++) {
+      const id = await startSession();
+      const row = await placed(id);
+      if (row?.execHost === 'c') onC = row.sandboxId ?? undefined;
+    }
+    expect(onC).toBeDefined();
+    // gw2's view as it stands between c's return and its next read of the pool: c lost, its calls cut.
+    // Its periodic read is held back meanwhile, so only the call itself can find c back.
+    const pool = gw2.app.get(ExecHostPool);
+    const inside = pool as unknown as { timer?: NodeJS.Timeout; hosts: Map<string, { state: string }>; lossSignals: Map<string, AbortController> };
+    clearInterval(inside.timer);
+    try {
+      const current = inside.hosts.get('c')!;
+      inside.hosts.set('c', { ...current, state: 'lost' });
+      const cut = new AbortController();
+      cut.abort();
+      inside.lossSignals.set('c', cut);
+      await expect(pool.patch(onC!)).resolves.toMatchObject({ patch: '' });
+      expect(inside.hosts.get('c')?.state).toBe('active');
+    } finally {
+      pool.onApplicationBootstrap();
+    }
+  });
+
   it('the heartbeat answer says the host’s state and the pool’s timing', async () => {
     const res = await send(gw1, beat('a', hosts.a.url));
     expect(ExecHostHeartbeatResponse.parse(res.body)).toEqual({ id: 'a', state: 'active', heartbeatSeconds: 1, lostAfterSeconds: LOST_SECONDS });
