@@ -322,7 +322,8 @@ export class ExecHostPool implements ExecHostPort, OnApplicationBootstrap, OnApp
     // This replica's last read may predate the host's return, while placement reads the database
     // itself: a host last seen lost is read again before a call to it is refused.
     if (host?.state === 'lost') {
-      await this.refresh();
+      // A database that does not answer leaves the last read standing.
+      await this.refresh().catch(() => undefined);
       host = this.hosts.get(hostId);
     }
     if (!host) throw new ExecHostCallError('sandbox_lost', `Exec-host ${hostId} is no longer registered with the platform: the sandbox it held is lost.`, 410);
