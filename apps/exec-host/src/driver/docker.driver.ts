@@ -514,17 +514,16 @@ export class DockerSandboxDriver implements SandboxDriver {
   }
 
   private async endAndRemove(containerId: string): Promise<void> {
-    // Its end is the host's doing: a command it cuts short is not reported as killed by the kernel.
-    this.stoppedByHost.add(containerId);
-    // Ended first, with as long as it takes (bounded): the engine's forced removal waits only 10 s for
-    // the container to exit after its kill and then fails, which a gVisor sandbox ending many tasks on
-    // a loaded host can exceed. Whatever this step meets (gone, not running, no answer), the removal follows.
+    // Ended first, as the host's doing (stop: a command it cuts short is not reported as killed by the
+    // kernel), with as long as it takes (bounded): the engine's forced removal waits only 10 s for the
+    // container to exit after its kill and then fails, which a gVisor sandbox ending many tasks on a
+    // loaded host can exceed. Whatever this step meets (gone, not running, no answer), the removal follows.
+    await this.stop(containerId).catch(() => undefined);
     const container = this.docker.getContainer(containerId);
-    await container.kill({ signal: 'SIGKILL' }).catch(() => undefined);
     await within(container.wait({ condition: 'not-running' }) as Promise<unknown>, this.endedWaitMs).catch(() => undefined);
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.docker.getContainer(containerId).remove({ force: true, v: true });
+        await container.remove({ force: true, v: true });
         return;
       } catch (e) {
         const code = statusCode(e);

@@ -375,8 +375,8 @@ export async function startExecHost(image: SandboxImage, extraEnv: Record<string
       if (exitCode !== undefined) problems.push(`the exec-host ended on its own during the tests (${exitReason})`);
       if (exitCode === undefined) {
         // What is checked here is that nothing is left, not how fast: under gVisor, on a loaded machine,
-        // the engine may take longer than the gateway's 30 s to end a sandbox that met a fork bomb (its
-        // own kill gives up after 10 s and the exec-host asks again). The destroys go together and each
+        // the engine may take longer than the gateway's 30 s to end a sandbox that met a fork bomb (the
+        // exec-host waits up to 60 s for its end before removing it). The destroys go together and each
         // may take up to TEARDOWN_DESTROY_MS; an answer other than 200 is a problem.
         await Promise.all(
           [...sandboxIds].map(async (id) => {
