@@ -47,7 +47,7 @@ export class AuditApiService {
     const anchor = query.anchorSeq !== undefined && query.anchorHash !== undefined ? { seq: query.anchorSeq, hash: query.anchorHash } : undefined;
     const result = await this.audit.verify(anchor);
     if (!result.ok) this.metrics.auditVerifyFailures.inc();
-    await this.audit.append({
+    await this.audit.record({
       actor: actorOf(principal),
       kind: 'audit.verify',
       payload: { ok: result.ok, checked: result.checked, ...(result.ok ? {} : { seq: result.seq, problem: result.problem }) },
@@ -57,7 +57,7 @@ export class AuditApiService {
 
   async export(principal: Principal, query: AuditExportQuery): Promise<StreamableFile> {
     const filter = await this.filter(principal, 'export', query);
-    await this.audit.append({ actor: actorOf(principal), kind: 'audit.export', projectId: query.projectId ?? null, payload: { format: query.format, filter: query } });
+    await this.audit.record({ actor: actorOf(principal), kind: 'audit.export', projectId: query.projectId ?? null, payload: { format: query.format, filter: query } });
     const csv = query.format === 'csv';
     return new StreamableFile(
       this.audit.exportStream(filter, query.format, (actors) => actorIdentities(this.users, actors), query.afterSeq),

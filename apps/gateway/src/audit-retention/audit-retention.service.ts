@@ -189,7 +189,7 @@ export class AuditRetentionService implements OnApplicationBootstrap, BeforeAppl
       await Promise.all([fs.rm(file, { force: true }), fs.rm(sigFile, { force: true })]);
       throw new Error(`the database refused to remove entries ${from + 1} to ${through} (${(e as Error).message}); this archive was discarded`);
     }
-    await this.audit.append({
+    await this.audit.record({
       actor: 'system',
       kind: 'audit.archived',
       payload: { file: name, sha256: manifest.sha256, firstSeq: manifest.firstSeq, lastSeq: through, lastHash: last.hash, entries, removed, keyId: key.keyId },

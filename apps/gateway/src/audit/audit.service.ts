@@ -69,6 +69,14 @@ const CONTENDED_MS = 250;
 const SILENCE_MS = 1_000;
 /** Promise turns a caller needs between being answered and appending again (a few `await`s). */
 const GATHER_TURNS = 8;
+/** The longest a read waits for the entries queued before it to join the chain (PostgreSQL). */
+const CATCH_UP_MS = 2_000;
+/** Recorded entries left in the queue are made sure of once the service has written nothing for this long. */
+const TAIL_MS = 20;
+/** The longest that making sure of them goes on before leaving them to the sweep. */
+const TAIL_BOUND_MS = 10_000;
+/** Between two tries of a read waiting for another connection's round. */
+const CATCH_UP_PAUSE_MS = 5;
 /** How often a running gateway looks for queued entries nobody is chaining (their writer died). */
 const SWEEP_INTERVAL_MS = 2_000;
 
@@ -90,6 +98,17 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
 
   private readonly queue: PendingAppend[] = [];
   private flushing: Promise<void> | undefined;
+  /**
+   * The last round this service ran moved queued entries: it announced that another round follows,
+   * and writers on other replicas wait for it rather than chain their own. That round is owed.
+   */
+  private owed = false;
+  /** Batches committed to the queue, followed until a round has chained them. */
+  private readonly following = new Set<Promise<void>>();
+  /** When this service last left recorded entries in the queue, and the timer that chains them once it stops. */
+  private leftAt = 0;
+  private tailTimer: NodeJS.Timeout | undefined;
+  private tailing: Promise<void> | undefined;
   private contendedUntil = 0;
   private closing = false;
   private sweeper: NodeJS.Timeout | undefined;
@@ -121,7 +140,8 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
    * Records one entry and resolves once it is committed to the chain, with its seq and hashes.
    * Appends arriving while a write is in flight are written together in the next transaction (one
    * commit, one disk flush, for many), in the order they were called; the next batch is written
-   * only once this one is in the chain, so the entries of one caller keep their order.
+   * once this one is on disk (in the chain, or in the queue that rounds chain in order), so the
+   * entries of one caller keep their order.
    */
   async append(input: AuditAppend): Promise<AuditEntry> {
     const entry = prepare(input);
@@ -132,9 +152,32 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
     return toEntry(row);
   }
 
-  /** Resolves once every append already called is committed (or has failed). */
+  /**
+   * Records one entry and resolves once it is on disk: in the chain, or — on PostgreSQL, when another
+   * connection is chaining — committed to the queue, which rounds chain in order within milliseconds
+   * (a queued entry whose writer died is chained by the next round anywhere, or by any gateway's
+   * sweep). What an action's caller needs: nothing it was told is recorded can be lost, and it does
+   * not wait for the chain's round trip. Reads (list, count, export, verify) chain what was queued
+   * before them first, so an entry recorded is an entry shown. Fails as `append` does before that.
+   */
+  async record(input: AuditAppend): Promise<void> {
+    const entry = prepare(input);
+    await new Promise<void>((recorded, reject) => {
+      this.queue.push({ entry, bytes: Buffer.byteLength(entry.payload, 'utf8'), resolve: () => recorded(), reject, recorded });
+      this.flushing ??= this.flush();
+    });
+  }
+
+  /** Resolves once every append and record already called is in the chain (or has failed). */
   async drain(): Promise<void> {
-    while (this.flushing) await this.flushing;
+    for (;;) {
+      if (this.flushing) await this.flushing;
+      else if (this.following.size > 0) await Promise.all([...this.following]);
+      else if (this.tailTimer || this.tailing) {
+        if (this.tailTimer) this.chainLeft();
+        await this.tailing;
+      } else return;
+    }
   }
 
   /** Chains what a replica that died left in the queue, now and every few seconds. */
@@ -184,34 +227,129 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
 
   private async flush(): Promise<void> {
     try {
-      // The last round here moved queued entries: it announced that another round follows, and
-      // writers on other replicas wait for it rather than chain their own. That round is owed.
-      let owed = false;
       for (let first = true; ; first = false) {
         // Let the callers just answered append again, so their next entries share the next batch.
         // Microtask turns, not a timer: a caller awaiting PGlite in a loop never yields to timers.
         if (!first) for (let turn = 0; turn < GATHER_TURNS; turn++) await Promise.resolve();
         if (this.queue.length === 0) {
-          if (!owed) return;
-          if (this.closing) return await this.breakOwedRound();
-          owed = await this.chainQueued();
+          if (!this.owed) return;
+          if (this.closing) {
+            this.owed = false;
+            return await this.breakOwedRound();
+          }
+          this.owed = await this.chainQueued();
           continue;
         }
         const batch = takeBatch(this.queue);
         try {
-          const written = await this.writeBatch(batch, owed);
-          batch.forEach((pending, i) => pending.resolve(written.rows[i] as AuditLogRow));
-          owed = written.fromQueue > 0;
-          for (const listener of this.chainedListeners) listener();
+          const written = await this.writeBatch(batch, this.owed);
+          if ('rows' in written) this.chained(batch, written);
+          else {
+            // On disk in the queue: writers that asked only for that are answered, and the batch is
+            // followed until a round chains it, while the next batch is written.
+            for (const pending of batch) pending.recorded?.();
+            // Another connection's round was under way: its notice, after this service's last, says
+            // whether that chainer goes on, so the round owed here is no longer waited for.
+            if (!written.unseen) this.owed = false;
+            if (batch.every((pending) => pending.recorded)) this.leftQueued();
+            else this.follow(batch, written);
+          }
         } catch (error) {
           for (const pending of batch) pending.reject(error);
-          if (owed) await this.breakOwedRound();
-          owed = false;
+          if (this.owed) await this.breakOwedRound();
+          this.owed = false;
         }
       }
     } finally {
       this.flushing = undefined;
     }
+  }
+
+  /** A batch is in the chain: its writers are answered and the sinks woken. */
+  private chained(batch: PendingAppend[], written: Written): void {
+    batch.forEach((pending, i) => pending.resolve(written.rows[i] as AuditLogRow));
+    this.owed = written.fromQueue > 0;
+    for (const listener of this.chainedListeners) listener();
+  }
+
+  /**
+   * Recorded entries were left in the queue, for the round under way elsewhere. Nobody waits for them
+   * to be chained, so nothing follows them: the chainer of that round goes on while its rounds move
+   * queued entries, and any replica whose window of contention ends chains whatever is queued. For
+   * the moment the last chainer stops just before they were committed, this service chains what is
+   * still queued once it has written nothing for TAIL_MS (and every gateway's sweep would, later).
+   */
+  private leftQueued(): void {
+    this.leftAt = Date.now();
+    if (this.tailTimer || this.closing) return;
+    const arm = (ms: number) => {
+      this.tailTimer = setTimeout(() => {
+        const quiet = Date.now() - this.leftAt;
+        if (quiet < TAIL_MS) return arm(TAIL_MS - quiet);
+        this.chainLeft();
+      }, ms);
+      this.tailTimer.unref();
+    };
+    arm(TAIL_MS);
+  }
+
+  /** Chains what is queued now (see leftQueued); a failure is logged, the sweep tries again. */
+  private chainLeft(): void {
+    clearTimeout(this.tailTimer);
+    this.tailTimer = undefined;
+    this.tailing ??= this.chainQueuedBefore(TAIL_BOUND_MS)
+      .then(
+        (done) => {
+          if (!done) this.logger.warn('audit: recorded entries left in the queue were not chained within 10 s; the sweep tries again');
+        },
+        (error: unknown) => {
+          if (!databaseClosed(error)) this.logger.warn({ err: error }, 'audit: recorded entries left in the queue could not be chained yet; the sweep tries again');
+        },
+      )
+      .finally(() => {
+        this.tailing = undefined;
+      });
+  }
+
+  /** Waits, beside the writes that follow, until a round has chained a batch committed to the queue. */
+  private follow(batch: PendingAppend[], queued: Queued): void {
+    const entries = batch.map((pending) => pending.entry);
+    const keys = entries.map((e) => e.key);
+    const following: Promise<void> = withDbRetry(
+      async (attempt) => {
+        if (attempt === 1) return this.awaitQueued(entries, queued.ids, queued.mark, queued.unseen);
+        // After a short outage: where the entries are now.
+        const mark = this.signal.mark();
+        const where = await this.log.locate(keys);
+        if (where.chained.size === entries.length) return { rows: placed(entries, where.chained), fromQueue: 0 };
+        return this.awaitQueued(entries, where.queued, mark, true);
+      },
+      {
+        onRetry: ({ attempt, reason, delayMs }) =>
+          this.logger.warn({ attempt, reason, delayMs, entries: batch.length }, 'audit: the database is unreachable while queued entries are chained; retrying'),
+      },
+    )
+      .then(
+        (written) => {
+          batch.forEach((pending, i) => pending.resolve(written.rows[i] as AuditLogRow));
+          for (const listener of this.chainedListeners) listener();
+          if (written.fromQueue > 0 && !this.closing) {
+            // Its own round moved queued entries and announced another: that round is owed here.
+            this.owed = true;
+            this.flushing ??= this.flush();
+          } else if (written.fromQueue > 0) return this.breakOwedRound();
+        },
+        (error: unknown) => {
+          for (const pending of batch) pending.reject(error);
+          // Writers told "recorded" are not told again: the entries are on disk, and the next round
+          // anywhere, or a gateway's sweep, chains them.
+          if (batch.some((pending) => pending.recorded) && !databaseClosed(error)) {
+            this.logger.warn({ err: error, entries: batch.length }, 'audit: queued entries could not be followed into the chain; the next round or sweep chains them');
+          }
+        },
+      )
+      .finally(() => this.following.delete(following));
+    this.following.add(following);
   }
 
   /** The owed round, for the queue alone; true when it moved entries (another one is owed). */
@@ -242,26 +380,27 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
    * retry, the batch is looked for by its entries' keys: when the connection broke after a COMMIT had
    * landed, the batch is in the chain or in the queue already, and it is not written twice.
    */
-  private async writeBatch(batch: PendingAppend[], owed: boolean): Promise<Written> {
+  private async writeBatch(batch: PendingAppend[], owed: boolean): Promise<Written | Queued> {
     const entries = batch.map((pending) => pending.entry);
     return withDbRetry(
       async (attempt) => {
         // A round is owed here: try the chainer lock whatever the recent contention.
         const contended = !owed && Date.now() < this.contendedUntil;
-        // The listener first, so that no notice about these entries can come before it.
-        if (contended) await this.signal.open();
+        // The listener first, so that no notice about these entries can come before it (only a
+        // batch with a writer waiting for the chain is followed there).
+        if (contended && batch.some((pending) => !pending.recorded)) await this.signal.open();
         const mark = this.signal.mark();
         if (attempt > 1) {
           const where = await this.log.locate(entries.map((e) => e.key));
           if (where.chained.size === entries.length) return { rows: placed(entries, where.chained), fromQueue: 0 };
-          if (where.queued.size > 0) return this.awaitQueued(entries, where.queued, mark, true);
+          if (where.queued.size > 0) return { ids: where.queued, mark, unseen: true };
         }
-        if (contended) return this.awaitQueued(entries, await this.log.enqueue(entries), mark, true);
+        if (contended) return { ids: await this.log.enqueue(entries), mark, unseen: true };
         const round = await this.log.append(entries, linkEntries);
         if (!round.chained) {
           // The lock is held by a round under way: its notice comes, whatever it holds.
           this.contendedUntil = Date.now() + CONTENDED_MS;
-          return this.awaitQueued(entries, round.queued, mark, false);
+          return { ids: round.queued, mark, unseen: false };
         }
         return { rows: round.rows.slice(round.fromQueue), fromQueue: round.fromQueue };
       },
@@ -333,6 +472,44 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
   }
 
   /**
+   * Reads show every entry recorded before them (AuditService.record answers once an entry is
+   * queued): the entries any replica had queued when the read began are chained first, by the round
+   * under way elsewhere or by rounds run here, for at most CATCH_UP_MS. Nothing to do on PGlite, or
+   * when the queue is empty (one indexed read).
+   */
+  private async caughtUp(): Promise<void> {
+    if (!this.log.queues) return;
+    if (!(await this.chainQueuedBefore(CATCH_UP_MS))) {
+      this.logger.warn('audit: entries queued before a read were not chained within 2 s; the read shows the chain as it is');
+    }
+  }
+
+  /**
+   * Makes sure that what is queued now is chained: by the round under way elsewhere (it takes the
+   * queue oldest first), or by rounds run here. True once it is; false after `ms` without.
+   */
+  private async chainQueuedBefore(ms: number): Promise<boolean> {
+    const { last } = await this.log.queueBounds();
+    if (last === null) return true;
+    const deadline = Date.now() + ms;
+    let owed = false;
+    try {
+      for (;;) {
+        const { first } = await this.log.queueBounds();
+        if (first === null || first > last) return true;
+        if (Date.now() >= deadline) return false;
+        const round = await this.log.append([], linkEntries);
+        owed = round.chained && round.fromQueue > 0;
+        // Another connection is chaining: its round takes the queue oldest first.
+        if (!round.chained) await new Promise((resolve) => setTimeout(resolve, CATCH_UP_PAUSE_MS));
+      }
+    } finally {
+      // The last round here moved entries and announced another; writers waiting for it chain their own.
+      if (owed) await this.breakOwedRound();
+    }
+  }
+
+  /**
    * Walks the whole chain in pages, in constant memory, and names the first entry at which it stops
    * holding: altered, removed, reordered, cut off at the end, or written around the chain. With an
    * anchor (the `lastSeq`/`lastHash` of an earlier verification, kept outside the database), it also
@@ -356,6 +533,7 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
         message: `Entry ${anchor.seq} is not the entry your anchor recorded: the archive the log goes on from (${archive!.file}) ends with another hash, so the log was rewritten at or before entry ${anchor.seq}.`,
       });
     }
+    await this.caughtUp();
     const head = await this.log.head();
     let after = start?.seq ?? 0;
     while (after < head.seq) {
@@ -380,13 +558,15 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
     return { ok: true, checked: verifier.checked, lastSeq: verifier.lastSeq, lastHash: verifier.lastHash, ...(archived ? { archivedThrough: archived } : {}) };
   }
 
-  count(filter: AuditFilter = {}): Promise<number> {
+  async count(filter: AuditFilter = {}): Promise<number> {
     checkFilter(filter);
+    await this.caughtUp();
     return this.log.count(filter);
   }
 
   async list(filter: AuditFilter = {}, page: AuditPageRequest = {}): Promise<AuditEntry[]> {
     checkFilter(filter);
+    await this.caughtUp();
     const rows = await this.log.list(filter, page);
     return rows.map(toEntry);
   }
@@ -400,6 +580,7 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
     const line = format === 'csv' ? csvLine : format === 'jsonl' ? jsonlLine : undefined;
     if (!line) throw new AppError(ErrorCode.ValidationFailed, `The export format "${String(format)}" is not one of jsonl, csv.`, { field: 'format' });
     if (format === 'csv') yield CSV_HEADER;
+    await this.caughtUp();
     let after: number | undefined = afterSeq === 0 ? undefined : afterSeq;
     for (;;) {
       const rows = await this.log.list(filter, { order: 'asc', after, limit: EXPORT_PAGE });
@@ -423,11 +604,22 @@ interface Written {
   fromQueue: number;
 }
 
+/** A batch committed to the queue: its queue ids by key, the signal's mark from before, and whether a chainer was seen. */
+interface Queued {
+  ids: Map<string, number>;
+  mark: SignalMark;
+  /** Written without seeing a chainer (straight to the queue, or a retry): look for one. */
+  unseen: boolean;
+}
+
 interface PendingAppend {
   entry: QueuedEntry;
   bytes: number;
+  /** Called once the entry is in the chain. */
   resolve: (row: AuditLogRow) => void;
   reject: (error: unknown) => void;
+  /** `record`: called once the entry is on disk, chained or queued. */
+  recorded?: () => void;
 }
 
 function takeBatch(queue: PendingAppend[]): PendingAppend[] {
@@ -500,8 +692,11 @@ function placed(entries: QueuedEntry[], places: Map<string, ChainPlace>): AuditL
 
 /** The database handle was closed under a round (the process or the test is ending). */
 function databaseClosed(error: unknown): boolean {
-  const message = error instanceof Error ? error.message : '';
-  return /Cannot use a pool after calling end on the pool|PGlite is closed/.test(message);
+  // Drizzle wraps the driver's error ("Failed query: …") and keeps it as the cause.
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 3; e = e.cause, depth++) {
+    if (/Cannot use a pool after calling end on the pool|PGlite is closed/.test(e.message)) return true;
+  }
+  return false;
 }
 
 function broken(verifier: ChainVerifier, problem: ChainBreak): AuditVerification {

@@ -60,7 +60,7 @@ export class AccessService {
   private async deny(principal: Principal, action: AppAction, subjectName: AppSubjectName, context: Record<string, unknown>, sentence: string): Promise<never> {
     this.metrics.deniedRequests.inc({ code: ErrorCode.Forbidden });
     const projectId = typeof context.projectId === 'string' ? context.projectId : null;
-    await this.audit.append({
+    await this.audit.record({
       actor: actorOf(principal),
       kind: 'authz.denied',
       projectId,

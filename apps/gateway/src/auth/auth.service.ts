@@ -62,13 +62,13 @@ export class AuthService {
     const email = input.email.toLowerCase();
     const ssoOnly = this.oidc.passwordRefusal();
     if (ssoOnly) {
-      await this.audit.append({ actor: 'anonymous', kind: 'auth.login_failed', payload: { email, ip, reason: 'password_sign_in_disabled' } });
+      await this.audit.record({ actor: 'anonymous', kind: 'auth.login_failed', payload: { email, ip, reason: 'password_sign_in_disabled' } });
       throw new AppError(ErrorCode.Forbidden, ssoOnly);
     }
     const keys = [`account:${email}`, `ip:${ip}`];
     const wait = await this.limiter.retryAfterSeconds(keys);
     if (wait > 0) {
-      await this.audit.append({ actor: 'anonymous', kind: 'auth.login_throttled', payload: { email, ip } });
+      await this.audit.record({ actor: 'anonymous', kind: 'auth.login_throttled', payload: { email, ip } });
       throw new AppError(ErrorCode.RateLimited, `Too many failed sign-in attempts; try again in ${wait} seconds.`, undefined, wait);
     }
     const user = await this.users.findByEmail(email);
@@ -76,11 +76,11 @@ export class AuthService {
     if (!user || !passwordOk) {
       await this.limiter.recordFailure(keys);
       this.metrics.deniedRequests.inc({ code: ErrorCode.Unauthenticated });
-      await this.audit.append({ actor: 'anonymous', kind: 'auth.login_failed', payload: { email, ip, reason: user ? 'wrong_password' : 'unknown_email' } });
+      await this.audit.record({ actor: 'anonymous', kind: 'auth.login_failed', payload: { email, ip, reason: user ? 'wrong_password' : 'unknown_email' } });
       throw new AppError(ErrorCode.Unauthenticated, 'The email or the password is wrong.');
     }
     if (user.revokedAt || user.disabledAt) {
-      await this.audit.append({ actor: `user:${user.id}`, kind: 'auth.login_failed', payload: { email, ip, reason: user.revokedAt ? 'revoked' : 'disabled' } });
+      await this.audit.record({ actor: `user:${user.id}`, kind: 'auth.login_failed', payload: { email, ip, reason: user.revokedAt ? 'revoked' : 'disabled' } });
       this.refuseInactive(user);
     }
     await this.limiter.recordSuccess(`account:${email}`);
@@ -88,7 +88,7 @@ export class AuthService {
     const csrfToken = newSecret('');
     const maxAgeMs = this.config.webSessionHours * 3600_000;
     await this.webSessions.create({ id: hashSecret(cookie), userId: user.id, csrfToken, expiresAt: new Date(Date.now() + maxAgeMs) });
-    await this.audit.append({ actor: `user:${user.id}`, kind: 'auth.login', payload: { ip, via: 'password' } });
+    await this.audit.record({ actor: `user:${user.id}`, kind: 'auth.login', payload: { ip, via: 'password' } });
     jar.set(cookie, maxAgeMs);
     return { user: toUserView(user, await this.memberships.projectIdsOf(user.id)), csrfToken };
   }
@@ -96,7 +96,7 @@ export class AuthService {
   async logout(principal: Principal, jar: CookieJar): Promise<OkResponse> {
     if (principal.webSessionId) await this.webSessions.revoke(principal.webSessionId);
     jar.clear();
-    await this.audit.append({ actor: actorOf(principal), kind: 'auth.logout', payload: { via: principal.via } });
+    await this.audit.record({ actor: actorOf(principal), kind: 'auth.logout', payload: { via: principal.via } });
     return { ok: true };
   }
 
@@ -104,12 +104,12 @@ export class AuthService {
   async changePassword(principal: Principal, input: ChangePasswordRequest): Promise<OkResponse> {
     const user = await this.users.findById(principal.userId);
     if (!user || !(await verifyPassword(input.currentPassword, user.passwordHash))) {
-      await this.audit.append({ actor: actorOf(principal), kind: 'auth.password_change_failed', payload: { reason: 'wrong_current_password' } });
+      await this.audit.record({ actor: actorOf(principal), kind: 'auth.password_change_failed', payload: { reason: 'wrong_current_password' } });
       throw new AppError(ErrorCode.Forbidden, 'The current password is wrong; the password was not changed.');
     }
     await this.users.update(user.id, { passwordHash: await hashPassword(input.newPassword) });
     const ended = await this.webSessions.revokeAllForUser(user.id);
-    await this.audit.append({ actor: actorOf(principal), kind: 'auth.password_changed', payload: { webSessionsEnded: ended } });
+    await this.audit.record({ actor: actorOf(principal), kind: 'auth.password_changed', payload: { webSessionsEnded: ended } });
     return { ok: true };
   }
 
@@ -143,7 +143,7 @@ export class AuthService {
     const webSession = principal.webSessionId ? await this.webSessions.findById(principal.webSessionId) : undefined;
     const parent = principal.tokenId ? await this.tokens.findById(principal.tokenId) : undefined;
     const bound = await this.oidc.bindToken({ webSession, token: parent }, row.id);
-    await this.audit.append({
+    await this.audit.record({
       actor: actorOf(principal),
       kind: 'auth.token_created',
       payload: { tokenId: row.id, name: row.name, expiresAt: row.expiresAt, ...(bound ? { checkedWithProvider: true } : {}) },
@@ -163,7 +163,7 @@ export class AuthService {
     }
     if (token.revokedAt) throw new AppError(ErrorCode.Conflict, `The API token "${token.name}" was already revoked.`);
     await this.tokens.revoke(token.id);
-    await this.audit.append({ actor: actorOf(principal), kind: 'auth.token_revoked', payload: { tokenId: token.id, owner: token.userId } });
+    await this.audit.record({ actor: actorOf(principal), kind: 'auth.token_revoked', payload: { tokenId: token.id, owner: token.userId } });
     const after = await this.tokens.findById(token.id);
     return toTokenView(after ?? token);
   }
@@ -172,7 +172,7 @@ export class AuthService {
     const token = await this.tokens.findByHash(hashSecret(secret));
     const reject = async (reason: string, sentence: string): Promise<never> => {
       this.metrics.deniedRequests.inc({ code: ErrorCode.Unauthenticated });
-      await this.audit.append({ actor: token ? `user:${token.userId}` : 'anonymous', kind: 'auth.token_rejected', payload: { reason, tokenId: token?.id ?? null, ip: ip ?? null } });
+      await this.audit.record({ actor: token ? `user:${token.userId}` : 'anonymous', kind: 'auth.token_rejected', payload: { reason, tokenId: token?.id ?? null, ip: ip ?? null } });
       throw new AppError(ErrorCode.Unauthenticated, sentence);
     };
     if (!token) return reject('unknown', 'This API token is not valid.');
@@ -206,7 +206,7 @@ export class AuthService {
     this.refuseInactive(user);
     if (!credentials.safeMethod && !safeEqual(credentials.csrfHeader ?? '', session.csrfToken)) {
       this.metrics.deniedRequests.inc({ code: ErrorCode.CsrfMismatch });
-      await this.audit.append({ actor: `user:${user.id}`, kind: 'auth.csrf_rejected', payload: { ip: credentials.ip ?? null } });
+      await this.audit.record({ actor: `user:${user.id}`, kind: 'auth.csrf_rejected', payload: { ip: credentials.ip ?? null } });
       throw new AppError(ErrorCode.CsrfMismatch, `This change was refused: it must carry the ${CSRF_HEADER} header given at sign-in.`);
     }
     // Opened through the identity provider: asked again, at most every recheckSeconds (after the cheap checks).

@@ -77,7 +77,7 @@ export class EnvironmentsService implements OnModuleDestroy {
       status = await this.execHost.prepareEnvironment({ ...request, force: body.force });
     } catch (err) {
       const error = toAppError(err, `prepare the environment of project "${project.name}"`);
-      await this.audit.append({
+      await this.audit.record({
         actor: actorOf(principal),
         kind: 'environment.prepare_requested',
         projectId: project.id,
@@ -85,7 +85,7 @@ export class EnvironmentsService implements OnModuleDestroy {
       });
       throw error;
     }
-    await this.audit.append({
+    await this.audit.record({
       actor: actorOf(principal),
       kind: 'environment.prepare_requested',
       projectId: project.id,
@@ -165,7 +165,7 @@ export class EnvironmentsService implements OnModuleDestroy {
       }
       // Audited by the gateway that records the job first: one entry per preparation session starts caused.
       if (status.job && (await this.track(project.id, status.job, principal.userId))) {
-        await this.audit.append({
+        await this.audit.record({
           actor: actorOf(principal),
           kind: 'environment.prepare_requested',
           projectId: project.id,
@@ -274,7 +274,7 @@ export class EnvironmentsService implements OnModuleDestroy {
       ...(read === 'gone' && tail.offset === 0 ? { logTail: null, logTailOffset: null } : { logTail: storable(tail.text), logTailOffset: tail.start }),
     });
     if (!ended) return;
-    await this.audit.append({
+    await this.audit.record({
       actor: 'system',
       kind: job.state === 'ready' ? 'environment.prepared' : 'environment.prepare_failed',
       projectId,
@@ -291,7 +291,7 @@ export class EnvironmentsService implements OnModuleDestroy {
       ...(tail && tail.offset > 0 ? { logTail: storable(tail.text), logTailOffset: tail.start } : { logTail: null, logTailOffset: null }),
     });
     if (!ended) return;
-    await this.audit.append({
+    await this.audit.record({
       actor: 'system',
       kind: 'environment.prepare_lost',
       projectId,

@@ -85,7 +85,7 @@ export class ExecHostPool implements ExecHostPort, OnApplicationBootstrap, OnApp
     for (const row of await this.repository.markLost(new Date(now.getTime() - this.lostSeconds * 1000), now)) {
       const sessions = await this.repository.runningOn(row.id);
       this.logger.warn(`Exec-host ${row.id} sent no heartbeat for ${this.lostSeconds} s and is lost; ${sessions.length} live session(s) end as sandbox_lost.`);
-      await this.audit.append({
+      await this.audit.record({
         actor: 'system',
         kind: 'exec_host.lost',
         payload: { hostId: row.id, address: row.address, lastHeartbeatAt: row.lastHeartbeatAt.toISOString(), lostAfterSeconds: this.lostSeconds, sessions: sessions.map((s) => s.id) },

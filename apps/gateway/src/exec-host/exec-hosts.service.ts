@@ -67,9 +67,9 @@ export class ExecHostsService {
     const { row, before } = await this.repository.heartbeat(beat);
     const actor = `exec-host:${beat.id}`;
     if (!before) {
-      await this.audit.append({ actor, kind: 'exec_host.registered', payload: { hostId: row.id, address: row.address, runtimes: row.runtimes, capacity: row.capacity, version: row.version, source } });
+      await this.audit.record({ actor, kind: 'exec_host.registered', payload: { hostId: row.id, address: row.address, runtimes: row.runtimes, capacity: row.capacity, version: row.version, source } });
     } else if (before.state === 'lost' && row.state !== 'lost') {
-      await this.audit.append({ actor, kind: 'exec_host.returned', payload: { hostId: row.id, address: row.address, state: row.state, lostSince: before.stateChangedAt.toISOString(), source } });
+      await this.audit.record({ actor, kind: 'exec_host.returned', payload: { hostId: row.id, address: row.address, state: row.state, lostSince: before.stateChangedAt.toISOString(), source } });
     }
     if (!before || before.state !== row.state || before.address !== row.address) await this.pool.refresh();
     return { id: row.id, state: row.state, heartbeatSeconds: Math.max(1, Math.floor(pool.lostSeconds / 4)), lostAfterSeconds: pool.lostSeconds };
@@ -86,7 +86,7 @@ export class ExecHostsService {
     const row = await this.repository.drain(hostId, actorOf(principal), body.reason ?? null);
     if (!row) throw notFound(hostId);
     const live = (await this.repository.liveSessions()).get(row.id) ?? 0;
-    await this.audit.append({ actor: actorOf(principal), kind: 'exec_host.drained', payload: { hostId: row.id, reason: body.reason ?? null, state: row.state, liveSessions: live } });
+    await this.audit.record({ actor: actorOf(principal), kind: 'exec_host.drained', payload: { hostId: row.id, reason: body.reason ?? null, state: row.state, liveSessions: live } });
     await this.pool.refresh();
     return viewOf(row, live);
   }
@@ -95,7 +95,7 @@ export class ExecHostsService {
     this.refuseFixed('undrained');
     const row = await this.repository.undrain(hostId);
     if (!row) throw notFound(hostId);
-    await this.audit.append({ actor: actorOf(principal), kind: 'exec_host.undrained', payload: { hostId: row.id, state: row.state } });
+    await this.audit.record({ actor: actorOf(principal), kind: 'exec_host.undrained', payload: { hostId: row.id, state: row.state } });
     await this.pool.refresh();
     return viewOf(row, (await this.repository.liveSessions()).get(row.id) ?? 0);
   }
@@ -123,7 +123,7 @@ export class ExecHostsService {
     if ((this.refusalsAudited.get(key) ?? 0) > now - REFUSAL_AUDIT_MS) return;
     this.refusalsAudited.set(key, now);
     if (this.refusalsAudited.size > 10_000) this.refusalsAudited.clear();
-    await this.audit.append({ actor: `exec-host:${beat.id}`, kind: 'exec_host.registration_refused', payload: { hostId: beat.id, address: beat.address, source, reason } });
+    await this.audit.record({ actor: `exec-host:${beat.id}`, kind: 'exec_host.registration_refused', payload: { hostId: beat.id, address: beat.address, source, reason } });
   }
 
   private async fixedView(): Promise<ExecHostView> {

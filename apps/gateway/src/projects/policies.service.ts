@@ -124,7 +124,7 @@ export class PoliciesService {
     const before = await this.versions.current(project.id);
     const row = await this.versions.publish(project.id, { document: policy, sourceText, authorId: principal.userId, comment });
     if (!row) throw new AppError(ErrorCode.NotFound, `There is no project ${project.id}.`);
-    await this.audit.append({
+    await this.audit.record({
       actor: actorOf(principal),
       kind,
       projectId: project.id,

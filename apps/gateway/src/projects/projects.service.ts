@@ -51,7 +51,7 @@ export class ProjectsService {
       if (isUniqueViolation(error)) throw new AppError(ErrorCode.Conflict, `A project named "${input.name}" already exists.`);
       throw error;
     }
-    await this.audit.append({
+    await this.audit.record({
       actor: actorOf(principal),
       kind: 'project.create',
       projectId: project.id,
@@ -82,7 +82,7 @@ export class ProjectsService {
     const updated = await this.projects.update(project.id, patch);
     if (!updated) throw new AppError(ErrorCode.NotFound, `There is no project ${projectId}.`);
     const before = Object.fromEntries(Object.keys(patch).map((k) => [k, project[k as keyof typeof patch]]));
-    await this.audit.append({ actor: actorOf(principal), kind: 'project.update', projectId: project.id, payload: { name: project.name, before, after: patch } });
+    await this.audit.record({ actor: actorOf(principal), kind: 'project.update', projectId: project.id, payload: { name: project.name, before, after: patch } });
     return toProjectView(updated);
   }
 
@@ -105,7 +105,7 @@ export class ProjectsService {
     const user = await this.users.findById(input.userId);
     if (!user) throw new AppError(ErrorCode.NotFound, `There is no user ${input.userId}.`);
     await this.memberships.add(user.id, project.id);
-    await this.audit.append({ actor: actorOf(principal), kind: 'project.member_add', projectId: project.id, payload: { userId: user.id, role: user.role } });
+    await this.audit.record({ actor: actorOf(principal), kind: 'project.member_add', projectId: project.id, payload: { userId: user.id, role: user.role } });
     return { ok: true };
   }
 
@@ -113,7 +113,7 @@ export class ProjectsService {
     const project = await this.find(projectId);
     await this.access.require(principal, 'update', 'Project', { id: project.id });
     if (!(await this.memberships.remove(userId, project.id))) throw new AppError(ErrorCode.NotFound, `User ${userId} is not a member of project "${project.name}".`);
-    await this.audit.append({ actor: actorOf(principal), kind: 'project.member_remove', projectId: project.id, payload: { userId } });
+    await this.audit.record({ actor: actorOf(principal), kind: 'project.member_remove', projectId: project.id, payload: { userId } });
     return { ok: true };
   }
 

@@ -66,7 +66,7 @@ export class RepositoryAccessService {
       updatedBy: principal.userId,
     });
     const view = toView(project, row);
-    await this.audit.append({
+    await this.audit.record({
       actor: actorOf(principal),
       kind: 'project.repository_access_set',
       projectId: project.id,
@@ -84,7 +84,7 @@ export class RepositoryAccessService {
     const project = await this.find(projectId);
     await this.access.require(principal, 'update', 'Project', { id: project.id });
     const removed = await this.rows.remove(project.id);
-    if (removed) await this.audit.append({ actor: actorOf(principal), kind: 'project.repository_access_cleared', projectId: project.id, payload: {} });
+    if (removed) await this.audit.record({ actor: actorOf(principal), kind: 'project.repository_access_cleared', projectId: project.id, payload: {} });
     return toView(project, undefined);
   }
 

@@ -109,7 +109,7 @@ export class DbSessionRecorder implements SessionRecorder {
   }
 
   async audit(kind: string, payload: Record<string, unknown>): Promise<void> {
-    await this.deps.audit.append({ actor: `agent:${this.session.agent}`, kind, projectId: this.session.projectId, sessionId: this.session.id, payload });
+    await this.deps.audit.record({ actor: `agent:${this.session.agent}`, kind, projectId: this.session.projectId, sessionId: this.session.id, payload });
   }
 
   async proposeToolCall(call: { name: string; arguments: Record<string, unknown>; agent: string }, decision?: PolicyDecision): Promise<string> {
@@ -125,7 +125,7 @@ export class DbSessionRecorder implements SessionRecorder {
       const landed = attempt > 1 ? await this.deps.toolCalls.findById(id) : undefined;
       return landed ?? (await this.deps.toolCalls.create({ id, seq, sessionId: this.session.id, name: call.name, arguments: call.arguments, decision: decision ?? null, agent: call.agent }));
     });
-    const proposed = this.deps.audit.append({
+    const proposed = this.deps.audit.record({
       actor: `agent:${call.agent}`,
       kind: 'tool_call.proposed',
       projectId: this.session.projectId,

@@ -105,7 +105,7 @@ export class SessionRuntimeService implements OnApplicationShutdown {
     const headless = refusesApprovals(request.mode);
     const view = await this.sessionsService.create(principal, { ...request, agent: agent.name, includedUncommitted: !!request.startingPatch });
     const warnings = [...agents.notices.filter((n) => n.level === 'warning').map((n) => n.message), ...execution.warnings, ...(model.warning ? [model.warning] : [])];
-    await this.audit.append({
+    await this.audit.record({
       actor: actorOf(principal),
       kind: 'session.configured',
       projectId: project.id,

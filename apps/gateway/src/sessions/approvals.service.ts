@@ -161,7 +161,7 @@ export class ApprovalsService {
     if (!updated) throw alreadyAnswered((await this.approvals.findById(approval.id)) ?? approval);
     this.metrics.approvalsAnswered.inc({ answer });
     this.metrics.approvalWait.observe({ answer }, Math.max(0, ((updated.decidedAt ?? new Date()).getTime() - approval.createdAt.getTime()) / 1000));
-    await this.audit.append({
+    await this.audit.record({
       actor: actorOf(principal),
       kind: 'approval.answer',
       projectId: session.projectId,
@@ -231,7 +231,7 @@ export class ApprovalsService {
         reason: session.headless ? 'headless session: nobody to ask' : null,
       });
     });
-    await this.audit.append({
+    await this.audit.record({
       actor: `agent:${input.agent}`,
       kind: 'approval.request',
       projectId: session.projectId,
@@ -288,7 +288,7 @@ export class ApprovalsService {
       return { ...loaded, row: await this.approvals.answer(loaded.approval.id, { state: 'expired', decidedBy: null, reason }) };
     });
     if (!row) return false;
-    await this.audit.append({
+    await this.audit.record({
       actor: 'system',
       kind: 'approval.expired',
       projectId: session.projectId,

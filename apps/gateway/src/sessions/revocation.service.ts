@@ -93,7 +93,7 @@ export class RevocationService implements OnModuleInit, OnModuleDestroy {
         if (!(error instanceof AppError && error.code === ErrorCode.SessionEnded)) throw error;
       }
     }
-    await this.audit.append({ actor: actorOf(principal), kind: 'user.revoke', payload: { userId: user.id, email: user.email, tokensRevoked, webSessionsRevoked, sessionsRevoked } });
+    await this.audit.record({ actor: actorOf(principal), kind: 'user.revoke', payload: { userId: user.id, email: user.email, tokensRevoked, webSessionsRevoked, sessionsRevoked } });
     await this.events.publish({ type: 'user_revoked', payload: { userId: user.id } });
     return { userId: user.id, tokensRevoked, webSessionsRevoked, sessionsRevoked };
   }
@@ -114,7 +114,7 @@ export class RevocationService implements OnModuleInit, OnModuleDestroy {
     const { sandboxDestroyed, sandboxNote } = await destroyOrLeaveToReaper(this.execHost, session.sandboxId);
     if (sandboxNote) this.logger.warn({ sessionId: session.id, sandboxId: session.sandboxId, note: sandboxNote }, 'sandbox not destroyed');
     this.metrics.sessionsEnded.inc({ reason });
-    await this.audit.append({
+    await this.audit.record({
       actor,
       kind: reason === 'revoked' ? 'session.revoke' : 'session.stop',
       projectId: session.projectId,

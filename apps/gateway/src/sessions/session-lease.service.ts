@@ -127,7 +127,7 @@ export class SessionLeaseService implements OnApplicationBootstrap, OnApplicatio
 
     const { sandboxDestroyed, sandboxNote } = await destroyOrLeaveToReaper(this.execHost, root.sandboxId);
     this.metrics.sessionsEnded.inc({ reason: 'crash' });
-    await this.audit.append({
+    await this.audit.record({
       actor: 'system',
       kind: 'session.orphaned',
       projectId: root.projectId,

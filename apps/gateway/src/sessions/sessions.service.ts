@@ -93,7 +93,7 @@ export class SessionsService {
       branch: input.branch ?? null,
       includedUncommitted: input.includedUncommitted,
     });
-    await this.audit.append({
+    await this.audit.record({
       actor: actorOf(principal),
       kind: 'session.instruction',
       projectId: project.id,
@@ -130,7 +130,7 @@ export class SessionsService {
       branch: null,
       includedUncommitted: false,
     });
-    await this.audit.append({
+    await this.audit.record({
       actor: `agent:${root.agent}`,
       kind: 'session.instruction',
       projectId: root.projectId,
@@ -149,7 +149,7 @@ export class SessionsService {
     try {
       const ended = await withDbRetry(() => this.sessions.end(sessionId, { status: 'failed', stopReason: 'crash', summary: message }));
       if (!ended) return;
-      await this.audit.append({ actor: 'system', kind: 'session.ended', projectId, sessionId, payload: { status: 'failed', stopReason: 'crash', message } });
+      await this.audit.record({ actor: 'system', kind: 'session.ended', projectId, sessionId, payload: { status: 'failed', stopReason: 'crash', message } });
       await withDbRetry(() => this.events.publish({ type: 'session_failed', sessionId, projectId, payload: { status: 'failed', stopReason: 'crash', class: 'crash', message, exitCode: 1 } }));
     } catch (error) {
       this.logger.error({ err: error, sessionId }, 'the failed session could not be recorded as ended; the orphan sweep will end it');
@@ -189,14 +189,14 @@ export class SessionsService {
     const session = await this.sessions.findById(sessionId);
     if (!session) throw new AppError(ErrorCode.NotFound, `There is no session ${sessionId}.`);
     const row = await this.toolCalls.create({ sessionId, name: call.name, arguments: call.arguments, decision: call.decision, agent: call.agent });
-    await this.audit.append({
+    await this.audit.record({
       actor: `agent:${call.agent}`,
       kind: 'tool_call.proposed',
       projectId: session.projectId,
       sessionId,
       payload: { callId: row.id, seq: row.seq, name: call.name, arguments: call.arguments },
     });
-    await this.audit.append({ actor: 'policy', kind: 'policy.decision', projectId: session.projectId, sessionId, payload: { callId: row.id, ...call.decision } });
+    await this.audit.record({ actor: 'policy', kind: 'policy.decision', projectId: session.projectId, sessionId, payload: { callId: row.id, ...call.decision } });
     await this.events.publish({ type: 'tool_call_proposed', sessionId, projectId: session.projectId, payload: { callId: row.id, agent: call.agent, name: call.name, arguments: call.arguments } });
     return row;
   }
@@ -213,7 +213,7 @@ export class SessionsService {
     const row = await this.toolCalls.update(call.id, { result });
     if (!row) throw new AppError(ErrorCode.NotFound, `There is no tool call ${toolCallId}.`);
     const digest = (text: string) => ({ bytes: Buffer.byteLength(text), sha256: createHash('sha256').update(text).digest('hex') });
-    await this.audit.append({
+    await this.audit.record({
       actor: `agent:${call.agent}`,
       kind: 'tool_call.result',
       projectId: session.projectId,

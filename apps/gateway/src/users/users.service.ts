@@ -54,7 +54,7 @@ export class UsersService implements OnApplicationBootstrap {
       if (isUniqueViolation(error)) return;
       throw error;
     }
-    await this.audit.append({ actor: 'system', kind: 'user.bootstrap_admin', payload: { userId: admin.id, email, passwordGenerated: generated } });
+    await this.audit.record({ actor: 'system', kind: 'user.bootstrap_admin', payload: { userId: admin.id, email, passwordGenerated: generated } });
     if (generated) {
       this.output(
         [
@@ -102,7 +102,7 @@ export class UsersService implements OnApplicationBootstrap {
     const result = await this.users.updateKeepingAnAdmin(user.id, patch);
     if (result === 'last_admin') throw new AppError(ErrorCode.Conflict, `${user.email} is the last active administrator; make someone else an administrator first.`);
     const updated = result ?? user;
-    await this.audit.append({
+    await this.audit.record({
       actor: actorOf(principal),
       kind: 'user.update',
       payload: { userId: user.id, email: user.email, before: { role: user.role, displayName: user.displayName }, after: { role: updated.role, displayName: updated.displayName } },
@@ -132,7 +132,7 @@ export class UsersService implements OnApplicationBootstrap {
       if (isUniqueViolation(error)) throw new AppError(ErrorCode.Conflict, `A user with the email ${input.email} already exists.`);
       throw error;
     }
-    await this.audit.append({ actor: actorOf(principal), kind: 'user.create', payload: { userId: user.id, email: user.email, role: user.role, projectIds: input.projectIds } });
+    await this.audit.record({ actor: actorOf(principal), kind: 'user.create', payload: { userId: user.id, email: user.email, role: user.role, projectIds: input.projectIds } });
     return toUserView(user, [...input.projectIds]);
   }
 }

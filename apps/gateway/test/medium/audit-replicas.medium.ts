@@ -63,6 +63,23 @@ async function eventually(check: () => Promise<boolean>, what: string, ms = 20_0
   }
 }
 
+/** Another connection in a chaining round: it holds the chainer lock until released (idempotent). */
+async function holdChainerLock(url: string): Promise<{ release(): Promise<void> }> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  client.on('error', () => undefined);
+  await client.query('BEGIN');
+  await client.query(`SELECT pg_try_advisory_xact_lock(${CHAINER_LOCK})`);
+  let released: Promise<void> | undefined;
+  return {
+    release: () =>
+      (released ??= (async () => {
+        await client.query('COMMIT').catch(() => undefined);
+        await client.end().catch(() => undefined);
+      })()),
+  };
+}
+
 const queuedEntry = (kind: string, session: string, i: number): QueuedEntry => ({
   key: randomUUID(),
   actor: 'replica-gone',
@@ -167,6 +184,114 @@ withTestDatabases(
       }
     });
 
+    it('record answers once the entry is on disk, without waiting for a round under way; a read on another replica then shows it, in order', async () => {
+      const db = database();
+      if (db.driver.kind !== 'postgres') throw new Error('expected PostgreSQL');
+      const replicas = await openReplicas(db, 2);
+      const chainer = await holdChainerLock(db.driver.url);
+      try {
+        const kind = 'test.recorded_queued';
+        // Every record resolves while another connection holds the chainer lock: none waits for a round.
+        for (let i = 0; i < 5; i++) await replicas[0]!.audit.record({ actor: 'replica-0', kind, sessionId: 'r0', payload: { i, tag: `r0:${i}` } });
+        await expect(db.superuser<{ n: number }>('SELECT count(*)::int AS n FROM audit_pending')).resolves.toEqual([{ n: 5 }]);
+        await expect(shapeOf(db, kind)).resolves.toMatchObject({ entries: 0 });
+        // A read begun now waits for what was queued before it; the round under way ends soon after.
+        const read = replicas[1]!.audit.list({ kinds: [kind] }, { order: 'asc' });
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        await chainer.release();
+        const shown = await read;
+        expect(shown.map((e) => (e.payload as { i: number }).i)).toEqual([0, 1, 2, 3, 4]);
+        await replicas[0]!.audit.drain();
+        await expect(shapeOf(db, kind)).resolves.toEqual({ entries: 5, distinct: 5, queued: 0, disordered: 0 });
+        await expect(replicas[1]!.audit.verify()).resolves.toMatchObject({ ok: true });
+      } finally {
+        await chainer.release();
+        await closeReplicas(replicas);
+      }
+    });
+
+    it('recorded entries left queued for a round that then ends without them are chained by their replica once it is quiet: no sweep, read or other write needed', async () => {
+      const db = database();
+      if (db.driver.kind !== 'postgres') throw new Error('expected PostgreSQL');
+      const replicas = await openReplicas(db, 1);
+      const chainer = await holdChainerLock(db.driver.url);
+      try {
+        const kind = 'test.recorded_tail';
+        for (let i = 0; i < 3; i++) await replicas[0]!.audit.record({ actor: 'replica-0', kind, sessionId: 'r0', payload: { i, tag: `r0:${i}` } });
+        // The round under way ends having chained none of them, and announces nothing.
+        await chainer.release();
+        await eventually(async () => (await shapeOf(db, kind)).entries === 3, 'the replica chained what it left queued', 5_000);
+        await expect(shapeOf(db, kind)).resolves.toEqual({ entries: 3, distinct: 3, queued: 0, disordered: 0 });
+      } finally {
+        await chainer.release();
+        await closeReplicas(replicas);
+      }
+    });
+
+    it('a read whose queued entries cannot be chained (a round holds the lock throughout) answers with the chain as it is, and shows them once chained', async () => {
+      const db = database();
+      if (db.driver.kind !== 'postgres') throw new Error('expected PostgreSQL');
+      const replicas = await openReplicas(db, 2);
+      const chainer = await holdChainerLock(db.driver.url);
+      try {
+        const kind = 'test.recorded_stuck';
+        await replicas[0]!.audit.record({ actor: 'replica-0', kind, sessionId: 'r0', payload: { i: 0, tag: 'r0:0' } });
+        await expect(replicas[1]!.audit.count({ kinds: [kind] })).resolves.toBe(0);
+        await chainer.release();
+        await expect(replicas[1]!.audit.count({ kinds: [kind] })).resolves.toBe(1);
+      } finally {
+        await chainer.release();
+        await closeReplicas(replicas);
+      }
+    });
+
+    it('a replica that dies right after record answered loses nothing: a running gateway chains its queued entries', async () => {
+      const db = database();
+      if (db.driver.kind !== 'postgres') throw new Error('expected PostgreSQL');
+      const kind = 'test.recorded_died';
+      const dying = await openReplicas(db, 1);
+      const chainer = await holdChainerLock(db.driver.url);
+      for (let i = 0; i < 3; i++) await dying[0]!.audit.record({ actor: 'replica-gone', kind, sessionId: 'died', payload: { i, tag: `died:${i}` } });
+      // Gone without its shutdown: its connections end with whatever it was still following.
+      await dying[0]!.database.close();
+      await chainer.release();
+      const [survivor] = await openReplicas(db, 1);
+      try {
+        survivor!.audit.onApplicationBootstrap();
+        await eventually(async () => (await shapeOf(db, kind)).entries === 3, 'the sweep chained the entries');
+        await expect(shapeOf(db, kind)).resolves.toEqual({ entries: 3, distinct: 3, queued: 0, disordered: 0 });
+        await expect(survivor!.audit.verify()).resolves.toMatchObject({ ok: true });
+      } finally {
+        await closeReplicas([survivor as Replica]);
+      }
+    });
+
+    it('six replicas recording and appending together: every entry once, each session in call order, one chain that verifies', async () => {
+      const db = database();
+      const replicas = await openReplicas(db, 6);
+      try {
+        const kind = 'test.replicas_recorded';
+        await Promise.all(
+          replicas.flatMap((replica, r) =>
+            [0, 1].map(async (s) => {
+              for (let i = 0; i < 40; i++) {
+                const input = { actor: `replica-${r}`, kind, sessionId: `r${r}-s${s}`, payload: { i, tag: `r${r}-s${s}:${i}` } };
+                // One session records only; the other mixes both, as a gateway's actions and tests do.
+                if (s === 0 || i % 3 !== 0) await replica.audit.record(input);
+                else await replica.audit.append(input);
+              }
+            }),
+          ),
+        );
+        await expect(replicas[0]!.audit.count({ kinds: [kind] })).resolves.toBe(480);
+        await Promise.all(replicas.map((r) => r.audit.drain()));
+        await expect(shapeOf(db, kind)).resolves.toEqual({ entries: 480, distinct: 480, queued: 0, disordered: 0 });
+        await expect(replicas[0]!.audit.verify()).resolves.toMatchObject({ ok: true });
+      } finally {
+        await closeReplicas(replicas);
+      }
+    });
+
     it('entries queued by a replica that then died are chained by a running gateway’s sweep, with no other append', async () => {
       const db = database();
       const kind = 'test.replica_died';
@@ -200,6 +325,8 @@ withTestDatabases((database) => {
     expect(stored[2]?.seq).toBe(next.seq);
     await expect(repository.queue()).resolves.toEqual({ entries: 0, oldest: null });
     await expect(audit.verify()).resolves.toMatchObject({ ok: true });
+    // The round owed after moving queued entries ends before the next test's rounds begin.
+    await audit.drain();
   });
 
   it('sweep chains what is queued and says how many', async () => {

@@ -162,7 +162,7 @@ export class OidcService {
     const c = this.requireConfig();
     const state = query.get('state') ?? '';
     const fail = async (reason: string, sentence: string, extra: Record<string, unknown> = {}): Promise<never> => {
-      await this.audit.append({ actor: 'anonymous', kind: 'auth.login_failed', payload: { via: 'oidc', ip, reason, ...extra } });
+      await this.audit.record({ actor: 'anonymous', kind: 'auth.login_failed', payload: { via: 'oidc', ip, reason, ...extra } });
       throw new OidcSignInError(sentence);
     };
     const refusal = this.audit.refusal();
@@ -233,7 +233,7 @@ export class OidcService {
         linked = true;
       } else {
         user = await this.users.create({ email, displayName: stringClaim(claims, c.claims.name) ?? email, role: mapped.role, passwordHash: null, oidcIssuer: issuer, oidcSubject: subject });
-        await this.audit.append({ actor: 'system', kind: 'user.create', payload: { userId: user.id, email, role: mapped.role, via: 'oidc', issuer, subject } });
+        await this.audit.record({ actor: 'system', kind: 'user.create', payload: { userId: user.id, email, role: mapped.role, via: 'oidc', issuer, subject } });
       }
     }
     if (user.revokedAt || user.disabledAt) {
@@ -252,11 +252,11 @@ export class OidcService {
         refreshToken: tokens.refresh_token ? this.box.seal(tokens.refresh_token, `oidc-refresh:cli:${codeHash}`) : null,
         expiresAt: new Date(Date.now() + CLI_CODE_TTL_MS),
       });
-      await this.audit.append({ actor: `user:${user.id}`, kind: 'auth.login', payload: { ip, via: 'oidc', client: 'cli', issuer, subject, groups: mapped.groups, role: user.role } });
+      await this.audit.record({ actor: `user:${user.id}`, kind: 'auth.login', payload: { ip, via: 'oidc', client: 'cli', issuer, subject, groups: mapped.groups, role: user.role } });
       return `http://127.0.0.1:${login.cliPort}/callback?code=${encodeURIComponent(code)}`;
     }
     await this.openSession(user.id, tokens.refresh_token ?? null, jar);
-    await this.audit.append({ actor: `user:${user.id}`, kind: 'auth.login', payload: { ip, via: 'oidc', issuer, subject, groups: mapped.groups, role: user.role } });
+    await this.audit.record({ actor: `user:${user.id}`, kind: 'auth.login', payload: { ip, via: 'oidc', issuer, subject, groups: mapped.groups, role: user.role } });
     return `${this.consoleOrigin()}${login.returnTo}`;
   }
 
@@ -268,7 +268,7 @@ export class OidcService {
   async cliSession(body: OidcCliRequest, ip: string, jar: CookieJar): Promise<LoginResponse> {
     this.requireConfig();
     const fail = async (reason: string, sentence: string, extra: Record<string, unknown> = {}): Promise<never> => {
-      await this.audit.append({ actor: 'anonymous', kind: 'auth.login_failed', payload: { via: 'oidc', client: 'cli', ip, reason, ...extra } });
+      await this.audit.record({ actor: 'anonymous', kind: 'auth.login_failed', payload: { via: 'oidc', client: 'cli', ip, reason, ...extra } });
       throw new AppError(ErrorCode.Unauthenticated, sentence);
     };
     const codeHash = hashSecret(body.code);
@@ -393,7 +393,7 @@ export class OidcService {
   private async check(holder: CheckedHolder, user: UserRow): Promise<UserRow> {
     const end = async (reason: string, sentence: string, extra: Record<string, unknown> = {}): Promise<never> => {
       await holder.end();
-      await this.audit.append({ actor: `user:${user.id}`, kind: 'auth.oidc_session_ended', payload: { reason, ...holder.audit, ...extra } });
+      await this.audit.record({ actor: `user:${user.id}`, kind: 'auth.oidc_session_ended', payload: { reason, ...holder.audit, ...extra } });
       throw new AppError(ErrorCode.Unauthenticated, sentence);
     };
     const provider = await this.provider().catch((e: Error) => {
@@ -451,7 +451,7 @@ export class OidcService {
     if (removed.length) changes.projectsRemoved = removed;
     if (how.linked) changes.linked = true;
     if (Object.keys(changes).length > 0) {
-      await this.audit.append({ actor: 'system', kind: 'auth.oidc_mapping', payload: { userId: user.id, at: how.at, groups: mapped.groups, ...changes } });
+      await this.audit.record({ actor: 'system', kind: 'auth.oidc_mapping', payload: { userId: user.id, at: how.at, groups: mapped.groups, ...changes } });
     }
     return current;
   }

@@ -107,6 +107,11 @@ export interface AuditPageRequest {
  */
 @Injectable()
 export class AuditLogRepository extends Repository {
+  /** Whether entries can be queued (PostgreSQL); on PGlite one connection chains every append itself. */
+  get queues(): boolean {
+    return this.pool !== undefined;
+  }
+
   /** The chainer's lease (PostgreSQL); undefined on PGlite, where one process holds the only connection. */
   chainerLeaseMs: number | undefined;
   private readonly pool: Pool | undefined;
@@ -250,6 +255,12 @@ export class AuditLogRepository extends Repository {
 
   /** Commits entries to the queue, without taking any lock: for a writer that knows a chainer is busy. Returns their queue ids by key. */
   async enqueue(entries: QueuedEntry[]): Promise<Map<string, number>> {
+    const [one] = entries;
+    if (this.pool && entries.length === 1 && one) {
+      // One entry (a replica with one action in flight): a plain insert, no arrays to build or unnest.
+      const values = [one.key, one.actor, one.kind, one.projectId, one.sessionId, one.payload];
+      return queuedIds((await this.pool.query({ name: ENQUEUE_ONE.name, text: ENQUEUE_ONE.text, values })).rows);
+    }
     if (this.pool) return queuedIds((await this.pool.query({ name: ENQUEUE.name, text: ENQUEUE.text, values: enqueueParams(entries) })).rows);
     return this.transaction((session) => session.query(ENQUEUE, enqueueParams(entries)).then(queuedIds));
   }
@@ -295,6 +306,13 @@ export class AuditLogRepository extends Repository {
       else chained.set(r.entry_key, { seq: Number(r.seq), at: new Date(Number(r.at_ms)), prevHash: r.prev_hash as string, hash: r.hash as string });
     }
     return { chained, queued };
+  }
+
+  /** The queue's first and last ids (both null when it is empty): rounds chain it in id order. */
+  async queueBounds(): Promise<{ first: number | null; last: number | null }> {
+    const [row] = rowsOf<{ first: string | number | null; last: string | number | null }>(await this.db.execute(sql`SELECT min(id) AS first, max(id) AS last FROM audit_pending`));
+    const at = (v: string | number | null | undefined) => (v === null || v === undefined ? null : Number(v));
+    return { first: at(row?.first), last: at(row?.last) };
   }
 
   /** How many entries wait in the queue, and since when the oldest has. */
@@ -470,20 +488,22 @@ interface RoundSession {
 
 /**
  * Rows get ids in the order given, which is the order they will be chained in. The transaction
- * commits without waiting for its flush to disk (synchronous_commit off, for this transaction only):
- * a queued entry is not yet answered for. Its writer is answered once a round has chained it, and
- * that round commits synchronously, which flushes the write-ahead log up to its commit, past this
- * insert. If the server crashes before, the entry may be gone, but its writer was never told it was
- * recorded: it gets an error, retries, and writes it again.
+ * commits synchronously, like any other: a writer that asked only for its entry to be recorded
+ * (AuditService.record) is answered once this insert is on disk, before a round has chained it.
  */
 const ENQUEUE: Statement = {
   name: 'lemniscate_audit_enqueue',
   text: `INSERT INTO audit_pending (entry_key, actor, kind, project_id, session_id, payload)
          SELECT x.entry_key, x.actor, x.kind, x.project_id, x.session_id, x.payload
-         FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS x(entry_key, actor, kind, project_id, session_id, payload, n),
-              (SELECT set_config('synchronous_commit', 'off', true) OFFSET 0) AS deferred_flush
+         FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS x(entry_key, actor, kind, project_id, session_id, payload, n)
          ORDER BY x.n
          RETURNING id, entry_key`,
+};
+
+/** ENQUEUE for a single entry. */
+const ENQUEUE_ONE: Statement = {
+  name: 'lemniscate_audit_enqueue_one',
+  text: `INSERT INTO audit_pending (entry_key, actor, kind, project_id, session_id, payload) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, entry_key`,
 };
 
 const NOTIFY: Statement = { name: 'lemniscate_audit_notify', text: 'SELECT pg_notify($1, $2)' };

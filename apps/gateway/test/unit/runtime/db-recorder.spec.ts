@@ -38,7 +38,7 @@ describe('DbSessionRecorder and the audit sinks’ refusal mode (T2)', () => {
     const created: unknown[] = [];
     const appended: unknown[] = [];
     const deps = {
-      audit: { refusal: () => 'This action is refused because no audit sink can record it right now (siem: down).', append: async (e: unknown) => void appended.push(e) },
+      audit: { refusal: () => 'This action is refused because no audit sink can record it right now (siem: down).', record: async (e: unknown) => void appended.push(e) },
       toolCalls: { create: async (row: unknown) => (created.push(row), row) },
     } as unknown as DbRecorderDeps;
     const recorder = new DbSessionRecorder(deps, { id: 'ses', rootId: 'ses', projectId: 'prj', agent: 'general' });
