@@ -213,6 +213,7 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
           const round = await this.log.append([], linkEntries);
           if (!round.chained || round.fromQueue === 0) return;
           chained += round.fromQueue;
+          this.wakeChainedListeners();
           if (this.closing) return await this.log.announceStop();
         }
       } catch (error) {
@@ -269,6 +270,10 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
   private chained(batch: PendingAppend[], written: Written): void {
     batch.forEach((pending, i) => pending.resolve(written.rows[i] as AuditLogRow));
     this.owed = written.fromQueue > 0;
+    this.wakeChainedListeners();
+  }
+
+  private wakeChainedListeners(): void {
     for (const listener of this.chainedListeners) listener();
   }
 
@@ -332,7 +337,7 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
       .then(
         (written) => {
           batch.forEach((pending, i) => pending.resolve(written.rows[i] as AuditLogRow));
-          for (const listener of this.chainedListeners) listener();
+          this.wakeChainedListeners();
           if (written.fromQueue > 0 && !this.closing) {
             // Its own round moved queued entries and announced another: that round is owed here.
             this.owed = true;
@@ -500,6 +505,7 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
         if (Date.now() >= deadline) return false;
         const round = await this.log.append([], linkEntries);
         owed = round.chained && round.fromQueue > 0;
+        if (owed) this.wakeChainedListeners();
         // Another connection is chaining: its round takes the queue oldest first.
         if (!round.chained) await new Promise((resolve) => setTimeout(resolve, CATCH_UP_PAUSE_MS));
       }
