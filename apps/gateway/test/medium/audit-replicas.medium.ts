@@ -63,8 +63,38 @@ async function eventually(check: () => Promise<boolean>, what: string, ms = 20_0
   }
 }
 
+/** A gateway started after a replica died: its sweep chains the three entries of `kind` the dead one left queued. */
+async function sweptByAnother(db: TestDatabase, kind: string): Promise<void> {
+  const [survivor] = await openReplicas(db, 1);
+  try {
+    survivor!.audit.onApplicationBootstrap();
+    await eventually(async () => (await shapeOf(db, kind)).entries === 3, 'the sweep chained the entries');
+    await expect(shapeOf(db, kind)).resolves.toEqual({ entries: 3, distinct: 3, queued: 0, disordered: 0 });
+    await expect(survivor!.audit.verify()).resolves.toMatchObject({ ok: true });
+  } finally {
+    await closeReplicas([survivor as Replica]);
+  }
+}
+
+/** `count` replicas while another connection is in a chaining round (the test may end it sooner). */
+async function whileChaining(db: TestDatabase, count: number, fn: (replicas: Replica[], chainer: HeldLock) => Promise<void>): Promise<void> {
+  if (db.driver.kind !== 'postgres') throw new Error('expected PostgreSQL');
+  const replicas = await openReplicas(db, count);
+  const chainer = await holdChainerLock(db.driver.url);
+  try {
+    await fn(replicas, chainer);
+  } finally {
+    await chainer.release();
+    await closeReplicas(replicas);
+  }
+}
+
+interface HeldLock {
+  release(): Promise<void>;
+}
+
 /** Another connection in a chaining round: it holds the chainer lock until released (idempotent). */
-async function holdChainerLock(url: string): Promise<{ release(): Promise<void> }> {
+async function holdChainerLock(url: string): Promise<HeldLock> {
   const client = new Client({ connectionString: url });
   await client.connect();
   client.on('error', () => undefined);
@@ -186,10 +216,7 @@ withTestDatabases(
 
     it('record answers once the entry is on disk, without waiting for a round under way; a read on another replica then shows it, in order', async () => {
       const db = database();
-      if (db.driver.kind !== 'postgres') throw new Error('expected PostgreSQL');
-      const replicas = await openReplicas(db, 2);
-      const chainer = await holdChainerLock(db.driver.url);
-      try {
+      await whileChaining(db, 2, async (replicas, chainer) => {
         const kind = 'test.recorded_queued';
         // Every record resolves while another connection holds the chainer lock: none waits for a round.
         for (let i = 0; i < 5; i++) await replicas[0]!.audit.record({ actor: 'replica-0', kind, sessionId: 'r0', payload: { i, tag: `r0:${i}` } });
@@ -204,45 +231,29 @@ withTestDatabases(
         await replicas[0]!.audit.drain();
         await expect(shapeOf(db, kind)).resolves.toEqual({ entries: 5, distinct: 5, queued: 0, disordered: 0 });
         await expect(replicas[1]!.audit.verify()).resolves.toMatchObject({ ok: true });
-      } finally {
-        await chainer.release();
-        await closeReplicas(replicas);
-      }
+      });
     });
 
     it('recorded entries left queued for a round that then ends without them are chained by their replica once it is quiet: no sweep, read or other write needed', async () => {
       const db = database();
-      if (db.driver.kind !== 'postgres') throw new Error('expected PostgreSQL');
-      const replicas = await openReplicas(db, 1);
-      const chainer = await holdChainerLock(db.driver.url);
-      try {
+      await whileChaining(db, 1, async (replicas, chainer) => {
         const kind = 'test.recorded_tail';
         for (let i = 0; i < 3; i++) await replicas[0]!.audit.record({ actor: 'replica-0', kind, sessionId: 'r0', payload: { i, tag: `r0:${i}` } });
         // The round under way ends having chained none of them, and announces nothing.
         await chainer.release();
         await eventually(async () => (await shapeOf(db, kind)).entries === 3, 'the replica chained what it left queued', 5_000);
         await expect(shapeOf(db, kind)).resolves.toEqual({ entries: 3, distinct: 3, queued: 0, disordered: 0 });
-      } finally {
-        await chainer.release();
-        await closeReplicas(replicas);
-      }
+      });
     });
 
     it('a read whose queued entries cannot be chained (a round holds the lock throughout) answers with the chain as it is, and shows them once chained', async () => {
-      const db = database();
-      if (db.driver.kind !== 'postgres') throw new Error('expected PostgreSQL');
-      const replicas = await openReplicas(db, 2);
-      const chainer = await holdChainerLock(db.driver.url);
-      try {
+      await whileChaining(database(), 2, async (replicas, chainer) => {
         const kind = 'test.recorded_stuck';
         await replicas[0]!.audit.record({ actor: 'replica-0', kind, sessionId: 'r0', payload: { i: 0, tag: 'r0:0' } });
         await expect(replicas[1]!.audit.count({ kinds: [kind] })).resolves.toBe(0);
         await chainer.release();
         await expect(replicas[1]!.audit.count({ kinds: [kind] })).resolves.toBe(1);
-      } finally {
-        await chainer.release();
-        await closeReplicas(replicas);
-      }
+      });
     });
 
     it('a replica that dies right after record answered loses nothing: a running gateway chains its queued entries', async () => {
@@ -255,15 +266,7 @@ withTestDatabases(
       // Gone without its shutdown: its connections end with whatever it was still following.
       await dying[0]!.database.close();
       await chainer.release();
-      const [survivor] = await openReplicas(db, 1);
-      try {
-        survivor!.audit.onApplicationBootstrap();
-        await eventually(async () => (await shapeOf(db, kind)).entries === 3, 'the sweep chained the entries');
-        await expect(shapeOf(db, kind)).resolves.toEqual({ entries: 3, distinct: 3, queued: 0, disordered: 0 });
-        await expect(survivor!.audit.verify()).resolves.toMatchObject({ ok: true });
-      } finally {
-        await closeReplicas([survivor as Replica]);
-      }
+      await sweptByAnother(db, kind);
     });
 
     it('six replicas recording and appending together: every entry once, each session in call order, one chain that verifies', async () => {
@@ -298,15 +301,7 @@ withTestDatabases(
       const dying = await openReplicas(db, 1);
       await dying[0]!.repository.enqueue([0, 1, 2].map((i) => queuedEntry(kind, 'died', i)));
       await Promise.all(dying.map((r) => r.database.close()));
-      const [survivor] = await openReplicas(db, 1);
-      try {
-        survivor!.audit.onApplicationBootstrap();
-        await eventually(async () => (await shapeOf(db, kind)).entries === 3, 'the sweep chained the entries');
-        await expect(shapeOf(db, kind)).resolves.toEqual({ entries: 3, distinct: 3, queued: 0, disordered: 0 });
-        await expect(survivor!.audit.verify()).resolves.toMatchObject({ ok: true });
-      } finally {
-        await closeReplicas([survivor as Replica]);
-      }
+      await sweptByAnother(db, kind);
     });
   },
   ['postgres'],
