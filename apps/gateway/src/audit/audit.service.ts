@@ -75,8 +75,9 @@ const CATCH_UP_MS = 2_000;
 const TAIL_MS = 20;
 /** The longest that making sure of them goes on before leaving them to the sweep. */
 const TAIL_BOUND_MS = 10_000;
-/** Between two tries of a read waiting for another connection's round. */
+/** Between two tries of a read waiting for another connection's round: the first pause, and the longest. */
 const CATCH_UP_PAUSE_MS = 5;
+const CATCH_UP_PAUSE_MAX_MS = 200;
 /** How often a running gateway looks for queued entries nobody is chaining (their writer died). */
 const SWEEP_INTERVAL_MS = 2_000;
 
@@ -498,6 +499,7 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
     if (last === null) return true;
     const deadline = Date.now() + ms;
     let owed = false;
+    let pause = CATCH_UP_PAUSE_MS;
     try {
       for (;;) {
         const { first } = await this.log.queueBounds();
@@ -506,8 +508,12 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
         const round = await this.log.append([], linkEntries);
         owed = round.chained && round.fromQueue > 0;
         if (owed) this.wakeChainedListeners();
-        // Another connection is chaining: its round takes the queue oldest first.
-        if (!round.chained) await new Promise((resolve) => setTimeout(resolve, CATCH_UP_PAUSE_MS));
+        // Another connection is chaining: its round takes the queue oldest first. Asked again less and
+        // less often, so that a round that lasts (a chainer frozen until its lease ends) is not polled hard.
+        if (!round.chained) {
+          await new Promise((resolve) => setTimeout(resolve, Math.min(pause, Math.max(0, deadline - Date.now()))));
+          pause = Math.min(pause * 2, CATCH_UP_PAUSE_MAX_MS);
+        }
       }
     } finally {
       // The last round here moved entries and announced another; writers waiting for it chain their own.
