@@ -246,7 +246,7 @@ async function main() {
     if (r['separateConnectionsPerSecond'] !== undefined) {
       process.stdout.write(
         `    20 replicas, own connections     ${String(r['separateConnectionsPerSecond']).padStart(6)}/s   target ≥ ${TARGET_REPLICAS}/s: ${verdict(r['separateConnectionsPerSecond'], TARGET_REPLICAS)}` +
-          `   (every entry once, in order per replica: ${r['replicaEntriesOnceInOrder'] ? 'yes' : 'NO'})   machine CPU ${r['replicaCpuMsPerEntry']} ms/entry\n`,
+          `   (every entry once, in order per replica: ${r['replicaEntriesOnceInOrder'] ? 'yes' : 'NO'}; answered at ${r['replicaRecordedPerSecond']}/s)   machine CPU ${r['replicaCpuMsPerEntry']} ms/entry\n`,
       );
       process.stdout.write(
         `    20 connections, one-row commits  ${String(r['plainCommitsPerSecond']).padStart(6)}/s   (no chain: plain commits the machine managed during this run)   machine CPU ${r['plainCpuMsPerCommit']} ms/commit\n`,

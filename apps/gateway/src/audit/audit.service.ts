@@ -320,15 +320,13 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
   /** Waits, beside the writes that follow, until a round has chained a batch committed to the queue. */
   private follow(batch: PendingAppend[], queued: Queued): void {
     const entries = batch.map((pending) => pending.entry);
-    const keys = entries.map((e) => e.key);
     const following: Promise<void> = withDbRetry(
       async (attempt) => {
         if (attempt === 1) return this.awaitQueued(entries, queued.ids, queued.mark, queued.unseen);
         // After a short outage: where the entries are now.
         const mark = this.signal.mark();
-        const where = await this.log.locate(keys);
-        if (where.chained.size === entries.length) return { rows: placed(entries, where.chained), fromQueue: 0 };
-        return this.awaitQueued(entries, where.queued, mark, true);
+        const found = await this.landed(entries, mark);
+        return found && 'rows' in found ? found : this.awaitQueued(entries, found?.ids ?? new Map(), mark, true);
       },
       {
         onRetry: ({ attempt, reason, delayMs }) =>
@@ -397,9 +395,8 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
         if (contended && batch.some((pending) => !pending.recorded)) await this.signal.open();
         const mark = this.signal.mark();
         if (attempt > 1) {
-          const where = await this.log.locate(entries.map((e) => e.key));
-          if (where.chained.size === entries.length) return { rows: placed(entries, where.chained), fromQueue: 0 };
-          if (where.queued.size > 0) return { ids: where.queued, mark, unseen: true };
+          const found = await this.landed(entries, mark);
+          if (found) return found;
         }
         if (contended) return { ids: await this.log.enqueue(entries), mark, unseen: true };
         const round = await this.log.append(entries, linkEntries);
@@ -414,6 +411,16 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
         onRetry: ({ attempt, reason, delayMs }) => this.logger.warn({ attempt, reason, delayMs, entries: batch.length }, 'audit append: the database is unreachable; retrying'),
       },
     );
+  }
+
+  /**
+   * Where a batch written before a broken connection landed: all in the chain, some in the queue (to
+   * be followed from `mark`), or nowhere found (undefined: to be written again).
+   */
+  private async landed(entries: QueuedEntry[], mark: SignalMark): Promise<Written | Queued | undefined> {
+    const where = await this.log.locate(entries.map((e) => e.key));
+    if (where.chained.size === entries.length) return { rows: placed(entries, where.chained), fromQueue: 0 };
+    return where.queued.size > 0 ? { ids: where.queued, mark, unseen: true } : undefined;
   }
 
   /**
