@@ -40,7 +40,7 @@ export async function startExecHost(tag, env = {}) {
   const token = `bench-${Math.random().toString(36).slice(2)}-token`;
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), `lemni-bench-${tag}-`));
   const config = loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: token, LEMNISCATE_EXEC_HOST_STATE_DIR: stateDir, LEMNISCATE_EXEC_HOST_PORT: '1', LEMNISCATE_EXEC_HOST_WARM_POOL: '0', ...env });
-  const host = await createExecHost(config, new DockerSandboxDriver(), { logger: false });
+  const host = await createExecHost(config, new DockerSandboxDriver({ runner: config.commandRunner }), { logger: false });
   host.app.getHttpServer().keepAliveTimeout = 65_000;
   await host.app.listen(0, '127.0.0.1');
   const base = `http://127.0.0.1:${host.app.getHttpServer().address().port}`;

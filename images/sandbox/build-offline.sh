@@ -29,10 +29,12 @@ if [ -n "$second" ]; then
   umount "$work/rootfs/proc"
   rm -f "$work/rootfs/etc/apt/sources.list"
 fi
-# The seccomp loader is compiled here, static, so the image carries no compiler (ADR 0008).
-command -v gcc > /dev/null || { echo "gcc is needed to build the sandbox's seccomp loader: apt-get install gcc libc6-dev." >&2; exit 1; }
+# The seccomp loader and the command runner are compiled here, static, so the image carries no
+# compiler (ADR 0008, 0016).
+command -v gcc > /dev/null || { echo "gcc is needed to build the sandbox's seccomp loader and runner: apt-get install gcc libc6-dev." >&2; exit 1; }
 gcc -O2 -static -Wall -Wextra -Werror -o "$work/seccomp-load" "$here/seccomp-load.c"
-sh "$here/rootfs-setup.sh" "$work/rootfs" "$work/seccomp-load"
+gcc -O2 -static -Wall -Wextra -Werror -o "$work/sandbox-runner" "$here/sandbox-runner.c"
+sh "$here/rootfs-setup.sh" "$work/rootfs" "$work/seccomp-load" "$work/sandbox-runner"
 
 tar -C "$work/rootfs" --numeric-owner -c . | docker import \
   --change 'USER 10001:10001' \

@@ -2,9 +2,11 @@
 # Shared finishing step of both image builds, run against a root filesystem ($1):
 # the unprivileged sandbox user that owns the working copy, no setuid/setgid bits, no package caches.
 # $2: the static seccomp loader built from seccomp-load.c, installed beside the launcher.
+# $3: the static command runner built from sandbox-runner.c (docs/decisions/0016), beside it.
 set -eu
-root=${1:?usage: rootfs-setup.sh ROOTFS LOADER}
-loader=${2:?usage: rootfs-setup.sh ROOTFS LOADER}
+root=${1:?usage: rootfs-setup.sh ROOTFS LOADER RUNNER}
+loader=${2:?usage: rootfs-setup.sh ROOTFS LOADER RUNNER}
+runner=${3:?usage: rootfs-setup.sh ROOTFS LOADER RUNNER}
 grep -q '^sandbox:' "$root/etc/passwd" || echo 'sandbox:x:10001:10001:Lemniscate sandbox:/home/sandbox:/bin/bash' >> "$root/etc/passwd"
 grep -q '^sandbox:' "$root/etc/group" || echo 'sandbox:x:10001:' >> "$root/etc/group"
 grep -q '^sandbox:' "$root/etc/shadow" 2>/dev/null || echo 'sandbox:!:19000::::::' >> "$root/etc/shadow"
@@ -164,8 +166,9 @@ def main():
 main()
 LAUNCHER
 cp "$loader" "$root/usr/local/lib/lemniscate/seccomp-load"
-chown 0:0 "$root/usr/local/lib/lemniscate" "$root/usr/local/lib/lemniscate/seccomp-exec" "$root/usr/local/lib/lemniscate/seccomp-load"
-chmod 0755 "$root/usr/local/lib/lemniscate" "$root/usr/local/lib/lemniscate/seccomp-exec" "$root/usr/local/lib/lemniscate/seccomp-load"
+cp "$runner" "$root/usr/local/lib/lemniscate/sandbox-runner"
+chown 0:0 "$root/usr/local/lib/lemniscate" "$root/usr/local/lib/lemniscate/seccomp-exec" "$root/usr/local/lib/lemniscate/seccomp-load" "$root/usr/local/lib/lemniscate/sandbox-runner"
+chmod 0755 "$root/usr/local/lib/lemniscate" "$root/usr/local/lib/lemniscate/seccomp-exec" "$root/usr/local/lib/lemniscate/seccomp-load" "$root/usr/local/lib/lemniscate/sandbox-runner"
 # Nothing in the sandbox may raise privileges: strip every setuid and setgid bit.
 find "$root" -xdev -type f \( -perm -4000 -o -perm -2000 \) -exec chmod ug-s {} +
 rm -rf "$root/var/lib/apt/lists/"* "$root/var/cache/apt/"* "$root/usr/share/doc/"* "$root/usr/share/man/"* "$root/usr/share/info/"*

@@ -6,7 +6,7 @@ import { run, mustRun, has, SetupError } from './sh.mjs';
 import { aptInstall } from './engine.mjs';
 
 export const IMAGE_REPO = 'lemniscate/sandbox';
-const INPUTS = ['packages.txt', 'rootfs-setup.sh', 'build-offline.sh', 'debian-mirror.sh', 'seccomp-load.c'];
+const INPUTS = ['packages.txt', 'rootfs-setup.sh', 'build-offline.sh', 'debian-mirror.sh', 'seccomp-load.c', 'sandbox-runner.c'];
 /** The sandbox image built by the other route, images/sandbox/Dockerfile (the tests build it: S7). */
 export const DOCKERFILE_REPO = 'lemniscate/sandbox-dockerfile';
 /** The Debian base imported offline that the Dockerfile route starts from here, instead of debian:bookworm-slim. */

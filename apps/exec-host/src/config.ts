@@ -58,6 +58,8 @@ export interface ExecHostConfig {
   environmentsKept: number;
   /** How containers' cgroups are reached (LEMNISCATE_CGROUP_LAYOUT): the layout the host has, or one forced. */
   cgroupLayout: CgroupLayoutSetting;
+  /** Commands through each sandbox's runner (LEMNISCATE_SANDBOX_RUNNER=on, the default) or an engine exec each (off). */
+  commandRunner: boolean;
   /** Mutual TLS of the control channel; null: plain HTTP on loopback or the unix socket. */
   tls: ExecHostTls | null;
   registration: ExecHostRegistration | null;
@@ -202,6 +204,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
   if (!layout.success) {
     throw new StartupError(`LEMNISCATE_CGROUP_LAYOUT must be auto (the layout this host has), v1, v2 or engine (the container engine only), not "${env.LEMNISCATE_CGROUP_LAYOUT}".`);
   }
+  const runnerSetting = env.LEMNISCATE_SANDBOX_RUNNER ?? 'on';
+  if (runnerSetting !== 'on' && runnerSetting !== 'off') {
+    throw new StartupError(`LEMNISCATE_SANDBOX_RUNNER must be on (commands through each sandbox's runner) or off (an engine exec per command), not "${runnerSetting}".`);
+  }
   return {
     token,
     listen,
@@ -220,6 +226,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
     egressCaBundle: caBundle,
     environmentsKept,
     cgroupLayout: layout.data,
+    commandRunner: runnerSetting === 'on',
     tls,
     registration: loadRegistration(env, listen, tls),
   };

@@ -23,7 +23,7 @@ type Log = { log(message: string): void; warn(message: string): void };
 /** Starts the exec-host from environment variables and listens where they say. */
 export async function start(env: NodeJS.ProcessEnv = process.env, options: { logger?: false; log?: Log } = {}): Promise<RunningExecHost> {
   const config = loadConfig(env);
-  const driver = cgroupChecked(() => new DockerSandboxDriver({ cgroupLayout: config.cgroupLayout }));
+  const driver = cgroupChecked(() => new DockerSandboxDriver({ cgroupLayout: config.cgroupLayout, runner: config.commandRunner }));
   const engine = await driver.info();
   if (!engine.reachable) throw new StartupError(`The exec-host will not start: ${engine.message ?? 'the container engine does not answer.'}`);
   const host = await createExecHost(config, driver, { ...(options.logger === false ? { logger: false as const } : {}) });

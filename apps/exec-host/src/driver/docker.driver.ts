@@ -6,6 +6,7 @@ import { chooseCgroups, EngineCgroups, killAllButInit, type CgroupAccess, type C
 import { toDockerCreateOptions } from './docker-options';
 import { within } from '../within';
 import { compileContainerOptions, compiledFilterOf, seccompProfileOf, toExecOptions } from './seccomp-launcher';
+import { RUNNER_MAX_FRAME, RunnerLost, runnerExecOptions, SandboxRunner } from './runner';
 import {
   LABEL_INSTANCE,
   LABEL_MANAGED,
@@ -115,6 +116,11 @@ export interface DockerDriverOptions {
   removeRetryMs?: number;
   /** How long a removal waits for the container to exit after its kill (default 60 s). */
   endedWaitMs?: number;
+  /**
+   * Commands through the sandbox's runner, one per sandbox (default); false: an engine exec per
+   * command, as for an image without a runner (LEMNISCATE_SANDBOX_RUNNER=off, config.ts).
+   */
+  runner?: boolean;
 }
 
 /** One container's cgroup as this driver reaches it, found once from its init and kept while it lives. */
@@ -146,6 +152,9 @@ export class DockerSandboxDriver implements SandboxDriver {
   private readonly execContexts = new Map<string, ExecContext>();
   /** Profiles compiled to BPF for the image's static loader, by image and profile; null: use the launcher. */
   private readonly compiledFilters = new Map<string, Promise<string | null>>();
+  /** Each container's runner (null: its image has none, or it did not start: commands go the engine's way). */
+  private readonly runners = new Map<string, Promise<SandboxRunner | null>>();
+  private readonly runnerEnabled: boolean;
   private events: Readable | null = null;
   private eventsStarting: Promise<void> | null = null;
   private closed = false;
@@ -157,6 +166,7 @@ export class DockerSandboxDriver implements SandboxDriver {
     this.docker = new Docker(options.docker);
     this.removeRetryMs = options.removeRetryMs ?? 2_000;
     this.endedWaitMs = options.endedWaitMs ?? ENDED_WAIT_MS;
+    this.runnerEnabled = options.runner ?? true;
     const engine = this.engineControl();
     this.engineCgroups = new EngineCgroups(engine, path.join(options.cgroupRoot ?? '/', 'proc'));
     this.cgroupAccess = options.cgroupAccess ? options.cgroupAccess(engine) : chooseCgroups({ root: options.cgroupRoot ?? '/', layout: options.cgroupLayout ?? 'auto' }, engine);
@@ -270,7 +280,32 @@ export class DockerSandboxDriver implements SandboxDriver {
   }
 
   async warmUp(containerId: string): Promise<void> {
-    await Promise.all([this.execContext(containerId), this.containerCgroup(containerId)]);
+    await Promise.all([this.execContext(containerId).then(() => this.runnerFor(containerId)), this.containerCgroup(containerId)]);
+  }
+
+  /** The container's runner, started when it has none yet or its last one is gone; null: the engine's way. */
+  private async runnerFor(containerId: string): Promise<SandboxRunner | null> {
+    if (!this.runnerEnabled) return null;
+    const known = this.runners.get(containerId);
+    if (known) {
+      const runner = await known;
+      if (runner === null || runner.alive) return runner;
+      if (this.runners.get(containerId) !== known) return this.runnerFor(containerId);
+    }
+    // Under gVisor (2022-12) a process may open the descriptors of an undumpable process of its own
+    // user through /proc/PID/fd: a command could write the runner's frames or answer in its place.
+    // There every command stays an engine exec (docs/decisions/0016).
+    const starting = this.execContext(containerId)
+      .then(({ runtime }) => (runtime === 'runc' ? SandboxRunner.start(this.docker, containerId, runnerExecOptions()) : null))
+      .catch(() => null);
+    this.runners.set(containerId, starting);
+    return starting;
+  }
+
+  /** The container's runner if one is up; never starts one. */
+  private async liveRunner(containerId: string): Promise<SandboxRunner | null> {
+    const runner = await (this.runners.get(containerId) ?? null);
+    return runner?.alive ? runner : null;
   }
 
   async status(containerId: string): Promise<ContainerStatus | null> {
@@ -285,6 +320,75 @@ export class DockerSandboxDriver implements SandboxDriver {
 
   async exec(containerId: string, spec: ExecSpec): Promise<ExecOutcome> {
     await this.ensureEvents();
+    if (spec.stdin === undefined && Buffer.byteLength(spec.command, 'utf8') < RUNNER_MAX_FRAME / 2) {
+      const runner = await this.runnerFor(containerId);
+      if (runner) return this.execThroughRunner(containerId, runner, spec);
+    }
+    return this.execThroughEngine(containerId, spec);
+  }
+
+  /**
+   * One command through the sandbox's runner: no engine call on the way. The same caps in front of
+   * the command, the same program (bash, or gVisor's seccomp loader), the same user, directory and
+   * environment as an engine exec; the same reading of the container's death and OOM events.
+   */
+  private async execThroughRunner(containerId: string, runner: SandboxRunner, spec: ExecSpec): Promise<ExecOutcome> {
+    let died = false;
+    let oom = false;
+    let wake: () => void = () => undefined;
+    let oomSeen: () => void = () => undefined;
+    const containerGone = new Promise<void>((resolve) => (wake = resolve));
+    const oomArrived = new Promise<void>((resolve) => (oomSeen = resolve));
+    const off = this.on(containerId, (e) => {
+      if (e === 'oom') {
+        oom = true;
+        oomSeen();
+      }
+      if (e === 'die') {
+        died = true;
+        wake();
+      }
+    });
+    const onAbort = () => {
+      // The kill ends the command (its runner answers its end); a runner that cannot kill (stopped by
+      // the command) gives way to the engine's kill, which ends the runner too and so the command's wait.
+      void this.killAllUserProcesses(containerId)
+        .catch(() => this.stop(containerId))
+        .catch(() => undefined);
+    };
+    try {
+      const { runtime, memoryBytes, processes } = await this.execContext(containerId);
+      const ran = runner.run(withCommandCaps(spec.command, runtime, { memoryBytes, processes }), spec.onStdout, spec.onStderr);
+      if (spec.signal.aborted) onAbort();
+      else spec.signal.addEventListener('abort', onAbort, { once: true });
+      const ended = await Promise.race([ran, containerGone.then(() => 'died' as const)]);
+      if (ended === 'died' || died) {
+        ran.catch(() => undefined);
+        return { exitCode: null, containerDied: true, oomEvent: oom };
+      }
+      if (ended === 137 && !oom && !spec.signal.aborted && (await this.oomOnlyFromEvents(containerId))) {
+        await Promise.race([oomArrived, new Promise((r) => setTimeout(r, OOM_EVENT_GRACE_MS).unref())]);
+      }
+      return { exitCode: ended, containerDied: false, oomEvent: oom && (await this.oomOnlyFromEvents(containerId)) };
+    } catch (e) {
+      const st = await this.status(containerId).catch(() => null);
+      if (!st || !st.running) return { exitCode: null, containerDied: true, oomEvent: oom || Boolean(st?.oomKilled) };
+      if (e instanceof RunnerLost) {
+        // The runner ended under the command (the command signalled it, or the kernel's OOM killer
+        // chose it): how the command ended is not known. The kill after it goes the engine's way.
+        spec.onStderr(Buffer.from(`The sandbox's command runner ended while the command ran (${runner.reason}); the command's processes are killed.\n`));
+        return { exitCode: null, containerDied: false, oomEvent: oom };
+      }
+      // The runner could not start it (no process left under the cap): said on stderr, as a shell would.
+      spec.onStderr(Buffer.from(`${(e as Error).message}\n`));
+      return { exitCode: 126, containerDied: false, oomEvent: false };
+    } finally {
+      spec.signal.removeEventListener('abort', onAbort);
+      off();
+    }
+  }
+
+  private async execThroughEngine(containerId: string, spec: ExecSpec): Promise<ExecOutcome> {
     let died = false;
     let oom = false;
     let wake: () => void = () => undefined;
@@ -363,6 +467,17 @@ export class DockerSandboxDriver implements SandboxDriver {
    * processes this exec-host cannot reach.
    */
   async killAllUserProcesses(containerId: string): Promise<void> {
+    const runner = await this.liveRunner(containerId);
+    if (runner) {
+      try {
+        await runner.kill();
+        return;
+      } catch {
+        // Stopped, ended or answering that something is left: the engine's way below ends every
+        // process of the sandbox user, the runner included; the next command starts another.
+        runner.close();
+      }
+    }
     const c = await this.containerCgroup(containerId);
     if (c && c.runtime !== 'runsc') {
       const result = await killAllButInit(c.cgroup, c.initPid, { uid: KEEPER_UID });
@@ -503,6 +618,9 @@ export class DockerSandboxDriver implements SandboxDriver {
   }
 
   async remove(containerId: string): Promise<void> {
+    const runner = this.runners.get(containerId);
+    this.runners.delete(containerId);
+    void runner?.then((r) => r?.close());
     try {
       await this.endAndRemove(containerId);
     } finally {

@@ -79,4 +79,15 @@ describe('loadConfig', () => {
       );
     }
   });
+
+  it("runs commands through each sandbox's runner unless LEMNISCATE_SANDBOX_RUNNER is off, and refuses anything else with a sentence", () => {
+    expect(loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: token }).commandRunner).toBe(true);
+    expect(loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: token, LEMNISCATE_SANDBOX_RUNNER: 'on' }).commandRunner).toBe(true);
+    expect(loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: token, LEMNISCATE_SANDBOX_RUNNER: 'off' }).commandRunner).toBe(false);
+    for (const bad of ['', 'ON', 'true', '1', 'no', ' off']) {
+      expect(() => loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: token, LEMNISCATE_SANDBOX_RUNNER: bad })).toThrow(
+        `LEMNISCATE_SANDBOX_RUNNER must be on (commands through each sandbox's runner) or off (an engine exec per command), not "${bad}".`,
+      );
+    }
+  });
 });
