@@ -280,7 +280,10 @@ export class DockerSandboxDriver implements SandboxDriver {
   }
 
   async warmUp(containerId: string): Promise<void> {
-    await Promise.all([this.execContext(containerId).then(() => this.runnerFor(containerId)), this.containerCgroup(containerId)]);
+    await Promise.all([this.execContext(containerId), this.containerCgroup(containerId)]);
+    // Started now, not waited for: it comes up while the working copy is filled (or while the
+    // sandbox waits in the pool), and the first command waits for it if it has not.
+    void this.runnerFor(containerId);
   }
 
   /** The container's runner, started when it has none yet or its last one is gone; null: the engine's way. */

@@ -57,7 +57,7 @@ export interface TestHost {
 export async function startHost(env: Record<string, string> = {}, driverOptions: DockerDriverOptions = {}, Driver: typeof DockerSandboxDriver = DockerSandboxDriver): Promise<TestHost> {
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'lemni-exec-host-'));
   const config = loadConfig({ LEMNISCATE_EXEC_HOST_TOKEN: TOKEN, LEMNISCATE_EXEC_HOST_STATE_DIR: stateDir, LEMNISCATE_EXEC_HOST_WARM_POOL: '0', ...env });
-  const driver = new Driver({ cgroupLayout: config.cgroupLayout, ...driverOptions });
+  const driver = new Driver({ cgroupLayout: config.cgroupLayout, runner: config.commandRunner, ...driverOptions });
   const host = await createExecHost(config, driver, { logger: false });
   await host.app.init();
   const server = host.app.getHttpServer();
