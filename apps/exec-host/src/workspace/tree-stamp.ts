@@ -6,9 +6,19 @@ import * as path from 'node:path';
  * Entries whose change time or modification time is this close to the stamp's time (or later) make
  * it unusable for reuse: a change made within the file system's timestamp granularity of a stamp
  * could leave every timestamp as it was. Two seconds covers the coarsest granularity of file systems
- * a working copy may live on (one second on ext3, two on FAT); ext4, the sandbox disks, has a clock tick.
+ * a working copy may live on (one second on ext3 or ext4 with small inodes, two on FAT), whose
+ * timestamps carry no fraction of a second.
  */
 export const RACY_MARGIN_MS = 2_000;
+
+/**
+ * The margin for an entry whose change or modification time carries a fraction of a second: its file
+ * system keeps sub-second timestamps (ext4 with large inodes, as the sandbox disks are made; xfs,
+ * btrfs, tmpfs), set from the kernel's coarse clock, whose tick is at most 10 ms. A coarse file
+ * system never gives a fraction, and an entry of a fine one that happens to fall on a whole second
+ * gets the coarse margin: more git status reads, never fewer.
+ */
+export const FINE_RACY_MARGIN_MS = 100;
 
 /** Beyond this many entries, a stamp is not taken: git's own status of a large tree is the cheaper read. */
 export const MAX_STAMPED_ENTRIES = 2_000;
@@ -16,7 +26,7 @@ export const MAX_STAMPED_ENTRIES = 2_000;
 export interface TreeStamp {
   /** A digest of the stat data (device, inode, type and mode, owner, links, size, mtime, ctime, in ns) of every entry, by path. */
   digest: string;
-  /** True when some entry changed within RACY_MARGIN_MS of the stamp: an equal later stamp would prove nothing. */
+  /** True when some entry changed within its margin of the stamp (see above): an equal later stamp would prove nothing. */
   racy: boolean;
 }
 
@@ -32,6 +42,7 @@ export interface TreeStamp {
 export function stampTree(root: string, files: readonly string[], now = Date.now(), maxEntries = MAX_STAMPED_ENTRIES): TreeStamp | null {
   const hash = createHash('sha256');
   const racyFromNs = BigInt(now - RACY_MARGIN_MS) * 1_000_000n;
+  const fineRacyFromNs = BigInt(now - FINE_RACY_MARGIN_MS) * 1_000_000n;
   let entries = 0;
   let racy = false;
   const add = (full: string, name: string): fs.BigIntStats | null => {
@@ -40,7 +51,9 @@ export function stampTree(root: string, files: readonly string[], now = Date.now
       hash.update(`${name}\0absent\n`);
       return null;
     }
-    if (st.ctimeNs >= racyFromNs || st.mtimeNs >= racyFromNs) racy = true;
+    const whole = st.ctimeNs % 1_000_000_000n === 0n || st.mtimeNs % 1_000_000_000n === 0n;
+    const from = whole ? racyFromNs : fineRacyFromNs;
+    if (st.ctimeNs >= from || st.mtimeNs >= from) racy = true;
     hash.update(`${name}\0${st.dev}:${st.ino}:${st.mode}:${st.uid}:${st.gid}:${st.nlink}:${st.size}:${st.mtimeNs}:${st.ctimeNs}\n`);
     return st;
   };

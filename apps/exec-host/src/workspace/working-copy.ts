@@ -524,12 +524,14 @@ async function fetchThroughCache(o: PrepareOptions, objects: ObjectCache, want: 
 }
 
 /**
- * Gives the working copy to the sandbox user and dates every file two seconds back (so git's stat
- * data, refreshed next, never sees a file as racily clean). Small trees in process; large ones with
- * chown -R and find, which are faster there.
+ * Gives the working copy to the sandbox user and dates every file back by a second and a half or more
+ * (so git's stat data, refreshed next, never sees a file as racily clean), at half a second: a file
+ * system that keeps fractions of a second keeps that one, which lets change detection trust the tree
+ * 100 ms later instead of 2 s (tree-stamp.ts). Small trees in process; large ones with chown -R and
+ * find, which are faster there.
  */
 async function chownTree(root: string, files: number): Promise<void> {
-  const past = Math.floor(Date.now() / 1000) - 2;
+  const past = Math.floor(Date.now() / 1000) - 2 + 0.5;
   if (files <= 2_000) {
     const entries = await fs.readdir(root, { recursive: true, withFileTypes: true });
     await Promise.all(
