@@ -53,8 +53,14 @@ static pid_t child = -1;
 static int child_out = -1, child_err = -1;
 static int child_done = 0, child_status = 0;
 
+/* Set once the runner knows it is not root: kill(-1) as root would reach every process it can see. */
+static int may_kill = 0;
+
+/* Ends the runner, and with it every other process of the sandbox user: nothing a command started
+ * outlives the runner that was to kill it. */
 static void die(const char *why) {
   fprintf(stderr, "sandbox-runner: %s\n", why);
+  if (may_kill) kill(-1, SIGKILL);
   _exit(2);
 }
 
@@ -64,7 +70,7 @@ static void write_all(int fd, const void *data, size_t len) {
     ssize_t n = write(fd, p, len);
     if (n < 0) {
       if (errno == EINTR) continue;
-      _exit(2); /* the exec-host is gone */
+      die("the exec-host is gone");
     }
     p += n;
     len -= (size_t)n;
@@ -247,9 +253,10 @@ static void kill_others(void) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2) die("usage: sandbox-runner PROGRAM [ARG...]");
   /* kill(-1) as root would reach every process of the pid namespace, the keeper's included. */
   if (getuid() == 0 || geteuid() == 0) die("runs as the sandbox user only, never as root");
+  if (argc < 2) die("usage: sandbox-runner PROGRAM [ARG...]");
+  may_kill = 1;
   if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 || prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0) die("could not make itself undumpable");
   program = argv + 1;
   program_len = argc - 1;

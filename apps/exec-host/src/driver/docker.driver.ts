@@ -331,27 +331,12 @@ export class DockerSandboxDriver implements SandboxDriver {
   }
 
   /**
-   * One command through the sandbox's runner: no engine call on the way. The same caps in front of
-   * the command, the same program (bash, or gVisor's seccomp loader), the same user, directory and
-   * environment as an engine exec; the same reading of the container's death and OOM events.
+   * One command through the sandbox's runner: no engine call on the way. The same program in front of
+   * the command (`bash -c`), the same user, directory and environment as an engine exec; the same
+   * reading of the container's death and OOM events.
    */
   private async execThroughRunner(containerId: string, runner: SandboxRunner, spec: ExecSpec): Promise<ExecOutcome> {
-    let died = false;
-    let oom = false;
-    let wake: () => void = () => undefined;
-    let oomSeen: () => void = () => undefined;
-    const containerGone = new Promise<void>((resolve) => (wake = resolve));
-    const oomArrived = new Promise<void>((resolve) => (oomSeen = resolve));
-    const off = this.on(containerId, (e) => {
-      if (e === 'oom') {
-        oom = true;
-        oomSeen();
-      }
-      if (e === 'die') {
-        died = true;
-        wake();
-      }
-    });
+    const watch = this.watch(containerId);
     const onAbort = () => {
       // The kill ends the command (its runner answers its end); a runner that cannot kill (stopped by
       // the command) gives way to the engine's kill, which ends the runner too and so the command's wait.
@@ -364,50 +349,59 @@ export class DockerSandboxDriver implements SandboxDriver {
       const ran = runner.run(withCommandCaps(spec.command, runtime, { memoryBytes, processes }), spec.onStdout, spec.onStderr);
       if (spec.signal.aborted) onAbort();
       else spec.signal.addEventListener('abort', onAbort, { once: true });
-      const ended = await Promise.race([ran, containerGone.then(() => 'died' as const)]);
-      if (ended === 'died' || died) {
+      const ended = await Promise.race([ran, watch.gone.then(() => 'died' as const)]);
+      if (ended === 'died' || watch.died) {
         ran.catch(() => undefined);
-        return { exitCode: null, containerDied: true, oomEvent: oom };
+        return { exitCode: null, containerDied: true, oomEvent: watch.oom };
       }
-      if (ended === 137 && !oom && !spec.signal.aborted && (await this.oomOnlyFromEvents(containerId))) {
-        await Promise.race([oomArrived, new Promise((r) => setTimeout(r, OOM_EVENT_GRACE_MS).unref())]);
+      if (ended === 137 && !watch.oom && !spec.signal.aborted && (await this.oomOnlyFromEvents(containerId))) {
+        await Promise.race([watch.oomArrived, new Promise((r) => setTimeout(r, OOM_EVENT_GRACE_MS).unref())]);
       }
-      return { exitCode: ended, containerDied: false, oomEvent: oom && (await this.oomOnlyFromEvents(containerId)) };
+      return { exitCode: ended, containerDied: false, oomEvent: watch.oom && (await this.oomOnlyFromEvents(containerId)) };
     } catch (e) {
       const st = await this.status(containerId).catch(() => null);
-      if (!st || !st.running) return { exitCode: null, containerDied: true, oomEvent: oom || Boolean(st?.oomKilled) };
+      if (!st || !st.running) return { exitCode: null, containerDied: true, oomEvent: watch.oom || Boolean(st?.oomKilled) };
       if (e instanceof RunnerLost) {
         // The runner ended under the command (the command signalled it, or the kernel's OOM killer
         // chose it): how the command ended is not known. The kill after it goes the engine's way.
         spec.onStderr(Buffer.from(`The sandbox's command runner ended while the command ran (${runner.reason}); the command's processes are killed.\n`));
-        return { exitCode: null, containerDied: false, oomEvent: oom };
+        return { exitCode: null, containerDied: false, oomEvent: watch.oom };
       }
       // The runner could not start it (no process left under the cap): said on stderr, as a shell would.
       spec.onStderr(Buffer.from(`${(e as Error).message}\n`));
       return { exitCode: 126, containerDied: false, oomEvent: false };
     } finally {
       spec.signal.removeEventListener('abort', onAbort);
-      off();
+      watch.off();
     }
   }
 
-  private async execThroughEngine(containerId: string, spec: ExecSpec): Promise<ExecOutcome> {
-    let died = false;
-    let oom = false;
+  /** The container's `die` and `oom` events while one command runs: as flags, and as promises to race. */
+  private watch(containerId: string): { readonly died: boolean; readonly oom: boolean; gone: Promise<void>; oomArrived: Promise<void>; off: () => void } {
     let wake: () => void = () => undefined;
     let oomSeen: () => void = () => undefined;
-    const containerGone = new Promise<void>((resolve) => (wake = resolve));
-    const oomArrived = new Promise<void>((resolve) => (oomSeen = resolve));
-    const off = this.on(containerId, (e) => {
+    const state = {
+      died: false,
+      oom: false,
+      gone: new Promise<void>((resolve) => (wake = resolve)),
+      oomArrived: new Promise<void>((resolve) => (oomSeen = resolve)),
+      off: () => undefined as void,
+    };
+    state.off = this.on(containerId, (e) => {
       if (e === 'oom') {
-        oom = true;
+        state.oom = true;
         oomSeen();
       }
       if (e === 'die') {
-        died = true;
+        state.died = true;
         wake();
       }
     });
+    return state;
+  }
+
+  private async execThroughEngine(containerId: string, spec: ExecSpec): Promise<ExecOutcome> {
+    const watch = this.watch(containerId);
     try {
       const { runtime, profile, compiled, memoryBytes, processes } = await this.execContext(containerId);
       const exec = await this.docker
@@ -433,33 +427,33 @@ export class DockerSandboxDriver implements SandboxDriver {
       };
       if (spec.signal.aborted) onAbort();
       else spec.signal.addEventListener('abort', onAbort, { once: true });
-      await Promise.race([ended, containerGone]);
+      await Promise.race([ended, watch.gone]);
       spec.signal.removeEventListener('abort', onAbort);
-      if (died) {
+      if (watch.died) {
         stream.destroy();
-        return { exitCode: null, containerDied: true, oomEvent: oom };
+        return { exitCode: null, containerDied: true, oomEvent: watch.oom };
       }
       const inspected = await exec.inspect();
       if (inspected.Running) {
         // The stream was cut while the process still ran: report it as lost rather than guess a status.
         const st = await this.status(containerId);
-        return { exitCode: null, containerDied: !st?.running, oomEvent: oom };
+        return { exitCode: null, containerDied: !st?.running, oomEvent: watch.oom };
       }
-      if (inspected.ExitCode === 137 && !oom && !spec.signal.aborted && (await this.oomOnlyFromEvents(containerId))) {
+      if (inspected.ExitCode === 137 && !watch.oom && !spec.signal.aborted && (await this.oomOnlyFromEvents(containerId))) {
         // The kernel's OOM killer sends SIGKILL; the engine's event may trail the command's end by a
         // few milliseconds, and without cgroup files that event is the only sign of it.
-        await Promise.race([oomArrived, new Promise((r) => setTimeout(r, OOM_EVENT_GRACE_MS).unref())]);
+        await Promise.race([watch.oomArrived, new Promise((r) => setTimeout(r, OOM_EVENT_GRACE_MS).unref())]);
       }
       // The engine's events trail the kernel, by seconds on a loaded host: an oom event seen during this
       // command may be the previous command's. Where the cgroup's own counters are read (before and
       // after each command, by the caller), they decide; the event speaks only where it is all there is.
-      return { exitCode: inspected.ExitCode ?? null, containerDied: false, oomEvent: oom && (await this.oomOnlyFromEvents(containerId)) };
+      return { exitCode: inspected.ExitCode ?? null, containerDied: false, oomEvent: watch.oom && (await this.oomOnlyFromEvents(containerId)) };
     } catch (e) {
       const st = await this.status(containerId).catch(() => null);
-      if (!st || !st.running) return { exitCode: null, containerDied: true, oomEvent: oom || Boolean(st?.oomKilled) };
+      if (!st || !st.running) return { exitCode: null, containerDied: true, oomEvent: watch.oom || Boolean(st?.oomKilled) };
       throw e;
     } finally {
-      off();
+      watch.off();
     }
   }
 
