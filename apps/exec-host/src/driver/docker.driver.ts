@@ -121,6 +121,8 @@ export interface DockerDriverOptions {
    * command, as for an image without a runner (LEMNISCATE_SANDBOX_RUNNER=off, config.ts).
    */
   runner?: boolean;
+  /** Tests only: where the runner is looked for in the image (an image without one). */
+  runnerPath?: string;
 }
 
 /** One container's cgroup as this driver reaches it, found once from its init and kept while it lives. */
@@ -155,6 +157,7 @@ export class DockerSandboxDriver implements SandboxDriver {
   /** Each container's runner (null: its image has none, or it did not start: commands go the engine's way). */
   private readonly runners = new Map<string, Promise<SandboxRunner | null>>();
   private readonly runnerEnabled: boolean;
+  private readonly runnerPath: string | undefined;
   private events: Readable | null = null;
   private eventsStarting: Promise<void> | null = null;
   private closed = false;
@@ -167,6 +170,7 @@ export class DockerSandboxDriver implements SandboxDriver {
     this.removeRetryMs = options.removeRetryMs ?? 2_000;
     this.endedWaitMs = options.endedWaitMs ?? ENDED_WAIT_MS;
     this.runnerEnabled = options.runner ?? true;
+    this.runnerPath = options.runnerPath;
     const engine = this.engineControl();
     this.engineCgroups = new EngineCgroups(engine, path.join(options.cgroupRoot ?? '/', 'proc'));
     this.cgroupAccess = options.cgroupAccess ? options.cgroupAccess(engine) : chooseCgroups({ root: options.cgroupRoot ?? '/', layout: options.cgroupLayout ?? 'auto' }, engine);
@@ -299,7 +303,7 @@ export class DockerSandboxDriver implements SandboxDriver {
     // user through /proc/PID/fd: a command could write the runner's frames or answer in its place.
     // There every command stays an engine exec (docs/decisions/0016).
     const starting = this.execContext(containerId)
-      .then(({ runtime }) => (runtime === 'runc' ? SandboxRunner.start(this.docker, containerId, runnerExecOptions()) : null))
+      .then(({ runtime }) => (runtime === 'runc' ? SandboxRunner.start(this.docker, containerId, runnerExecOptions(this.runnerPath)) : null))
       .catch(() => null);
     this.runners.set(containerId, starting);
     return starting;

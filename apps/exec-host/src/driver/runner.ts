@@ -52,10 +52,10 @@ export class FrameReader {
  * and environment as an engine exec of one command (toExecOptions), the same `bash -c` in front of
  * each command, and stdin attached for the frames.
  */
-export function runnerExecOptions(): Docker.ExecCreateOptions {
+export function runnerExecOptions(runnerPath = SANDBOX_RUNNER): Docker.ExecCreateOptions {
   const one = toExecOptions('', 'runc', null, null, true);
   const program = (one.Cmd ?? []).slice(0, -1);
-  return { ...one, Cmd: [SANDBOX_RUNNER, ...program] };
+  return { ...one, Cmd: [runnerPath, ...program] };
 }
 
 export class RunnerLost extends Error {
