@@ -349,8 +349,8 @@ export class DockerSandboxDriver implements SandboxDriver {
         .catch(() => undefined);
     };
     try {
-      const { runtime, memoryBytes, processes } = await this.execContext(containerId);
-      const ran = runner.run(withCommandCaps(spec.command, runtime, { memoryBytes, processes }), spec.onStdout, spec.onStderr);
+      // runc only: the per-command caps of withCommandCaps are gVisor's, so the command goes as it is.
+      const ran = runner.run(spec.command, spec.onStdout, spec.onStderr);
       if (spec.signal.aborted) onAbort();
       else spec.signal.addEventListener('abort', onAbort, { once: true });
       const ended = await Promise.race([ran, watch.gone.then(() => 'died' as const)]);
@@ -462,10 +462,11 @@ export class DockerSandboxDriver implements SandboxDriver {
   }
 
   /**
-   * runc: the container's processes are host processes, killed through its cgroup (killAllButInit),
-   * which works with the pids cap exhausted. runsc: gVisor's processes are not host processes (the
-   * cgroup holds gVisor itself), so they are killed from inside; so is a runc container whose
-   * processes this exec-host cannot reach.
+   * The sandbox's runner first, where it is up (kill(-1) from inside, no new process: decision 0016).
+   * Otherwise, runc: the container's processes are host processes, killed through its cgroup
+   * (killAllButInit), which works with the pids cap exhausted. runsc: gVisor's processes are not host
+   * processes (the cgroup holds gVisor itself), so they are killed from inside; so is a runc
+   * container whose processes this exec-host cannot reach.
    */
   async killAllUserProcesses(containerId: string): Promise<void> {
     const runner = await this.liveRunner(containerId);

@@ -148,10 +148,8 @@ export class SandboxRunner {
   kill(): Promise<void> {
     if (!this.alive) return Promise.reject(new RunnerLost(this.reason));
     return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.close();
-        reject(new RunnerLost('it did not answer the kill in time'));
-      }, KILL_MS);
+      // Closing it rejects this kill, and any command waiting, with the reason.
+      const timer = setTimeout(() => this.close('it did not answer the kill in time'), KILL_MS);
       this.kills.push({
         resolve: (left) => {
           clearTimeout(timer);
@@ -168,8 +166,8 @@ export class SandboxRunner {
   }
 
   /** Closes its stdin: the runner kills what is left and exits. */
-  close(): void {
-    this.lose('the exec-host closed it');
+  close(reason = 'the exec-host closed it'): void {
+    this.lose(reason);
     this.stream.destroy();
   }
 

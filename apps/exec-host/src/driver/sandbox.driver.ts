@@ -140,7 +140,7 @@ export interface SandboxDriver {
   warmUp?(containerId: string): Promise<void>;
   status(containerId: string): Promise<ContainerStatus | null>;
   exec(containerId: string, spec: ExecSpec): Promise<ExecOutcome>;
-  /** Sends SIGKILL to every process of the sandbox user; the container's pid 1 survives. */
+  /** Sends SIGKILL to every process of the sandbox user; the container's pid 1 survives, and so does the sandbox's runner when it does the kill. */
   killAllUserProcesses(containerId: string): Promise<void>;
   /** Stops the container at once (the sandbox is then lost); used when its processes cannot be killed from inside. */
   stop(containerId: string): Promise<void>;
