@@ -212,7 +212,7 @@ export class ApprovalsService {
     if (session.status !== 'running') throw new AppError(ErrorCode.SessionEnded, `Session ${session.id} has ended; it cannot ask for approvals.`);
     const flags = input.flags ?? { thirdParty: [] };
     const id = randomUUID();
-    const row = await withDbRetry(async (attempt): Promise<ApprovalRow> => {
+    const row = await withDbRetry(async (attempt): Promise<ApprovalRow | undefined> => {
       const landed = attempt > 1 ? await this.approvals.findById(id) : undefined;
       if (landed) {
         const { projectId: _projectId, ...stored } = landed;
@@ -231,6 +231,8 @@ export class ApprovalsService {
         reason: session.headless ? 'headless session: nobody to ask' : null,
       });
     });
+    // The session ended between the read above and the insert (revoked, stopped, swept as an orphan).
+    if (!row) throw new AppError(ErrorCode.SessionEnded, `Session ${session.id} has ended; it cannot ask for approvals.`);
     await this.audit.record({
       actor: `agent:${input.agent}`,
       kind: 'approval.request',

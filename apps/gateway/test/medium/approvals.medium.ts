@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { AuditService } from '../../src/audit/audit.service';
 import { withTestDatabases } from '../support/db';
 import { ApprovedCommandsRepository } from '../../src/db/repositories/approved-commands.repository';
@@ -5,6 +6,7 @@ import { ToolCallsRepository } from '../../src/db/repositories/tool-calls.reposi
 import { DbSessionRecorder } from '../../src/runtime/db-recorder';
 import { ApprovalsRepository } from '../../src/db/repositories/approvals.repository';
 import { SessionsRepository } from '../../src/db/repositories/sessions.repository';
+import { Transactions } from '../../src/db/repositories/transactions';
 import { EventsService } from '../../src/events/events.service';
 import { ApprovalsService } from '../../src/sessions/approvals.service';
 import { SessionRunRegistry } from '../../src/sessions/session-run.registry';
@@ -339,6 +341,44 @@ withTestDatabases((db) => {
     const res = await gw.http().post(`/api/v1/approvals/${approval.id}/approve`).set(bearer(dev.token)).send({});
     expect(res.status).toBe(409);
     expect(res.body).toMatchObject({ code: 'session_ended', message: `Session ${sessionId} has ended (completed); its approvals can no longer be answered.` });
+  });
+
+  it('a request of a session that ended after the loop read it as running is refused, and leaves no approval pending', async () => {
+    const sessionId = await newSession();
+    const sessions = gw.app.get(SessionsRepository);
+    const running = await sessions.findById(sessionId);
+    // Stopped (or revoked, or swept as an orphan) between the request's read and its insert.
+    await sessions.end(sessionId, { status: 'stopped', stopReason: 'stopped' });
+    const stale = jest.spyOn(sessions, 'findById').mockResolvedValueOnce(running);
+    try {
+      await expect(ask(sessionId)).rejects.toMatchObject({ code: 'session_ended', message: `Session ${sessionId} has ended; it cannot ask for approvals.` });
+    } finally {
+      stale.mockRestore();
+    }
+    expect(await gw.app.get(ApprovalsRepository).list({ sessionId })).toEqual([]);
+  });
+
+  it('a request racing the transaction that ends its session waits for it, then is refused', async () => {
+    const sessionId = await newSession();
+    const sessions = gw.app.get(SessionsRepository);
+    const approvals = gw.app.get(ApprovalsRepository);
+    const row = (id: string) => ({ id, sessionId, toolCallId: null, kind: 'command' as const, payload: { command: 'make' }, flags: { thirdParty: [] }, agent: 'general', state: 'pending' as const });
+    let insert: Promise<unknown> | undefined;
+    let settled = false;
+    let settledWhileHeld: boolean | undefined;
+    await gw.app.get(Transactions).run(async (tx) => {
+      await sessions.withTx(tx).end(sessionId, { status: 'stopped', stopReason: 'revoked' });
+      insert = approvals.create(row(randomUUID())).finally(() => (settled = true));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // Held back by this transaction's row lock (on PGlite, by its single connection) until it commits.
+      settledWhileHeld = settled;
+    });
+    expect(settledWhileHeld).toBe(false);
+    await expect(insert).resolves.toBeUndefined();
+    expect(await approvals.list({ sessionId })).toEqual([]);
+    // While the session runs, the same insert lands.
+    const other = await newSession();
+    await expect(approvals.create({ ...row(randomUUID()), sessionId: other })).resolves.toMatchObject({ sessionId: other, state: 'pending' });
   });
 
   it('an administrator revokes a session: stop reason revoked', async () => {

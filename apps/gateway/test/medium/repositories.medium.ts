@@ -240,6 +240,7 @@ withTestDatabases((database) => {
       const { session, user, project } = await fixture();
       const call = await toolCalls.create({ sessionId: session.id, name: 'Bash', arguments: { command: 'rm -rf build' }, agent: 'general' });
       const approval = await approvals.create({ sessionId: session.id, toolCallId: call.id, kind: 'command', payload: { command: 'rm -rf build' }, agent: 'general' });
+      if (!approval) throw new Error('the session is running; the approval should have been created');
       expect(approval).toMatchObject({ state: 'pending', flags: {}, decidedBy: null, decidedAt: null });
       await expect(approvals.findById(approval.id)).resolves.toMatchObject({ id: approval.id, projectId: project.id });
       const [first, second] = await Promise.all([
@@ -278,6 +279,7 @@ withTestDatabases((database) => {
       const { session, user } = await fixture();
       const other = await fixture();
       const approval = await approvals.create({ sessionId: session.id, kind: 'command', payload: { command: 'npm test' }, agent: 'general' });
+      if (!approval) throw new Error('the session is running; the approval should have been created');
       const entry = { command: 'npm test', workingDirectory: '/workspace', approvalId: approval.id };
       await approvedCommands.remember(session.id, entry, user.id);
       await approvedCommands.remember(session.id, entry, user.id);

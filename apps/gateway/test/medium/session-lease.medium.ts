@@ -58,10 +58,11 @@ withTestDatabases((db) => {
       branch: null,
       includedUncommitted: false,
     });
-    await sessions.markRunner([id, child.id], 'gateway:dead', lastSeen);
     const approvals = gw.app.get(ApprovalsService);
     const own = await approvals.request({ sessionId: id, kind: 'command', payload: { command: 'make' }, agent: 'general' });
     const childs = await approvals.request({ sessionId: child.id, kind: 'question', payload: { question: 'which one?', options: [] }, agent: 'explore' });
+    // Last: from here on, this gateway's own sweep timer may end the session at any moment.
+    await sessions.markRunner([id, child.id], 'gateway:dead', lastSeen);
     return { id, child: child.id, approvals: [own.id, childs.id] };
   }
 

@@ -33,9 +33,20 @@ export class ApprovalsRepository extends Repository {
     super(db);
   }
 
-  async create(approval: NewApproval): Promise<ApprovalRow> {
-    const [row] = await this.db.insert(approvals).values(approval).returning();
-    return row as ApprovalRow;
+  /**
+   * Inserts `approval` only while its session is running; answers undefined once it has ended. The
+   * session's row is held (FOR SHARE) until the insert commits, so a transaction ending the session
+   * (a revocation, an orphan's sweep) either comes first, and nothing is inserted, or waits and then
+   * finds this approval pending and closes it. Checking the status first and inserting after would let
+   * a request land in a session that ended in between, pending forever.
+   */
+  async create(approval: NewApproval): Promise<ApprovalRow | undefined> {
+    return this.db.transaction(async (tx) => {
+      const [session] = await tx.select({ status: sessions.status }).from(sessions).where(eq(sessions.id, approval.sessionId)).for('share');
+      if (session?.status !== 'running') return undefined;
+      const [row] = await tx.insert(approvals).values(approval).returning();
+      return row as ApprovalRow;
+    });
   }
 
   /** With the project it belongs to (through its session), which permission checks need. */
