@@ -84,6 +84,21 @@ export function processCpuMs(pid: number): number {
   }
 }
 
+/**
+ * CPU time of a process and of every live process under it (each with its own reaped children): a
+ * process that hands work to a helper of its own (the exec-host's process helper, which starts git) is
+ * charged for it, before and after the helper reaps what it started.
+ */
+export function treeCpuMs(pid: number): number {
+  let children: string[] = [];
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
+  } catch {
+    // gone, or a kernel without the children list: the process alone
+  }
+  return processCpuMs(pid) + children.reduce((sum, child) => sum + treeCpuMs(Number(child)), 0);
+}
+
 /** Every process whose command name is one of `names` (dockerd, containerd, the containers' shims). */
 export function pidsNamed(names: RegExp): number[] {
   const pids: number[] = [];

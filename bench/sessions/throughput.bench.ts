@@ -21,7 +21,7 @@ import { runHeadless } from '../../apps/cli/src/session/headless';
 import { gatewaySessionApi } from '../../apps/cli/src/session/session-api';
 import { GatewayClient } from '../../apps/cli/src/gateway/gateway-client';
 import { containersOf, startStack, type Stack } from '../../test/e2e/harness';
-import { callCycles, collectCli, percentile, pidsNamed, processCpuMs, shimContainer, type CliRun, type TimedEvent } from './common';
+import { callCycles, collectCli, percentile, pidsNamed, processCpuMs, shimContainer, treeCpuMs, type CliRun, type TimedEvent } from './common';
 
 type Tool = 'Bash' | 'Read' | 'Write';
 type Mix = 'mixed' | Tool;
@@ -30,6 +30,9 @@ type Kind = 'pglite' | 'postgres';
 const LEVELS = (process.env['BENCH_SESSIONS'] ?? '40,100').split(',').map(Number);
 const CALLS = Number(process.env['BENCH_CALLS'] ?? 50);
 const BY_TOOL_SESSIONS = Number(process.env['BENCH_BY_TOOL_SESSIONS'] ?? LEVELS[0] ?? 40);
+// One mix only (`BENCH_MIX=Write`): the levels run with it and nothing else (profiling one tool's path).
+const ONLY = process.env['BENCH_MIX'] as Mix | undefined;
+if (ONLY !== undefined && !['mixed', 'Bash', 'Read', 'Write'].includes(ONLY)) throw new Error(`BENCH_MIX must be mixed, Bash, Read or Write, not ${ONLY}.`);
 const json = process.argv.includes('--json');
 const withCli = process.argv.includes('--cli');
 const byTool = !process.argv.includes('--no-by-tool');
@@ -233,8 +236,8 @@ class CpuMeter {
   private fixed(): CpuSample {
     const self = process.cpuUsage();
     return {
-      gateway: processCpuMs(this.stack.gatewayPid() ?? 0),
-      execHost: processCpuMs(this.stack.execHostPid() ?? 0),
+      gateway: treeCpuMs(this.stack.gatewayPid() ?? 0),
+      execHost: treeCpuMs(this.stack.execHostPid() ?? 0),
       docker: this.engine.reduce((sum, pid) => sum + processCpuMs(pid), 0),
       postgres: 0,
       // This process, and the CLIs it has reaped (cutime/cstime of its own /proc entry).
@@ -376,8 +379,8 @@ async function bench(kind: Kind): Promise<RunReport[]> {
       reports.push(r);
       if (!json) console.log(describe(r));
     };
-    for (const sessions of LEVELS) report(await runPhase(stack, meter(), kind, 'api', 'mixed', sessions));
-    if (byTool) for (const tool of ['Bash', 'Read', 'Write'] as const) report(await runPhase(stack, meter(), kind, 'api', tool, BY_TOOL_SESSIONS));
+    for (const sessions of LEVELS) report(await runPhase(stack, meter(), kind, 'api', ONLY ?? 'mixed', sessions));
+    if (byTool && ONLY === undefined) for (const tool of ['Bash', 'Read', 'Write'] as const) report(await runPhase(stack, meter(), kind, 'api', tool, BY_TOOL_SESSIONS));
     if (withCli) report(await runPhase(stack, meter(), kind, 'cli', 'mixed', LEVELS[0]!));
   } finally {
     await pg?.end();

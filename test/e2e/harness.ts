@@ -170,7 +170,13 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const logs: string[] = [];
   const scriptedModels = join(dir, 'models.yaml');
   writeFileSync(scriptedModels, 'scripted:\n  enabled: true\n');
-  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: join(dir, 'home'), LEMNISCATE_LOG_LEVEL: 'warn' };
+  // BENCH_NODE_OPTIONS reaches the gateway and the exec-host only (a benchmark's profiler, `--require …`).
+  const env = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: join(dir, 'home'),
+    LEMNISCATE_LOG_LEVEL: 'warn',
+    ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
+  };
   mkdirSync(env.HOME, { recursive: true });
 
   const execHostStateDir = join(dir, 'exec-host');

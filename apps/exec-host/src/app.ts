@@ -16,6 +16,7 @@ import { EnvironmentService } from './environment/environment.service';
 import { ExecHostMetrics } from './metrics';
 import { Reaper } from './reaper';
 import { SandboxService } from './sandbox.service';
+import { holdLauncher } from './workspace/launcher';
 
 @Module({})
 class ExecHostModule {
@@ -52,6 +53,17 @@ export interface ExecHost {
  * client CA (the handshake refuses any other) and one of the allowed common names, before the token.
  */
 export async function createExecHost(config: ExecHostConfig, driver: SandboxDriver & { close?: () => void }, options: { logger?: false } = {}): Promise<ExecHost> {
+  // git is started from a small helper process rather than by forking this one (launcher.ts).
+  const releaseLauncher = holdLauncher();
+  try {
+    return await buildExecHost(config, driver, options, releaseLauncher);
+  } catch (e) {
+    releaseLauncher();
+    throw e;
+  }
+}
+
+async function buildExecHost(config: ExecHostConfig, driver: SandboxDriver & { close?: () => void }, options: { logger?: false }, releaseLauncher: () => void): Promise<ExecHost> {
   const logger = new Logger('exec-host');
   const environments = new EnvironmentService(config, driver);
   await environments.init();
@@ -99,6 +111,7 @@ export async function createExecHost(config: ExecHostConfig, driver: SandboxDriv
       await sandboxes.destroyAll();
       await app.close();
       driver.close?.();
+      releaseLauncher();
     },
   };
 }

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { currentLauncher } from './launcher';
 
 export interface GitRepo {
   gitDir: string;
@@ -105,28 +105,18 @@ function configArgs(options: GitOptions = {}): string[] {
   return args;
 }
 
-export function runGit(repo: GitRepo | { home: string }, args: string[], options: GitOptions = {}): Promise<GitResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('git', [...configArgs(options), ...args], {
-      env: hardenedEnv(repo, options.env),
-      cwd: 'workTree' in repo ? repo.workTree : repo.home,
-      stdio: ['pipe', 'pipe', 'pipe'],
-      timeout: options.timeoutMs ?? 120_000,
-      killSignal: 'SIGKILL',
-    });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on('data', (b: Buffer) => out.push(b));
-    child.stderr.on('data', (b: Buffer) => err.push(b));
-    child.on('error', reject);
-    child.stdin.on('error', () => undefined);
-    child.on('close', (code) => {
-      const result = { code: code ?? -1, stdout: Buffer.concat(out), stderr: Buffer.concat(err).toString('utf8') };
-      if (result.code !== 0 && !options.allowFailure) reject(new GitError(args, result.code, result.stderr));
-      else resolve(result);
-    });
-    child.stdin.end(options.input ?? '');
+export async function runGit(repo: GitRepo | { home: string }, args: string[], options: GitOptions = {}): Promise<GitResult> {
+  const launched = await currentLauncher().run({
+    file: 'git',
+    args: [...configArgs(options), ...args],
+    env: hardenedEnv(repo, options.env),
+    cwd: 'workTree' in repo ? repo.workTree : repo.home,
+    input: options.input ?? '',
+    timeoutMs: options.timeoutMs ?? 120_000,
   });
+  const result = { code: launched.code, stdout: launched.stdout, stderr: launched.stderr.toString('utf8') };
+  if (result.code !== 0 && !options.allowFailure) throw new GitError(args, result.code, result.stderr);
+  return result;
 }
 
 export async function gitText(repo: GitRepo | { home: string }, args: string[], options: GitOptions = {}): Promise<string> {
