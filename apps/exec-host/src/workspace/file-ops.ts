@@ -3,7 +3,6 @@ import { applyPatch, parsePatch } from 'diff';
 import * as fs from 'node:fs';
 import * as vm from 'node:vm';
 import { ExecHostError } from '../errors';
-import { runGit } from './git';
 import { displayPath } from './path-scope';
 import { isBinary } from './safe-fs';
 import { unifiedDiff } from './unified-diff';
@@ -274,7 +273,7 @@ export class FileOperations {
       if (plan.next === null) this.wc.files.removeFile(plan.rel);
       else this.wc.files.writeFile(plan.rel, Buffer.from(plan.next, 'utf8'), plan.mode);
     }
-    await runGit(this.wc.repo, ['add', '-A', '--', ...plans.map((p) => p.rel)]);
+    await this.wc.stageWritten(plans.map((p) => p.rel));
     return { applied: plans.map((p) => p.rel) };
   }
 

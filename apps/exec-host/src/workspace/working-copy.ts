@@ -6,12 +6,13 @@ import * as path from 'node:path';
 import picomatch from 'picomatch';
 import { ExecHostError } from '../errors';
 import { GitError, gitText, runGit, type GitRepo } from './git';
+import { readIndexEntries } from './git-index';
 import { readLocalRefs } from './local-refs';
 import { fetchFailureReason, runFetchGit, type FetchSource } from './remote-access';
 import type { ObjectCache } from './object-cache';
 import { displayPath } from './path-scope';
 import { isBinary, WorkspaceFs } from './safe-fs';
-import { stampTree } from './tree-stamp';
+import { sameTree, stampTree, type TreeStamp } from './tree-stamp';
 import { unifiedDiff } from './unified-diff';
 
 const MAX_CHANGED_FILES = 5_000;
@@ -73,6 +74,12 @@ export interface PreparedState {
 }
 
 /** The path of one `git ls-files -s -z` entry ("mode blob stage\tpath"). */
+/** The same path, or one a directory above the other. */
+const clashes = (a: string, b: string) => a === b || a.startsWith(`${b}/`) || b.startsWith(`${a}/`);
+
+/** Files whose content changes the status of other paths. */
+const STATUS_INPUTS = new Set(['.gitignore', '.gitattributes']);
+
 function entryPath(entry: string): string {
   return entry.slice(entry.indexOf('\t') + 1);
 }
@@ -299,11 +306,32 @@ export class WorkingCopy {
     return targets;
   }
 
-  /** Paths among `rels` that have changes nobody has accepted or reverted yet. */
+  /**
+   * Changes nobody has accepted or reverted yet at `rels`, or in the way of them: a pending path
+   * that is a directory above one of them or lies under one. Staging a file where a pending deletion
+   * left room for its directory would keep that deletion, which no person saw, in the checkpoint.
+   */
   async pending(rels: string[]): Promise<string[]> {
     const status = await this.status();
-    const set = new Set(rels);
-    return status.filter((e) => set.has(e.path)).map((e) => e.path);
+    return status.filter((e) => rels.some((r) => clashes(e.path, r))).map((e) => e.path);
+  }
+
+  /**
+   * Stages files an approved diff just wrote (or removed) into the checkpoint. `pending` found none of
+   * them changed just before, under the same lock, and staging makes each equal to the checkpoint
+   * again: every other path's status is what that read found. So the status is kept, stamped anew,
+   * and the next read starts no process — unless a written file decides what git ignores or how it
+   * reads files (`.gitignore`, `.gitattributes`), which can change other paths' status.
+   */
+  async stageWritten(rels: string[]): Promise<void> {
+    const before = this.lastStatus;
+    this.lastStatus = null;
+    await runGit(this.repo, ['add', '-A', '--', ...rels]);
+    if (!before || rels.some((r) => STATUS_INPUTS.has(path.posix.basename(r)))) return;
+    // `pending` refuses a write in the way of a pending path; should one get here, its status is read again.
+    if (before.entries.some((e) => rels.some((r) => clashes(e.path, r)))) return;
+    const stamp = this.stamp();
+    if (stamp && !stamp.racy) this.lastStatus = { stamp, entries: before.entries };
   }
 
   /**
@@ -315,7 +343,8 @@ export class WorkingCopy {
     const diffArgs = ['diff', '--cached', '--binary', '--full-index', '--no-ext-diff', '--no-textconv', '--no-renames', '--ignore-submodules=all', '--no-color'];
     const patch = await gitText(this.repo, [...diffArgs, this.state.baseCommit]);
     const sessionPatch = this.state.includedUncommitted ? await gitText(this.repo, [...diffArgs, this.state.startTree]) : patch;
-    const staged = (await gitText(this.repo, ['ls-files', '-s', '-z'])).split('\0').filter(Boolean);
+    // The index read here rather than by `git ls-files -s` (a process per kept change); git when it cannot be.
+    const staged = (await readIndexEntries(path.join(this.repo.gitDir, 'index'))) ?? (await gitText(this.repo, ['ls-files', '-s', '-z'])).split('\0').filter(Boolean);
     return { patch, sessionPatch, fingerprint: treeFingerprint(staged, new Set(this.state.excluded)) };
   }
 
@@ -340,23 +369,29 @@ export class WorkingCopy {
   }
 
   /**
-   * The last status read, with the stamp of the tree and of git's index, exclusions and HEAD taken
-   * just before it; kept only when that stamp can prove a later tree unchanged (see tree-stamp.ts).
+   * The last status read (or carried over a write, `stageWritten`), with the stamp of the tree and of
+   * git's index, exclusions and HEAD it holds for; kept only when that stamp can prove a later tree
+   * unchanged (see tree-stamp.ts).
    */
-  private lastStatus: { digest: string; entries: StatusEntry[] } | null = null;
+  private lastStatus: { stamp: TreeStamp; entries: StatusEntry[] } | null = null;
 
   /**
    * What differs from the checkpoint. Reading it is one `git status` (a process, over the index's
    * stat data); when the tree, the index, the exclusions and HEAD carry exactly the stat data they
-   * had at the last read, which no change can leave as it was, that read is the answer and no process starts.
+   * had at the last read, which no change can leave as it was, and the entries that were racy then
+   * still hold the same content, that read is the answer and no process starts.
    * Callers hold the sandbox's lock, with no command running, so nothing changes during the read.
    */
   private async status(): Promise<StatusEntry[]> {
-    const stamp = stampTree(this.repo.workTree, [path.join(this.repo.gitDir, 'index'), path.join(this.repo.gitDir, 'info', 'exclude'), path.join(this.repo.gitDir, 'HEAD')]);
-    if (stamp && this.lastStatus?.digest === stamp.digest) return this.lastStatus.entries;
+    const stamp = this.stamp();
+    if (stamp && this.lastStatus && sameTree(this.lastStatus.stamp, stamp)) return this.lastStatus.entries;
     const entries = await this.readStatus();
-    this.lastStatus = stamp && !stamp.racy ? { digest: stamp.digest, entries } : null;
+    this.lastStatus = stamp && !stamp.racy ? { stamp, entries } : null;
     return entries;
+  }
+
+  private stamp() {
+    return stampTree(this.repo.workTree, [path.join(this.repo.gitDir, 'index'), path.join(this.repo.gitDir, 'info', 'exclude'), path.join(this.repo.gitDir, 'HEAD')]);
   }
 
   private async readStatus(): Promise<StatusEntry[]> {

@@ -316,6 +316,40 @@ export function sandboxSuite(runtime: SandboxRuntime): void {
         fs.rmSync(clone, { recursive: true, force: true });
       }
     });
+
+    // After the patch test: the writes approved here stay in the checkpoint.
+    it("keeps a command's pending changes pending across approved writes, and refuses a write in the way of one", async () => {
+      const changed = async () => ((await t.api().get(`${base()}/changes`)).body as ChangesResponse).files.map((f) => `${f.status} ${f.path}`);
+      const write = async (file: string, content: string) => {
+        const proposed = await t.api().post(`${base()}/files/propose-write`).send({ path: file, content });
+        expect(proposed.status).toBe(200);
+        return t.api().post(`${base()}/files/apply`).send({ diff: proposed.body.diff });
+      };
+      // Two files of its own in the checkpoint first (earlier tests changed the fixture's).
+      expect((await write('mine/a.md', 'a\n')).status).toBe(200);
+      expect((await write('mine/b.md', 'b\n')).status).toBe(200);
+      await run(t, sbx.sandboxId, 'echo draft > draft.txt && echo more >> mine/a.md && rm mine/b.md');
+      const pending = ['added draft.txt', 'modified mine/a.md', 'deleted mine/b.md'];
+      expect(await changed()).toEqual(pending);
+      // An approved write is staged; what the command changed stays pending, read again or not.
+      expect((await write('docs/approved.md', 'approved\n')).status).toBe(200);
+      expect(await changed()).toEqual(pending);
+      expect((await write('docs/approved-too.md', 'approved\n')).status).toBe(200);
+      expect(await changed()).toEqual(pending);
+      // A file in the place of the pending deletion's directory would keep that deletion unseen.
+      const inTheWay = await write('mine/b.md/inside.md', 'x\n');
+      expect(inTheWay.status).toBe(409);
+      expect(inTheWay.body).toMatchObject({ code: 'unreviewed_changes', message: expect.stringMatching(/^\/workspace\/mine\/b\.md has changes from a command/) });
+      expect(await changed()).toEqual(pending);
+      // A written .gitignore changes what is pending elsewhere: the draft is now ignored.
+      expect((await write('.gitignore', 'draft.txt\n')).status).toBe(200);
+      expect(await changed()).toEqual(['modified mine/a.md', 'deleted mine/b.md']);
+      await t
+        .api()
+        .post(`${base()}/changes/revert`)
+        .send({ paths: ['mine/a.md', 'mine/b.md'] });
+      expect(await changed()).toEqual([]);
+    });
   });
 
   describe(`resource caps (${runtime})`, () => {
