@@ -4,6 +4,8 @@ import type { EventFanOut, FanOutHandlers, StoredEvent } from './event-bus';
 
 const CHANNEL = 'lemniscate_events';
 const MAX_BACKOFF_MS = 10_000;
+/** Events of this replica kept until their own notification comes back (see `own`). */
+const MAX_OWN_EVENTS = 10_000;
 
 /**
  * Fan-out across gateway replicas: every replica LISTENs on a dedicated connection, the publisher
@@ -11,6 +13,9 @@ const MAX_BACKOFF_MS = 10_000;
  * back). PostgreSQL delivers notifications in commit order, including to the sending session.
  * When the listening connection drops it is reopened; notifications sent meanwhile are lost, so
  * `onGap` tells live clients to reconnect with their last seq and replay what they missed.
+ *
+ * An event this replica announced itself is delivered from the copy it stored when its notification
+ * comes back, not read back from the database: with one gateway, no event is ever read back.
  */
 export class PgNotifyFanOut implements EventFanOut {
   private readonly logger = new Logger('EventFanOut');
@@ -18,6 +23,8 @@ export class PgNotifyFanOut implements EventFanOut {
   private handlers: FanOutHandlers | undefined;
   private stopped = false;
   private retry: NodeJS.Timeout | undefined;
+  /** What this replica announced, by seq, until its notification arrives (oldest first, bounded). */
+  private readonly own = new Map<number, StoredEvent>();
 
   constructor(
     private readonly connectionString: string,
@@ -31,13 +38,35 @@ export class PgNotifyFanOut implements EventFanOut {
   }
 
   async announce(event: StoredEvent): Promise<void> {
-    await this.pool.query('SELECT pg_notify($1, $2)', [CHANNEL, String(event.seq)]);
+    this.keep([event]);
+    try {
+      await this.pool.query('SELECT pg_notify($1, $2)', [CHANNEL, String(event.seq)]);
+    } catch (err) {
+      this.own.delete(event.seq);
+      throw err;
+    }
   }
 
   /** One statement: notifications of one transaction are delivered in the order they were sent. */
   async announceMany(events: StoredEvent[]): Promise<void> {
     if (events.length === 0) return;
-    await this.pool.query('SELECT pg_notify($1, seq) FROM unnest($2::text[]) AS seq', [CHANNEL, events.map((e) => String(e.seq))]);
+    this.keep(events);
+    try {
+      await this.pool.query('SELECT pg_notify($1, seq) FROM unnest($2::text[]) AS seq', [CHANNEL, events.map((e) => String(e.seq))]);
+    } catch (err) {
+      for (const e of events) this.own.delete(e.seq);
+      throw err;
+    }
+  }
+
+  /** Before the notification is sent, so the copy is there whenever it comes back. */
+  private keep(events: StoredEvent[]): void {
+    for (const e of events) this.own.set(e.seq, e);
+    // A notification that never comes back (the listener was down) leaves its copy: the oldest go.
+    for (const seq of this.own.keys()) {
+      if (this.own.size <= MAX_OWN_EVENTS) break;
+      this.own.delete(seq);
+    }
   }
 
   async stop(): Promise<void> {
@@ -59,7 +88,10 @@ export class PgNotifyFanOut implements EventFanOut {
     client.on('notification', (msg) => {
       if (msg.channel !== CHANNEL) return;
       const seq = Number(msg.payload);
-      if (Number.isSafeInteger(seq) && seq > 0) this.handlers?.deliver(seq);
+      if (!Number.isSafeInteger(seq) || seq <= 0) return;
+      const own = this.own.get(seq);
+      if (own) this.own.delete(seq);
+      this.handlers?.deliver(seq, own);
     });
     let lost = false;
     let listening = false;
@@ -69,6 +101,8 @@ export class PgNotifyFanOut implements EventFanOut {
       if (!listening || lost || this.stopped) return;
       lost = true;
       if (this.client === client) this.client = undefined;
+      // Their notifications are lost with the connection; the replay after the gap reads them.
+      this.own.clear();
       this.logger.warn({ err }, 'event listener connection lost; reconnecting');
       this.reconnect(250);
     };

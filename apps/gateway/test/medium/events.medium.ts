@@ -1,6 +1,8 @@
 import { SessionEvent } from '@lemniscate/contracts';
 import { freshDatabase, withTestDatabases } from '../support/db';
+import { EventsRepository } from '../../src/db/repositories/events.repository';
 import { EVENT_FAN_OUT } from '../../src/events/event-bus';
+import { EventsService } from '../../src/events/events.service';
 import type { PgNotifyFanOut } from '../../src/events/pg-notify.fan-out';
 import { ApprovalsService } from '../../src/sessions/approvals.service';
 import { SessionRunRegistry } from '../../src/sessions/session-run.registry';
@@ -8,6 +10,14 @@ import { ADMIN_EMAIL, ADMIN_PASSWORD, bearer, createProject, createUser, login, 
 import { EventsClient, eventOf } from '../support/ws-client';
 
 jest.setTimeout(60_000);
+
+async function until(check: () => Promise<boolean>, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
 
 withTestDatabases((db) => {
   let gw: Gateway;
@@ -122,6 +132,37 @@ withTestDatabases((db) => {
 });
 
 describe('two gateway replicas on one PostgreSQL database', () => {
+  it('deliver the same events in the same order; the replica that published them never reads them back, the other reads each', async () => {
+    const database = await freshDatabase('postgres');
+    const a = await startGateway(database);
+    const b = await startGateway(database);
+    try {
+      const seenBy = (gw: Gateway) => {
+        const seen: { seq: number; type: string; payload: Record<string, unknown> }[] = [];
+        gw.app.get(EventsService).subscribe((e) => void seen.push({ seq: e.seq, type: e.type, payload: e.payload }));
+        return seen;
+      };
+      const [onA, onB] = [seenBy(a), seenBy(b)];
+      const readBackA = jest.spyOn(a.app.get(EventsRepository), 'findBySeq');
+      const readBackB = jest.spyOn(b.app.get(EventsRepository), 'findBySeq');
+      const events = a.app.get(EventsService);
+      const published = [await events.publish({ type: 'one', payload: { n: 1 } }), ...(await events.publishMany([2, 3, 4].map((n) => ({ type: 'many', payload: { n } }))))];
+      await until(async () => {
+        await Promise.all([events.drained(), b.app.get(EventsService).drained()]);
+        return onA.length >= 4 && onB.length >= 4;
+      });
+      const expected = published.map((e) => ({ seq: e.seq, type: e.type, payload: e.payload }));
+      expect(onA).toEqual(expected);
+      expect(onB).toEqual(expected);
+      expect(readBackA).not.toHaveBeenCalled();
+      expect(readBackB.mock.calls.map(([seq]) => seq)).toEqual(published.map((e) => e.seq));
+    } finally {
+      await a.close();
+      await b.close();
+      await database.close();
+    }
+  });
+
   it('fan events out with LISTEN/NOTIFY, and a stop taken by one cancels the loop running on the other', async () => {
     const database = await freshDatabase('postgres');
     const a = await startGateway(database);
