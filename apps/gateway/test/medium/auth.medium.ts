@@ -125,6 +125,23 @@ withTestDatabases((db) => {
     for (const row of rows) expect(JSON.stringify(row)).not.toContain(token.slice(10));
   });
 
+  it('records when a token was last used, to the minute: its first use, then at most one write a minute', async () => {
+    const { token } = await tokenFor(gw, ADMIN_EMAIL, ADMIN_PASSWORD);
+    const hashOf = (await db().db.select().from(apiTokens)).find((r) => token.startsWith(r.prefix) && r.lastUsedAt === null);
+    expect(hashOf).toBeDefined();
+    const lastUsed = async () => (await db().db.select().from(apiTokens)).find((r) => r.id === hashOf!.id)!.lastUsedAt;
+    expect((await gw.http().get('/api/v1/auth/me').set(bearer(token))).status).toBe(200);
+    const first = await lastUsed();
+    expect(first).toBeInstanceOf(Date);
+    for (let i = 0; i < 3; i++) expect((await gw.http().get('/api/v1/auth/me').set(bearer(token))).status).toBe(200);
+    expect(await lastUsed()).toEqual(first);
+    // A minute on: the next use is written.
+    await db().superuser(`UPDATE api_tokens SET last_used_at = last_used_at - interval '61 seconds' WHERE id = '${hashOf!.id}'`);
+    const before = Date.now();
+    expect((await gw.http().get('/api/v1/auth/me').set(bearer(token))).status).toBe(200);
+    expect((await lastUsed())!.getTime()).toBeGreaterThanOrEqual(before - 1000);
+  });
+
   it('refuses a revoked token and an expired one with a sentence saying which', async () => {
     const { token } = await tokenFor(gw, ADMIN_EMAIL, ADMIN_PASSWORD);
     const mine = await gw.http().get('/api/v1/auth/tokens').set(bearer(token));

@@ -94,6 +94,7 @@ export const TokenView = z.object({
   prefix: z.string(),
   expiresAt: IsoTimestamp,
   revokedAt: IsoTimestamp.nullable(),
+  /** When the token was last used, to the minute (written at most once a minute); null if never. */
   lastUsedAt: IsoTimestamp.nullable(),
   createdAt: IsoTimestamp,
 });
