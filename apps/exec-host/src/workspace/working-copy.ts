@@ -73,13 +73,13 @@ export interface PreparedState {
   includedUncommitted: boolean;
 }
 
-/** The path of one `git ls-files -s -z` entry ("mode blob stage\tpath"). */
 /** The same path, or one a directory above the other. */
 const clashes = (a: string, b: string) => a === b || a.startsWith(`${b}/`) || b.startsWith(`${a}/`);
 
 /** Files whose content changes the status of other paths. */
 const STATUS_INPUTS = new Set(['.gitignore', '.gitattributes']);
 
+/** The path of one `git ls-files -s -z` entry ("mode blob stage\tpath"). */
 function entryPath(entry: string): string {
   return entry.slice(entry.indexOf('\t') + 1);
 }
