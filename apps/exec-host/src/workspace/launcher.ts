@@ -77,6 +77,9 @@ export function launchHere(req: LaunchRequest): Promise<LaunchResult> {
 const HELPER = `
 'use strict';
 const { spawn } = require('node:child_process');
+// Its own mask, whatever the exec-host's was at the moment it was started (it sets 0177 around the
+// creation of its socket): what git creates in a working copy must be readable by the sandbox user.
+process.umask(0o022);
 process.on('disconnect', () => process.exit(0));
 process.on('message', (m) => {
   const reply = (r) => { if (process.connected) process.send(r); };

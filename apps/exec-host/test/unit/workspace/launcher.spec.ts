@@ -99,6 +99,20 @@ describe('the helper', () => {
     expect(environ.join('\n')).not.toContain('exec-host-secret-value');
   });
 
+  it('starts every process with the mask 022, whatever this process had when the helper was started', async () => {
+    // The exec-host sets 0177 while it creates its socket; a helper started then kept it, and git
+    // made the working copy's directories untraversable for the sandbox user.
+    launcher.close();
+    const previous = process.umask(0o177);
+    try {
+      launcher = new HelperLauncher();
+      await launcher.run(sh('true'));
+    } finally {
+      process.umask(previous);
+    }
+    expect((await launcher.run(sh('umask'))).stdout.toString().trim()).toBe('0022');
+  });
+
   it('lost while a process runs: that request is refused with a sentence, and the next one gets a new helper', async () => {
     await launcher.run(sh('true'));
     const first = launcher.pid!;
