@@ -118,7 +118,7 @@ export class HelperLauncher implements Launcher {
   private nextId = 1;
   private closed = false;
 
-  /** The helper's pid while it runs (tests, metrics). */
+  /** The helper's pid while it runs (tests). */
   get pid(): number | undefined {
     return this.helper?.pid;
   }

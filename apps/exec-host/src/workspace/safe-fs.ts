@@ -251,7 +251,8 @@ export class WorkspaceFs {
   }
 }
 
-function readAll(fd: number, size: number, maxBytes: number): Buffer {
+/** Reads `fd` to its end; more than `maxBytes` is file_too_large. */
+export function readAll(fd: number, size: number, maxBytes: number): Buffer {
   const chunks: Buffer[] = [];
   let total = 0;
   const buf = Buffer.allocUnsafe(Math.min(Math.max(size, 64 * 1024), 1024 * 1024));

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { readAll } from './safe-fs';
 
 /**
  * Entries whose change time or modification time is this close to the stamp's time (or later) make
@@ -130,14 +131,9 @@ function racyContent(full: string, st: fs.BigIntStats): Buffer | null {
     try {
       const opened = fs.fstatSync(fd, { bigint: true });
       if (!opened.isFile() || opened.dev !== st.dev || opened.ino !== st.ino || opened.size !== st.size) return null;
-      const content = Buffer.allocUnsafe(Number(st.size));
-      let read = 0;
-      while (read < content.length) {
-        const n = fs.readSync(fd, content, read, content.length - read, read);
-        if (n === 0) return null;
-        read += n;
-      }
-      return content;
+      // More than was listed throws (and is null below): the file changed while read.
+      const content = readAll(fd, Number(st.size), Number(st.size));
+      return content.length === Number(st.size) ? content : null;
     } finally {
       fs.closeSync(fd);
     }

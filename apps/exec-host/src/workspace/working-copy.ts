@@ -318,7 +318,8 @@ export class WorkingCopy {
 
   /**
    * Stages files an approved diff just wrote (or removed) into the checkpoint. `pending` found none of
-   * them changed just before, under the same lock, and staging makes each equal to the checkpoint
+   * them changed, nor any pending path in their way, just before, under the same lock (the one caller,
+   * `FileOperations.apply`, refuses the write otherwise), and staging makes each equal to the checkpoint
    * again: every other path's status is what that read found. So the status is kept, stamped anew,
    * and the next read starts no process — unless a written file decides what git ignores or how it
    * reads files (`.gitignore`, `.gitattributes`), which can change other paths' status.
@@ -328,8 +329,6 @@ export class WorkingCopy {
     this.lastStatus = null;
     await runGit(this.repo, ['add', '-A', '--', ...rels]);
     if (!before || rels.some((r) => STATUS_INPUTS.has(path.posix.basename(r)))) return;
-    // `pending` refuses a write in the way of a pending path; should one get here, its status is read again.
-    if (before.entries.some((e) => rels.some((r) => clashes(e.path, r)))) return;
     const stamp = this.stamp();
     if (stamp && !stamp.racy) this.lastStatus = { stamp, entries: before.entries };
   }

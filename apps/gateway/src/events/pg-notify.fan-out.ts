@@ -37,14 +37,8 @@ export class PgNotifyFanOut implements EventFanOut {
     await this.listen();
   }
 
-  async announce(event: StoredEvent): Promise<void> {
-    this.keep([event]);
-    try {
-      await this.pool.query('SELECT pg_notify($1, $2)', [CHANNEL, String(event.seq)]);
-    } catch (err) {
-      this.own.delete(event.seq);
-      throw err;
-    }
+  announce(event: StoredEvent): Promise<void> {
+    return this.announceMany([event]);
   }
 
   /** One statement: notifications of one transaction are delivered in the order they were sent. */

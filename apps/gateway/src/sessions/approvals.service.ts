@@ -209,7 +209,6 @@ export class ApprovalsService {
     // retried; the id is chosen first, so an insert whose reply was lost is found, not made twice.
     const session = await withDbRetry(() => this.sessions.findById(input.sessionId));
     if (!session) throw new AppError(ErrorCode.NotFound, `There is no session ${input.sessionId}.`);
-    if (session.status !== 'running') throw new AppError(ErrorCode.SessionEnded, `Session ${session.id} has ended; it cannot ask for approvals.`);
     const flags = input.flags ?? { thirdParty: [] };
     const id = randomUUID();
     const row = await withDbRetry(async (attempt): Promise<ApprovalRow | undefined> => {
@@ -231,7 +230,8 @@ export class ApprovalsService {
         reason: session.headless ? 'headless session: nobody to ask' : null,
       });
     });
-    // The session ended between the read above and the insert (revoked, stopped, swept as an orphan).
+    // The session has ended (before the read above, or since: revoked, stopped, swept as an orphan);
+    // the insert itself checks, holding the session's row.
     if (!row) throw new AppError(ErrorCode.SessionEnded, `Session ${session.id} has ended; it cannot ask for approvals.`);
     await this.audit.record({
       actor: `agent:${input.agent}`,
