@@ -42,14 +42,40 @@ let developer: string;
 let repository: string;
 const env = () => ({ PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: join(dir, 'home'), LEMNISCATE_LOG_LEVEL: 'warn' });
 
-async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, ms = 60_000): Promise<T> {
+/** Thrown by a probe when waiting longer cannot help. */
+class GaveUp extends Error {}
+
+/**
+ * Waits for `probe` (its errors count as "not yet", except GaveUp); on a timeout, the error carries
+ * `explain()` (what the runs and the database show) and the logs' tail.
+ */
+async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, ms = 60_000, explain?: () => Promise<string>): Promise<T> {
   const end = Date.now() + ms;
   for (;;) {
-    const v = await probe().catch(() => null);
+    const v = await probe().catch((e: unknown) => {
+      if (e instanceof GaveUp) throw e;
+      return null;
+    });
     if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}\n${logs.join('').slice(-4000)}`);
+    if (Date.now() > end) {
+      const state = explain ? await explain().catch((e: Error) => `(could not describe the state: ${e.message})`) : '';
+      throw new Error(`timed out waiting for ${what}\n${state}\n${logs.join('').slice(-4000)}`);
+    }
     await new Promise((r) => setTimeout(r, 250));
   }
+}
+
+/** Each run's exit and output tail, each root session's row and its tool calls, the approvals by state and the hosts. */
+async function describe(runs: readonly Run[]): Promise<string> {
+  const tail = (s: string) => s.trim().split('\n').slice(-3).join(' | ');
+  const lines = runs.map((r, i) => `run ${i}: ${r.code === null ? 'running' : `exit ${r.code}`}; stdout: ${tail(r.stdout)}; stderr: ${tail(r.stderr)}`);
+  const sessions = await pg.query(
+    `SELECT s.id, s.status, s.stop_reason, s.exec_host, s.sandbox_id IS NOT NULL AS sandbox, s.runner_seen_at,
+            (SELECT string_agg(t.name || CASE WHEN t.result IS NULL THEN ':open' ELSE ':done' END, ',' ORDER BY t.seq) FROM tool_calls t WHERE t.session_id = s.id) AS calls
+       FROM sessions s WHERE s.parent_session_id IS NULL ORDER BY s.started_at`,
+  );
+  const approvals = await pg.query(`SELECT state, count(*)::int AS n FROM approvals GROUP BY state`);
+  return [...lines, ...sessions.rows.map((r) => `session ${JSON.stringify(r)}`), `approvals ${JSON.stringify(approvals.rows)}`, `hosts ${JSON.stringify(await listHosts())}`].join('\n');
 }
 
 async function api(gateway: number, bearer: string, method: string, route: string, body?: unknown): Promise<{ status: number; json: any }> {
@@ -220,7 +246,16 @@ it('twelve sessions spread over three exec-hosts; one killed mid-command loses o
   }
   // Every run has proposed its note; the notes are approved together, so that the twelve commands
   // start together and none has ended before the last one starts, however slowly the sandboxes came.
-  await until('twelve notes waiting for approval', async () => ((await api(0, developer, 'GET', '/approvals?state=pending')).json ?? []).length === 12, 240_000);
+  await until(
+    'twelve notes waiting for approval',
+    async () => {
+      const ended = runs.findIndex((r) => r.code !== null);
+      if (ended >= 0) throw new GaveUp(`run ${ended} ended (exit ${runs[ended]!.code}) before its note was approved:\n${await describe(runs)}`);
+      return ((await api(0, developer, 'GET', '/approvals?state=pending')).json ?? []).length === 12;
+    },
+    240_000,
+    () => describe(runs),
+  );
   // Every run has written its note (approved) and is in its command.
   await until(
     'twelve sessions in their command',

@@ -23,8 +23,20 @@ export async function calls(page: Page, name?: string): Promise<Call[]> {
   return name ? all.filter((c) => c.name === name) : all;
 }
 
-/** Runs axe-core on the page (WCAG 2.x A and AA rules) and fails on serious or critical violations. */
+/**
+ * Runs axe-core on the page (WCAG 2.x A and AA rules) and fails on serious or critical violations.
+ * It first waits for the page's finite animations (a button's colour fading after a click) to end:
+ * the contrast that counts is the one a person reads, not a frame in the middle of a fade.
+ */
 export async function expectAccessible(page: Page): Promise<void> {
+  await page.evaluate(() =>
+    Promise.all(
+      document
+        .getAnimations()
+        .filter((a) => a.effect?.getComputedTiming().iterations !== Infinity)
+        .map((a) => a.finished.catch(() => undefined)),
+    ),
+  );
   const result = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice']).analyze();
   const serious = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
   expect(
