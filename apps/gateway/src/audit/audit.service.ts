@@ -230,9 +230,11 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
   private async flush(): Promise<void> {
     try {
       for (let first = true; ; first = false) {
-        // Let the callers just answered append again, so their next entries share the next batch.
-        // Microtask turns, not a timer: a caller awaiting PGlite in a loop never yields to timers.
-        if (!first) for (let turn = 0; turn < GATHER_TURNS; turn++) await Promise.resolve();
+        // The first batch waits one turn, so that entries recorded together (a tool call's proposal
+        // and its decision) share it. Later ones let the callers just answered append again, so their
+        // next entries share the next batch. Microtask turns, not a timer: a caller awaiting PGlite in
+        // a loop never yields to timers.
+        for (let turn = 0; turn < (first ? 1 : GATHER_TURNS); turn++) await Promise.resolve();
         if (this.queue.length === 0) {
           if (!this.owed) return;
           if (this.closing) {

@@ -132,14 +132,26 @@ withTestDatabases((database, kind) => {
       await expect(audit.verify()).resolves.toMatchObject({ ok: true });
     });
 
+    it("chains entries recorded in the same turn (a tool call's proposal and its decision) in one round", async () => {
+      const repository = new AuditLogRepository(database().db);
+      const audit = new AuditService(repository);
+      const rounds = jest.spyOn(repository, 'append');
+      await Promise.all([audit.record({ actor: 'agent:a', kind: 'tool_call.proposed', payload: { seq: 1 } }), audit.record({ actor: 'agent:a', kind: 'policy.decision', payload: { seq: 1 } })]);
+      expect(rounds.mock.calls.map(([entries]) => entries.map((e) => e.kind))).toEqual([['tool_call.proposed', 'policy.decision']]);
+      await audit.drain();
+      await expect(audit.verify()).resolves.toMatchObject({ ok: true });
+    });
+
     it('rejects every append of a batch the database refused, and carries on with the next', async () => {
       const repository = new AuditLogRepository(database().db);
       const audit = new AuditService(repository);
       jest.spyOn(repository, 'append').mockRejectedValueOnce(new Error('connection lost'));
+      // Called in the same turn, the two share the first batch: both are refused.
       const [first, second] = await Promise.allSettled([audit.append({ actor: 'u', kind: 'test.fail', payload: 1 }), audit.append({ actor: 'u', kind: 'test.fail', payload: 2 })]);
       expect(first).toMatchObject({ status: 'rejected', reason: new Error('connection lost') });
-      expect(second?.status).toBe('fulfilled');
+      expect(second).toMatchObject({ status: 'rejected', reason: new Error('connection lost') });
       await expect(audit.append({ actor: 'u', kind: 'test.after', payload: 3 })).resolves.toMatchObject({ kind: 'test.after' });
+      expect((await audit.list({})).map((e) => e.kind)).not.toContain('test.fail');
       await expect(audit.verify()).resolves.toMatchObject({ ok: true });
     });
   });
