@@ -132,7 +132,7 @@ export class AppModule {
       {
         provide: EVENT_FAN_OUT,
         // PostgreSQL: LISTEN/NOTIFY reaches every replica. PGlite is in-process, so is its fan-out.
-        useFactory: (database: Database): EventFanOut => (database.driver.kind === 'postgres' ? new PgNotifyFanOut(database.driver.url, database.driver.pool) : new InProcessFanOut()),
+        useFactory: (database: Database): EventFanOut => (database.driver.kind === 'postgres' ? new PgNotifyFanOut(database.driver.url) : new InProcessFanOut()),
         inject: [DATABASE],
       },
       { provide: APP_GUARD, useClass: AuthGuard },

@@ -11,8 +11,9 @@ export interface StoredEvent {
 export type EventListener = (event: StoredEvent) => void;
 
 /**
- * Fan-out of stored events to every listener in every gateway replica. On PostgreSQL a NOTIFY
- * carries the seq and each replica reads the row; on PGlite there is one process, so it is direct.
+ * Fan-out of stored events to every listener in every gateway replica. On PostgreSQL the insert
+ * itself NOTIFYs each seq and each replica reads the rows it did not write; on PGlite there is one
+ * process, so it is direct.
  */
 export interface FanOutHandlers {
   /** An event was announced; `event` is given when it is at hand, otherwise it is read by seq. */
@@ -21,11 +22,12 @@ export interface FanOutHandlers {
   onGap(): void;
 }
 
+/** Inserts events in one statement and answers them as stored; given a channel, that statement announces them on it. */
+export type StoreEvents = (notifyChannel: string | null) => Promise<StoredEvent[]>;
+
 export interface EventFanOut {
-  /** Called after the event row is committed. */
-  announce(event: StoredEvent): Promise<void>;
-  /** Several committed events, announced in the order given. */
-  announceMany(events: StoredEvent[]): Promise<void>;
+  /** Stores events with `store` and announces them, in the order stored; answers them. */
+  publish(store: StoreEvents): Promise<StoredEvent[]>;
   start(handlers: FanOutHandlers): Promise<void>;
   stop(): Promise<void>;
 }
@@ -33,12 +35,10 @@ export interface EventFanOut {
 export class InProcessFanOut implements EventFanOut {
   private handlers: FanOutHandlers | undefined;
 
-  async announce(event: StoredEvent): Promise<void> {
-    this.handlers?.deliver(event.seq, event);
-  }
-
-  async announceMany(events: StoredEvent[]): Promise<void> {
+  async publish(store: StoreEvents): Promise<StoredEvent[]> {
+    const events = await store(null);
     for (const event of events) this.handlers?.deliver(event.seq, event);
+    return events;
   }
 
   async start(handlers: FanOutHandlers): Promise<void> {

@@ -63,37 +63,25 @@ export class EventsService implements OnModuleInit, OnModuleDestroy {
   }
 
   /**
-   * Stores and announces one event, retrying across a short database outage (db/retry.ts). An
-   * announcement that still fails is logged, not thrown: the event is stored, and the outage that
-   * lost it also broke the listening connection, whose reconnection tells live clients to replay.
+   * Stores and announces one event, retrying across a short database outage (db/retry.ts). On
+   * PostgreSQL the insert announces it itself, so an event is stored and announced, or neither.
    */
   async publish(input: NewGatewayEvent): Promise<StoredEvent> {
-    const onRetry = ({ attempt, reason, delayMs }: { attempt: number; reason: string; delayMs: number }) =>
-      this.logger.warn({ type: input.type, attempt, reason, delayMs }, 'event: the database is unreachable; retrying');
-    const row = await withDbRetry(() => this.repo.append({ type: input.type, sessionId: input.sessionId ?? null, projectId: input.projectId ?? null, payload: input.payload }), { onRetry });
-    const event = toStoredEvent(row);
-    this.latest = Math.max(this.latest, event.seq);
-    await withDbRetry(() => this.fanOut.announce(event), { onRetry }).catch((err: unknown) => this.logger.error({ err, seq: event.seq }, 'event stored but not announced'));
-    return event;
+    return (await this.publishMany([input]))[0] as StoredEvent;
   }
 
   /**
-   * Stores several events in one statement, in the order given (their seqs follow that order), then
+   * Stores several events in one statement, in the order given (their seqs follow that order), and
    * announces them in that order: one round trip for what a session produced meanwhile, instead of
-   * one each. Retried and announced as `publish` does.
+   * one each. Retried as `publish` is.
    */
   async publishMany(inputs: NewGatewayEvent[]): Promise<StoredEvent[]> {
     if (inputs.length === 0) return [];
-    if (inputs.length === 1) return [await this.publish(inputs[0] as NewGatewayEvent)];
     const onRetry = ({ attempt, reason, delayMs }: { attempt: number; reason: string; delayMs: number }) =>
       this.logger.warn({ types: inputs.map((i) => i.type), attempt, reason, delayMs }, 'events: the database is unreachable; retrying');
-    const rows = await withDbRetry(
-      () => this.repo.appendMany(inputs.map((input) => ({ type: input.type, sessionId: input.sessionId ?? null, projectId: input.projectId ?? null, payload: input.payload }))),
-      { onRetry },
-    );
-    const stored = rows.map(toStoredEvent);
+    const rows = inputs.map((input) => ({ type: input.type, sessionId: input.sessionId ?? null, projectId: input.projectId ?? null, payload: input.payload }));
+    const stored = await withDbRetry(() => this.fanOut.publish(async (channel) => (await this.repo.appendMany(rows, channel)).map(toStoredEvent)), { onRetry });
     for (const event of stored) this.latest = Math.max(this.latest, event.seq);
-    await withDbRetry(() => this.fanOut.announceMany(stored), { onRetry }).catch((err: unknown) => this.logger.error({ err, seqs: stored.map((e) => e.seq) }, 'events stored but not announced'));
     return stored;
   }
 

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
-import { Client, type Pool } from 'pg';
-import type { EventFanOut, FanOutHandlers, StoredEvent } from './event-bus';
+import { Client } from 'pg';
+import type { EventFanOut, FanOutHandlers, StoreEvents, StoredEvent } from './event-bus';
 
 const CHANNEL = 'lemniscate_events';
 const MAX_BACKOFF_MS = 10_000;
@@ -8,14 +8,17 @@ const MAX_BACKOFF_MS = 10_000;
 const MAX_OWN_EVENTS = 10_000;
 
 /**
- * Fan-out across gateway replicas: every replica LISTENs on a dedicated connection, the publisher
- * NOTIFYs the seq through the pool (a NOTIFY payload is capped at 8000 bytes, so the row is read
- * back). PostgreSQL delivers notifications in commit order, including to the sending session.
- * When the listening connection drops it is reopened; notifications sent meanwhile are lost, so
- * `onGap` tells live clients to reconnect with their last seq and replay what they missed.
+ * Fan-out across gateway replicas: every replica LISTENs on a dedicated connection; the statement
+ * inserting events NOTIFYs their seqs (a NOTIFY payload is capped at 8000 bytes, and anyone connected
+ * to the database may send one, so the row is what is trusted: the other replicas read it back).
+ * PostgreSQL delivers notifications in commit order, including to the sending session. When the
+ * listening connection drops it is reopened; notifications sent meanwhile are lost, so `onGap` tells
+ * live clients to reconnect with their last seq and replay what they missed.
  *
- * An event this replica announced itself is delivered from the copy it stored when its notification
- * comes back, not read back from the database: with one gateway, no event is ever read back.
+ * An event this replica stored itself is delivered from the copy its insert returned, not read back:
+ * with one gateway, no event is ever read back. A notification can come in before that insert's
+ * answer (two connections); a seq not known yet while inserts of this replica are in flight waits
+ * for them, and later notifications wait behind it, so the order is kept.
  */
 export class PgNotifyFanOut implements EventFanOut {
   private readonly logger = new Logger('EventFanOut');
@@ -23,13 +26,14 @@ export class PgNotifyFanOut implements EventFanOut {
   private handlers: FanOutHandlers | undefined;
   private stopped = false;
   private retry: NodeJS.Timeout | undefined;
-  /** What this replica announced, by seq, until its notification arrives (oldest first, bounded). */
+  /** What this replica stored, by seq, until its notification arrives (oldest first, bounded). */
   private readonly own = new Map<number, StoredEvent>();
+  /** This replica's inserts in flight, each settled once its rows are in `own` (or it failed). */
+  private readonly inserting = new Set<Promise<void>>();
+  /** Notifications delivered one after the other, each after the inserts it waits for. */
+  private arriving: Promise<void> = Promise.resolve();
 
-  constructor(
-    private readonly connectionString: string,
-    private readonly pool: Pool,
-  ) {}
+  constructor(private readonly connectionString: string) {}
 
   async start(handlers: FanOutHandlers): Promise<void> {
     this.handlers = handlers;
@@ -37,23 +41,20 @@ export class PgNotifyFanOut implements EventFanOut {
     await this.listen();
   }
 
-  announce(event: StoredEvent): Promise<void> {
-    return this.announceMany([event]);
+  publish(store: StoreEvents): Promise<StoredEvent[]> {
+    const stored = store(CHANNEL).then((events) => {
+      this.keep(events);
+      return events;
+    });
+    const settled = stored.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.inserting.add(settled);
+    void settled.then(() => this.inserting.delete(settled));
+    return stored;
   }
 
-  /** One statement: notifications of one transaction are delivered in the order they were sent. */
-  async announceMany(events: StoredEvent[]): Promise<void> {
-    if (events.length === 0) return;
-    this.keep(events);
-    try {
-      await this.pool.query('SELECT pg_notify($1, seq) FROM unnest($2::text[]) AS seq', [CHANNEL, events.map((e) => String(e.seq))]);
-    } catch (err) {
-      for (const e of events) this.own.delete(e.seq);
-      throw err;
-    }
-  }
-
-  /** Before the notification is sent, so the copy is there whenever it comes back. */
   private keep(events: StoredEvent[]): void {
     for (const e of events) this.own.set(e.seq, e);
     // A notification that never comes back (the listener was down) leaves its copy: the oldest go.
@@ -61,6 +62,18 @@ export class PgNotifyFanOut implements EventFanOut {
       if (this.own.size <= MAX_OWN_EVENTS) break;
       this.own.delete(seq);
     }
+  }
+
+  private arrived(seq: number): void {
+    // Nothing in flight could be this seq's insert: delivered now, unless earlier ones still wait.
+    const waitFor = this.own.has(seq) || this.inserting.size === 0 ? null : [...this.inserting];
+    this.arriving = this.arriving
+      .then(() => (waitFor ? Promise.all(waitFor) : undefined))
+      .then(() => {
+        const own = this.own.get(seq);
+        if (own) this.own.delete(seq);
+        this.handlers?.deliver(seq, own);
+      });
   }
 
   async stop(): Promise<void> {
@@ -83,9 +96,7 @@ export class PgNotifyFanOut implements EventFanOut {
       if (msg.channel !== CHANNEL) return;
       const seq = Number(msg.payload);
       if (!Number.isSafeInteger(seq) || seq <= 0) return;
-      const own = this.own.get(seq);
-      if (own) this.own.delete(seq);
-      this.handlers?.deliver(seq, own);
+      this.arrived(seq);
     });
     let lost = false;
     let listening = false;

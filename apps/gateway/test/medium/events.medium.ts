@@ -163,6 +163,40 @@ describe('two gateway replicas on one PostgreSQL database', () => {
     }
   });
 
+  it("delivers its own events from their copies, in order, when a notification comes in before its insert's answer", async () => {
+    const database = await freshDatabase('postgres');
+    const a = await startGateway(database);
+    try {
+      const repository = a.app.get(EventsRepository);
+      const readBack = jest.spyOn(repository, 'findBySeq');
+      const seen: number[] = [];
+      a.app.get(EventsService).subscribe((e) => void seen.push(e.seq));
+      const fanOut = a.app.get(EVENT_FAN_OUT) as PgNotifyFanOut;
+      let inserted!: () => void;
+      const committed = new Promise<void>((resolve) => (inserted = resolve));
+      // The first insert commits (and notifies) at once, but its answer reaches the fan-out only
+      // 300 ms later; a second event is published meanwhile and answered at once.
+      const slow = fanOut.publish(async (channel) => {
+        const rows = await repository.appendMany([{ sessionId: null, projectId: null, type: 'slow', payload: {} }], channel);
+        inserted();
+        await new Promise((r) => setTimeout(r, 300));
+        return rows.map((r) => ({ seq: r.seq, type: r.type, sessionId: null, projectId: null, at: r.at.toISOString(), payload: {} }));
+      });
+      await committed;
+      const fast = await a.app.get(EventsService).publish({ type: 'fast', payload: {} });
+      const [first] = await slow;
+      await until(async () => {
+        await a.app.get(EventsService).drained();
+        return seen.length >= 2;
+      });
+      expect(seen).toEqual([first!.seq, fast.seq]);
+      expect(readBack).not.toHaveBeenCalled();
+    } finally {
+      await a.close();
+      await database.close();
+    }
+  });
+
   it('fan events out with LISTEN/NOTIFY, and a stop taken by one cancels the loop running on the other', async () => {
     const database = await freshDatabase('postgres');
     const a = await startGateway(database);

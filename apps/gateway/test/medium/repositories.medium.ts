@@ -232,7 +232,7 @@ withTestDatabases((database) => {
       await toolCalls.update(call.id, { result: { exit_code: 0, stdout: 'a\u0000b\uD800' } });
       await expect(toolCalls.findById(call.id)).resolves.toMatchObject({ arguments: { note: 'x\uFFFD' }, result: { stdout: 'a\uFFFDb\uFFFD' } });
       await expect(toolCalls.update(call.id, { result: null })).resolves.toMatchObject({ result: null });
-      await expect(events.append({ sessionId: session.id, projectId: null, type: 'tool_output', payload: { chunk: '\u0000' } })).resolves.toMatchObject({ payload: { chunk: '\uFFFD' } });
+      await expect(events.appendMany([{ sessionId: session.id, projectId: null, type: 'tool_output', payload: { chunk: '\u0000' } }])).resolves.toMatchObject([{ payload: { chunk: '\uFFFD' } }]);
     });
 
     it('answers an approval once; the second answer learns it lost', async () => {
@@ -294,9 +294,9 @@ withTestDatabases((database) => {
   describe('events', () => {
     it('replays what a subscriber missed, only within its sessions and projects', async () => {
       const { events } = r();
-      const a = await events.append({ sessionId: 's-a', projectId: 'p-1', type: 'session.started', payload: { n: 1 } });
-      const b = await events.append({ sessionId: 's-b', projectId: 'p-2', type: 'approval.requested', payload: { n: 2 } });
-      const c = await events.append({ sessionId: 's-a', projectId: 'p-1', type: 'session.ended', payload: { n: 3 } });
+      const a = (await events.appendMany([{ sessionId: 's-a', projectId: 'p-1', type: 'session.started', payload: { n: 1 } }]))[0]!;
+      const b = (await events.appendMany([{ sessionId: 's-b', projectId: 'p-2', type: 'approval.requested', payload: { n: 2 } }]))[0]!;
+      const c = (await events.appendMany([{ sessionId: 's-a', projectId: 'p-1', type: 'session.ended', payload: { n: 3 } }]))[0]!;
       expect(b.seq).toBeGreaterThan(a.seq);
       await expect(events.findBySeq(b.seq)).resolves.toEqual(b);
       expect((await events.listAfter(a.seq, { sessionIds: ['s-a'] })).map((e) => e.seq)).toEqual([c.seq]);

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { and, asc, eq, gt, inArray, or, type SQL } from 'drizzle-orm';
+import { and, asc, eq, getTableColumns, gt, inArray, or, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../database';
 import { events, type EventRow, type NewEvent } from '../schema';
 import { DB } from '../tokens';
@@ -17,15 +17,17 @@ export class EventsRepository extends Repository {
     super(db);
   }
 
-  async append(event: Omit<NewEvent, 'seq'>): Promise<EventRow> {
-    const [row] = await this.db.insert(events).values(event).returning();
-    return row as EventRow;
-  }
-
-  /** Several events in one statement; the rows come back in the order given (ascending seq). */
-  async appendMany(rows: Omit<NewEvent, 'seq'>[]): Promise<EventRow[]> {
-    const stored = (await this.db.insert(events).values(rows).returning()) as EventRow[];
-    return stored.sort((a, b) => a.seq - b.seq);
+  /**
+   * Several events in one statement; the rows come back in the order given (ascending seq). Given a
+   * channel (PostgreSQL), the same statement NOTIFYs each row's seq on it, row after row: delivered
+   * when the insert commits, in that order, and never for an insert that did not commit.
+   */
+  async appendMany(rows: Omit<NewEvent, 'seq'>[], notifyChannel: string | null = null): Promise<EventRow[]> {
+    const insert = this.db.insert(events).values(rows);
+    const stored = (
+      notifyChannel === null ? await insert.returning() : await insert.returning({ ...getTableColumns(events), notified: sql`pg_notify(${notifyChannel}, ${events.seq}::text)` })
+    ) as (EventRow & { notified?: unknown })[];
+    return stored.map(({ notified: _, ...row }) => row as EventRow).sort((a, b) => a.seq - b.seq);
   }
 
   async findBySeq(seq: number): Promise<EventRow | undefined> {
