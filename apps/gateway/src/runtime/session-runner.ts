@@ -480,8 +480,9 @@ export class SessionRunner {
     const callId = await this.deps.recorder.proposeToolCall({ name: call.name, arguments: recorded.arguments, agent }, decision);
     setSpanAttributes({ 'lemniscate.tool_call.id': callId });
     await this.emit({ type: 'tool_call_proposed', callId, agent, name: call.name, arguments: recorded.arguments });
-    await this.deps.recorder.recordProgress({ actionsUsed: this.budget.actionsUsed, extensionsUsed: this.extensionsUsed });
     await this.emitDecision(callId, decision);
+    // After both events, which are then stored together.
+    await this.deps.recorder.recordProgress({ actionsUsed: this.budget.actionsUsed, extensionsUsed: this.extensionsUsed });
     if (decision.effect === 'deny') {
       await this.deps.recorder.recordResult(callId, { ok: false, summary: decision.reason, class: decision.rule.startsWith('limits.') ? 'over_limit' : 'policy_denied' });
       return { id: call.id, control: `Refused: ${decision.reason}`, isError: true };

@@ -10,7 +10,8 @@ const MAX_EVENT_BATCH = 200;
 /**
  * What a session tree records that its loop need not wait for: live events, the progress counters,
  * a call's decision and result rows. They are written in the order they were queued, one at a time
- * (events queued together go in one statement), while the loop goes on with the call; nothing that
+ * (events queued together, or within one turn of the event loop, go in one statement), while the
+ * loop goes on with the call; nothing that
  * guards a call is among them (the proposal's row and audit entries, and every audit entry, are
  * awaited by the loop itself).
  *
@@ -61,6 +62,9 @@ export class SessionWrites {
 
   private async drain(): Promise<void> {
     try {
+      // What the loop queues before it next waits for something (a call's proposal, then its
+      // decision, a few awaits apart) goes in the first statement, not one statement each.
+      await new Promise<void>((resolve) => setImmediate(resolve));
       while (this.queue.length > 0) {
         const head = this.queue[0] as Write;
         // An op alone; events queued together in one statement.

@@ -17,6 +17,18 @@ function events() {
 const ev = (type: string) => ({ type, sessionId: 's1', projectId: 'p1', payload: {} }) as never;
 
 describe('SessionWrites', () => {
+  it('stores the events queued a few awaits apart, before the loop next waits, in one statement', async () => {
+    const e = events();
+    const batches = jest.spyOn(e.service, 'publishMany');
+    const writes = new SessionWrites(e.service);
+    writes.event(ev('tool_call_proposed'));
+    for (let turn = 0; turn < 20; turn++) await Promise.resolve();
+    writes.event(ev('decision'));
+    writes.op(async () => undefined);
+    await writes.flush();
+    expect(batches.mock.calls.map(([batch]) => batch.map((b) => b.type))).toEqual([['tool_call_proposed', 'decision']]);
+  });
+
   it('a batch that fails is kept, in order with what follows it, and written at the next flush once the database is back', async () => {
     const e = events();
     const writes = new SessionWrites(e.service);
