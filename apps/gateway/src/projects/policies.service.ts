@@ -23,8 +23,10 @@ interface PolicyInForce {
 
 /**
  * Policy versions (P1): immutable, published only after `parsePolicy` accepts them, every change
- * audited with what was in force before and after. `inForce` reads the database on every call, so a
- * publish takes effect on the next action without a restart (P3).
+ * audited with what was in force before and after. `inForce` asks which version is in force on every
+ * call, so a publish takes effect on the next action without a restart (P3): from the database on
+ * PostgreSQL (another replica may have published), from memory on PGlite, where every publish goes
+ * through this process (PolicyVersionsRepository).
  */
 @Injectable()
 export class PoliciesService {
@@ -44,7 +46,7 @@ export class PoliciesService {
   }
 
   async inForce(projectId: string): Promise<PolicyInForce> {
-    // Which version is in force is read every time; its document only when this gateway has not parsed it yet.
+    // Which version is in force is asked every time; its document read only when this gateway has not parsed it yet.
     const current = await this.versions.currentVersion(projectId);
     if (!current) return { policy: defaultPolicy, versionId: null, version: null };
     const cached = this.parsed.get(current.id);

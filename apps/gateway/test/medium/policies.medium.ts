@@ -1,10 +1,11 @@
 import { withTestDatabases } from '../support/db';
 import { PoliciesService } from '../../src/projects/policies.service';
+import { PolicyVersionsRepository } from '../../src/db/repositories/policy-versions.repository';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, auditKinds, bearer, createProject, startGateway, tokenFor, type Gateway } from '../support/harness';
 
 jest.setTimeout(60_000);
 
-withTestDatabases((db) => {
+withTestDatabases((db, kind) => {
   let gw: Gateway;
   let admin: string;
   let project: string;
@@ -103,6 +104,26 @@ withTestDatabases((db) => {
     expect((await gw.app.get(PoliciesService).inForce(project)).policy.commands.free).toEqual([]);
     const entry = (await auditKinds(gw, ['policy.rollback'])).at(-1);
     expect(entry).toMatchObject({ payload: { before: { version: 2 }, after: { version: 3 }, rolledBackTo: 1 } });
+  });
+
+  it('asks which version is in force on every call (P3): PostgreSQL reads it each time, PGlite keeps it until a publish, even one landing during a read', async () => {
+    const other = await createProject(gw, admin, 'policies-in-force');
+    const versions = gw.app.get(PolicyVersionsRepository);
+    const publication = (n: number) => ({ document: { version: 1, commands: { free: [`make v${n}`] } }, sourceText: `v${n}`, authorId: null });
+    const first = await versions.publish(other, publication(1));
+    expect(await versions.currentVersion(other)).toEqual({ id: first!.id, version: 1 });
+    const reads = jest.spyOn((versions as unknown as { db: { select: () => unknown } }).db, 'select');
+    expect(await versions.currentVersion(other)).toEqual({ id: first!.id, version: 1 });
+    expect(reads).toHaveBeenCalledTimes(kind === 'pglite' ? 0 : 1);
+    reads.mockClear();
+    // A read started before a publish answers what it read, and that is not kept past the publish.
+    const [during, second] = await Promise.all([versions.currentVersion(other), versions.publish(other, publication(2))]);
+    expect([first!.id, second!.id]).toContain(during?.id);
+    expect(await versions.currentVersion(other)).toEqual({ id: second!.id, version: 2 });
+    expect((await gw.app.get(PoliciesService).inForce(other)).policy.commands.free).toEqual(['make v2']);
+    reads.mockClear();
+    expect(await versions.currentVersion(other)).toEqual({ id: second!.id, version: 2 });
+    expect(reads).toHaveBeenCalledTimes(kind === 'pglite' ? 0 : 1);
   });
 
   it('refuses a duplicate project name with a sentence', async () => {
