@@ -142,6 +142,25 @@ withTestDatabases((database, kind) => {
       await expect(audit.verify()).resolves.toMatchObject({ ok: true });
     });
 
+    (kind === 'pglite' ? it : it.skip)('on PGlite, chains at the head it knows in one statement, and reads the head again once something else moved it', async () => {
+      const db = database();
+      if (db.driver.kind !== 'pglite') throw new Error('PGlite only');
+      const [a, b] = [auditOf(db), auditOf(db)];
+      const first = await a.append({ actor: 'u', kind: 'test.knownhead', payload: 1 });
+      const transactions = jest.spyOn(db.driver.client, 'transaction');
+      const second = await a.append({ actor: 'u', kind: 'test.knownhead', payload: 2 });
+      expect(transactions).not.toHaveBeenCalled();
+      // Another service on the same database moves the head: the statement at the old head writes nothing.
+      const third = await b.append({ actor: 'u', kind: 'test.knownhead', payload: 3 });
+      transactions.mockClear();
+      const fourth = await a.append({ actor: 'u', kind: 'test.knownhead', payload: 4 });
+      expect(transactions).toHaveBeenCalledTimes(1);
+      expect([second, third, fourth].map((e) => e.seq - first.seq)).toEqual([1, 2, 3]);
+      expect(fourth.prevHash).toBe(third.hash);
+      expect((await a.list({ kinds: ['test.knownhead'] })).map((e) => e.payload).sort()).toEqual([1, 2, 3, 4]);
+      await expect(a.verify()).resolves.toMatchObject({ ok: true });
+    });
+
     it('rejects every append of a batch the database refused, and carries on with the next', async () => {
       const repository = new AuditLogRepository(database().db);
       const audit = new AuditService(repository);

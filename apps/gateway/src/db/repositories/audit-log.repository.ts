@@ -131,6 +131,10 @@ export class AuditLogRepository extends Repository {
    * `own` to the queue instead, without waiting, for that chainer's next round.
    */
   async append(own: QueuedEntry[], link: ChainLinker): Promise<ChainRound> {
+    if (!this.pool && own.length > 0 && this.knownHead) {
+      const round = await this.appendAtKnownHead(this.knownHead, own, link);
+      if (round) return round;
+    }
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.transaction((session) => this.round(session, own, link));
@@ -144,7 +148,32 @@ export class AuditLogRepository extends Repository {
     }
   }
 
+  /**
+   * PGlite: the head this repository last wrote or read, if it still is. One process holds that
+   * database and nothing is ever queued there, so a round can link from it without reading it: one
+   * statement, which moves the head only from this very seq and hash, and writes the entries only if
+   * it did. Anything else that moved the head (another repository on the same database, a tamper)
+   * makes that statement write nothing, and a full round reads the head.
+   */
+  private knownHead: ChainHead | undefined;
+
+  private async appendAtKnownHead(head: ChainHead, own: QueuedEntry[], link: ChainLinker): Promise<ChainRound | undefined> {
+    this.knownHead = undefined;
+    const client = (this.db as unknown as { $client: PGlite }).$client;
+    // Milliseconds, as in a full round; this process and the database share the machine's clock.
+    const now = new Date();
+    const rows = link(head, now, own);
+    const last = rows[rows.length - 1] as AuditLogRow;
+    const result = await client.query<{ direct: string | number; head: string | number }>(KNOWN_HEAD_ROUND, [...directParams(rows, now), last.seq, last.hash, head.seq, head.hash]);
+    const [written] = result.rows;
+    if (Number(written?.head) !== 1) return undefined;
+    if (Number(written?.direct) !== rows.length) throw new Error(`An audit round wrote ${String(written?.direct)} of ${rows.length} new entries.`);
+    this.knownHead = { seq: last.seq, hash: last.hash };
+    return { chained: true, rows, fromQueue: 0 };
+  }
+
   private async round(session: RoundSession, own: QueuedEntry[], link: ChainLinker): Promise<ChainRound> {
+    this.knownHead = undefined;
     const found = await session.begin<QueueRead>(this.roundRead());
     const head = found[0];
     if (!head?.got) return { chained: false, queued: own.length > 0 ? queuedIds(await session.query(ENQUEUE, enqueueParams(own))) : new Map() };
@@ -171,16 +200,7 @@ export class AuditLogRepository extends Repository {
       moved.map((r) => r.seq),
       moved.map((r) => r.prevHash),
       moved.map((r) => r.hash),
-      now.toISOString(),
-      direct.map((r) => r.seq),
-      direct.map((r) => r.actor),
-      direct.map((r) => r.kind),
-      direct.map((r) => r.projectId),
-      direct.map((r) => r.sessionId),
-      direct.map((r) => r.payload),
-      direct.map((r) => r.prevHash),
-      direct.map((r) => r.hash),
-      direct.map((r) => r.entryKey),
+      ...directParams(direct, now),
       last.seq,
       last.hash,
       this.pool ? noticesOf(ids, moved, now) : [],
@@ -191,6 +211,8 @@ export class AuditLogRepository extends Repository {
       throw new StaleQueueRead(`An audit chaining round found ${String(written?.moved)} of the ${moved.length} queued entries it read; it was rolled back.`);
     }
     if (Number(written?.direct) !== direct.length) throw new Error(`An audit chaining round wrote ${String(written?.direct)} of ${direct.length} new entries; it was rolled back.`);
+    // Should the commit fail after all, the next round's statement finds the head elsewhere and writes nothing.
+    if (!this.pool) this.knownHead = { seq: last.seq, hash: last.hash };
     return { chained: true, rows, fromQueue: queued.length };
   }
 
@@ -514,6 +536,35 @@ const NOTIFY: Statement = { name: 'lemniscate_audit_notify', text: 'SELECT pg_no
  * then the caller's entries, then the head; the notices are sent on commit. The counts let the
  * round check that every queued entry it read was still there.
  */
+/** PGlite's round at a known head (`appendAtKnownHead`): $1–$10 the entries, $11–$12 the new head, $13–$14 the head it moves from. */
+const KNOWN_HEAD_ROUND = `WITH moved_head AS (
+           UPDATE audit_chain_head SET seq = $11, hash = $12 WHERE chain = '${MAIN_CHAIN}' AND seq = $13 AND hash = $14 RETURNING 1
+         ), from_caller AS (
+           INSERT INTO audit_log (seq, at, actor, kind, project_id, session_id, payload, prev_hash, hash, entry_key)
+           SELECT seq, $1::timestamptz, actor, kind, project_id, session_id, payload, prev_hash, hash, entry_key
+           FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::uuid[])
+             AS x(seq, actor, kind, project_id, session_id, payload, prev_hash, hash, entry_key)
+           WHERE EXISTS (SELECT 1 FROM moved_head)
+           RETURNING 1
+         )
+         SELECT (SELECT count(*) FROM from_caller) AS direct, (SELECT count(*) FROM moved_head) AS head`;
+
+/** A round's new entries as the statements' array parameters: the time, then a column each. */
+function directParams(rows: AuditLogRow[], at: Date): unknown[] {
+  return [
+    at.toISOString(),
+    rows.map((r) => r.seq),
+    rows.map((r) => r.actor),
+    rows.map((r) => r.kind),
+    rows.map((r) => r.projectId),
+    rows.map((r) => r.sessionId),
+    rows.map((r) => r.payload),
+    rows.map((r) => r.prevHash),
+    rows.map((r) => r.hash),
+    rows.map((r) => r.entryKey),
+  ];
+}
+
 const ROUND_WRITE: Statement = {
   name: 'lemniscate_audit_round',
   text: `WITH taken AS (
