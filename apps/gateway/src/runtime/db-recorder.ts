@@ -11,7 +11,7 @@ import { SessionsRepository } from '../db/repositories/sessions.repository';
 import { ToolCallsRepository } from '../db/repositories/tool-calls.repository';
 import { EventsService } from '../events/events.service';
 import { ApprovalsService } from '../sessions/approvals.service';
-import type { ApprovalDraft, ApprovalOutcome, EventDraft, SessionEnd, SessionRecorder, ToolResultRecord } from './ports';
+import type { ApprovalDraft, ApprovalOutcome, EventDraft, Progress, SessionEnd, SessionRecorder, ToolResultRecord } from './ports';
 import { SessionWrites } from './session-writes';
 
 export interface DbRecorderDeps {
@@ -112,7 +112,7 @@ export class DbSessionRecorder implements SessionRecorder {
     await this.deps.audit.record({ actor: `agent:${this.session.agent}`, kind, projectId: this.session.projectId, sessionId: this.session.id, payload });
   }
 
-  async proposeToolCall(call: { name: string; arguments: Record<string, unknown>; agent: string }, decision?: PolicyDecision): Promise<string> {
+  async proposeToolCall(call: { name: string; arguments: Record<string, unknown>; agent: string }, decision?: PolicyDecision, progress?: Progress): Promise<string> {
     // The deployment refuses what no audit sink can record: the call is not proposed, nor run.
     const refusal = this.deps.audit.refusal();
     if (refusal) throw new AppError(ErrorCode.AuditUnrecorded, refusal);
@@ -123,7 +123,7 @@ export class DbSessionRecorder implements SessionRecorder {
     const inserted = this.retry('tool call', async (attempt) => {
       // A retry after a broken connection: the first insert may have committed.
       const landed = attempt > 1 ? await this.deps.toolCalls.findById(id) : undefined;
-      return landed ?? (await this.deps.toolCalls.create({ id, seq, sessionId: this.session.id, name: call.name, arguments: call.arguments, decision: decision ?? null, agent: call.agent }));
+      return landed ?? (await this.deps.toolCalls.create({ id, seq, sessionId: this.session.id, name: call.name, arguments: call.arguments, decision: decision ?? null, agent: call.agent }, progress));
     });
     const proposed = this.deps.audit.record({
       actor: `agent:${call.agent}`,
@@ -239,7 +239,7 @@ export class DbSessionRecorder implements SessionRecorder {
     );
   }
 
-  async recordProgress(progress: { actionsUsed: number; extensionsUsed: number }): Promise<void> {
+  async recordProgress(progress: Progress): Promise<void> {
     this.writes.op(() => this.retry('progress', () => this.deps.sessions.update(this.session.id, progress)));
   }
 

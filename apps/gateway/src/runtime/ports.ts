@@ -56,6 +56,12 @@ export interface SessionEnd {
  * Everything the loop records, in the gateway's database, the audit chain and the live events. The
  * loop itself holds no storage: the gateway module implements this port.
  */
+/** A session's counters, as its row keeps them. */
+export interface Progress {
+  actionsUsed: number;
+  extensionsUsed: number;
+}
+
 export interface SessionRecorder {
   /** Records a live event; it may be written after this resolves, in the order emitted (see `flush`). */
   emit(event: EventDraft): Promise<void>;
@@ -64,9 +70,10 @@ export interface SessionRecorder {
   /**
    * Records a proposed call, and with it the policy's decision when it is already known: the call's
    * row and the audit entries `tool_call.proposed` then `policy.decision` (the decision with the
-   * call's `callId`, `tool` and `arguments`) are all written when this resolves. Returns the call's id.
+   * call's `callId`, `tool` and `arguments`) are all written when this resolves, and the session's
+   * counters when `progress` is given (in the same statement as the row). Returns the call's id.
    */
-  proposeToolCall(call: { name: string; arguments: Record<string, unknown>; agent: string }, decision?: PolicyDecision): Promise<string>;
+  proposeToolCall(call: { name: string; arguments: Record<string, unknown>; agent: string }, decision?: PolicyDecision, progress?: Progress): Promise<string>;
   /** A later decision on a recorded call (its row only; it may be written after this resolves). */
   recordDecision(callId: string, decision: PolicyDecision): Promise<void>;
   /** A call's result (its row only; it may be written after this resolves). */
@@ -85,7 +92,7 @@ export interface SessionRecorder {
   approvedCommands(): Promise<ApprovedCommand[]>;
   /** Where the working copy stood at the start (X3); the tree kept so far is the start's. */
   recordWorkingCopy(info: SandboxInfo): Promise<void>;
-  recordProgress(progress: { actionsUsed: number; extensionsUsed: number }): Promise<void>;
+  recordProgress(progress: Progress): Promise<void>;
   /**
    * The patch of everything approved so far, kept as it grows: a sandbox that is lost or destroyed
    * by a stop never takes approved work with it. With it, the fingerprint of the tree it gives (X3),

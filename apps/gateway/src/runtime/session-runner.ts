@@ -477,12 +477,12 @@ export class SessionRunner {
       setSpanAttributes({ 'lemniscate.policy.effect': d.effect, ...('rule' in d && d.rule ? { 'lemniscate.policy.rule': d.rule } : {}) });
       return d;
     });
-    const callId = await this.deps.recorder.proposeToolCall({ name: call.name, arguments: recorded.arguments, agent }, decision);
+    // The call counts from its proposal: the session's counters are written with its row.
+    const progress = { actionsUsed: this.budget.actionsUsed, extensionsUsed: this.extensionsUsed };
+    const callId = await this.deps.recorder.proposeToolCall({ name: call.name, arguments: recorded.arguments, agent }, decision, progress);
     setSpanAttributes({ 'lemniscate.tool_call.id': callId });
     await this.emit({ type: 'tool_call_proposed', callId, agent, name: call.name, arguments: recorded.arguments });
     await this.emitDecision(callId, decision);
-    // After both events, which are then stored together.
-    await this.deps.recorder.recordProgress({ actionsUsed: this.budget.actionsUsed, extensionsUsed: this.extensionsUsed });
     if (decision.effect === 'deny') {
       await this.deps.recorder.recordResult(callId, { ok: false, summary: decision.reason, class: decision.rule.startsWith('limits.') ? 'over_limit' : 'policy_denied' });
       return { id: call.id, control: `Refused: ${decision.reason}`, isError: true };

@@ -225,6 +225,18 @@ withTestDatabases((database) => {
       await expectViolation(toolCalls.create({ sessionId: session.id, seq: 1, name: 'Bash', arguments: {}, agent: 'general' }), 'tool_calls_session_seq_key');
     });
 
+    it("writes the session's counters with a call's row when given, in the same statement, and only that session's", async () => {
+      const { toolCalls, sessions } = r();
+      const { session } = await fixture();
+      const { session: other } = await fixture();
+      await toolCalls.create({ sessionId: session.id, name: 'Bash', arguments: { command: 'ls' }, agent: 'general' }, { actionsUsed: 7, extensionsUsed: 1 });
+      await expect(sessions.findById(session.id)).resolves.toMatchObject({ actionsUsed: 7, extensionsUsed: 1 });
+      await expect(sessions.findById(other.id)).resolves.toMatchObject({ actionsUsed: 0, extensionsUsed: 0 });
+      // A call refused by a constraint leaves the counters as they were.
+      await expectViolation(toolCalls.create({ sessionId: session.id, seq: 1, name: 'Bash', arguments: {}, agent: 'general' }, { actionsUsed: 9, extensionsUsed: 2 }), 'tool_calls_session_seq_key');
+      await expect(sessions.findById(session.id)).resolves.toMatchObject({ actionsUsed: 7, extensionsUsed: 1 });
+    });
+
     it('records output jsonb cannot hold (U+0000, lone surrogates) with the replacement character', async () => {
       const { toolCalls, events } = r();
       const { session } = await fixture();

@@ -209,8 +209,10 @@ export class RecordingRecorder implements SessionRecorder {
   async audit(kind: string, payload: Record<string, unknown>) {
     this.audits.push({ kind, payload });
   }
-  async proposeToolCall(call: { name: string; arguments: Record<string, unknown> }, decision?: PolicyDecision) {
+  progress: { actionsUsed: number; extensionsUsed: number }[] = [];
+  async proposeToolCall(call: { name: string; arguments: Record<string, unknown> }, decision?: PolicyDecision, progress?: { actionsUsed: number; extensionsUsed: number }) {
     const callId = `call_${++this.nextCall}`;
+    if (progress) this.progress.push(progress);
     // As the database recorder audits it: the decision with the call it decides.
     if (decision) this.audits.push({ kind: 'policy.decision', payload: { callId, tool: call.name, arguments: call.arguments, ...decision } });
     return callId;
@@ -253,7 +255,9 @@ export class RecordingRecorder implements SessionRecorder {
   async recordWorkingCopy(info: SandboxInfo) {
     this.fingerprintEnd = info.fingerprint;
   }
-  async recordProgress() {}
+  async recordProgress(progress: { actionsUsed: number; extensionsUsed: number }) {
+    this.progress.push(progress);
+  }
   patches: string[] = [];
   async recordPatch(patch: string, fingerprint: string) {
     this.patches.push(patch);

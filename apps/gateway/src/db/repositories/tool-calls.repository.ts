@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { asc, eq, sql } from 'drizzle-orm';
 import type { Db } from '../database';
-import { toolCalls, type NewToolCall, type ToolCallRow } from '../schema';
+import { sessions, toolCalls, type NewToolCall, type ToolCallRow } from '../schema';
 import { DB } from '../tokens';
 import { Repository } from './repository';
 
@@ -13,10 +13,20 @@ export class ToolCallsRepository extends Repository {
     super(db);
   }
 
-  /** Records a proposed call with the session's next sequence number (unless one is given). */
-  async create(call: Omit<NewToolCall, 'seq'> & { seq?: number }): Promise<ToolCallRow> {
+  /**
+   * Records a proposed call with the session's next sequence number (unless one is given), and, in
+   * the same statement, the session's counters when `progress` is given.
+   */
+  async create(call: Omit<NewToolCall, 'seq'> & { seq?: number }, progress?: { actionsUsed: number; extensionsUsed: number }): Promise<ToolCallRow> {
     const seq = call.seq ?? sql<number>`(SELECT coalesce(max(${toolCalls.seq}), 0) + 1 FROM ${toolCalls} WHERE ${toolCalls.sessionId} = ${call.sessionId})`;
-    const [row] = await this.db
+    const counters = progress
+      ? this.db
+          .$with('counters', {})
+          .as(
+            sql`UPDATE ${sessions} SET ${sql.identifier(sessions.actionsUsed.name)} = ${progress.actionsUsed}, ${sql.identifier(sessions.extensionsUsed.name)} = ${progress.extensionsUsed} WHERE ${sessions.id} = ${call.sessionId}`,
+          )
+      : undefined;
+    const [row] = await (counters ? this.db.with(counters) : this.db)
       .insert(toolCalls)
       .values({ ...call, seq })
       .returning();

@@ -63,6 +63,17 @@ describe('SessionRunner', () => {
     expect(recorder.ofType('session_completed')).toHaveLength(1);
   });
 
+  it("records the session's counters with each call it proposes, counting that call", async () => {
+    const { runner, recorder } = setup({
+      turns: [{ tool_calls: [{ name: 'Read', arguments: { path: 'README.md' } }] }, { tool_calls: [{ name: 'List', arguments: { path: '.' } }] }, { text: 'Done.' }],
+    });
+    await runner.run();
+    expect(recorder.progress).toEqual([
+      { actionsUsed: 1, extensionsUsed: 0 },
+      { actionsUsed: 2, extensionsUsed: 0 },
+    ]);
+  });
+
   it('L1/L3: 200 distinct commands stop after 150 actions with a summary turn that has no tools', async () => {
     const { runner, model, recorder } = setup({
       turns: [{ repeat: 200, tool_calls: [{ name: 'Bash', arguments: { command: 'npm test -- --shard={{i}}' } }] }, { text: 'Done: 150 shards. Remaining: 50.' }],
