@@ -8,12 +8,12 @@ type Write = { kind: 'event'; event: NewEvent } | { kind: 'op'; run: () => Promi
 const MAX_EVENT_BATCH = 200;
 
 /**
- * What a session tree records that its loop need not wait for: live events, the progress counters,
- * a call's decision and result rows. They are written in the order they were queued, one at a time
- * (events queued together, or within one turn of the event loop, go in one statement), while the
- * loop goes on with the call; nothing that
- * guards a call is among them (the proposal's row and audit entries, and every audit entry, are
- * awaited by the loop itself).
+ * What a session tree records that its loop need not wait for: live events, the progress counters
+ * after an extension, a call's later decision and its result rows. They are written in the order
+ * they were queued, one at a time (events queued together, or within one turn of the event loop, go
+ * in one statement), while the loop goes on with the call; nothing that guards a call is among them
+ * (the proposal's row, the counters written with it and every audit entry are awaited by the loop
+ * itself).
  *
  * Whatever must come after them waits for `flush`: an approval request (its events follow the
  * loop's), the session's ending, the end of the run. Each write rides out a short database outage

@@ -530,12 +530,6 @@ const ENQUEUE_ONE: Statement = {
 
 const NOTIFY: Statement = { name: 'lemniscate_audit_notify', text: 'SELECT pg_notify($1, $2)' };
 
-/**
- * A round's writes, in one statement: the queued entries read are deleted from the queue and
- * inserted into the log with the seq and hashes given (their content moves inside the database),
- * then the caller's entries, then the head; the notices are sent on commit. The counts let the
- * round check that every queued entry it read was still there.
- */
 /** PGlite's round at a known head (`appendAtKnownHead`): $1–$10 the entries, $11–$12 the new head, $13–$14 the head it moves from. */
 const KNOWN_HEAD_ROUND = `WITH moved_head AS (
            UPDATE audit_chain_head SET seq = $11, hash = $12 WHERE chain = '${MAIN_CHAIN}' AND seq = $13 AND hash = $14 RETURNING 1
@@ -565,6 +559,12 @@ function directParams(rows: AuditLogRow[], at: Date): unknown[] {
   ];
 }
 
+/**
+ * A round's writes, in one statement: the queued entries read are deleted from the queue and
+ * inserted into the log with the seq and hashes given (their content moves inside the database),
+ * then the caller's entries, then the head; the notices are sent on commit. The counts let the
+ * round check that every queued entry it read was still there.
+ */
 const ROUND_WRITE: Statement = {
   name: 'lemniscate_audit_round',
   text: `WITH taken AS (
