@@ -1,6 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { AppError } from '../../src/common/errors';
 import { openDatabase, type Database } from '../../src/db/database';
-import { AuditLogRepository } from '../../src/db/repositories/audit-log.repository';
+import { AuditLogRepository, CHAINER_LOCK } from '../../src/db/repositories/audit-log.repository';
 import { freshDatabase, withTestDatabases, type TestDatabase } from '../support/db';
 import { canonicalJson, chainHash, GENESIS_HASH } from '../../src/audit/audit-chain';
 import { CSV_HEADER, flattenPayload } from '../../src/audit/audit-export';
@@ -142,23 +143,86 @@ withTestDatabases((database, kind) => {
       await expect(audit.verify()).resolves.toMatchObject({ ok: true });
     });
 
-    (kind === 'pglite' ? it : it.skip)('on PGlite, chains at the head it knows in one statement, and reads the head again once something else moved it', async () => {
-      const db = database();
-      if (db.driver.kind !== 'pglite') throw new Error('PGlite only');
-      const [a, b] = [auditOf(db), auditOf(db)];
-      const first = await a.append({ actor: 'u', kind: 'test.knownhead', payload: 1 });
-      const transactions = jest.spyOn(db.driver.client, 'transaction');
-      const second = await a.append({ actor: 'u', kind: 'test.knownhead', payload: 2 });
-      expect(transactions).not.toHaveBeenCalled();
-      // Another service on the same database moves the head: the statement at the old head writes nothing.
-      const third = await b.append({ actor: 'u', kind: 'test.knownhead', payload: 3 });
-      transactions.mockClear();
-      const fourth = await a.append({ actor: 'u', kind: 'test.knownhead', payload: 4 });
-      expect(transactions).toHaveBeenCalledTimes(1);
-      expect([second, third, fourth].map((e) => e.seq - first.seq)).toEqual([1, 2, 3]);
-      expect(fourth.prevHash).toBe(third.hash);
-      expect((await a.list({ kinds: ['test.knownhead'] })).map((e) => e.payload).sort()).toEqual([1, 2, 3, 4]);
-      await expect(a.verify()).resolves.toMatchObject({ ok: true });
+    describe('a round at the head this gateway last left: one statement, taken only when nothing else moved', () => {
+      type Known = { seq: number; hash: string; clockMs: number; readAt: number } | undefined;
+      const withRepository = () => {
+        const repository = new AuditLogRepository(database().db);
+        // A full round is a transaction; a round at the known head is one statement outside any.
+        const fullRounds = jest.spyOn(repository as unknown as { transaction: () => Promise<unknown> }, 'transaction');
+        const known = () => (repository as unknown as { knownHead: Known }).knownHead;
+        const setKnown = (k: Known) => ((repository as unknown as { knownHead: Known }).knownHead = k);
+        return { audit: new AuditService(repository), repository, fullRounds, known, setKnown };
+      };
+
+      it('links from the head it knows without a full round, and reads the head again once another writer moved it', async () => {
+        const a = withRepository();
+        const b = auditOf(database());
+        const first = await a.audit.append({ actor: 'u', kind: 'test.knownhead', payload: 1 });
+        a.fullRounds.mockClear();
+        const second = await a.audit.append({ actor: 'u', kind: 'test.knownhead', payload: 2 });
+        expect(a.fullRounds).not.toHaveBeenCalled();
+        // Another service on the same database moves the head: the statement at the old head writes nothing.
+        const third = await b.append({ actor: 'u', kind: 'test.knownhead', payload: 3 });
+        const fourth = await a.audit.append({ actor: 'u', kind: 'test.knownhead', payload: 4 });
+        expect(a.fullRounds).toHaveBeenCalledTimes(1);
+        expect([second, third, fourth].map((e) => e.seq - first.seq)).toEqual([1, 2, 3]);
+        expect([second.prevHash, fourth.prevHash]).toEqual([first.hash, third.hash]);
+        expect(Date.parse(second.at)).toBeGreaterThanOrEqual(Date.parse(first.at));
+        expect((await a.audit.list({ kinds: ['test.knownhead'] })).map((e) => e.payload).sort()).toEqual([1, 2, 3, 4]);
+        await expect(a.audit.verify()).resolves.toMatchObject({ ok: true });
+      });
+
+      it("never writes a time ahead of the database's clock: a drifted reading makes a full round", async () => {
+        const a = withRepository();
+        await a.audit.append({ actor: 'u', kind: 'test.knownhead', payload: 'sync' });
+        const known = a.known();
+        expect(known).toBeDefined();
+        a.setKnown({ ...known!, clockMs: known!.clockMs + 60_000 });
+        a.fullRounds.mockClear();
+        const before = Date.now();
+        const entry = await a.audit.append({ actor: 'u', kind: 'test.knownhead', payload: 'drifted' });
+        expect(a.fullRounds).toHaveBeenCalledTimes(1);
+        expect(Date.parse(entry.at)).toBeLessThan(before + 30_000);
+        await expect(a.audit.verify()).resolves.toMatchObject({ ok: true });
+      });
+
+      (kind === 'postgres' ? it : it.skip)('on PostgreSQL, chains what other replicas queued first, and writes nothing while another connection holds the chainer lock', async () => {
+        const db = database();
+        if (db.driver.kind !== 'postgres') throw new Error('PostgreSQL only');
+        const a = withRepository();
+        await a.audit.append({ actor: 'u', kind: 'test.knownhead', payload: 'sync' });
+        expect(a.known()).toBeDefined();
+        // A replica's entry waits in the queue: the round at the known head must not pass it by.
+        const other = new AuditLogRepository(db.db);
+        await other.enqueue([{ key: randomUUID(), actor: 'replica', kind: 'test.knownhead', projectId: null, sessionId: null, payload: canonicalJson('queued') }]);
+        a.fullRounds.mockClear();
+        const mine = await a.audit.append({ actor: 'u', kind: 'test.knownhead', payload: 'mine' });
+        expect(a.fullRounds).toHaveBeenCalled();
+        const listed = await a.audit.list({ kinds: ['test.knownhead'] });
+        const queued = listed.find((e) => e.payload === 'queued');
+        expect(queued && queued.seq < mine.seq).toBe(true);
+        // A round that moved queued entries leaves no known head (other replicas are writing); the next one does.
+        expect(a.known()).toBeUndefined();
+        await a.audit.append({ actor: 'u', kind: 'test.knownhead', payload: 'quiet again' });
+        expect(a.known()).toBeDefined();
+        // Another connection holds the chainer lock: the statement at the known head writes nothing.
+        const holder = await db.driver.pool.connect();
+        try {
+          await holder.query('SELECT pg_advisory_lock($1)', [CHAINER_LOCK]);
+          const round = await a.repository.append(
+            [{ key: randomUUID(), actor: 'u', kind: 'test.knownhead', projectId: null, sessionId: null, payload: canonicalJson('while locked') }],
+            (head, at, entries) => entries.map((e, i) => ({ ...e, seq: head.seq + i + 1, at, prevHash: head.hash, hash: head.hash, entryKey: e.key }) as never),
+          );
+          expect(round.chained).toBe(false);
+          await holder.query('SELECT pg_advisory_unlock($1)', [CHAINER_LOCK]);
+        } finally {
+          holder.release();
+        }
+        await a.audit.drain();
+        await a.audit.sweep();
+        await expect(a.audit.verify()).resolves.toMatchObject({ ok: true });
+        expect((await a.audit.list({ kinds: ['test.knownhead'] })).map((e) => e.payload)).toContain('while locked');
+      });
     });
 
     it('rejects every append of a batch the database refused, and carries on with the next', async () => {

@@ -4,6 +4,7 @@ import { AuditService } from '../../src/audit/audit.service';
 import { openDatabase, type Database } from '../../src/db/database';
 import { ApprovedCommandsRepository } from '../../src/db/repositories/approved-commands.repository';
 import { ApprovalsRepository } from '../../src/db/repositories/approvals.repository';
+import { AuditLogRepository } from '../../src/db/repositories/audit-log.repository';
 import { EventsRepository } from '../../src/db/repositories/events.repository';
 import { SessionsRepository } from '../../src/db/repositories/sessions.repository';
 import { ToolCallsRepository } from '../../src/db/repositories/tool-calls.repository';
@@ -79,6 +80,8 @@ describe('the gateway across a PostgreSQL outage of 0.2–0.6 s', () => {
 
   it('an audit batch whose COMMIT landed but whose reply was lost is not written a second time', async () => {
     const audit = gw.app.get(AuditService);
+    // A full round (a transaction ending in COMMIT), not the one statement at the head last left.
+    (gw.app.get(AuditLogRepository) as unknown as { knownHead: unknown }).knownHead = undefined;
     const lostBefore = proxy.stats.commitRepliesLost;
     proxy.loseNextCommitReply();
     const entries = await Promise.all([0, 1, 2, 3].map((i) => audit.append({ actor: 'system', kind: 'test.lost_reply', payload: { i } })));
@@ -86,6 +89,20 @@ describe('the gateway across a PostgreSQL outage of 0.2–0.6 s', () => {
     expect((await auditOf('test.lost_reply')).map((e) => e.payload)).toEqual([{ i: 0 }, { i: 1 }, { i: 2 }, { i: 3 }]);
     // What the callers were told is what is stored.
     expect(entries.map((e) => e.hash)).toEqual((await auditOf('test.lost_reply')).map((e) => e.hash));
+    expect(await audit.verify()).toMatchObject({ ok: true });
+  });
+
+  it('an audit round at the head last left, whose statement committed but whose reply was lost, is not written a second time', async () => {
+    const audit = gw.app.get(AuditService);
+    await audit.append({ actor: 'system', kind: 'test.lost_reply_known', payload: { i: -1 } });
+    expect((gw.app.get(AuditLogRepository) as unknown as { knownHead: unknown }).knownHead).toBeDefined();
+    const lostBefore = proxy.stats.commitRepliesLost;
+    proxy.loseNextReplyTo(/lemniscate_audit_known_head_round/);
+    const entries = await Promise.all([0, 1, 2, 3].map((i) => audit.append({ actor: 'system', kind: 'test.lost_reply_known', payload: { i } })));
+    expect(proxy.stats.commitRepliesLost).toBe(lostBefore + 1);
+    const stored = (await auditOf('test.lost_reply_known')).filter((e) => (e.payload as { i: number }).i >= 0);
+    expect(stored.map((e) => e.payload)).toEqual([{ i: 0 }, { i: 1 }, { i: 2 }, { i: 3 }]);
+    expect(entries.map((e) => e.hash)).toEqual(stored.map((e) => e.hash));
     expect(await audit.verify()).toMatchObject({ ok: true });
   });
 

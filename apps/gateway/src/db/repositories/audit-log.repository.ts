@@ -131,7 +131,8 @@ export class AuditLogRepository extends Repository {
    * `own` to the queue instead, without waiting, for that chainer's next round.
    */
   async append(own: QueuedEntry[], link: ChainLinker): Promise<ChainRound> {
-    if (!this.pool && own.length > 0 && this.knownHead) {
+    // The clock reading is refreshed by a full round at least every KNOWN_HEAD_MS: the time elapsed here and the database's clock may drift apart.
+    if (own.length > 0 && this.knownHead && performance.now() - this.knownHead.readAt < KNOWN_HEAD_MS) {
       const round = await this.appendAtKnownHead(this.knownHead, own, link);
       if (round) return round;
     }
@@ -149,32 +150,36 @@ export class AuditLogRepository extends Repository {
   }
 
   /**
-   * PGlite: the head this repository last wrote or read, if it still is. One process holds that
-   * database and nothing is ever queued there, so a round can link from it without reading it: one
-   * statement, which moves the head only from this very seq and hash, and writes the entries only if
-   * it did. Anything else that moved the head (another repository on the same database, a tamper)
-   * makes that statement write nothing, and a full round reads the head.
+   * The head this repository's last round left, with the database's clock read then: set after a
+   * round that moved nothing from the queue (no other replica is writing). The next round links its
+   * entries from it without reading it, in one statement (`KNOWN_HEAD_ROUND`) that takes the chainer
+   * lock, and moves the head and writes the entries only if the lock was free, nothing is queued,
+   * the head is still this very seq and hash, and the entries' time (that clock reading plus the
+   * time elapsed here since, so never before the last entry's) is not ahead of the database's clock.
+   * Anything else — another replica chaining or queueing, a tamper, a clock that drifted — makes it
+   * write nothing, and a full round reads the head.
    */
-  private knownHead: ChainHead | undefined;
+  private knownHead: KnownHead | undefined;
 
-  private async appendAtKnownHead(head: ChainHead, own: QueuedEntry[], link: ChainLinker): Promise<ChainRound | undefined> {
+  private async appendAtKnownHead(head: KnownHead, own: QueuedEntry[], link: ChainLinker): Promise<ChainRound | undefined> {
     this.knownHead = undefined;
-    const client = (this.db as unknown as { $client: PGlite }).$client;
-    // Milliseconds, as in a full round; this process and the database share the machine's clock.
-    const now = new Date();
-    const rows = link(head, now, own);
+    const at = new Date(head.clockMs + Math.floor(performance.now() - head.readAt));
+    const rows = link(head, at, own);
     const last = rows[rows.length - 1] as AuditLogRow;
-    const result = await client.query<{ direct: string | number; head: string | number }>(KNOWN_HEAD_ROUND, [...directParams(rows, now), last.seq, last.hash, head.seq, head.hash]);
-    const [written] = result.rows;
+    const params = [...directParams(rows, at), last.seq, last.hash, head.seq, head.hash, this.pool ? noticesOf([], [], at) : []];
+    const written = this.pool
+      ? (await this.pool.query<KnownHeadWrite>({ name: KNOWN_HEAD_ROUND.name, text: KNOWN_HEAD_ROUND.text, values: params })).rows[0]
+      : (await (this.db as unknown as { $client: PGlite }).$client.query<KnownHeadWrite>(KNOWN_HEAD_ROUND.text, params)).rows[0];
     if (Number(written?.head) !== 1) return undefined;
     if (Number(written?.direct) !== rows.length) throw new Error(`An audit round wrote ${String(written?.direct)} of ${rows.length} new entries.`);
-    this.knownHead = { seq: last.seq, hash: last.hash };
+    this.knownHead = { ...head, seq: last.seq, hash: last.hash };
     return { chained: true, rows, fromQueue: 0 };
   }
 
   private async round(session: RoundSession, own: QueuedEntry[], link: ChainLinker): Promise<ChainRound> {
     this.knownHead = undefined;
     const found = await session.begin<QueueRead>(this.roundRead());
+    const readAt = performance.now();
     const head = found[0];
     if (!head?.got) return { chained: false, queued: own.length > 0 ? queuedIds(await session.query(ENQUEUE, enqueueParams(own))) : new Map() };
     if (head.head_seq === null) throw new Error('The audit chain head is missing: the database was not migrated.');
@@ -212,7 +217,7 @@ export class AuditLogRepository extends Repository {
     }
     if (Number(written?.direct) !== direct.length) throw new Error(`An audit chaining round wrote ${String(written?.direct)} of ${direct.length} new entries; it was rolled back.`);
     // Should the commit fail after all, the next round's statement finds the head elsewhere and writes nothing.
-    if (!this.pool) this.knownHead = { seq: last.seq, hash: last.hash };
+    if (queued.length === 0) this.knownHead = { seq: last.seq, hash: last.hash, clockMs: now.getTime(), readAt };
     return { chained: true, rows, fromQueue: queued.length };
   }
 
@@ -530,9 +535,21 @@ const ENQUEUE_ONE: Statement = {
 
 const NOTIFY: Statement = { name: 'lemniscate_audit_notify', text: 'SELECT pg_notify($1, $2)' };
 
-/** PGlite's round at a known head (`appendAtKnownHead`): $1–$10 the entries, $11–$12 the new head, $13–$14 the head it moves from. */
-const KNOWN_HEAD_ROUND = `WITH moved_head AS (
-           UPDATE audit_chain_head SET seq = $11, hash = $12 WHERE chain = '${MAIN_CHAIN}' AND seq = $13 AND hash = $14 RETURNING 1
+/** How long a round may link from a known head and clock reading before a full round reads them again. */
+const KNOWN_HEAD_MS = 30_000;
+
+/** A round at a known head (`appendAtKnownHead`): $1–$10 the entries, $11–$12 the new head, $13–$14 the head it moves from, $15 the notices. */
+const KNOWN_HEAD_ROUND: Statement = {
+  name: 'lemniscate_audit_known_head_round',
+  text: `WITH lock AS (
+           SELECT pg_try_advisory_xact_lock(${CHAINER_LOCK}) AS got
+         ), moved_head AS (
+           UPDATE audit_chain_head SET seq = $11, hash = $12
+           WHERE chain = '${MAIN_CHAIN}' AND seq = $13 AND hash = $14
+             AND (SELECT got FROM lock)
+             AND NOT EXISTS (SELECT 1 FROM audit_pending)
+             AND $1::timestamptz <= clock_timestamp()
+           RETURNING 1
          ), from_caller AS (
            INSERT INTO audit_log (seq, at, actor, kind, project_id, session_id, payload, prev_hash, hash, entry_key)
            SELECT seq, $1::timestamptz, actor, kind, project_id, session_id, payload, prev_hash, hash, entry_key
@@ -541,7 +558,20 @@ const KNOWN_HEAD_ROUND = `WITH moved_head AS (
            WHERE EXISTS (SELECT 1 FROM moved_head)
            RETURNING 1
          )
-         SELECT (SELECT count(*) FROM from_caller) AS direct, (SELECT count(*) FROM moved_head) AS head`;
+         SELECT (SELECT count(*) FROM from_caller) AS direct, (SELECT count(*) FROM moved_head) AS head,
+                (SELECT count(pg_notify('${AUDIT_CHANNEL}', n)) FROM unnest($15::text[]) AS n WHERE EXISTS (SELECT 1 FROM moved_head)) AS notices`,
+};
+
+interface KnownHeadWrite extends Record<string, unknown> {
+  direct: string | number;
+  head: string | number;
+}
+
+/** A head as a round left it, with the database's clock (ms) read then and this process's `performance.now()` at that moment. */
+interface KnownHead extends ChainHead {
+  clockMs: number;
+  readAt: number;
+}
 
 /** A round's new entries as the statements' array parameters: the time, then a column each. */
 function directParams(rows: AuditLogRow[], at: Date): unknown[] {
