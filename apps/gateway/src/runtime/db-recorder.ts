@@ -11,7 +11,7 @@ import { SessionsRepository } from '../db/repositories/sessions.repository';
 import { ToolCallsRepository } from '../db/repositories/tool-calls.repository';
 import { EventsService } from '../events/events.service';
 import { ApprovalsService } from '../sessions/approvals.service';
-import type { ApprovalDraft, ApprovalOutcome, EventDraft, Progress, SessionEnd, SessionRecorder, ToolResultRecord } from './ports';
+import { ProposalNotRecorded, type ApprovalDraft, type ApprovalOutcome, type EventDraft, type Progress, type SessionEnd, type SessionRecorder, type ToolResultRecord } from './ports';
 import { SessionWrites } from './session-writes';
 
 export interface DbRecorderDeps {
@@ -133,7 +133,10 @@ export class DbSessionRecorder implements SessionRecorder {
       payload: { callId: id, seq, name: call.name, arguments: call.arguments },
     });
     const decided = decision ? this.audit('policy.decision', { callId: id, tool: call.name, arguments: call.arguments, ...decision }) : undefined;
-    await Promise.all([inserted, proposed, decided]);
+    const [row, ...entries] = await Promise.allSettled([inserted, proposed, ...(decided ? [decided] : [])]);
+    const entryFailed = entries.find((e): e is PromiseRejectedResult => e.status === 'rejected');
+    if (entryFailed) throw entryFailed.reason;
+    if (row.status === 'rejected') throw new ProposalNotRecorded(id, row.reason);
     return id;
   }
 
@@ -252,8 +255,11 @@ export class DbSessionRecorder implements SessionRecorder {
   }
 
   async finish(end: SessionEnd): Promise<void> {
-    // The counters and results still queued are written first: the ending's own are the last word.
-    await this.writes.flush();
+    // The events, counters and results still queued are written first: the ending's own are the
+    // last word. A write that failed is still queued (the database was away): its failure is thrown
+    // once, by the first flush (the loop has ended on it, or ends now), and the second writes it,
+    // so a call in the audit log is never missing from the stream.
+    await this.writes.flush().catch(() => this.writes.flush());
     await this.retry('session end', () => this.end(end));
   }
 

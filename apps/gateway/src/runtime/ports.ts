@@ -56,6 +56,19 @@ export interface SessionEnd {
  * Everything the loop records, in the gateway's database, the audit chain and the live events. The
  * loop itself holds no storage: the gateway module implements this port.
  */
+/**
+ * A proposal whose audit entries were written while its row was not (the database went away between
+ * the two): the call is in the audit log, so it is shown too, and the session fails on `cause`.
+ */
+export class ProposalNotRecorded extends Error {
+  constructor(
+    readonly callId: string,
+    override readonly cause: unknown,
+  ) {
+    super(cause instanceof Error ? cause.message : String(cause));
+  }
+}
+
 /** A session's counters, as its row keeps them. */
 export interface Progress {
   actionsUsed: number;

@@ -46,7 +46,7 @@ import { describeFailure } from '../db/errors';
 import type { ChatMessage, ModelProvider, ToolCall, ToolDefinition, TurnResult } from '../model/model.types';
 import { ExecHostCallError, type ExecHostPort } from '../exec-host/exec-host.port';
 import { McpServerError, type McpListedTool } from '../mcp/mcp-clients';
-import type { ApprovalDraft, ApprovalOutcome, CallOutcome, EventDraft, McpToolSource, SessionRecorder } from './ports';
+import { ProposalNotRecorded, type ApprovalDraft, type ApprovalOutcome, type CallOutcome, type EventDraft, type McpToolSource, type Progress, type SessionRecorder } from './ports';
 import { sandboxProfile } from './sandbox-profile';
 import { sessionCatalogue } from './tool-catalogue';
 
@@ -460,7 +460,7 @@ export class SessionRunner {
     // 2. loop detector: blocked before it runs, the session handed back
     const verdict = this.loop.observe({ name: call.name, arguments: call.arguments });
     if (verdict.blocked) {
-      const callId = await this.deps.recorder.proposeToolCall({ name: call.name, arguments: recorded.arguments, agent });
+      const callId = await this.propose(recorded, agent);
       await this.emit({ type: 'tool_call_proposed', callId, agent, name: call.name, arguments: recorded.arguments });
       await this.emit({ type: 'loop_blocked', class: 'loop', callId, name: call.name, arguments: call.arguments, repetitions: verdict.repeated.repetitions });
       await this.deps.recorder.audit('loop.blocked', { callId, name: call.name, arguments: call.arguments, repetitions: verdict.repeated.repetitions });
@@ -479,7 +479,7 @@ export class SessionRunner {
     });
     // The call counts from its proposal: the session's counters are written with its row.
     const progress = { actionsUsed: this.budget.actionsUsed, extensionsUsed: this.extensionsUsed };
-    const callId = await this.deps.recorder.proposeToolCall({ name: call.name, arguments: recorded.arguments, agent }, decision, progress);
+    const callId = await this.propose(recorded, agent, decision, progress);
     setSpanAttributes({ 'lemniscate.tool_call.id': callId });
     await this.emit({ type: 'tool_call_proposed', callId, agent, name: call.name, arguments: recorded.arguments });
     await this.emitDecision(callId, decision);
@@ -523,6 +523,25 @@ export class SessionRunner {
       const message = describeFailure(err);
       await this.deps.recorder.recordResult(callId, { ok: false, summary: message });
       return { id: call.id, control: `Failed: ${message}`, isError: true };
+    }
+  }
+
+  /**
+   * Records a proposal (its row and audit entries). When only its row failed, the call is in the
+   * audit log: it is shown as proposed (its event is written once the database is back, before the
+   * ending's) and the session fails on the row's error, so the stream and the audit agree.
+   */
+  private async propose(call: ToolCall, agent: string, decision?: Decision, progress?: Progress): Promise<string> {
+    try {
+      return await this.deps.recorder.proposeToolCall({ name: call.name, arguments: call.arguments, agent }, decision, progress);
+    } catch (err) {
+      if (!(err instanceof ProposalNotRecorded)) throw err;
+      const event: EventDraft = { type: 'tool_call_proposed', callId: err.callId, agent, name: call.name, arguments: call.arguments };
+      // A write failure the queue still holds is thrown once, by the first call: the second queues the event.
+      await this.emit(event)
+        .catch(() => this.emit(event))
+        .catch(() => undefined);
+      throw err.cause;
     }
   }
 

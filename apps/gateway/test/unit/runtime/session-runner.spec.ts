@@ -9,7 +9,7 @@ import { HttpExecHost } from '../../../src/exec-host/http-exec-host';
 import { SessionRunner, sandboxLifetimeMinutes, type SessionRunInput } from '../../../src/runtime/session-runner';
 import { InMemoryExecHost, RecordingRecorder, Spy } from '../../support/runtime-fakes';
 import { AppError, ErrorCode } from '../../../src/common/errors';
-import type { ApprovalDraft, ApprovalOutcome } from '../../../src/runtime/ports';
+import { ProposalNotRecorded, type ApprovalDraft, type ApprovalOutcome } from '../../../src/runtime/ports';
 
 beforeAll(async () => {
   await initPolicyEngine();
@@ -72,6 +72,18 @@ describe('SessionRunner', () => {
       { actionsUsed: 1, extensionsUsed: 0 },
       { actionsUsed: 2, extensionsUsed: 0 },
     ]);
+  });
+
+  it("shows a proposal whose audit entries were written though its row was not, then fails on the row's error", async () => {
+    const { runner, recorder } = setup({ turns: [{ tool_calls: [{ name: 'Read', arguments: { path: 'README.md' } }] }, { text: 'Done.' }] });
+    recorder.proposeToolCall = async () => {
+      throw new ProposalNotRecorded('call_audited', Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }));
+    };
+    const r = await runner.run();
+    expect(r.exitCode).toBe(1);
+    expect(r.outcome).toMatchObject({ status: 'failed' });
+    expect(recorder.ofType('tool_call_proposed')).toEqual([expect.objectContaining({ callId: 'call_audited', name: 'Read', arguments: { path: 'README.md' } })]);
+    expect(recorder.ofType('tool_result')).toEqual([]);
   });
 
   it('L1/L3: 200 distinct commands stop after 150 actions with a summary turn that has no tools', async () => {
