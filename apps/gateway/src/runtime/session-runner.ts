@@ -537,10 +537,8 @@ export class SessionRunner {
     } catch (err) {
       if (!(err instanceof ProposalNotRecorded)) throw err;
       const event: EventDraft = { type: 'tool_call_proposed', callId: err.callId, agent, name: call.name, arguments: call.arguments };
-      // A write failure the queue still holds is thrown once, by the first call: the second queues the event.
-      await this.emit(event)
-        .catch(() => this.emit(event))
-        .catch(() => undefined);
+      // Queued even when a write failure is pending (that failure is then thrown, and the row's is what the session ends on).
+      await this.emit(event).catch(() => undefined);
       throw err.cause;
     }
   }

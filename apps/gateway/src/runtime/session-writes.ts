@@ -32,16 +32,19 @@ export class SessionWrites {
     private readonly retry: <T>(what: string, work: () => Promise<T>) => Promise<T> = (_what, work) => work(),
   ) {}
 
+  // A write is queued even when a failure is pending: the failure is thrown (the loop ends on it),
+  // and the write is made with the rest once the database is back (the ending's flush), so an event
+  // of a call already in the audit log is not lost.
   event(event: NewEvent): void {
-    this.raise();
     this.queue.push({ kind: 'event', event });
     this.draining ??= this.drain();
+    this.raise();
   }
 
   op(run: () => Promise<unknown>): void {
-    this.raise();
     this.queue.push({ kind: 'op', run });
     this.draining ??= this.drain();
+    this.raise();
   }
 
   /** Resolves once everything queued so far is written; throws a failure not yet reported. */

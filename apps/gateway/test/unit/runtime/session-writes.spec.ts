@@ -49,6 +49,18 @@ describe('SessionWrites', () => {
     expect(order).toEqual(['result row']);
   });
 
+  it('a write made while a failure is pending throws that failure, and is still written once the database is back', async () => {
+    const e = events();
+    const writes = new SessionWrites(e.service);
+    e.state.down = true;
+    writes.event(ev('decision'));
+    await new Promise((r) => setTimeout(r, 10));
+    expect(() => writes.event(ev('tool_call_proposed'))).toThrow('ECONNREFUSED');
+    e.state.down = false;
+    await writes.flush();
+    expect(e.stored).toEqual(['decision', 'tool_call_proposed']);
+  });
+
   it('an outage the retry rides out loses nothing and throws nothing', async () => {
     const e = events();
     let attempts = 0;
