@@ -538,6 +538,19 @@ const NOTIFY: Statement = { name: 'lemniscate_audit_notify', text: 'SELECT pg_no
 /** How long a round may link from a known head and clock reading before a full round reads them again. */
 const KNOWN_HEAD_MS = 30_000;
 
+/**
+ * The caller's entries inserted into the log from a round's parameters (`directParams`): `$<first>`
+ * the time, then the columns, one array each; `where` limits it (a round at a known head).
+ */
+function callerInsert(first: number, where = ''): string {
+  const p = (i: number) => `$${first + i}`;
+  return `INSERT INTO audit_log (seq, at, actor, kind, project_id, session_id, payload, prev_hash, hash, entry_key)
+           SELECT seq, ${p(0)}::timestamptz, actor, kind, project_id, session_id, payload, prev_hash, hash, entry_key
+           FROM unnest(${p(1)}::bigint[], ${p(2)}::text[], ${p(3)}::text[], ${p(4)}::text[], ${p(5)}::text[], ${p(6)}::text[], ${p(7)}::text[], ${p(8)}::text[], ${p(9)}::uuid[])
+             AS x(seq, actor, kind, project_id, session_id, payload, prev_hash, hash, entry_key)${where}
+           RETURNING 1`;
+}
+
 /** A round at a known head (`appendAtKnownHead`): $1–$10 the entries, $11–$12 the new head, $13–$14 the head it moves from, $15 the notices. */
 const KNOWN_HEAD_ROUND: Statement = {
   name: 'lemniscate_audit_known_head_round',
@@ -551,12 +564,7 @@ const KNOWN_HEAD_ROUND: Statement = {
              AND $1::timestamptz <= clock_timestamp()
            RETURNING 1
          ), from_caller AS (
-           INSERT INTO audit_log (seq, at, actor, kind, project_id, session_id, payload, prev_hash, hash, entry_key)
-           SELECT seq, $1::timestamptz, actor, kind, project_id, session_id, payload, prev_hash, hash, entry_key
-           FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::uuid[])
-             AS x(seq, actor, kind, project_id, session_id, payload, prev_hash, hash, entry_key)
-           WHERE EXISTS (SELECT 1 FROM moved_head)
-           RETURNING 1
+           ${callerInsert(1, '\n           WHERE EXISTS (SELECT 1 FROM moved_head)')}
          )
          SELECT (SELECT count(*) FROM from_caller) AS direct, (SELECT count(*) FROM moved_head) AS head,
                 (SELECT count(pg_notify('${AUDIT_CHANNEL}', n)) FROM unnest($15::text[]) AS n WHERE EXISTS (SELECT 1 FROM moved_head)) AS notices`,
@@ -608,11 +616,7 @@ const ROUND_WRITE: Statement = {
            FROM taken JOIN linked USING (id)
            RETURNING 1
          ), from_caller AS (
-           INSERT INTO audit_log (seq, at, actor, kind, project_id, session_id, payload, prev_hash, hash, entry_key)
-           SELECT seq, $5::timestamptz, actor, kind, project_id, session_id, payload, prev_hash, hash, entry_key
-           FROM unnest($6::bigint[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::uuid[])
-             AS x(seq, actor, kind, project_id, session_id, payload, prev_hash, hash, entry_key)
-           RETURNING 1
+           ${callerInsert(5)}
          ), moved_head AS (
            UPDATE audit_chain_head SET seq = $15, hash = $16 WHERE chain = '${MAIN_CHAIN}' RETURNING 1
          )
