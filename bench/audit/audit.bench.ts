@@ -90,10 +90,12 @@ function machineBusyTicks(): number {
 const TICK_MS = 10;
 
 /** Runs `fn` and returns its result with the machine's CPU milliseconds spent meanwhile. */
-async function withMachineCpu<T>(fn: () => Promise<T>): Promise<[T, number]> {
+async function withMachineCpu<T>(fn: () => Promise<T>): Promise<[T, number, number]> {
   const before = machineBusyTicks();
+  const own = process.cpuUsage();
   const result = await fn();
-  return [result, (machineBusyTicks() - before) * TICK_MS];
+  const spent = process.cpuUsage(own);
+  return [result, (machineBusyTicks() - before) * TICK_MS, (spent.user + spent.system) / 1000];
 }
 
 /**
@@ -101,13 +103,13 @@ async function withMachineCpu<T>(fn: () => Promise<T>): Promise<[T, number]> {
  * time into a table of their own, no lock between them (PostgreSQL's group commit only). Entries
  * queued by replicas cost at least such a commit each; it shows how loaded the machine was in the run.
  */
-async function plainCommits(target: Target): Promise<{ perSecond: number; cpuMsPerCommit: number }> {
+async function plainCommits(target: Target): Promise<{ perSecond: number; cpuMsPerCommit: number; nodeCpuMsPerCommit: number }> {
   const make = target.client as () => Promise<Client>;
   const clients = await Promise.all(Array.from({ length: CLIENTS }, make));
   try {
     await (clients[0] as Client).query('CREATE TABLE bench_plain (id bigserial PRIMARY KEY, payload text NOT NULL)');
     const text = JSON.stringify(payload(0));
-    const [[, seconds], cpuMs] = await withMachineCpu(() =>
+    const [[, seconds], cpuMs, ownCpuMs] = await withMachineCpu(() =>
       timed(() =>
         Promise.all(
           clients.map(async (client, c) => {
@@ -117,7 +119,7 @@ async function plainCommits(target: Target): Promise<{ perSecond: number; cpuMsP
       ),
     );
     await (clients[0] as Client).query('DROP TABLE bench_plain');
-    return { perSecond: Math.round(APPENDS / seconds), cpuMsPerCommit: +(cpuMs / APPENDS).toFixed(2) };
+    return { perSecond: Math.round(APPENDS / seconds), cpuMsPerCommit: +(cpuMs / APPENDS).toFixed(2), nodeCpuMsPerCommit: +(ownCpuMs / APPENDS).toFixed(2) };
   } finally {
     await Promise.all(clients.map((c) => c.end()));
   }
@@ -153,6 +155,7 @@ async function run(target: Target): Promise<Results> {
       const plain = await plainCommits(target);
       results['plainCommitsPerSecond'] = plain.perSecond;
       results['plainCpuMsPerCommit'] = plain.cpuMsPerCommit;
+      results['plainNodeCpuMsPerCommit'] = plain.nodeCpuMsPerCommit;
       const replicas = await Promise.all(Array.from({ length: CLIENTS }, () => (target.connect as () => Promise<Database>)()));
       const services = replicas.map((replica) => new AuditService(new AuditLogRepository(replica.db)));
       try {
@@ -160,7 +163,7 @@ async function run(target: Target): Promise<Results> {
         // queued for the round under way). Timed until every entry is in the chain, not just queued.
         let recordedSeconds = 0;
         const started = process.hrtime.bigint();
-        const [[, s3], cpuMs] = await withMachineCpu(() =>
+        const [[, s3], cpuMs, ownCpuMs] = await withMachineCpu(() =>
           timed(async () => {
             await Promise.all(
               services.map(async (own, c) => {
@@ -174,6 +177,7 @@ async function run(target: Target): Promise<Results> {
         results['separateConnectionsPerSecond'] = Math.round(APPENDS / s3);
         results['replicaRecordedPerSecond'] = Math.round(APPENDS / recordedSeconds);
         results['replicaCpuMsPerEntry'] = +(cpuMs / APPENDS).toFixed(2);
+        results['replicaNodeCpuMsPerEntry'] = +(ownCpuMs / APPENDS).toFixed(2);
       } finally {
         // As a gateway shuts down: the round a chainer owes is done before its database closes.
         await Promise.all(services.map((s) => s.beforeApplicationShutdown()));
@@ -246,10 +250,10 @@ async function main() {
     if (r['separateConnectionsPerSecond'] !== undefined) {
       process.stdout.write(
         `    20 replicas, own connections     ${String(r['separateConnectionsPerSecond']).padStart(6)}/s   target ≥ ${TARGET_REPLICAS}/s: ${verdict(r['separateConnectionsPerSecond'], TARGET_REPLICAS)}` +
-          `   (every entry once, in order per replica: ${r['replicaEntriesOnceInOrder'] ? 'yes' : 'NO'}; answered at ${r['replicaRecordedPerSecond']}/s)   machine CPU ${r['replicaCpuMsPerEntry']} ms/entry\n`,
+          `   (every entry once, in order per replica: ${r['replicaEntriesOnceInOrder'] ? 'yes' : 'NO'}; answered at ${r['replicaRecordedPerSecond']}/s)   machine CPU ${r['replicaCpuMsPerEntry']} ms/entry, of which the replicas' Node.js ${r['replicaNodeCpuMsPerEntry']} ms\n`,
       );
       process.stdout.write(
-        `    20 connections, one-row commits  ${String(r['plainCommitsPerSecond']).padStart(6)}/s   (no chain: plain commits the machine managed during this run)   machine CPU ${r['plainCpuMsPerCommit']} ms/commit\n`,
+        `    20 connections, one-row commits  ${String(r['plainCommitsPerSecond']).padStart(6)}/s   (no chain: plain commits the machine managed during this run)   machine CPU ${r['plainCpuMsPerCommit']} ms/commit, of which Node.js ${r['plainNodeCpuMsPerCommit']} ms\n`,
       );
     } else {
       process.stdout.write(`    20 replicas                         n/a   (one process holds an embedded database)\n`);

@@ -17,10 +17,16 @@ export class CanonicalJsonError extends Error {
  * (NaN, Infinity, BigInt, functions, cycles) are refused rather than silently changed.
  */
 export function canonicalJson(value: unknown): string {
-  return write(value, '$', new Set());
+  return write(value, [], new Set());
 }
 
-function write(value: unknown, where: string, ancestors: Set<object>): string {
+/** Where a value sits, as the refusal names it: `$`, then `.key` or `[index]` per level. */
+function where(path: readonly (string | number)[]): string {
+  return `$${path.map((step) => (typeof step === 'number' ? `[${step}]` : `.${step}`)).join('')}`;
+}
+
+// `path` is the way down to `value`, extended and shortened in place; it is only written out for a refusal.
+function write(value: unknown, path: (string | number)[], ancestors: Set<object>): string {
   if (value === null) return 'null';
   switch (typeof value) {
     case 'string':
@@ -28,31 +34,44 @@ function write(value: unknown, where: string, ancestors: Set<object>): string {
     case 'boolean':
       return value ? 'true' : 'false';
     case 'number':
-      if (!Number.isFinite(value)) throw new CanonicalJsonError(`${where} is ${value}, which JSON cannot represent.`);
+      if (!Number.isFinite(value)) throw new CanonicalJsonError(`${where(path)} is ${value}, which JSON cannot represent.`);
       return JSON.stringify(value);
     case 'object':
       break;
     default:
-      throw new CanonicalJsonError(`${where} is a ${typeof value}, which JSON cannot represent.`);
+      throw new CanonicalJsonError(`${where(path)} is a ${typeof value}, which JSON cannot represent.`);
   }
   const object = value as object & { toJSON?: unknown };
-  if (typeof object.toJSON === 'function') return write((object.toJSON as () => unknown)(), where, ancestors);
-  if (ancestors.has(object)) throw new CanonicalJsonError(`${where} refers back to itself; JSON cannot represent a cycle.`);
+  if (typeof object.toJSON === 'function') return write((object.toJSON as () => unknown)(), path, ancestors);
+  if (ancestors.has(object)) throw new CanonicalJsonError(`${where(path)} refers back to itself; JSON cannot represent a cycle.`);
   ancestors.add(object);
   try {
     if (Array.isArray(object)) {
       // As JSON.stringify does: holes and unrepresentable items become null inside arrays.
-      return `[${object.map((item, i) => (item === undefined || typeof item === 'function' || typeof item === 'symbol' ? 'null' : write(item, `${where}[${i}]`, ancestors))).join(',')}]`;
+      let text = '[';
+      for (let i = 0; i < object.length; i++) {
+        const item: unknown = object[i];
+        if (i > 0) text += ',';
+        if (item === undefined || typeof item === 'function' || typeof item === 'symbol') text += 'null';
+        else {
+          path.push(i);
+          text += write(item, path, ancestors);
+          path.pop();
+        }
+      }
+      return `${text}]`;
     }
     const record = object as Record<string, unknown>;
-    const parts: string[] = [];
+    let text = '{';
     for (const key of Object.keys(record).sort()) {
       const item = record[key];
       // As JSON.stringify does: a property holding undefined is simply absent.
       if (item === undefined || typeof item === 'function' || typeof item === 'symbol') continue;
-      parts.push(`${JSON.stringify(key)}:${write(item, `${where}.${key}`, ancestors)}`);
+      path.push(key);
+      text += `${text.length > 1 ? ',' : ''}${JSON.stringify(key)}:${write(item, path, ancestors)}`;
+      path.pop();
     }
-    return `{${parts.join(',')}}`;
+    return `${text}}`;
   } finally {
     ancestors.delete(object);
   }
