@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Pool, Client, type PoolConfig } from 'pg';
 import { applyMigrations, DEFAULT_MIGRATIONS_DIR, MigrationError, readMigrations, type MigrationReport, type MigrationTarget } from './migrate';
+import { forDrizzle, TEXT_KEPT_PARSERS } from './pglite-parsers';
 import * as schema from './schema';
 
 export type Schema = typeof schema;
@@ -104,7 +105,8 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
   }
   let client: PGlite;
   try {
-    client = await PGlite.create(dir ? { dataDir: dir } : {});
+    // Dates and times kept as text by the database itself, as Drizzle wants them (pglite-parsers.ts).
+    client = await PGlite.create({ ...(dir ? { dataDir: dir } : {}), parsers: TEXT_KEPT_PARSERS });
   } catch (error) {
     await release();
     throw new DatabaseError(`The embedded database in ${dir ?? 'memory'} could not be opened: ${(error as Error).message}`);
@@ -126,7 +128,7 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
     );
     const role = await adoptRole(options.appRole === undefined ? APP_ROLE : options.appRole, async (text, params) => (await client.query<{ ok: boolean }>(text, params)).rows);
     if (role) await client.exec(`SET ROLE ${quoteIdent(role)}`);
-    const db = drizzlePglite({ client, schema }) as unknown as Db;
+    const db = drizzlePglite({ client: forDrizzle(client), schema }) as unknown as Db;
     return {
       db,
       kind: 'pglite',

@@ -2,7 +2,11 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { DatabaseError, databaseOptionsFromEnv, defaultDataDir, openDatabase, redactUrl } from '../../src/db/database';
+import { types } from '@electric-sql/pglite';
+import { eq, sql } from 'drizzle-orm';
+import { DatabaseError, databaseOptionsFromEnv, defaultDataDir, IN_MEMORY, openDatabase, redactUrl, type Database } from '../../src/db/database';
+import { TEXT_KEPT_TYPES, withoutTextParsers } from '../../src/db/pglite-parsers';
+import { users } from '../../src/db/schema';
 
 // Jest reads testTimeout only from the root configuration, not from a project: set it here.
 jest.setTimeout(120_000);
@@ -53,5 +57,80 @@ describe('configuration', () => {
   it('never shows a password in a message', () => {
     expect(redactUrl('postgres://app:s3cr3t@db.internal:5432/lemniscate')).toBe('postgres://app:***@db.internal:5432/lemniscate');
     expect(redactUrl('postgres://postgres@/postgres?host=/var/run/postgresql')).toBe('postgres://postgres@/postgres?host=/var/run/postgresql');
+  });
+});
+
+describe("the embedded database and Drizzle's parsers", () => {
+  let database: Database;
+  beforeAll(async () => {
+    database = await openDatabase({ dataDir: IN_MEMORY });
+  });
+  afterAll(async () => {
+    await database?.close();
+  });
+  const client = () => {
+    if (database.driver.kind !== 'pglite') throw new Error('expected PGlite');
+    return database.driver.client;
+  };
+  const optionsOf = (spy: jest.SpyInstance) => spy.mock.calls.map((call) => call[2] as { rowMode?: string; parsers?: unknown } | undefined);
+
+  it("gives PGlite Drizzle's statements without parsers of their own, and Drizzle still reads dates as before", async () => {
+    const query = jest.spyOn(client(), 'query');
+    try {
+      const [user] = await database.db.insert(users).values({ email: 'parsers@example.test', displayName: 'Parsers', role: 'developer' }).returning();
+      const [read] = await database.db
+        .select()
+        .from(users)
+        .where(eq(users.id, (user as { id: string }).id));
+      const raw = await database.db.execute(sql`SELECT created_at, created_at::text AS text FROM users WHERE id = ${(user as { id: string }).id}`);
+      expect(optionsOf(query).length).toBe(3);
+      for (const options of optionsOf(query)) {
+        expect(options?.rowMode).toBeDefined();
+        expect(options?.parsers).toBeUndefined();
+      }
+      expect(read?.createdAt).toBeInstanceOf(Date);
+      expect(read?.createdAt.getTime()).toBe(user?.createdAt.getTime());
+      // The database's text for it, as Drizzle's raw statements have always given it back.
+      const row = (raw as unknown as { rows: { created_at: unknown; text: string }[] }).rows[0];
+      expect(row?.created_at).toBe(row?.text);
+      expect(new Date(row?.text as string).getTime()).toBe(read?.createdAt.getTime());
+    } finally {
+      query.mockRestore();
+    }
+  });
+
+  it('does the same inside a transaction', async () => {
+    const original = client().transaction.bind(client());
+    let txQuery: jest.SpyInstance | undefined;
+    const transaction = jest.spyOn(client(), 'transaction').mockImplementation((callback) =>
+      original((tx) => {
+        txQuery = jest.spyOn(tx, 'query');
+        return callback(tx);
+      }),
+    );
+    try {
+      const read = await database.db.transaction(async (tx) => {
+        await tx.insert(users).values({ email: 'parsers-tx@example.test', displayName: 'Parsers', role: 'developer' });
+        return tx.select().from(users).where(eq(users.email, 'parsers-tx@example.test'));
+      });
+      expect(read[0]?.createdAt).toBeInstanceOf(Date);
+      expect(Number.isNaN(read[0]?.createdAt.getTime())).toBe(false);
+      expect(txQuery && optionsOf(txQuery).length).toBe(2);
+      for (const options of optionsOf(txQuery as jest.SpyInstance)) expect(options?.parsers).toBeUndefined();
+    } finally {
+      transaction.mockRestore();
+    }
+  });
+
+  it('keeps parsers that do anything else than keep the text of a date or time', () => {
+    const keep = (value: string) => value;
+    const other = { rowMode: 'array' as const, parsers: { [types.INT4]: keep } };
+    const changing = { rowMode: 'array' as const, parsers: { [types.TIMESTAMPTZ]: (value: string) => new Date(value) } };
+    const mixed = { rowMode: 'array' as const, parsers: { [types.TIMESTAMPTZ]: keep, [types.JSON]: keep } };
+    expect(withoutTextParsers(other)).toBe(other);
+    expect(withoutTextParsers(changing)).toBe(changing);
+    expect(withoutTextParsers(mixed)).toBe(mixed);
+    expect(withoutTextParsers(undefined)).toBeUndefined();
+    expect(withoutTextParsers({ rowMode: 'object' as const, parsers: Object.fromEntries(TEXT_KEPT_TYPES.map((type) => [type, keep])) })).toEqual({ rowMode: 'object', parsers: undefined });
   });
 });
