@@ -89,7 +89,7 @@ function machineBusyTicks(): number {
 /** Milliseconds of CPU per jiffy (USER_HZ, 100 on Linux). */
 const TICK_MS = 10;
 
-/** Runs `fn` and returns its result with the machine's CPU milliseconds spent meanwhile. */
+/** Runs `fn` and returns its result, the machine's CPU milliseconds spent meanwhile, and this process's share of them. */
 async function withMachineCpu<T>(fn: () => Promise<T>): Promise<[T, number, number]> {
   const before = machineBusyTicks();
   const own = process.cpuUsage();

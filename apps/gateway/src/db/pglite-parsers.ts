@@ -14,6 +14,9 @@ const asText = (value: string): string => value;
 /** PGlite's `parsers` option: those types as text, for every statement of the database. */
 export const TEXT_KEPT_PARSERS: Record<number, (value: string) => string> = Object.fromEntries(TEXT_KEPT_TYPES.map((type) => [type, asText]));
 
+/** What a parser is given to find out whether it keeps its text. */
+const PROBE = '2000-01-01 00:00:00+00';
+
 interface QueryOptionsLike {
   parsers?: Record<number, (value: string) => unknown>;
 }
@@ -34,9 +37,6 @@ export function withoutTextParsers<T extends QueryOptionsLike | undefined>(optio
   }
   return { ...options, parsers: undefined };
 }
-
-/** What a parser is given to find out whether it keeps its text. */
-const PROBE = '2000-01-01 00:00:00+00';
 
 type Queryable = Pick<PGlite, 'query'>;
 

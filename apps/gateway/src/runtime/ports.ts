@@ -53,10 +53,6 @@ export interface SessionEnd {
 }
 
 /**
- * Everything the loop records, in the gateway's database, the audit chain and the live events. The
- * loop itself holds no storage: the gateway module implements this port.
- */
-/**
  * A proposal whose audit entries were written while its row was not (the database went away between
  * the two): the call is in the audit log, so it is shown too, and the session fails on `cause`.
  */
@@ -75,6 +71,10 @@ export interface Progress {
   extensionsUsed: number;
 }
 
+/**
+ * Everything the loop records, in the gateway's database, the audit chain and the live events. The
+ * loop itself holds no storage: the gateway module implements this port.
+ */
 export interface SessionRecorder {
   /** Records a live event; it may be written after this resolves, in the order emitted (see `flush`). */
   emit(event: EventDraft): Promise<void>;
