@@ -122,6 +122,19 @@ describe("the embedded database and Drizzle's parsers", () => {
     }
   });
 
+  const keepText = (value: string) => value;
+  const others = [types.INT4, types.INT8, types.BOOL, types.JSON, types.JSONB, types.TEXT, types.UUID];
+  it.each(TEXT_KEPT_TYPES.flatMap((type) => others.map((other) => [type, other] as const)))(
+    'drops a parser keeping type %p as text, and keeps it beside one for type %p or one that changes the value',
+    (type, other) => {
+      expect(withoutTextParsers({ parsers: { [type]: keepText } })).toEqual({ parsers: undefined });
+      const beside = { parsers: { [type]: keepText, [other]: keepText } };
+      expect(withoutTextParsers(beside)).toBe(beside);
+      const changing = { parsers: { [type]: (value: string) => `${value}!` } };
+      expect(withoutTextParsers(changing)).toBe(changing);
+    },
+  );
+
   it('keeps parsers that do anything else than keep the text of a date or time', () => {
     const keep = (value: string) => value;
     const other = { rowMode: 'array' as const, parsers: { [types.INT4]: keep } };
