@@ -18,6 +18,7 @@ export interface CheckedOut {
 
 const CHECKED_OUT_KEPT = 64;
 const CHECKED_OUT_MAX_ENTRIES = 50_000;
+const WHOLE_KEPT = 4_096;
 
 /**
  * The git objects this exec-host has fetched, one bare repository per repository source and access
@@ -27,12 +28,19 @@ const CHECKED_OUT_MAX_ENTRIES = 50_000;
  * commit fetched once is checked out again without talking to the server; its working copy is its own.
  * The cache is written only by the exec-host, on the host, never garbage-collected while it runs
  * (gc.auto=0), and out of every sandbox's reach.
+ *
+ * A session reads a commit from the cache only once every object of it is there: a fetch lands as one
+ * pack (fetch.unpackLimit=1), which git sees whole or not at all, and a commit not yet known whole is
+ * looked at only inside `exclusive` (no fetch of this directory is running then) and checked object by
+ * object once, which also catches the half of a fetch an earlier process left when it stopped.
  */
 export class ObjectCache {
   private readonly locks = new Map<string, Promise<unknown>>();
   private readonly ready = new Map<string, Promise<string>>();
   /** By cache key and commit, most recently used last. */
   private readonly checked = new Map<string, CheckedOut>();
+  /** `dir:commit` of the commits known to have every object in the cache, oldest first. */
+  private readonly whole = new Set<string>();
 
   constructor(readonly root: string) {}
 
@@ -93,6 +101,16 @@ export class ObjectCache {
     await fs.rename(tmp, indexPath);
     this.checked.set(`${this.keyOf(source)}:${state.baseCommit}`, { ...state, indexPath, dir });
     while (this.checked.size > CHECKED_OUT_KEPT) this.checked.delete(this.checked.keys().next().value as string);
+  }
+
+  /** Every object of `commit` is in the cache directory `dir` (seen so since this process started). */
+  isWhole(dir: string, commit: string): boolean {
+    return this.whole.has(`${dir}:${commit}`);
+  }
+
+  markWhole(dir: string, commit: string): void {
+    this.whole.add(`${dir}:${commit}`);
+    while (this.whole.size > WHOLE_KEPT) this.whole.delete(this.whole.values().next().value as string);
   }
 
   /** `repo` reads objects from the cache directory `dir` (alternates) and knows which of them are shallow. */

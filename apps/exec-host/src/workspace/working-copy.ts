@@ -535,26 +535,45 @@ async function fetchInto(o: PrepareOptions, want: string, fetchOpts: FetchOption
 /**
  * Through the exec-host's object cache: the session's git directory borrows the cache's objects; a
  * commit already there needs no fetch at all, another one is fetched (depth 1) into the cache, alone.
- * The cache's shallow list comes along, so git knows which parents are absent.
+ * The cache's shallow list comes along, so git knows which parents are absent. A commit is read from
+ * the cache only once it is known whole there (object-cache.ts): straight away when this process saw
+ * it so before, otherwise after any fetch into the cache has ended.
  */
 async function fetchThroughCache(o: PrepareOptions, objects: ObjectCache, want: string, expected: string | null, fetchOpts: FetchOptions): Promise<{ baseCommit: string; baseTree: string }> {
   const cache = await objects.dirFor(o.source);
   const borrowShallow = () => objects.borrow(cache, o.repo);
   const wanted = expected ?? want;
-  await borrowShallow();
-  const present = await commitAndTree(o.repo, wanted);
-  if (present) return present;
+  if (expected && objects.isWhole(cache, expected)) {
+    await borrowShallow();
+    const known = await commitAndTree(o.repo, expected);
+    if (known) return known;
+  }
   return objects.exclusive(cache, async () => {
+    await borrowShallow();
+    const present = await commitAndTree(o.repo, wanted);
+    if (present && (objects.isWhole(cache, present.baseCommit) || (await everyObjectOf(o.repo, present.baseCommit)))) {
+      objects.markWhole(cache, present.baseCommit);
+      return present;
+    }
     const cacheRepo: GitRepo = { gitDir: cache, workTree: o.repo.workTree, home: o.repo.home };
-    const fetched = await runFetchGit(cacheRepo, ['fetch', '-q', '--no-tags', '--depth=1', '--', o.source.url, want], o.source, { ...fetchOpts, allowFailure: true });
+    // One pack, seen whole or not at all (a small fetch would otherwise be written object by object).
+    const extraConfig = [...fetchOpts.extraConfig, 'fetch.unpackLimit=1'];
+    const fetched = await runFetchGit(cacheRepo, ['fetch', '-q', '--no-tags', '--depth=1', '--', o.source.url, want], o.source, { ...fetchOpts, extraConfig, allowFailure: true });
     if (fetched.code !== 0) throw refNotFetched(o, fetched.stderr);
     // The server's answer wins over the earlier listing (the branch may have moved in between).
     const head = /^([0-9a-f]{40,64})/.exec(await fs.readFile(path.join(cache, 'FETCH_HEAD'), 'utf8'))?.[1];
     await borrowShallow();
     const base = head ? await commitAndTree(o.repo, head) : null;
     if (!base) throw new ExecHostError('repository_ref_not_found', `The ref "${o.ref ?? 'HEAD'}" of ${o.source.url} does not name a commit.`);
+    objects.markWhole(cache, base.baseCommit);
     return base;
   });
+}
+
+/** Every tree and file of `commit` can be read (its parents are not looked at). */
+async function everyObjectOf(repo: GitRepo, commit: string): Promise<boolean> {
+  const r = await runGit(repo, ['rev-list', '--objects', '--no-walk', '--missing=print', commit], { allowFailure: true });
+  return r.code === 0 && !/^\?/m.test(r.stdout.toString('utf8'));
 }
 
 /**
