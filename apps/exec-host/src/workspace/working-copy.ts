@@ -10,6 +10,7 @@ import { readIndexEntries } from './git-index';
 import { readLocalRefs } from './local-refs';
 import { fetchFailureReason, runFetchGit, type FetchSource } from './remote-access';
 import type { ObjectCache } from './object-cache';
+import { mayHaveObject } from './pack-index';
 import { displayPath } from './path-scope';
 import { isBinary, WorkspaceFs } from './safe-fs';
 import { sameTree, stampTree, type TreeStamp } from './tree-stamp';
@@ -169,7 +170,7 @@ export class WorkingCopy {
       ({ baseCommit, baseTree } = o.objects ? await fetchThroughCache(o, o.objects, want, expected, fetchOpts) : await fetchInto(o, want, fetchOpts));
       await runGit(repo, ['read-tree', baseCommit]);
       if (!patched) {
-        staged = (await gitText(repo, ['ls-files', '-s', '-z'])).split('\0').filter(Boolean);
+        staged = await indexEntries(repo);
         if (o.objects) await o.objects.rememberCheckedOut(o.source, { baseCommit, baseTree, entries: staged }, repo);
       } else staged = [];
     }
@@ -182,7 +183,7 @@ export class WorkingCopy {
         throw new ExecHostError('uncommitted_patch_does_not_apply', `The uncommitted changes do not apply on ${baseCommit.slice(0, 12)}: ${applied.stderr.trim().split('\n')[0] ?? ''}`);
       }
       includedUncommitted = true;
-      staged = (await gitText(repo, ['ls-files', '-s', '-z'])).split('\0').filter(Boolean);
+      staged = await indexEntries(repo);
     }
     const startTree = includedUncommitted ? (await gitText(repo, ['write-tree'])).trim() : baseTree;
     // S5: excluded files stay in the index (so they are not "deleted" in the patch) with the
@@ -343,7 +344,7 @@ export class WorkingCopy {
     const patch = await gitText(this.repo, [...diffArgs, this.state.baseCommit]);
     const sessionPatch = this.state.includedUncommitted ? await gitText(this.repo, [...diffArgs, this.state.startTree]) : patch;
     // The index read here rather than by `git ls-files -s` (a process per kept change); git when it cannot be.
-    const staged = (await readIndexEntries(path.join(this.repo.gitDir, 'index'))) ?? (await gitText(this.repo, ['ls-files', '-s', '-z'])).split('\0').filter(Boolean);
+    const staged = await indexEntries(this.repo);
     return { patch, sessionPatch, fingerprint: treeFingerprint(staged, new Set(this.state.excluded)) };
   }
 
@@ -513,6 +514,11 @@ function refNotFetched(o: PrepareOptions, stderr: string): ExecHostError {
   return new ExecHostError('repository_ref_not_found', `The ref "${o.ref ?? 'HEAD'}" could not be fetched from ${o.source.url}.`, { git: stderr.trim().split('\n').slice(-2).join(' ') });
 }
 
+/** The index's entries as `git ls-files -s -z` prints them: read in this process, or by git when it has a form not read here. */
+async function indexEntries(repo: GitRepo): Promise<string[]> {
+  return (await readIndexEntries(path.join(repo.gitDir, 'index'))) ?? (await gitText(repo, ['ls-files', '-s', '-z'])).split('\0').filter(Boolean);
+}
+
 /** The base commit and its tree, in one process; null when the objects are not there (or not a commit). */
 async function commitAndTree(repo: GitRepo, rev: string): Promise<{ baseCommit: string; baseTree: string } | null> {
   // `--verify` takes one name; two names answer in one process, each checked to be an object id.
@@ -550,7 +556,9 @@ async function fetchThroughCache(o: PrepareOptions, objects: ObjectCache, want: 
   }
   return objects.exclusive(cache, async () => {
     await borrowShallow();
-    const present = await commitAndTree(o.repo, wanted);
+    // A commit certainly not in the cache (read in this process: its loose objects, its packs' indexes) is fetched without asking git first.
+    const absent = !(await mayHaveObject(path.join(cache, 'objects'), wanted));
+    const present = absent ? null : await commitAndTree(o.repo, wanted);
     if (present && (objects.isWhole(cache, present.baseCommit) || (await everyObjectOf(o.repo, present.baseCommit)))) {
       objects.markWhole(cache, present.baseCommit);
       return present;
