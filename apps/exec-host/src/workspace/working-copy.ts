@@ -555,9 +555,9 @@ async function fetchThroughCache(o: PrepareOptions, objects: ObjectCache, want: 
     if (known) return known;
   }
   return objects.exclusive(cache, async () => {
-    await borrowShallow();
     // A commit certainly not in the cache (read in this process: its loose objects, its packs' indexes) is fetched without asking git first.
     const absent = !(await mayHaveObject(path.join(cache, 'objects'), wanted));
+    if (!absent) await borrowShallow();
     const present = absent ? null : await commitAndTree(o.repo, wanted);
     if (present && (objects.isWhole(cache, present.baseCommit) || (await everyObjectOf(o.repo, present.baseCommit)))) {
       objects.markWhole(cache, present.baseCommit);

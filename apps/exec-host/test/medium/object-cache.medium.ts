@@ -9,47 +9,32 @@ import * as path from 'node:path';
 import { ObjectCache } from '../../src/workspace/object-cache';
 import type { GitRepo } from '../../src/workspace/git';
 import { WorkingCopy, resolveSource } from '../../src/workspace/working-copy';
-
-const GIT_ENV = {
-  GIT_AUTHOR_NAME: 't',
-  GIT_AUTHOR_EMAIL: 't@example.invalid',
-  GIT_COMMITTER_NAME: 't',
-  GIT_COMMITTER_EMAIL: 't@example.invalid',
-  GIT_CONFIG_GLOBAL: '/dev/null',
-  GIT_CONFIG_NOSYSTEM: '1',
-};
-const git = (dir: string, args: string[], input?: string) => execFileSync('git', ['-C', dir, ...args], { env: { ...process.env, ...GIT_ENV }, encoding: 'utf8', input });
-
-const FILES: Record<string, string> = {
-  'README.md': '# cached\n',
-  'src/index.js': 'module.exports = 1;\n',
-  'src/lib/deep.js': 'module.exports = 2;\n',
-  'test/index.test.js': 'require("../src/index.js");\n',
-  'docs/guide.md': 'a guide\n',
-};
+import { git, makeRepo } from '../support/helpers';
 
 let tmp: string;
 let source: string;
 let head: string;
+/** The source's head commit, file by file: what every working copy of it must hold. */
+let files: Record<string, string>;
 let cache: ObjectCache;
 let sessions = 0;
 
 beforeEach(() => {
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'lemni-objects-'));
-  source = path.join(tmp, 'source');
-  fs.mkdirSync(source);
-  git(source, ['init', '-q', '-b', 'main']);
-  for (const [file, text] of Object.entries(FILES)) {
-    fs.mkdirSync(path.dirname(path.join(source, file)), { recursive: true });
-    fs.writeFileSync(path.join(source, file), text);
-  }
-  git(source, ['add', '-A']);
-  git(source, ['commit', '-q', '-m', 'first']);
-  head = git(source, ['rev-parse', 'HEAD']).trim();
+  ({ dir: source, head } = makeRepo({ 'src/index.js': 'module.exports = 1;\n', 'src/lib/deep.js': 'module.exports = 2;\n', 'docs/guide.md': 'a guide\n' }));
+  files = Object.fromEntries(
+    git(source, 'ls-files', '-z')
+      .split('\0')
+      .filter(Boolean)
+      .map((file) => [file, fs.readFileSync(path.join(source, file), 'utf8')]),
+  );
   cache = new ObjectCache(path.join(tmp, 'objects'));
 });
 
-afterEach(() => fs.rmSync(tmp, { recursive: true, force: true }));
+afterEach(() => {
+  fs.rmSync(tmp, { recursive: true, force: true });
+  fs.rmSync(source, { recursive: true, force: true });
+});
 
 async function newRepo(): Promise<GitRepo> {
   const dir = path.join(tmp, `session-${sessions++}`);
@@ -88,11 +73,11 @@ const packs = (dir: string) => fs.readdirSync(path.join(dir, 'objects', 'pack'))
  */
 function commitPartly(dir: string): void {
   const write = (type: string, id: string) => {
-    const body = execFileSync('git', ['-C', source, 'cat-file', type, id], { env: { ...process.env, ...GIT_ENV } });
-    expect(execFileSync('git', ['-C', dir, 'hash-object', '-t', type, '-w', '--stdin'], { env: { ...process.env, ...GIT_ENV }, input: body, encoding: 'utf8' }).trim()).toBe(id);
+    const body = execFileSync('git', ['-C', source, 'cat-file', type, id]);
+    expect(execFileSync('git', ['-C', dir, 'hash-object', '-t', type, '-w', '--stdin'], { input: body, encoding: 'utf8' }).trim()).toBe(id);
   };
   write('commit', head);
-  write('tree', git(source, ['rev-parse', `${head}^{tree}`]).trim());
+  write('tree', git(source, 'rev-parse', `${head}^{tree}`).trim());
 }
 
 describe('the object cache', () => {
@@ -121,12 +106,12 @@ describe('the object cache', () => {
     await new Promise((r) => setTimeout(r, 500));
     expect(settled).toBeNull();
     // The other fetch finishes: the rest of the commit arrives.
-    git(dir, ['-c', 'protocol.file.allow=always', 'fetch', '-q', '--depth=1', source, 'HEAD']);
+    git(dir, '-c', 'protocol.file.allow=always', 'fetch', '-q', '--depth=1', source, 'HEAD');
     release();
     await fetching;
     const state = await prepared;
     expect(state.baseCommit).toBe(head);
-    expect(workTreeFiles(repo)).toEqual(FILES);
+    expect(workTreeFiles(repo)).toEqual(files);
   });
 
   it('a commit left in the cache without what is below its top tree (a fetch that stopped half way) is fetched again, not read', async () => {
@@ -135,7 +120,7 @@ describe('the object cache', () => {
     const repo = await newRepo();
     const state = await prepare(repo);
     expect(state.baseCommit).toBe(head);
-    expect(workTreeFiles(repo)).toEqual(FILES);
+    expect(workTreeFiles(repo)).toEqual(files);
   });
 
   it.each([2, 12])('%i sessions of one commit started together each get the whole working copy, from one fetch', async (n) => {
@@ -143,7 +128,7 @@ describe('the object cache', () => {
     const states = await Promise.all(repos.map((r) => prepare(r)));
     for (const [i, repo] of repos.entries()) {
       expect(states[i]!.baseCommit).toBe(head);
-      expect(workTreeFiles(repo)).toEqual(FILES);
+      expect(workTreeFiles(repo)).toEqual(files);
     }
     expect(new Set(states.map((s) => s.fingerprint)).size).toBe(1);
     expect(packs(await cache.dirFor(await resolveSource(source)))).toHaveLength(1);
@@ -153,10 +138,10 @@ describe('the object cache', () => {
     const first = await newRepo();
     await prepare(first);
     fs.writeFileSync(path.join(source, 'src/index.js'), 'module.exports = 3;\n');
-    git(source, ['commit', '-q', '-am', 'second']);
+    git(source, 'commit', '-q', '-am', 'second');
     const second = await newRepo();
     const state = await prepare(second);
-    expect(state.baseCommit).toBe(git(source, ['rev-parse', 'HEAD']).trim());
+    expect(state.baseCommit).toBe(git(source, 'rev-parse', 'HEAD').trim());
     expect(workTreeFiles(second)['src/index.js']).toBe('module.exports = 3;\n');
     expect(workTreeFiles(first)['src/index.js']).toBe('module.exports = 1;\n');
     const dir = await cache.dirFor(await resolveSource(source));
