@@ -125,7 +125,10 @@ export class WebhookTransport implements SinkTransport {
   private readonly agent: http.Agent;
 
   constructor(private readonly sink: WebhookSinkConfig) {
-    this.agent = sink.url.startsWith('https:') ? new https.Agent({ keepAlive: true, ca: sink.ca }) : new http.Agent({ keepAlive: true });
+    // With a timeout, the agent also closes an idle connection a second before the time the receiver
+    // announced (`Keep-Alive: timeout=N`); without one it would keep it until a batch met its reset.
+    const kept = { keepAlive: true, timeout: 60_000 };
+    this.agent = sink.url.startsWith('https:') ? new https.Agent({ ...kept, ca: sink.ca }) : new http.Agent(kept);
   }
 
   async send(records: SinkRecord[]): Promise<void> {

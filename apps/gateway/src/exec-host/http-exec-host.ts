@@ -104,6 +104,17 @@ function refusedClientCertificate(code: string | undefined, message: string): bo
   return !!code && code.startsWith('ERR_SSL_') && /alert/i.test(code + message);
 }
 
+/**
+ * How long a connection may sit idle in the gateway's pool before it is closed. Node's agent keeps an
+ * idle connection forever unless it has a timeout, and only with one does it heed the exec-host's
+ * `Keep-Alive: timeout=N` (closing a second before the exec-host would): without it, a call sent as
+ * the exec-host closes an idle connection meets a reset.
+ */
+const IDLE_CONNECTION_MS = 60_000;
+
+/** Methods whose request may be sent again: the exec-host's GET, HEAD and DELETE routes change nothing twice. */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'DELETE']);
+
 /** Where a request goes: a TCP origin (http/https) or a unix socket. */
 interface Target {
   module: typeof http | typeof https;
@@ -117,17 +128,17 @@ function targetOf(options: HttpExecHostOptions): Target {
     const socketPath = url.slice('unix:'.length);
     if (!socketPath.startsWith('/')) throw new Error(`The exec-host address ${url} must name an absolute socket path (unix:/run/lemniscate/exec-host.sock).`);
     if (tls) throw new Error(`The exec-host address ${url} is a unix socket: a client certificate applies to https:// addresses only.`);
-    return { module: http, agent: new http.Agent({ keepAlive: true }), base: { socketPath, host: 'localhost' } };
+    return { module: http, agent: new http.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }), base: { socketPath, host: 'localhost' } };
   }
   const parsed = new URL(url);
   const base: http.RequestOptions = { protocol: parsed.protocol, hostname: parsed.hostname.replace(/^\[|\]$/g, ''), port: parsed.port || undefined };
   if (parsed.protocol === 'https:') {
-    const agent = new https.Agent({ keepAlive: true, ...(tls ? { cert: tls.cert, key: tls.key, ca: tls.ca } : {}) });
+    const agent = new https.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS, ...(tls ? { cert: tls.cert, key: tls.key, ca: tls.ca } : {}) });
     return { module: https, agent, base };
   }
   if (parsed.protocol !== 'http:') throw new Error(`The exec-host address ${url} must be http://, https:// or unix:/path.`);
   if (tls) throw new Error(`The exec-host address ${url} is http://: a client certificate applies to https:// addresses only.`);
-  return { module: http, agent: new http.Agent({ keepAlive: true }), base };
+  return { module: http, agent: new http.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }), base };
 }
 
 interface Call {
@@ -357,8 +368,23 @@ export class HttpExecHost implements ExecHostPort {
    * One request with node:http(s) (global fetch reaches neither a unix socket nor presents a client
    * certificate), answered as a web Response whose body streams as it comes. The signal cuts the
    * request, and the body after the answer began, as fetch's does.
+   *
+   * An idle connection the exec-host closed as this request went out on it is reset before any
+   * answer: the exec-host never read the request. An idempotent request is then sent once more, on
+   * a new connection; any other fails as unreachable, since a reset alone cannot tell that case from
+   * an exec-host that stopped while working on it.
    */
-  private request(method: string, path: string, headers: Record<string, string>, payload: Buffer | undefined, signal: AbortSignal | undefined): Promise<Response> {
+  private async request(method: string, path: string, headers: Record<string, string>, payload: Buffer | undefined, signal: AbortSignal | undefined): Promise<Response> {
+    try {
+      return await this.requestOnce(method, path, headers, payload, signal);
+    } catch (err) {
+      const { code, reusedSocket } = err as NodeJS.ErrnoException & { reusedSocket?: boolean };
+      if (!reusedSocket || !IDEMPOTENT.has(method) || signal?.aborted || (code !== 'ECONNRESET' && code !== 'EPIPE')) throw err;
+      return this.requestOnce(method, path, headers, payload, signal);
+    }
+  }
+
+  private requestOnce(method: string, path: string, headers: Record<string, string>, payload: Buffer | undefined, signal: AbortSignal | undefined): Promise<Response> {
     return new Promise((resolve, reject) => {
       const req = this.target.module.request({ ...this.target.base, agent: this.target.agent, method, path, headers, ...(signal ? { signal } : {}) }, (res) => {
         const answer = new Headers();
@@ -371,7 +397,8 @@ export class HttpExecHost implements ExecHostPort {
         if (noBody) res.resume();
         resolve(new Response(noBody ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>), { status, statusText: res.statusMessage ?? '', headers: answer }));
       });
-      req.once('error', reject);
+      // Whether the request went out on a connection kept from an earlier one, for the retry above.
+      req.once('error', (err) => reject(Object.assign(err, { reusedSocket: req.reusedSocket })));
       req.end(payload);
     });
   }

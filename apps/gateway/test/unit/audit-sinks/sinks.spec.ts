@@ -1,4 +1,6 @@
 import * as fs from 'node:fs';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createHmac } from 'node:crypto';
@@ -8,7 +10,7 @@ import { jsonlLine } from '../../../src/audit/audit-export';
 import { loadConfig } from '../../../src/config/config';
 import { loadAuditSinks } from '../../../src/audit-sinks/sink-config';
 import { formatRecord, ocsfClass, ocsfRecord, shortenedRecord } from '../../../src/audit-sinks/sink-formats';
-import { FileTransport, octetCounted, syslogMessage, webhookSignature, type SinkRecord } from '../../../src/audit-sinks/transports';
+import { FileTransport, octetCounted, syslogMessage, webhookSignature, WebhookTransport, type SinkRecord } from '../../../src/audit-sinks/transports';
 
 const CA = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
 
@@ -179,6 +181,37 @@ describe('webhook signatures', () => {
     const secret = Buffer.from('s'.repeat(32));
     expect(webhookSignature(secret, '1700000000', '{"a":1}')).toBe(createHmac('sha256', secret).update('1700000000.{"a":1}').digest('hex'));
     expect(webhookSignature(secret, '1700000001', '{"a":1}')).not.toBe(webhookSignature(secret, '1700000000', '{"a":1}'));
+  });
+});
+
+describe('the webhook sink', () => {
+  it('closes an idle connection before the time the receiver announced it would, and the next batch opens a new one', async () => {
+    // The receiver announces 2 s but would keep the connection a minute: only the sink can close it.
+    const connections = new Set<object>();
+    let closedBySink = false;
+    const server = http.createServer((req, res) => {
+      connections.add(req.socket);
+      req.resume();
+      req.socket.once('end', () => (closedBySink = true));
+      res.writeHead(204, { 'keep-alive': 'timeout=2' }).end();
+    });
+    server.keepAliveTimeout = 60_000;
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/audit`;
+    const transport = new WebhookTransport({ name: 'hook', type: 'webhook', url, secretFile: '/unused', format: 'json', timeoutSeconds: 5, secret: Buffer.alloc(32, 1), ca: undefined } as never);
+    const record = { seq: 1, text: '{"seq":1}' } as SinkRecord;
+    try {
+      await transport.send([record]);
+      const end = Date.now() + 20_000;
+      while (!closedBySink && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+      expect(closedBySink).toBe(true);
+      await transport.send([record]);
+      expect(connections.size).toBe(2);
+    } finally {
+      await transport.close();
+      server.closeAllConnections();
+      server.close();
+    }
   });
 });
 

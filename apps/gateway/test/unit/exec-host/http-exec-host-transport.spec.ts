@@ -191,3 +191,115 @@ describe('HttpExecHost when it cannot reach the exec-host', () => {
     expect(() => new HttpExecHost({ url: 'unix:relative.sock', token: 't' })).toThrow(/must name an absolute socket path/);
   });
 });
+
+/**
+ * Kept connections: an exec-host closes a connection that sat idle for its keep-alive time, and a
+ * call the gateway sends on it at that moment meets a reset. Every call of the port, over TCP and a
+ * unix socket: the idempotent ones are sent again on a new connection and answered; the others
+ * fail (a command as a lost sandbox, since it may have started) and are never sent twice. The
+ * gateway closes an idle connection before the exec-host's announced time, so that it meets this
+ * only when the exec-host closes one early.
+ */
+describe('HttpExecHost over a kept connection that the exec-host resets', () => {
+  const fingerprint = `sha256:${'0'.repeat(64)}`;
+  const answers: Record<string, unknown> = {
+    'GET /v1/sandboxes/sbx-1/patch': { baseCommit: 'a'.repeat(40), patch: '', includedUncommitted: false, sessionPatch: '', fingerprint },
+    'GET /v1/sandboxes/sbx-1/changes': { files: [], truncated: false },
+    'DELETE /v1/sandboxes/sbx-1': { sandboxId: 'sbx-1', destroyed: true },
+  };
+  type Call = [label: string, call: (c: HttpExecHost) => Promise<unknown>, sentAgain: boolean];
+  const calls: Call[] = [
+    ['patch (GET)', (c) => c.patch('sbx-1'), true],
+    ['changes (GET)', (c) => c.changes('sbx-1'), true],
+    ['destroy (DELETE)', (c) => c.destroy('sbx-1'), true],
+    ['exec (POST)', (c) => c.exec('sbx-1', { command: 'echo one' }, () => undefined), false],
+    ['accept (POST)', (c) => c.accept('sbx-1', ['a.txt']), false],
+    ['apply (POST)', (c) => c.apply('sbx-1', 'diff --git a/a.txt b/a.txt\n'), false],
+  ];
+
+  /** Answers health, then resets every later request that arrives on a connection it has answered on. */
+  async function resettingHost(listenOn: string | number): Promise<{ url: string; seen: [connection: number, request: string][]; close(): void }> {
+    const seen: [number, string][] = [];
+    const ids = new WeakMap<object, number>();
+    let next = 0;
+    const server = http.createServer((req, res) => {
+      req.resume();
+      const connection = ids.get(req.socket) ?? ids.set(req.socket, ++next).get(req.socket)!;
+      const request = `${req.method} ${req.url}`;
+      const again = seen.some(([c]) => c === connection);
+      seen.push([connection, request]);
+      // A reset over TCP; a unix socket has none, and is closed under the request.
+      if (again) return void (typeof listenOn === 'number' ? req.socket.resetAndDestroy() : req.socket.destroy());
+      if (request === 'GET /v1/health') return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(health));
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answers[request] ?? {}));
+    });
+    await new Promise<void>((r) => server.listen(listenOn as number, '127.0.0.1', r));
+    const url = typeof listenOn === 'string' ? `unix:${listenOn}` : `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    return { url, seen, close: () => (server.closeAllConnections(), server.close()) };
+  }
+
+  const places: [string, () => string | number][] = [
+    ['TCP', () => 0],
+    ['a unix socket', () => path.join(dir, `reset-${Math.random().toString(36).slice(2)}.sock`)],
+  ];
+  describe.each(places)('over %s', (_place, listenOn) => {
+    it.each(calls)('%s', async (_label, call, sentAgain) => {
+      const host = await resettingHost(listenOn());
+      const client = new HttpExecHost({ url: host.url, token: 'tok' });
+      try {
+        await client.health();
+        const outcome = await call(client).then(
+          () => 'answered',
+          (e: unknown) => e,
+        );
+        const request = host.seen[1]![1];
+        if (sentAgain) {
+          expect(outcome).toBe('answered');
+          // Reset on the kept connection, then answered on a new one.
+          expect(host.seen).toEqual([
+            [1, 'GET /v1/health'],
+            [1, request],
+            [2, request],
+          ]);
+        } else {
+          expect(outcome).toBeInstanceOf(ExecHostCallError);
+          const unreachable = `The exec-host at ${host.url} could not be reached.`;
+          // A command may have started, so its sandbox is given up; any other call is simply refused.
+          expect((outcome as ExecHostCallError).message).toBe(
+            request.endsWith('/exec') ? `The connection to the exec-host broke after the command was sent (${unreachable}): the sandbox is lost.` : unreachable,
+          );
+          expect(host.seen).toEqual([
+            [1, 'GET /v1/health'],
+            [1, request],
+          ]);
+        }
+      } finally {
+        client.close();
+        host.close();
+      }
+    });
+  });
+
+  it('closes an idle connection before the time the exec-host announced it would', async () => {
+    // The exec-host announces 2 s but would keep the connection a minute: only the gateway closes it.
+    let closedByGateway = false;
+    const server = http.createServer((req, res) => {
+      req.resume();
+      req.socket.once('end', () => (closedByGateway = true));
+      res.writeHead(200, { 'content-type': 'application/json', 'keep-alive': 'timeout=2' }).end(JSON.stringify(health));
+    });
+    server.keepAliveTimeout = 60_000;
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const client = new HttpExecHost({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, token: 'tok' });
+    try {
+      await client.health();
+      const end = Date.now() + 20_000;
+      while (!closedByGateway && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+      expect(closedByGateway).toBe(true);
+    } finally {
+      client.close();
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+});
