@@ -105,12 +105,13 @@ function refusedClientCertificate(code: string | undefined, message: string): bo
 }
 
 /**
- * How long a connection may sit idle in the gateway's pool before it is closed. Node's agent keeps an
- * idle connection forever unless it has a timeout, and only with one does it heed the exec-host's
- * `Keep-Alive: timeout=N` (closing a second before the exec-host would): without it, a call sent as
- * the exec-host closes an idle connection meets a reset.
+ * How long a connection may sit idle in the gateway's pool before it is closed: well inside the
+ * exec-host's own keep-alive time (65 s), so that the gateway, not the exec-host, closes it. Node's
+ * agent keeps an idle connection forever unless it has a timeout, and only with one does it heed an
+ * exec-host's shorter `Keep-Alive: timeout=N` (closing a second before). A call sent as the
+ * exec-host closes an idle connection meets a reset, and a command sent so is given up (below).
  */
-const IDLE_CONNECTION_MS = 60_000;
+const IDLE_CONNECTION_MS = 30_000;
 
 /** Methods whose request may be sent again: the exec-host's GET, HEAD and DELETE routes change nothing twice. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'DELETE']);
