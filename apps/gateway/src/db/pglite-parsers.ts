@@ -5,6 +5,7 @@
 // parsers are instead set once on the database, and a statement's own are dropped when they are
 // exactly those (`forDrizzle`), so the result is the same and nothing is copied.
 import { types, type PGlite, type Transaction } from '@electric-sql/pglite';
+import { PreparedStatements } from './pglite-prepared';
 
 /** The types Drizzle keeps as text: timestamp, timestamptz, interval, date, and numeric[], timestamp[], timestamptz[], interval[], date[]. */
 export const TEXT_KEPT_TYPES: readonly number[] = [types.TIMESTAMP, types.TIMESTAMPTZ, types.INTERVAL, types.DATE, 1231, 1115, 1185, 1187, 1182];
@@ -38,22 +39,26 @@ export function withoutTextParsers<T extends QueryOptionsLike | undefined>(optio
   return { ...options, parsers: undefined };
 }
 
-type Queryable = Pick<PGlite, 'query'>;
-
 /**
- * The database as Drizzle is given it: every statement's parsers dropped when the database's own
- * already do the same (see above), in transactions too. Everything else is the database itself.
- * Only for a database opened with `parsers: TEXT_KEPT_PARSERS`.
+ * The database as Drizzle is given it: its statements prepared once and run in one crossing
+ * (pglite-prepared.ts), in transactions too, each statement's parsers dropped when the database's
+ * own already do the same (see above). Everything else is the database itself. Only for a database
+ * opened with `parsers: TEXT_KEPT_PARSERS`.
  */
-export function forDrizzle<T extends Queryable>(target: T): T {
-  return new Proxy(target, {
+export function forDrizzle(client: PGlite): PGlite {
+  const statements = new PreparedStatements(client);
+  const inTransaction = (tx: Transaction): Transaction =>
+    new Proxy(tx, {
+      get(object, property) {
+        if (property === 'query') return (text: string, params?: unknown[], options?: QueryOptionsLike) => statements.queryIn(object, text, params, withoutTextParsers(options));
+        const value: unknown = Reflect.get(object, property, object);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(object) : value;
+      },
+    });
+  return new Proxy(client, {
     get(object, property) {
-      if (property === 'query') {
-        return (text: string, params?: unknown[], options?: QueryOptionsLike) => object.query(text, params, withoutTextParsers(options));
-      }
-      if (property === 'transaction' && 'transaction' in object) {
-        return <R>(callback: (tx: Transaction) => Promise<R>) => (object as unknown as PGlite).transaction((tx) => callback(forDrizzle(tx)));
-      }
+      if (property === 'query') return (text: string, params?: unknown[], options?: QueryOptionsLike) => statements.query(text, params, withoutTextParsers(options));
+      if (property === 'transaction') return <R>(callback: (tx: Transaction) => Promise<R>) => object.transaction((tx) => callback(inTransaction(tx)));
       const value: unknown = Reflect.get(object, property, object);
       return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(object) : value;
     },

@@ -6,6 +6,7 @@ import { types } from '@electric-sql/pglite';
 import { eq, sql } from 'drizzle-orm';
 import { DatabaseError, databaseOptionsFromEnv, defaultDataDir, IN_MEMORY, openDatabase, redactUrl, type Database } from '../../src/db/database';
 import { TEXT_KEPT_TYPES, withoutTextParsers } from '../../src/db/pglite-parsers';
+import { PreparedStatements } from '../../src/db/pglite-prepared';
 import { users } from '../../src/db/schema';
 
 // Jest reads testTimeout only from the root configuration, not from a project: set it here.
@@ -68,14 +69,11 @@ describe("the embedded database and Drizzle's parsers", () => {
   afterAll(async () => {
     await database?.close();
   });
-  const client = () => {
-    if (database.driver.kind !== 'pglite') throw new Error('expected PGlite');
-    return database.driver.client;
-  };
-  const optionsOf = (spy: jest.SpyInstance) => spy.mock.calls.map((call) => call[2] as { rowMode?: string; parsers?: unknown } | undefined);
+  // The options each statement's answer is read with (pglite-prepared.ts hands them to PGlite's parser).
+  const optionsOf = (spy: jest.SpyInstance) => spy.mock.calls.map((call) => call[1] as { rowMode?: string; parsers?: unknown } | undefined);
 
   it("gives PGlite Drizzle's statements without parsers of their own, and Drizzle still reads dates as before", async () => {
-    const query = jest.spyOn(client(), 'query');
+    const results = jest.spyOn(PreparedStatements.prototype, 'answer');
     try {
       const [user] = await database.db.insert(users).values({ email: 'parsers@example.test', displayName: 'Parsers', role: 'developer' }).returning();
       const [read] = await database.db
@@ -83,8 +81,8 @@ describe("the embedded database and Drizzle's parsers", () => {
         .from(users)
         .where(eq(users.id, (user as { id: string }).id));
       const raw = await database.db.execute(sql`SELECT created_at, created_at::text AS text FROM users WHERE id = ${(user as { id: string }).id}`);
-      expect(optionsOf(query).length).toBe(3);
-      for (const options of optionsOf(query)) {
+      expect(optionsOf(results).length).toBe(3);
+      for (const options of optionsOf(results)) {
         expect(options?.rowMode).toBeDefined();
         expect(options?.parsers).toBeUndefined();
       }
@@ -95,19 +93,12 @@ describe("the embedded database and Drizzle's parsers", () => {
       expect(row?.created_at).toBe(row?.text);
       expect(new Date(row?.text as string).getTime()).toBe(read?.createdAt.getTime());
     } finally {
-      query.mockRestore();
+      results.mockRestore();
     }
   });
 
   it('does the same inside a transaction', async () => {
-    const original = client().transaction.bind(client());
-    let txQuery: jest.SpyInstance | undefined;
-    const transaction = jest.spyOn(client(), 'transaction').mockImplementation((callback) =>
-      original((tx) => {
-        txQuery = jest.spyOn(tx, 'query');
-        return callback(tx);
-      }),
-    );
+    const results = jest.spyOn(PreparedStatements.prototype, 'answer');
     try {
       const read = await database.db.transaction(async (tx) => {
         await tx.insert(users).values({ email: 'parsers-tx@example.test', displayName: 'Parsers', role: 'developer' });
@@ -115,10 +106,10 @@ describe("the embedded database and Drizzle's parsers", () => {
       });
       expect(read[0]?.createdAt).toBeInstanceOf(Date);
       expect(Number.isNaN(read[0]?.createdAt.getTime())).toBe(false);
-      expect(txQuery && optionsOf(txQuery).length).toBe(2);
-      for (const options of optionsOf(txQuery as jest.SpyInstance)) expect(options?.parsers).toBeUndefined();
+      expect(optionsOf(results).length).toBe(2);
+      for (const options of optionsOf(results)) expect(options?.parsers).toBeUndefined();
     } finally {
-      transaction.mockRestore();
+      results.mockRestore();
     }
   });
 
