@@ -28,7 +28,7 @@ interface Prepared {
   types: number[];
 }
 
-/** PGlite's members this relies on beside its public API (pinned by package-lock.json; pglite-prepared.spec.ts reads them). */
+/** PGlite's members this relies on beside its public API (pinned by package-lock.json; pglite-prepared.medium.ts uses every one). */
 interface PgliteInternals {
   _runExclusiveTransaction<T>(fn: () => Promise<T>): Promise<T>;
   _runExclusiveQuery<T>(fn: () => Promise<T>): Promise<T>;
