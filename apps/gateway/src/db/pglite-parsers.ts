@@ -47,18 +47,18 @@ export function withoutTextParsers<T extends QueryOptionsLike | undefined>(optio
  */
 export function forDrizzle(client: PGlite): PGlite {
   const statements = new PreparedStatements(client);
-  const inTransaction = (tx: Transaction): Transaction =>
-    new Proxy(tx, {
-      get(object, property) {
-        if (property === 'query') return (text: string, params?: unknown[], options?: QueryOptionsLike) => statements.queryIn(object, text, params, withoutTextParsers(options));
-        const value: unknown = Reflect.get(object, property, object);
-        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(object) : value;
-      },
-    });
-  return new Proxy(client, {
+  const inTransaction = (tx: Transaction): Transaction => withQuery(tx, (text, params, options) => statements.queryIn(tx, text, params, withoutTextParsers(options)));
+  return withQuery(client, (text, params, options) => statements.query(text, params, withoutTextParsers(options)), {
+    transaction: <R>(callback: (tx: Transaction) => Promise<R>) => client.transaction((tx) => callback(inTransaction(tx))),
+  });
+}
+
+/** `target` with its `query` (and any of `others`) replaced; every other member its own, methods bound to it. */
+function withQuery<T extends object>(target: T, query: (text: string, params?: unknown[], options?: QueryOptionsLike) => unknown, others: Record<string, unknown> = {}): T {
+  const replaced: Record<string, unknown> = { ...others, query };
+  return new Proxy(target, {
     get(object, property) {
-      if (property === 'query') return (text: string, params?: unknown[], options?: QueryOptionsLike) => statements.query(text, params, withoutTextParsers(options));
-      if (property === 'transaction') return <R>(callback: (tx: Transaction) => Promise<R>) => object.transaction((tx) => callback(inTransaction(tx)));
+      if (typeof property === 'string' && property in replaced) return replaced[property];
       const value: unknown = Reflect.get(object, property, object);
       return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(object) : value;
     },

@@ -107,13 +107,6 @@ export class PreparedStatements {
 
   /** One crossing into the database: the messages given, its answers back (a refusal thrown once it is ready again). */
   private async exchange(messages: Uint8Array[]): Promise<Parameters<typeof parse.parseResults>[0]> {
-    const length = messages.reduce((n, m) => n + m.length, 0);
-    const buffer = new Uint8Array(length);
-    let at = 0;
-    for (const m of messages) {
-      buffer.set(m, at);
-      at += m.length;
-    }
-    return (await this.pg.execProtocol(buffer, { syncToFs: false })).messages;
+    return (await this.pg.execProtocol(Buffer.concat(messages), { syncToFs: false })).messages;
   }
 }

@@ -112,6 +112,7 @@ function refusedClientCertificate(code: string | undefined, message: string): bo
  * exec-host closes an idle connection meets a reset, and a command sent so is given up (below).
  */
 const IDLE_CONNECTION_MS = 30_000;
+const KEPT = { keepAlive: true, timeout: IDLE_CONNECTION_MS };
 
 /** Methods whose request may be sent again: the exec-host's GET, HEAD and DELETE routes change nothing twice. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'DELETE']);
@@ -129,17 +130,17 @@ function targetOf(options: HttpExecHostOptions): Target {
     const socketPath = url.slice('unix:'.length);
     if (!socketPath.startsWith('/')) throw new Error(`The exec-host address ${url} must name an absolute socket path (unix:/run/lemniscate/exec-host.sock).`);
     if (tls) throw new Error(`The exec-host address ${url} is a unix socket: a client certificate applies to https:// addresses only.`);
-    return { module: http, agent: new http.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }), base: { socketPath, host: 'localhost' } };
+    return { module: http, agent: new http.Agent(KEPT), base: { socketPath, host: 'localhost' } };
   }
   const parsed = new URL(url);
   const base: http.RequestOptions = { protocol: parsed.protocol, hostname: parsed.hostname.replace(/^\[|\]$/g, ''), port: parsed.port || undefined };
   if (parsed.protocol === 'https:') {
-    const agent = new https.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS, ...(tls ? { cert: tls.cert, key: tls.key, ca: tls.ca } : {}) });
+    const agent = new https.Agent({ ...KEPT, ...(tls ? { cert: tls.cert, key: tls.key, ca: tls.ca } : {}) });
     return { module: https, agent, base };
   }
   if (parsed.protocol !== 'http:') throw new Error(`The exec-host address ${url} must be http://, https:// or unix:/path.`);
   if (tls) throw new Error(`The exec-host address ${url} is http://: a client certificate applies to https:// addresses only.`);
-  return { module: http, agent: new http.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }), base };
+  return { module: http, agent: new http.Agent(KEPT), base };
 }
 
 interface Call {
