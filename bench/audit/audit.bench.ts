@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { openDatabase, redactUrl, type Database } from '../../apps/gateway/src/db/database';
 import { AuditLogRepository } from '../../apps/gateway/src/db/repositories/audit-log.repository';
@@ -21,6 +21,7 @@ const CLIENTS = 20;
 const TARGET_REPLICAS = 5_000;
 const TARGET_ONE_GATEWAY = 10_000;
 const json = process.argv.includes('--json');
+const floors = process.argv.includes('--floors');
 const only = process.argv.find((a) => a === 'pglite' || a === 'postgres');
 
 interface Target {
@@ -125,6 +126,63 @@ async function plainCommits(target: Target): Promise<{ perSecond: number; cpuMsP
   }
 }
 
+/**
+ * `--floors` (docs/decisions/0013-audit-across-replicas.md, "What still limits twenty replicas"):
+ * twenty connections each writing one entry at a time, as replicas do, in two ways no replica uses
+ * today: into a copy of the queue alone (the least any entry passing through the queue costs), and
+ * written once into a copy of `audit_log` with all its indexes, `seq` from a sequence and each entry
+ * linked to its writer's previous one (the least an entry written in its final place costs).
+ */
+async function floorWrites(target: Target): Promise<Results> {
+  const make = target.client as () => Promise<Client>;
+  const clients = await Promise.all(Array.from({ length: CLIENTS }, make));
+  const first = clients[0] as Client;
+  try {
+    await first.query(`CREATE TABLE bench_queue (LIKE audit_pending INCLUDING ALL);
+      CREATE TABLE bench_log (LIKE audit_log INCLUDING ALL, prev_seq int8);
+      CREATE SEQUENCE bench_log_seq OWNED BY bench_log.seq;
+      ALTER TABLE bench_log ALTER COLUMN seq SET DEFAULT nextval('bench_log_seq')`);
+    const results: Results = {};
+    const measure = async (name: string, write: (client: Client, c: number, i: number, state: { seq: string | null; hash: string }) => Promise<void>) => {
+      const [[, seconds], cpuMs] = await withMachineCpu(() =>
+        timed(() =>
+          Promise.all(
+            clients.map(async (client, c) => {
+              const state = { seq: null as string | null, hash: '0'.repeat(64) };
+              for (let i = c; i < APPENDS; i += CLIENTS) await write(client, c, i, state);
+            }),
+          ),
+        ),
+      );
+      results[`${name}PerSecond`] = Math.round(APPENDS / seconds);
+      results[`${name}CpuMsPerEntry`] = +(cpuMs / APPENDS).toFixed(2);
+    };
+    await measure('queueOnly', async (client, c, i) => {
+      await client.query({
+        name: 'bench_queue',
+        text: 'INSERT INTO bench_queue (entry_key, actor, kind, project_id, session_id, payload) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, entry_key',
+        values: [randomUUID(), `replica-${c}`, 'bench.replicas', null, `r-${c}`, JSON.stringify({ ...payload(i), i })],
+      });
+    });
+    await measure('writtenOnce', async (client, c, i, state) => {
+      const text = JSON.stringify({ ...payload(i), i });
+      const hash = createHash('sha256').update(state.hash).update(text).digest('hex');
+      const { rows } = await client.query<{ seq: string }>({
+        name: 'bench_log',
+        text: `INSERT INTO bench_log (at, actor, kind, project_id, session_id, payload, prev_hash, hash, entry_key, prev_seq)
+               VALUES (now(), $1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING seq`,
+        values: [`replica-${c}`, 'bench.replicas', null, `r-${c}`, text, state.hash, hash, randomUUID(), state.seq],
+      });
+      state.seq = (rows[0] as { seq: string }).seq;
+      state.hash = hash;
+    });
+    await first.query('DROP TABLE bench_queue; DROP TABLE bench_log');
+    return results;
+  } finally {
+    await Promise.all(clients.map((c) => c.end()));
+  }
+}
+
 async function run(target: Target): Promise<Results> {
   const database = await target.open();
   const results: Results = { database: target.name };
@@ -156,6 +214,7 @@ async function run(target: Target): Promise<Results> {
       results['plainCommitsPerSecond'] = plain.perSecond;
       results['plainCpuMsPerCommit'] = plain.cpuMsPerCommit;
       results['plainNodeCpuMsPerCommit'] = plain.nodeCpuMsPerCommit;
+      if (floors) Object.assign(results, await floorWrites(target));
       const replicas = await Promise.all(Array.from({ length: CLIENTS }, () => (target.connect as () => Promise<Database>)()));
       const services = replicas.map((replica) => new AuditService(new AuditLogRepository(replica.db)));
       try {
@@ -255,6 +314,15 @@ async function main() {
       process.stdout.write(
         `    20 connections, one-row commits  ${String(r['plainCommitsPerSecond']).padStart(6)}/s   (no chain: plain commits the machine managed during this run)   machine CPU ${r['plainCpuMsPerCommit']} ms/commit, of which Node.js ${r['plainNodeCpuMsPerCommit']} ms\n`,
       );
+      if (r['queueOnlyPerSecond'] !== undefined) {
+        const share = (key: string) => (Number(r[key]) / Number(r['plainCommitsPerSecond'])).toFixed(2);
+        process.stdout.write(
+          `    20 connections, queue insert     ${String(r['queueOnlyPerSecond']).padStart(6)}/s   (${share('queueOnlyPerSecond')} of plain commits: the least an entry that passes through the queue costs)   machine CPU ${r['queueOnlyCpuMsPerEntry']} ms/entry\n`,
+        );
+        process.stdout.write(
+          `    20 connections, written once     ${String(r['writtenOncePerSecond']).padStart(6)}/s   (${share('writtenOncePerSecond')} of plain commits: an entry in its final place, linked to its writer's previous one)   machine CPU ${r['writtenOnceCpuMsPerEntry']} ms/entry\n`,
+        );
+      }
     } else {
       process.stdout.write(`    20 replicas                         n/a   (one process holds an embedded database)\n`);
     }
