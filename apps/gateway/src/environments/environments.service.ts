@@ -91,7 +91,7 @@ export class EnvironmentsService implements OnModuleDestroy {
       projectId: project.id,
       payload: { key: status.key, force: body.force, automatic: false, jobId: status.job?.jobId ?? null, state: status.state },
     });
-    if (status.job) await this.track(project.id, status.job, principal.userId);
+    if (status.job) await this.requested(project.id, status.job, principal.userId);
     await this.reconcile(project, status);
     return status;
   }
@@ -163,8 +163,9 @@ export class EnvironmentsService implements OnModuleDestroy {
       } catch (err) {
         throw toAppError(err, `prepare the environment of project "${project.name}"`);
       }
-      // Audited by the gateway that records the job first: one entry per preparation session starts caused.
-      if (status.job && (await this.track(project.id, status.job, principal.userId))) {
+      // Audited by whichever start names itself as the job's requester first: one entry per preparation
+      // session starts caused, whether this gateway or a status read elsewhere recorded the job's row.
+      if (status.job && (await this.requested(project.id, status.job, principal.userId))) {
         await this.audit.record({
           actor: actorOf(principal),
           kind: 'environment.prepare_requested',
@@ -209,6 +210,12 @@ export class EnvironmentsService implements OnModuleDestroy {
 
   private track(projectId: string, job: EnvironmentJobView, requestedBy: string | null): Promise<boolean> {
     return this.jobs.track({ projectId, jobId: job.jobId, key: job.key, requestedBy, startedAt: new Date(job.startedAt) });
+  }
+
+  /** Records the job if it is not yet, and names `userId` as its requester unless someone is: true when this call named them. */
+  private async requested(projectId: string, job: EnvironmentJobView, userId: string): Promise<boolean> {
+    await this.track(projectId, job, null);
+    return this.jobs.claimRequest(projectId, job.jobId, userId);
   }
 
   /** Starts following a job in the background unless this process already does. */

@@ -41,7 +41,7 @@ withTestDatabases((db) => {
   let gw: Gateway;
   let admin: string;
   let adminId: string;
-  let projects: Record<'matrix' | 'audit' | 'sessions' | 'failed' | 'restart' | 'base' | 'invalid' | 'race', string>;
+  let projects: Record<'matrix' | 'audit' | 'sessions' | 'observed' | 'failed' | 'restart' | 'base' | 'invalid' | 'race', string>;
   const tokens = {} as Record<Caller, string | null>;
   let developerId: string;
   let scriptDir: string;
@@ -65,6 +65,7 @@ withTestDatabases((db) => {
       matrix: await createProject(gw, admin, 'env-matrix'),
       audit: await createProject(gw, admin, 'env-audit'),
       sessions: await createProject(gw, admin, 'env-sessions'),
+      observed: await createProject(gw, admin, 'env-observed'),
       failed: await createProject(gw, admin, 'env-failed'),
       restart: await createProject(gw, admin, 'env-restart'),
       base: await createProject(gw, admin, 'env-base'),
@@ -245,6 +246,30 @@ withTestDatabases((db) => {
       setupTimeoutSeconds: 10,
     });
     expect(await kinds(projects.sessions, 'environment.prepared')).toHaveLength(1);
+  });
+
+  it('audits the preparation a session start caused even when a status read recorded its job before the exec-host answered the start', async () => {
+    // The exec-host begins the job at once but answers the start's request late; a status read meanwhile sees the job and records it.
+    execHost.setEnvironment(projects.observed, { outcome: 'manual', prepareAnswerDelayMs: 400 });
+    // A supertest request is sent once it is awaited: `then` sends it now.
+    const starting = startSession(projects.observed).then((response) => response);
+    const jobOf = () => [...execHost.jobs.values()].find((j) => j.projectId === projects.observed);
+    for (const until = Date.now() + 5_000; !jobOf() && Date.now() < until;) await new Promise((resolve) => setTimeout(resolve, 10));
+    const job = jobOf();
+    expect(job).toBeDefined();
+    await expect(statusOf(projects.observed)).resolves.toMatchObject({ state: 'preparing', job: { jobId: job?.jobId } });
+    const res = await starting;
+    expect({ status: res.status, code: res.body.code }).toEqual({ status: 409, code: 'environment_not_ready' });
+    expect(res.body.message).toMatch(/its preparation has started/);
+    // Audited once, as asked by the developer whose start caused it; the status read audits nothing.
+    const requested = await kinds(projects.observed, 'environment.prepare_requested');
+    expect(requested.map((e) => [e.actor, (e.payload as { automatic: boolean }).automatic, (e.payload as { jobId: string }).jobId])).toEqual([[`user:${developerId}`, true, job?.jobId]]);
+    // A second start joins the same preparation: refused, not audited again.
+    const again = await startSession(projects.observed);
+    expect({ status: again.status, code: again.body.code }).toEqual({ status: 409, code: 'environment_not_ready' });
+    expect(await kinds(projects.observed, 'environment.prepare_requested')).toHaveLength(1);
+    execHost.finishJob(job?.jobId as string, 'ready');
+    await gw.app.get(EnvironmentsService).settled();
   });
 
   it('a failed preparation is not retried by session starts; they are refused with its reason', async () => {

@@ -41,6 +41,8 @@ export interface EnvironmentScenario {
   finalLog: string;
   /** A sentence: the devcontainer cannot be used (status and prepare answer 422 environment_invalid). */
   invalid: string | null;
+  /** How long a prepare call waits before it answers, the job it began being visible to status reads meanwhile (a slow answer). */
+  prepareAnswerDelayMs: number;
 }
 
 export interface DoubleJob {
@@ -246,7 +248,10 @@ export async function startExecHostDouble(token = 'exec-host-test-token'): Promi
         if (!parsed.success) return refuse(parsed.error.message);
         const unusable = scenarioOf(parsed.data.projectId).invalid;
         if (unusable) return send(422, { code: 'environment_invalid', message: unusable });
-        return send(202, prepare(parsed.data));
+        const answer = prepare(parsed.data);
+        const delay = scenarioOf(parsed.data.projectId).prepareAnswerDelayMs;
+        if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
+        return send(202, answer);
       }
       let m = /^\/v1\/environments\/jobs\/([^/]+)\/log$/.exec(url.pathname);
       if (req.method === 'GET' && m?.[1]) {
@@ -369,6 +374,7 @@ function defaults(projectId: string): EnvironmentScenario {
     failMessage: 'postCreateCommand "npm ci" exited with code 1.',
     finalLog: '',
     invalid: null,
+    prepareAnswerDelayMs: 0,
   };
 }
 

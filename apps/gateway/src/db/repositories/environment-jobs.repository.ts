@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { and, eq } from 'drizzle-orm';
+import { and, eq, isNull } from 'drizzle-orm';
 import type { Db } from '../database';
 import { environmentJobs, type EnvironmentJobRow, type EnvironmentJobState } from '../schema';
 import { DB } from '../tokens';
@@ -34,6 +34,20 @@ export class EnvironmentJobsRepository extends Repository {
       .insert(environmentJobs)
       .values({ ...job, state: 'preparing' })
       .onConflictDoNothing({ target: [environmentJobs.projectId, environmentJobs.jobId] })
+      .returning({ jobId: environmentJobs.jobId });
+    return rows.length > 0;
+  }
+
+  /**
+   * Names who asked for a recorded job, unless someone already is: true for the one call that named
+   * them. Whoever asked first is the one audited as asking, however the job's row came to be
+   * recorded (a status read may record it before the request that began it is answered).
+   */
+  async claimRequest(projectId: string, jobId: string, userId: string): Promise<boolean> {
+    const rows = await this.db
+      .update(environmentJobs)
+      .set({ requestedBy: userId })
+      .where(and(eq(environmentJobs.projectId, projectId), eq(environmentJobs.jobId, jobId), isNull(environmentJobs.requestedBy)))
       .returning({ jobId: environmentJobs.jobId });
     return rows.length > 0;
   }
