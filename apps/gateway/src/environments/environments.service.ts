@@ -201,20 +201,21 @@ export class EnvironmentsService implements OnModuleDestroy {
   private async reconcile(project: Project, status: EnvironmentStatus): Promise<void> {
     const job = status.job;
     if (job) {
-      await this.track(project.id, job, null);
+      await this.track(project.id, job);
       if (job.state === 'preparing') this.follow(project.id, job.jobId);
       else await this.recordEnd(project.id, job);
     }
     for (const row of await this.jobs.unfinished(project.id)) if (row.jobId !== job?.jobId) this.follow(project.id, row.jobId);
   }
 
-  private track(projectId: string, job: EnvironmentJobView, requestedBy: string | null): Promise<boolean> {
-    return this.jobs.track({ projectId, jobId: job.jobId, key: job.key, requestedBy, startedAt: new Date(job.startedAt) });
+  /** Records a job as preparing, its requester not named yet (`requested` names them). */
+  private track(projectId: string, job: EnvironmentJobView): Promise<boolean> {
+    return this.jobs.track({ projectId, jobId: job.jobId, key: job.key, requestedBy: null, startedAt: new Date(job.startedAt) });
   }
 
   /** Records the job if it is not yet, and names `userId` as its requester unless someone is: true when this call named them. */
   private async requested(projectId: string, job: EnvironmentJobView, userId: string): Promise<boolean> {
-    await this.track(projectId, job, null);
+    await this.track(projectId, job);
     return this.jobs.claimRequest(projectId, job.jobId, userId);
   }
 
