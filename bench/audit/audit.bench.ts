@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { openDatabase, redactUrl, type Database } from '../../apps/gateway/src/db/database';
 import type { AuditLogRow } from '../../apps/gateway/src/db/schema';
@@ -130,10 +130,11 @@ async function plainCommits(target: Target): Promise<{ perSecond: number; cpuMsP
 
 /**
  * `--floors` (docs/decisions/0013-audit-across-replicas.md, "What still limits twenty replicas"):
- * twenty connections each writing one entry at a time, as replicas do, in two ways no replica uses
- * today: into a copy of the queue alone (the least any entry passing through the queue costs), and
+ * twenty connections each writing one entry at a time, as replicas do, in three ways no replica uses
+ * today: into a copy of the queue alone (the least any entry passing through the queue costs);
  * written once into a copy of `audit_log` with all its indexes, `seq` from a sequence and each entry
- * linked to its writer's previous one (the least an entry written in its final place costs).
+ * linked to its writer's previous one (the least an entry written in its final place costs); and
+ * chained in place (`chainedInPlace`).
  */
 async function floorWrites(target: Target): Promise<Results> {
   const make = target.client as () => Promise<Client>;
@@ -150,7 +151,7 @@ async function floorWrites(target: Target): Promise<Results> {
         timed(() =>
           Promise.all(
             clients.map(async (client, c) => {
-              const state = { seq: null as string | null, hash: '0'.repeat(64) };
+              const state = { seq: null as string | null, hash: GENESIS_HASH };
               for (let i = c; i < APPENDS; i += CLIENTS) await write(client, c, i, state);
             }),
           ),
@@ -167,13 +168,15 @@ async function floorWrites(target: Target): Promise<Results> {
       });
     });
     await measure('writtenOnce', async (client, c, i, state) => {
-      const text = JSON.stringify({ ...payload(i), i });
-      const hash = createHash('sha256').update(state.hash).update(text).digest('hex');
+      // Hashed as the chain hashes an entry; the writer's own sequence number stands in for its seq.
+      const at = new Date();
+      const entry = { seq: i + 1, at, actor: `replica-${c}`, kind: 'bench.replicas', projectId: null, sessionId: `r-${c}`, payload: JSON.stringify({ ...payload(i), i }) };
+      const hash = chainHash(state.hash, entry);
       const { rows } = await client.query<{ seq: string }>({
         name: 'bench_log',
         text: `INSERT INTO bench_log (at, actor, kind, project_id, session_id, payload, prev_hash, hash, entry_key, prev_seq)
-               VALUES (now(), $1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING seq`,
-        values: [`replica-${c}`, 'bench.replicas', null, `r-${c}`, text, state.hash, hash, randomUUID(), state.seq],
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING seq`,
+        values: [at.toISOString(), entry.actor, entry.kind, entry.projectId, entry.sessionId, entry.payload, state.hash, hash, randomUUID(), state.seq],
       });
       state.seq = (rows[0] as { seq: string }).seq;
       state.hash = hash;
@@ -193,6 +196,9 @@ async function floorWrites(target: Target): Promise<Results> {
  * the unbroken run past the head with the chain's own hash and writes the two hash columns, which
  * no index covers, so the row is rewritten in its page (a HOT update; the table leaves room for it).
  */
+/** The shared advisory lock each insert of `chainedInPlace` takes (a key none of the gateway's locks uses). */
+const INSERT_LOCK = 7_341_205_121;
+
 async function chainedInPlace(writers: Client[], target: Target): Promise<Results> {
   const chainer = await (target.client as () => Promise<Client>)();
   try {
@@ -208,7 +214,7 @@ async function chainedInPlace(writers: Client[], target: Target): Promise<Result
         for (let i = c; i < APPENDS; i += CLIENTS) {
           await client.query({
             name: 'bench_inplace',
-            text: `WITH l AS (SELECT pg_advisory_xact_lock_shared(7341205120) AS x)
+            text: `WITH l AS (SELECT pg_advisory_xact_lock_shared(${INSERT_LOCK}) AS x)
                    INSERT INTO bench_inplace (seq, at, actor, kind, project_id, session_id, payload, entry_key)
                    SELECT nextval('bench_inplace_seq'), date_trunc('milliseconds', clock_timestamp()), $1, $2, $3, $4, $5, $6 FROM l`,
             values: [`replica-${c}`, 'bench.replicas', null, `r-${c}`, JSON.stringify({ ...payload(i), i }), randomUUID()],

@@ -91,7 +91,7 @@ export class EnvironmentsService implements OnModuleDestroy {
       projectId: project.id,
       payload: { key: status.key, force: body.force, automatic: false, jobId: status.job?.jobId ?? null, state: status.state },
     });
-    if (status.job) await this.requested(project.id, status.job, principal.userId);
+    if (status.job) await this.track(project.id, status.job, principal.userId);
     await this.reconcile(project, status);
     return status;
   }
@@ -165,7 +165,7 @@ export class EnvironmentsService implements OnModuleDestroy {
       }
       // Audited by whichever start names itself as the job's requester first: one entry per preparation
       // session starts caused, whether this gateway or a status read elsewhere recorded the job's row.
-      if (status.job && (await this.requested(project.id, status.job, principal.userId))) {
+      if (status.job && (await this.track(project.id, status.job, principal.userId))) {
         await this.audit.record({
           actor: actorOf(principal),
           kind: 'environment.prepare_requested',
@@ -201,22 +201,16 @@ export class EnvironmentsService implements OnModuleDestroy {
   private async reconcile(project: Project, status: EnvironmentStatus): Promise<void> {
     const job = status.job;
     if (job) {
-      await this.track(project.id, job);
+      await this.track(project.id, job, null);
       if (job.state === 'preparing') this.follow(project.id, job.jobId);
       else await this.recordEnd(project.id, job);
     }
     for (const row of await this.jobs.unfinished(project.id)) if (row.jobId !== job?.jobId) this.follow(project.id, row.jobId);
   }
 
-  /** Records a job as preparing, its requester not named yet (`requested` names them). */
-  private track(projectId: string, job: EnvironmentJobView): Promise<boolean> {
-    return this.jobs.track({ projectId, jobId: job.jobId, key: job.key, requestedBy: null, startedAt: new Date(job.startedAt) });
-  }
-
-  /** Records the job if it is not yet, and names `userId` as its requester unless someone is: true when this call named them. */
-  private async requested(projectId: string, job: EnvironmentJobView, userId: string): Promise<boolean> {
-    await this.track(projectId, job);
-    return this.jobs.claimRequest(projectId, job.jobId, userId);
+  /** Records a job as preparing, naming `requestedBy` as its requester if nobody is yet: true when this call recorded it or named them. */
+  private track(projectId: string, job: EnvironmentJobView, requestedBy: string | null): Promise<boolean> {
+    return this.jobs.track({ projectId, jobId: job.jobId, key: job.key, requestedBy, startedAt: new Date(job.startedAt) });
   }
 
   /** Starts following a job in the background unless this process already does. */

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { and, eq, isNull } from 'drizzle-orm';
+import { and, eq, isNull, sql } from 'drizzle-orm';
 import type { Db } from '../database';
 import { environmentJobs, type EnvironmentJobRow, type EnvironmentJobState } from '../schema';
 import { DB } from '../tokens';
@@ -28,26 +28,21 @@ export class EnvironmentJobsRepository extends Repository {
     super(db);
   }
 
-  /** Records a job of a project as preparing; true when this call recorded it, false when it was known. */
+  /**
+   * Records a job of a project as preparing, and names who asked for it when `requestedBy` is given
+   * and nobody is named yet. True when this call recorded the job or named its requester: whoever
+   * asked first is the one audited as asking, however the row came to be recorded (a status read
+   * may record it before the request that began it is answered).
+   */
   async track(job: TrackedJob): Promise<boolean> {
     const rows = await this.db
       .insert(environmentJobs)
       .values({ ...job, state: 'preparing' })
-      .onConflictDoNothing({ target: [environmentJobs.projectId, environmentJobs.jobId] })
-      .returning({ jobId: environmentJobs.jobId });
-    return rows.length > 0;
-  }
-
-  /**
-   * Names who asked for a recorded job, unless someone already is: true for the one call that named
-   * them. Whoever asked first is the one audited as asking, however the job's row came to be
-   * recorded (a status read may record it before the request that began it is answered).
-   */
-  async claimRequest(projectId: string, jobId: string, userId: string): Promise<boolean> {
-    const rows = await this.db
-      .update(environmentJobs)
-      .set({ requestedBy: userId })
-      .where(and(eq(environmentJobs.projectId, projectId), eq(environmentJobs.jobId, jobId), isNull(environmentJobs.requestedBy)))
+      .onConflictDoUpdate({
+        target: [environmentJobs.projectId, environmentJobs.jobId],
+        set: { requestedBy: sql`excluded.requested_by` },
+        setWhere: and(isNull(environmentJobs.requestedBy), sql`excluded.requested_by IS NOT NULL`),
+      })
       .returning({ jobId: environmentJobs.jobId });
     return rows.length > 0;
   }
